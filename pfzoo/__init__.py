@@ -1,0 +1,3 @@
+"""pfzoo: probabilistic models with intractable partition functions, their estimators and trainers."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,63 @@
+"""The base class every model in the zoo derives from."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class EnergyModel(nn.Module):
+    """An unnormalised density ``p(x) = exp(-E(x)) / Z`` as an ``nn.Module``.
+
+    Subclasses implement :meth:`energy` (of a full state, latents included) and
+    :meth:`free_energy` (latents summed or integrated out where tractable). Models whose
+    partition function is exactly computable override :meth:`log_partition`; models that
+    can be annealed override :meth:`annealing_base` and :meth:`geometric_path`.
+
+    Attributes:
+        num_visible: width ``V`` of the visible vector.
+        binary_visible: whether visible units take values in {0, 1}.
+    """
+
+    num_visible: int
+    binary_visible: bool = True
+
+    def energy(self, *state: torch.Tensor) -> torch.Tensor:
+        """Energy of full states, ``[B]``."""
+        raise NotImplementedError
+
+    def free_energy(self, v: torch.Tensor) -> torch.Tensor:
+        """Free energy ``F(v) = -log Σ_h exp(-E(v, h))`` of visible vectors ``v [B, V]`` → ``[B]``."""
+        raise NotImplementedError
+
+    def unnormalized_log_prob(self, v: torch.Tensor) -> torch.Tensor:
+        """``log p*(v) = -F(v)`` for ``v [B, V]`` → ``[B]``."""
+        return -self.free_energy(v)
+
+    def log_partition(self) -> torch.Tensor:
+        """Exact ``log Z`` as a float64 scalar, where the model allows it."""
+        raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")
+
+    def log_prob(self, v: torch.Tensor) -> torch.Tensor:
+        """Exact ``log p(v) = -F(v) - log Z`` (float64, ``[B]``), where ``log Z`` is exact."""
+        return self.unnormalized_log_prob(v).double() - self.log_partition()
+
+    def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None) -> "EnergyModel":
+        """A tractable model of the same family to anneal from (``log Z`` known exactly)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define an annealing base distribution")
+
+    def geometric_path(self, base: "EnergyModel"):
+        """The geometric-average annealing path from ``base`` (β = 0) to this model (β = 1)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define a geometric annealing path")
+
+    def config(self) -> dict:
+        """Constructor keyword arguments that rebuild a model of this shape (used by checkpoints)."""
+        raise NotImplementedError
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.parameters()).dtype

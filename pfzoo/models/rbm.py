@@ -1,0 +1,210 @@
+"""Bernoulli–Bernoulli restricted Boltzmann machine."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from pfzoo.models.base import EnergyModel
+from pfzoo.models.registry import register_model
+from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
+
+DEFAULT_MAX_ENUMERATION_UNITS = 25
+_ENUMERATION_CHUNK_ELEMENTS = 1 << 22  # configurations × width per chunk, ~32 MiB in float64
+
+
+@register_model("rbm")
+class RBM(EnergyModel):
+    """Binary RBM with energy ``E(v, h) = -vᵀWh - b·v - c·h``, ``v ∈ {0,1}^V``, ``h ∈ {0,1}^H``.
+
+    Parameters: ``weight [V, H]`` (W), ``visible_bias [V]`` (b), ``hidden_bias [H]`` (c).
+    At inverse temperature β the conditionals are ``p(h_j = 1 | v) = σ(β (vW + c)_j)`` and
+    ``p(v_i = 1 | h) = σ(β (Wh + b)_i)``.
+
+    Args:
+        num_visible: V.
+        num_hidden: H.
+        init_std: standard deviation of the Gaussian initial weights (biases start at 0).
+        max_enumeration_units: :meth:`log_partition` refuses to enumerate more than
+            ``2**max_enumeration_units`` configurations of the smaller layer.
+        generator: random generator for the initial weights.
+    """
+
+    def __init__(
+        self,
+        num_visible: int,
+        num_hidden: int,
+        *,
+        init_std: float = 0.01,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.num_visible = check_positive_int(num_visible, "num_visible")
+        self.num_hidden = check_positive_int(num_hidden, "num_hidden")
+        if init_std < 0:
+            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
+        self.weight = nn.Parameter(torch.randn(num_visible, num_hidden, generator=generator) * init_std)
+        self.visible_bias = nn.Parameter(torch.zeros(num_visible))
+        self.hidden_bias = nn.Parameter(torch.zeros(num_hidden))
+
+    @classmethod
+    def from_tensors(
+        cls,
+        weight: torch.Tensor,
+        visible_bias: torch.Tensor,
+        hidden_bias: torch.Tensor,
+        *,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+    ) -> "RBM":
+        """An RBM holding copies of ``weight [V, H]``, ``visible_bias [V]``, ``hidden_bias [H]``."""
+        if weight.dim() != 2:
+            raise ValueError(f"weight must have shape [V, H], got {tuple(weight.shape)}")
+        num_visible, num_hidden = weight.shape
+        if visible_bias.shape != (num_visible,):
+            raise ValueError(f"visible_bias must have shape [{num_visible}], got {tuple(visible_bias.shape)}")
+        if hidden_bias.shape != (num_hidden,):
+            raise ValueError(f"hidden_bias must have shape [{num_hidden}], got {tuple(hidden_bias.shape)}")
+        for name, tensor in (("weight", weight), ("visible_bias", visible_bias), ("hidden_bias", hidden_bias)):
+            if not torch.isfinite(tensor).all():
+                raise ValueError(f"{name} contains NaN or infinite values")
+        model = cls(num_visible, num_hidden, init_std=0.0, max_enumeration_units=max_enumeration_units)
+        model.to(device=weight.device, dtype=weight.dtype)
+        with torch.no_grad():
+            model.weight.copy_(weight)
+            model.visible_bias.copy_(visible_bias)
+            model.hidden_bias.copy_(hidden_bias)
+        return model
+
+    def config(self) -> dict:
+        return {
+            "num_visible": self.num_visible,
+            "num_hidden": self.num_hidden,
+            "max_enumeration_units": self.max_enumeration_units,
+        }
+
+    # ---- input checks -------------------------------------------------------------------
+
+    def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
+        """Raise ``ValueError`` unless ``v`` is a binary ``[B, V]`` tensor on the model's device."""
+        return check_binary(v, name, width=self.num_visible, device=self.device)
+
+    def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
+        """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
+        return check_binary(h, name, width=self.num_hidden, device=self.device)
+
+    # ---- energies -----------------------------------------------------------------------
+
+    def energy(self, v: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """``E(v, h) = -vᵀWh - b·v - c·h`` for ``v [B, V]``, ``h [B, H]`` → ``[B]``."""
+        self.check_visible(v)
+        self.check_hidden(h)
+        return -((v @ self.weight) * h).sum(-1) - v @ self.visible_bias - h @ self.hidden_bias
+
+    def free_energy(self, v: torch.Tensor) -> torch.Tensor:
+        """``F(v) = -b·v - Σ_j softplus((vW + c)_j)`` for ``v [B, V]`` → ``[B]``."""
+        self.check_visible(v)
+        return -v @ self.visible_bias - F.softplus(v @ self.weight + self.hidden_bias).sum(-1)
+
+    # ---- conditionals -------------------------------------------------------------------
+    # ``hidden_probs``/``visible_probs``/``draw_*`` are the unchecked hot-loop primitives used by
+    # kernels and trainers; the public ``sample_*`` methods validate their input first.
+
+    def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
+        """``p(h = 1 | v) = σ(β (vW + c))``, ``[B, H]``. Inputs are not validated."""
+        return torch.sigmoid(beta * (v @ self.weight + self.hidden_bias))
+
+    def visible_probs(self, h: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
+        """``p(v = 1 | h) = σ(β (Wh + b))``, ``[B, V]``. Inputs are not validated."""
+        return torch.sigmoid(beta * (h @ self.weight.T + self.visible_bias))
+
+    def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
+        return torch.bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
+
+    def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""
+        return torch.bernoulli(self.visible_probs(h, beta=beta), generator=generator)
+
+    def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact sample ``h ~ p_β(h | v)`` for binary ``v [B, V]`` → ``[B, H]``."""
+        self.check_visible(v)
+        check_generator(generator, self.device)
+        return self.draw_hidden(v, beta=check_beta(beta), generator=generator)
+
+    def sample_v_given_h(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact sample ``v ~ p_β(v | h)`` for binary ``h [B, H]`` → ``[B, V]``."""
+        self.check_hidden(h)
+        check_generator(generator, self.device)
+        return self.draw_visible(h, beta=check_beta(beta), generator=generator)
+
+    # ---- partition function -------------------------------------------------------------
+
+    @torch.no_grad()
+    def log_partition(self) -> torch.Tensor:
+        """Exact ``log Z`` (float64 scalar) by enumerating the smaller layer in chunks.
+
+        Enumerating ``h``: ``log Z = logsumexp_h [c·h + Σ_i softplus((Wh + b)_i)]``; enumerating ``v``
+        is the same with the roles swapped. Costs ``2^min(V, H)`` matrix-vector products.
+        """
+        weight = self.weight.double()
+        if self.num_hidden <= self.num_visible:
+            enumerated_bias, other_bias, coupling = self.hidden_bias.double(), self.visible_bias.double(), weight.T
+        else:
+            enumerated_bias, other_bias, coupling = self.visible_bias.double(), self.hidden_bias.double(), weight
+        num_units = enumerated_bias.shape[0]
+        if num_units > self.max_enumeration_units:
+            raise ValueError(
+                f"exact log Z would enumerate 2^{num_units} states of the smaller layer, above "
+                f"max_enumeration_units={self.max_enumeration_units}; use an estimator such as AIS, "
+                f"or raise max_enumeration_units if you can afford it"
+            )
+        chunk = 1 << max(0, min(num_units, int(math.log2(max(1, _ENUMERATION_CHUNK_ELEMENTS // coupling.shape[1])))))
+        bits = 1 << torch.arange(num_units, device=weight.device)
+        log_terms = []
+        for start in range(0, 1 << num_units, chunk):
+            index = torch.arange(start, min(start + chunk, 1 << num_units), device=weight.device)
+            states = ((index[:, None] & bits) != 0).double()
+            log_f = states @ enumerated_bias + F.softplus(states @ coupling + other_bias).sum(-1)
+            log_terms.append(torch.logsumexp(log_f, 0))
+        return torch.logsumexp(torch.stack(log_terms), 0)
+
+    # ---- annealing ----------------------------------------------------------------------
+
+    def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "RBM":
+        """A tractable RBM with ``W = 0`` to anneal from.
+
+        ``kind="uniform"``: all parameters zero (``log Z_0 = (V + H) log 2``).
+        ``kind="base_rate"``: visible biases ``logit(p)`` with ``p = (Σ_n v_n + smoothing) / (N + 2 smoothing)``
+        the smoothed pixel means of ``data [N, V]`` (Salakhutdinov & Murray 2008), hidden biases 0.
+        """
+        zeros_w = torch.zeros_like(self.weight)
+        zeros_c = torch.zeros_like(self.hidden_bias)
+        if kind == "uniform":
+            return RBM.from_tensors(zeros_w, torch.zeros_like(self.visible_bias), zeros_c)
+        if kind == "base_rate":
+            if data is None:
+                raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel means from")
+            return RBM.from_tensors(zeros_w, base_rate_visible_bias(self.check_visible(data, "data"), smoothing), zeros_c)
+        raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
+
+    def geometric_path(self, base: "RBM"):
+        from pfzoo.paths.geometric import RBMGeometricPath
+
+        return RBMGeometricPath(target=self, base=base)
+
+
+def base_rate_visible_bias(data: torch.Tensor, smoothing: float = 1.0) -> torch.Tensor:
+    """``logit(p)`` of the smoothed pixel means ``p = (Σ_n v_n + smoothing) / (N + 2 smoothing)``, ``[V]``.
+
+    ``smoothing`` is a pseudo-count per outcome; it keeps the biases finite for pixels that are
+    constant in the data.
+    """
+    if smoothing <= 0:
+        raise ValueError(f"smoothing must be positive (a pseudo-count), got {smoothing}")
+    p = (data.sum(0) + smoothing) / (data.shape[0] + 2 * smoothing)
+    return torch.logit(p)

@@ -1,0 +1,7 @@
+"""Annealing paths and schedules."""
+
+from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.geometric import RBMGeometricPath
+from pfzoo.paths.schedules import LinearSchedule, Schedule, SigmoidSchedule, make_betas
+
+__all__ = ["AnnealingPath", "RBMGeometricPath", "Schedule", "LinearSchedule", "SigmoidSchedule", "make_betas"]

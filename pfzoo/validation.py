@@ -1,0 +1,69 @@
+"""Input checks at public boundaries.
+
+Every check raises ``ValueError`` naming the argument and what was expected, so a user who
+passes a wrong tensor learns which one and why, instead of meeting a shape error deep
+inside a matrix product.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def check_matrix(
+    x: torch.Tensor,
+    name: str,
+    *,
+    width: int | None = None,
+    device: torch.device | None = None,
+) -> torch.Tensor:
+    """Check that ``x`` is a finite floating-point ``[B, width]`` tensor on ``device``.
+
+    Returns ``x`` unchanged so the call can be used inline.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"{name} must have shape [batch, {width or 'features'}], got shape {tuple(x.shape)}")
+    if width is not None and x.shape[1] != width:
+        raise ValueError(f"{name} must have {width} columns (shape [batch, {width}]), got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if device is not None and x.device != torch.device(device):
+        raise ValueError(f"{name} is on device {x.device}, expected {device} (the model's device)")
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return x
+
+
+def check_binary(x: torch.Tensor, name: str, *, width: int | None = None, device: torch.device | None = None) -> torch.Tensor:
+    """Like :func:`check_matrix`, and also require every entry to be exactly 0 or 1."""
+    check_matrix(x, name, width=width, device=device)
+    if not ((x == 0) | (x == 1)).all():
+        raise ValueError(f"{name} must be binary (every entry 0 or 1); binarise the data first")
+    return x
+
+
+def check_generator(generator: torch.Generator | None, device: torch.device) -> None:
+    """Check that a random generator, if given, lives on the device it will draw for."""
+    if generator is None:
+        return
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    if torch.device(generator.device).type != torch.device(device).type:
+        raise ValueError(f"generator is on device {generator.device}, expected a generator on {device}")
+
+
+def check_positive_int(value: int, name: str) -> int:
+    """Require a positive Python integer (bools are rejected)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_beta(beta: float, name: str = "beta") -> float:
+    """Require an inverse temperature in [0, 1]."""
+    beta = float(beta)
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {beta}")
+    return beta

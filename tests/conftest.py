@@ -1,0 +1,26 @@
+import os
+import pathlib
+
+import pytest
+import torch
+
+# Tests run small tensors; one intra-op thread avoids OpenMP spin-waiting when the machine is
+# shared, and keeps results independent of the thread count.
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def seed_everything():
+    """Every test starts from the same global RNG state (tests still pass explicit generators)."""
+    torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def shared_data_root() -> pathlib.Path:
+    """The reference data folder: ``$PFZOO_DATA``, else ``<repo>/../shared/data``; skip when absent."""
+    env = os.environ.get("PFZOO_DATA")
+    root = pathlib.Path(env).expanduser() if env else pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    if not root.is_dir():
+        source = "$PFZOO_DATA" if env else "<repo>/../shared/data"
+        pytest.skip(f"reference data folder {root} ({source}) is absent; set PFZOO_DATA to run data tests")
+    return root

@@ -1,0 +1,107 @@
+"""Table-driven oracle tests: every (model, estimator) row is checked against the exact log Z.
+
+A new estimator adds rows here. Stochastic estimators must land within ``K_SIGMA`` of their own
+reported standard error, and that standard error must itself be small (``max_stderr``), so a row
+cannot pass by reporting a huge error bar.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+import torch
+
+from pfzoo.estimators import AIS, BoundKind, Exact
+from pfzoo.models import RBM
+
+K_SIGMA = 3.0
+
+
+def random_rbm(num_visible, num_hidden, scale, seed):
+    g = torch.Generator().manual_seed(seed)
+    return RBM.from_tensors(
+        torch.randn(num_visible, num_hidden, generator=g) * scale,
+        torch.randn(num_visible, generator=g) * 0.5,
+        torch.randn(num_hidden, generator=g) * 0.5,
+    )
+
+
+def biased_binary_data(num_visible, seed, num_examples=500):
+    g = torch.Generator().manual_seed(seed)
+    pixel_means = torch.rand(num_visible, generator=g)
+    return (torch.rand(num_examples, num_visible, generator=g) < pixel_means).float()
+
+
+@dataclass
+class Case:
+    name: str
+    model: Callable[[], RBM]
+    estimator: Callable[[], torch.nn.Module]
+    max_stderr: float
+    data: Callable[[], torch.Tensor] | None = None
+
+
+CASES = [
+    Case("rbm-20x10-weak-ais-uniform", lambda: random_rbm(20, 10, 0.3, 0), lambda: AIS(200, 1000), 0.02),
+    Case("rbm-40x15-ais-base-rate", lambda: random_rbm(40, 15, 1.0, 1), lambda: AIS(300, 3000, base="base_rate"), 0.05,
+         lambda: biased_binary_data(40, 1)),
+    Case("rbm-20x25-strong-ais-uniform", lambda: random_rbm(20, 25, 1.5, 2), lambda: AIS(500, 5000), 0.1),
+    Case("rbm-25x12-strong-ais-sigmoid", lambda: random_rbm(25, 12, 2.0, 3), lambda: AIS(500, 5000, schedule="sigmoid"), 0.1),
+    Case("rbm-16x20-strong-ais-base-rate", lambda: random_rbm(16, 20, 2.0, 4), lambda: AIS(500, 5000, base="base_rate"), 0.1,
+         lambda: biased_binary_data(16, 4)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_estimator_matches_exact_log_z(case):
+    model = case.model()
+    exact = model.log_partition().item()
+    data = case.data() if case.data else None
+    estimate = case.estimator()(model, data=data, generator=torch.Generator().manual_seed(0))
+    assert estimate.kind is BoundKind.UNBIASED_Z
+    assert estimate.stderr < case.max_stderr, f"stderr {estimate.stderr:.4f} too large to be a useful check"
+    assert abs(estimate.log_z - exact) <= K_SIGMA * estimate.stderr, (
+        f"{case.name}: estimate {estimate.log_z:.4f} ± {estimate.stderr:.4f}, exact {exact:.4f}"
+    )
+
+
+def test_exact_estimator_returns_enumeration():
+    model = random_rbm(8, 6, 1.0, 0)
+    estimate = Exact()(model)
+    assert estimate.kind is BoundKind.EXACT and estimate.stderr == 0.0
+    assert estimate.log_z == model.log_partition().item()
+
+
+def test_ais_log_likelihood_matches_exact():
+    model = random_rbm(20, 12, 1.0, 5)
+    data = biased_binary_data(20, 5, num_examples=300)
+    estimate = AIS(300, 3000, base="base_rate").log_likelihood(model, data, generator=torch.Generator().manual_seed(1))
+    exact = model.log_prob(data).detach()
+    assert torch.allclose(estimate.per_example - estimate.per_example.mean(), exact - exact.mean(), atol=1e-4)
+    assert abs(estimate.mean - exact.mean().item()) <= K_SIGMA * estimate.stderr
+    assert estimate.data_stderr == pytest.approx((exact.std() / 300**0.5).item(), rel=1e-3)
+    assert estimate.log_z is not None and estimate.log_z.kind is BoundKind.UNBIASED_Z
+
+
+def test_same_seed_same_log_weights():
+    model = random_rbm(12, 8, 1.0, 6)
+    run = lambda seed: AIS(50, 200)(model, generator=torch.Generator().manual_seed(seed))
+    first, second, other = run(0), run(0), run(1)
+    assert first.log_weights.dtype == torch.float64
+    assert torch.equal(first.log_weights, second.log_weights)
+    assert not torch.equal(first.log_weights, other.log_weights)
+
+
+def test_ais_reports_progress_and_rejects_bad_arguments():
+    model = random_rbm(6, 4, 1.0, 7)
+    calls = []
+    AIS(10, 250)(model, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (250, 250) and all(t == 250 for _, t in calls)
+    with pytest.raises(ValueError, match="needs data"):
+        AIS(10, 10, base="base_rate")(model)
+    with pytest.raises(ValueError, match="base"):
+        AIS(10, 10, base="gaussian")
+    with pytest.raises(ValueError, match="num_chains"):
+        AIS(1, 10)
+    with pytest.raises(ValueError, match="data"):
+        AIS(10, 10).log_likelihood(model, torch.ones(3, 5))

@@ -1,0 +1,69 @@
+import itertools
+
+import pytest
+import torch
+from scipy import stats
+
+from pfzoo.models import RBM
+
+
+def rbm_and_base(kind="base_rate"):
+    g = torch.Generator().manual_seed(0)
+    rbm = RBM.from_tensors(torch.randn(5, 3, generator=g) * 1.5, torch.randn(5, generator=g), torch.randn(3, generator=g))
+    data = (torch.rand(50, 5, generator=g) < 0.3).float()
+    return rbm, rbm.annealing_base(kind, data)
+
+
+def all_visible(n):
+    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "base_rate"])
+def test_path_end_points_are_base_and_target(kind):
+    rbm, base = rbm_and_base(kind)
+    path = rbm.geometric_path(base)
+    v = all_visible(5)
+    stats_ = path.statistics(v)
+    assert torch.allclose(path.log_f(v, stats_, 1.0), -rbm.free_energy(v).detach().double(), atol=1e-5)
+    assert torch.allclose(path.log_f(v, stats_, 0.0), -base.free_energy(v).double(), atol=1e-5)
+    assert path.base_log_partition().item() == pytest.approx(base.log_partition().item(), abs=1e-9)
+
+
+def test_increment_equals_difference_of_log_f():
+    rbm, base = rbm_and_base()
+    path = rbm.geometric_path(base)
+    v = all_visible(5)
+    s = path.statistics(v)
+    for b0, b1 in [(0.0, 0.1), (0.3, 0.3001), (0.9, 1.0), (0.7, 0.2)]:
+        expected = path.log_f(v, s, b1) - path.log_f(v, s, b0)
+        assert torch.allclose(path.log_weight_increment(s, b0, b1), expected, atol=1e-5)
+
+
+def test_base_samples_follow_base_distribution():
+    rbm, base = rbm_and_base()
+    path = rbm.geometric_path(base)
+    v = path.sample_base(50000, generator=torch.Generator().manual_seed(0))
+    p = torch.sigmoid(base.visible_bias)
+    assert ((v.mean(0) - p).abs() < 5 * torch.sqrt(p * (1 - p) / 50000)).all()
+
+
+@pytest.mark.parametrize("beta", [0.3, 1.0])
+def test_transition_leaves_intermediate_distribution_invariant(beta):
+    rbm, base = rbm_and_base()
+    path = rbm.geometric_path(base)
+    v_all = all_visible(5)
+    target = torch.softmax(path.log_f(v_all, path.statistics(v_all), beta), 0)
+    g = torch.Generator().manual_seed(1)
+    v = torch.ones(40000, 5)
+    s = path.statistics(v)
+    for _ in range(30):
+        v, s = path.transition(v, s, beta, generator=g)
+    index = (v.long() * 2 ** torch.arange(4, -1, -1)).sum(1)
+    counts = torch.bincount(index, minlength=32).double()
+    assert stats.chisquare(counts.numpy(), (target * 40000).numpy()).pvalue > 1e-4
+
+
+def test_base_with_weights_is_rejected():
+    rbm, _ = rbm_and_base()
+    with pytest.raises(ValueError, match="zero weights"):
+        rbm.geometric_path(rbm)

@@ -1,0 +1,92 @@
+"""MNIST from the official IDX files, optionally binarised (thresholded or sampled).
+
+The data root (see :func:`pfzoo.data.resolve_data_root`) must hold
+``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte``, the layout
+``torchvision.datasets.MNIST`` reads. Intensities are scaled to [0, 1] before binarising.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+
+from pfzoo.data.root import ENV_VAR, resolve_data_root
+from pfzoo.data.splits import DataSplits
+
+logger = logging.getLogger(__name__)
+
+BINARIZE_MODES = ("none", "threshold", "stochastic")
+RAW_FILES = tuple(f"{s}-{k}-ubyte" for s in ("train", "t10k") for k in ("images-idx3", "labels-idx1"))
+
+
+def mnist(
+    root: str | os.PathLike | None = None,
+    binarize: str = "threshold",
+    threshold: float = 0.5,
+    download: bool = True,
+    valid_size: int = 0,
+    binarize_seed: int = 0,
+) -> DataSplits:
+    """MNIST as train ``[60000 - valid_size, 784]``, test ``[10000, 784]`` and valid ``[valid_size, 784]``.
+
+    ``binarize``: ``"none"`` keeps intensities in [0, 1]; ``"threshold"`` gives ``intensity > threshold``;
+    ``"stochastic"`` draws each pixel from Bernoulli(intensity) with a generator seeded by
+    ``binarize_seed`` (same seed, same data). ``valid_size > 0`` takes the *last* ``valid_size``
+    training images as the valid split (else ``valid`` is ``None``). ``image_shape`` is ``(28, 28)``.
+
+    Missing files are downloaded by torchvision when ``download`` is true; if that is off or fails
+    (e.g. offline), raises ``FileNotFoundError`` naming the root and the expected layout.
+    """
+    if binarize not in BINARIZE_MODES:
+        raise ValueError(f"binarize must be one of {', '.join(map(repr, BINARIZE_MODES))}, got {binarize!r}")
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must lie in [0, 1] (intensities are scaled to [0, 1]), got {threshold}")
+    if isinstance(valid_size, bool) or not isinstance(valid_size, int) or not 0 <= valid_size < 60000:
+        raise ValueError(f"valid_size must be an integer in [0, 60000), got {valid_size!r}")
+    import torchvision  # imported here: it adds a second to `import pfzoo.data`
+
+    root = resolve_data_root(root)
+    _ensure_files(root, download)
+
+    def load(train: bool) -> torch.Tensor:
+        images = torchvision.datasets.MNIST(root=root, train=train, download=False).data  # [N, 28, 28] uint8
+        return images.reshape(len(images), -1).float().div_(255.0)
+
+    train, test = load(True), load(False)
+    if binarize == "threshold":
+        train, test = (train > threshold).float(), (test > threshold).float()
+    elif binarize == "stochastic":
+        generator = torch.Generator().manual_seed(binarize_seed)
+        train, test = torch.bernoulli(train, generator=generator), torch.bernoulli(test, generator=generator)
+    valid = None
+    if valid_size > 0:
+        train, valid = train[:-valid_size], train[-valid_size:]
+    splits = DataSplits(name="mnist", train=train, test=test, valid=valid, image_shape=(28, 28))
+    logger.info("loaded %r from %s (binarize=%s)", splits, root, binarize)
+    return splits
+
+
+def _ensure_files(root: os.PathLike, download: bool) -> None:
+    """Make sure the four raw IDX files exist under ``root/MNIST/raw``, downloading them if allowed."""
+    raw = os.path.join(root, "MNIST", "raw")
+    missing = [f for f in RAW_FILES if not os.path.isfile(os.path.join(raw, f))]
+    if not missing:
+        return
+    error = None
+    if download:
+        import torchvision
+
+        try:
+            torchvision.datasets.MNIST(root=root, train=True, download=True)  # fetches all four files
+            return
+        except (RuntimeError, OSError) as err:  # offline, unreachable mirror, read-only root, ...
+            logger.warning("downloading MNIST into %s failed: %s", root, err)
+            error = err
+    raise FileNotFoundError(
+        f"MNIST not found under data root {root} (missing {', '.join(missing)}; "
+        f"{'the download failed' if download else 'download=False'}). "
+        f"Expected {os.path.join(raw, '{train,t10k}-{images-idx3,labels-idx1}-ubyte')}. "
+        f"Set the root with data.root=... or the environment variable {ENV_VAR}."
+    ) from error

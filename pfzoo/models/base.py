@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pfzoo.validation import check_binary, check_matrix
+
 
 class EnergyModel(nn.Module):
     """An unnormalised density ``p(x) = exp(-E(x)) / Z`` as an ``nn.Module``.
@@ -21,6 +23,12 @@ class EnergyModel(nn.Module):
 
     num_visible: int
     binary_visible: bool = True
+    registry_name: str  # set by pfzoo.models.registry.register_model
+
+    def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
+        """Raise ``ValueError`` unless ``v`` is a finite ``[B, V]`` tensor on the model's device (binary if the model is)."""
+        check = check_binary if self.binary_visible else check_matrix
+        return check(v, name, width=self.num_visible, device=self.device)
 
     def energy(self, *state: torch.Tensor) -> torch.Tensor:
         """Energy of full states, ``[B]``."""
@@ -41,6 +49,14 @@ class EnergyModel(nn.Module):
     def log_prob(self, v: torch.Tensor) -> torch.Tensor:
         """Exact ``log p(v) = -F(v) - log Z`` (float64, ``[B]``), where ``log Z`` is exact."""
         return self.unnormalized_log_prob(v).double() - self.log_partition()
+
+    @property
+    def enumeration_size(self) -> int | None:
+        """``log2`` of the number of states :meth:`log_partition` enumerates; ``None`` if it does not enumerate."""
+        return None
+
+    def init_from_data(self, data: torch.Tensor) -> None:
+        """Data-dependent initialisation before training (``data [N, V]``); by default nothing."""
 
     def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None) -> "EnergyModel":
         """A tractable model of the same family to anneal from (``log Z`` known exactly)."""

@@ -89,10 +89,6 @@ class RBM(EnergyModel):
 
     # ---- input checks -------------------------------------------------------------------
 
-    def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
-        """Raise ``ValueError`` unless ``v`` is a binary ``[B, V]`` tensor on the model's device."""
-        return check_binary(v, name, width=self.num_visible, device=self.device)
-
     def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
         """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
         return check_binary(h, name, width=self.num_hidden, device=self.device)
@@ -144,6 +140,10 @@ class RBM(EnergyModel):
 
     # ---- partition function -------------------------------------------------------------
 
+    @property
+    def enumeration_size(self) -> int:
+        return min(self.num_visible, self.num_hidden)
+
     @torch.no_grad()
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z`` (float64 scalar) by enumerating the smaller layer in chunks.
@@ -191,6 +191,11 @@ class RBM(EnergyModel):
                 raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel means from")
             return RBM.from_tensors(zeros_w, base_rate_visible_bias(self.check_visible(data, "data"), smoothing), zeros_c)
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
+
+    @torch.no_grad()
+    def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:
+        """Set the visible biases to the base-rate logits of ``data [N, V]`` (Hinton 2010, practical guide §8.1)."""
+        self.visible_bias.copy_(base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
 
     def geometric_path(self, base: "RBM"):
         from pfzoo.paths.geometric import RBMGeometricPath

@@ -1,0 +1,92 @@
+"""Contrastive divergence (CD-k, Hinton 2002) and persistent CD (PCD-k, Tieleman 2008).
+
+Both minimise the free-energy surrogate
+
+    L(θ) = mean_n F_θ(v_n) - mean_m F_θ(ṽ_m),   ṽ held fixed (no gradient through the sampler),
+
+whose gradient ``∂L/∂θ = ⟨∂F/∂θ⟩_data - ⟨∂F/∂θ⟩_negatives`` is the CD / PCD update (Deep Learning
+§18.2). For an RBM, ``-∂L/∂W = ⟨v p(h|v)ᵀ⟩_data - ⟨ṽ p(h|ṽ)ᵀ⟩_negatives``. They differ only in where
+the negatives ``ṽ`` come from.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from pfzoo.kernels.gibbs import run_gibbs
+from pfzoo.validation import check_positive_int
+
+
+def _free_energy_gap(model, batch: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
+    """The surrogate ``mean F(batch [B, V]) - mean F(negatives [M, V])`` (scalar); ``negatives`` are detached."""
+    return model.free_energy(batch).mean() - model.free_energy(negatives.detach()).mean()
+
+
+class CD(nn.Module):
+    """CD-k: negatives from ``k`` block-Gibbs sweeps started at the batch.
+
+    Works with any bipartite model offering ``check_visible``, ``free_energy`` and the
+    ``draw_hidden``/``draw_visible`` draws of :func:`~pfzoo.kernels.run_gibbs` (e.g. an RBM).
+
+    Args:
+        k: Gibbs sweeps per update (≥ 1).
+    """
+
+    def __init__(self, k: int = 1) -> None:
+        super().__init__()
+        self.k = check_positive_int(k, "k")
+
+    def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the CD-k update."""
+        model.check_visible(batch, "batch")
+        with torch.no_grad():
+            state, _ = run_gibbs(batch, model, self.k, generator=generator)
+        return _free_energy_gap(model, batch, state.visible)
+
+    def extra_repr(self) -> str:
+        return f"k={self.k}"
+
+
+class PCD(nn.Module):
+    """PCD-k (stochastic maximum likelihood): negatives from persistent chains advanced ``k`` sweeps per update.
+
+    The chains ``[num_chains, V]`` are a registered buffer, so they are part of ``state_dict()``
+    and survive checkpoint / resume. They start, on the first batch, from ``num_chains`` rows of
+    that batch drawn with replacement.
+
+    Args:
+        k: Gibbs sweeps per update (≥ 1).
+        num_chains: number of persistent chains (the size of the negative batch).
+    """
+
+    chains: torch.Tensor
+
+    def __init__(self, k: int = 1, num_chains: int = 100) -> None:
+        super().__init__()
+        self.k = check_positive_int(k, "k")
+        self.num_chains = check_positive_int(num_chains, "num_chains")
+        self.register_buffer("chains", torch.empty(0))
+
+    def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the PCD-k update; advances the chains."""
+        model.check_visible(batch, "batch")
+        if self.chains.numel() == 0:
+            rows = torch.randint(batch.shape[0], (self.num_chains,), generator=generator, device=batch.device)
+            self.chains = batch[rows]
+        elif self.chains.shape[1] != batch.shape[1]:
+            raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
+        with torch.no_grad():
+            state, _ = run_gibbs(self.chains, model, self.k, generator=generator)
+        self.chains = state.visible
+        return _free_energy_gap(model, batch, self.chains)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        # The chains are created lazily, so resize the buffer to the saved chains before copying into it.
+        saved = state_dict.get(prefix + "chains")
+        if saved is not None:
+            self.chains = torch.empty_like(saved, device=self.chains.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return f"k={self.k}, num_chains={self.num_chains}"

@@ -1,0 +1,252 @@
+"""The training loop: minibatch epochs over an objective, JSON-lines metrics, atomic checkpoints, exact resume."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from pfzoo.estimators.base import Estimator
+from pfzoo.models.base import EnergyModel
+from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
+from pfzoo.validation import check_binary, check_matrix, check_positive_int
+from pfzoo.zoo import load_checkpoint, save
+
+logger = logging.getLogger(__name__)
+
+OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
+DEFAULT_OPTIMIZER: OptimizerFactory = partial(torch.optim.SGD, lr=0.05, momentum=0.5)
+CHECKPOINT_FILE = "checkpoint.pt"
+METRICS_FILE = "metrics.jsonl"
+_SAMPLING_SEED_OFFSET = 1
+_EVALUATION_SEED_OFFSET = 2
+
+
+class Trainer:
+    """Fits any :class:`~pfzoo.models.EnergyModel` by minibatch descent on an objective's loss.
+
+    Each epoch reshuffles the training set, takes one optimiser step per minibatch on
+    ``objective.loss(model, batch, generator=...)`` plus the L2 penalty
+    ``weight_decay / 2 · Σ ||W||²`` over the parameters named ``weight`` (or ``*.weight``) only,
+    biases excluded; appends one JSON line of metrics to ``<run_dir>/metrics.jsonl``; and every
+    ``checkpoint_every`` epochs (and after the last) writes ``<run_dir>/checkpoint.pt`` atomically
+    with :func:`pfzoo.zoo.save`. Its ``trainer_state`` is
+    ``{"epoch": int, "optimizer": optimizer.state_dict(), "objective": objective.state_dict(),
+    "generators": {"shuffle": ByteTensor, "sampling": ByteTensor}}``, enough to resume bit-for-bit.
+
+    Random streams: the data order comes from a CPU generator seeded with ``seed``, the objective's
+    sampling from a generator on the model's device seeded with ``seed + 1``. Evaluation
+    (pseudo-likelihood bit flips, the estimator) uses a generator re-seeded with ``seed + 2`` at
+    every evaluation, so it never perturbs training and epochs are compared with common random numbers.
+
+    Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds``
+    (training time), ``{train,test}_reconstruction_error`` (models with ``hidden_probs`` /
+    ``visible_probs``), ``{train,test}_pseudo_log_likelihood`` (binary models), and, at estimator
+    epochs, ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``.
+
+    Args:
+        objective: an ``nn.Module`` with ``loss(model, batch, *, generator) -> scalar``; its state
+            (e.g. PCD's chains) is checkpointed.
+        optimizer: ``params -> torch.optim.Optimizer``; default SGD(lr=0.05, momentum=0.5).
+        run_dir: directory for ``checkpoint.pt`` and ``metrics.jsonl``.
+        epochs: total number of epochs (a resumed run continues up to it).
+        batch_size: examples per minibatch (the last one of an epoch may be smaller).
+        weight_decay: L2 coefficient λ ≥ 0 (gradient ``λ W`` on weights).
+        checkpoint_every: epochs between checkpoints.
+        evaluate_every: epochs between estimator evaluations (and after the last); 0 = never.
+        estimator: log-likelihood estimator for those evaluations, fitted with ``base_data`` = train.
+        progress: show tqdm bars over epochs and batches.
+        seed: root of the random streams above.
+    """
+
+    def __init__(
+        self,
+        objective: nn.Module,
+        optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
+        *,
+        run_dir: str | os.PathLike,
+        epochs: int = 10,
+        batch_size: int = 100,
+        weight_decay: float = 0.0,
+        checkpoint_every: int = 1,
+        evaluate_every: int = 0,
+        estimator: Estimator | None = None,
+        progress: bool = True,
+        seed: int = 0,
+    ) -> None:
+        if not isinstance(objective, nn.Module) or not callable(getattr(objective, "loss", None)):
+            raise ValueError(f"objective must be an nn.Module with a loss(model, batch, *, generator) method, got {type(objective).__name__}")
+        if not callable(optimizer):
+            raise ValueError(f"optimizer must be a callable params -> torch.optim.Optimizer, got {type(optimizer).__name__}")
+        if weight_decay < 0:
+            raise ValueError(f"weight_decay must be non-negative, got {weight_decay}")
+        if isinstance(evaluate_every, bool) or not isinstance(evaluate_every, int) or evaluate_every < 0:
+            raise ValueError(f"evaluate_every must be a non-negative integer (0 = never), got {evaluate_every!r}")
+        if estimator is not None and not isinstance(estimator, Estimator):
+            raise ValueError(f"estimator must be a pfzoo.estimators.Estimator or None, got {type(estimator).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.objective = objective
+        self.make_optimizer = optimizer
+        self.run_dir = Path(run_dir)
+        self.epochs = check_positive_int(epochs, "epochs")
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.weight_decay = float(weight_decay)
+        self.checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+        self.evaluate_every = evaluate_every
+        self.estimator = estimator
+        self.progress = bool(progress)
+        self.seed = seed
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / CHECKPOINT_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.run_dir / METRICS_FILE
+
+    def fit(self, model: EnergyModel, data, *, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
+        """Train ``model`` on ``data.train [N, V]`` (evaluating on ``data.test``); returns the last epoch's metrics.
+
+        ``data`` is a :class:`pfzoo.data.DataSplits`; its splits are moved to the model's device and
+        dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
+        fresh, with a warning, when it does not); ``config`` (a plain dict, e.g. the resolved Hydra
+        config) is stored in every checkpoint. Raises ``FloatingPointError`` when the loss becomes
+        NaN or infinite; the checkpoint on disk is then the last good one.
+        """
+        train = self._prepare(model, data.train, "data.train")
+        test = self._prepare(model, data.test, "data.test")
+        self.objective.to(model.device)
+        if self.estimator is not None:
+            self.estimator.to(model.device)
+        optimizer = self.make_optimizer(model.parameters())
+        generators = {
+            "shuffle": torch.Generator().manual_seed(self.seed),
+            "sampling": torch.Generator(model.device).manual_seed(self.seed + _SAMPLING_SEED_OFFSET),
+        }
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        start = self._restore(model, optimizer, generators) if resume else 0
+        records = self._metrics_through(start)
+        weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
+        with tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not self.progress) as bar:
+            for epoch in range(start + 1, self.epochs + 1):
+                began = time.perf_counter()
+                loss = self._train_epoch(model, train, optimizer, weights, generators, epoch)
+                record = {"epoch": epoch, "loss": loss, "seconds": time.perf_counter() - began}
+                record.update(self._evaluate(model, train, test, epoch))
+                with self.metrics_path.open("a") as file:
+                    file.write(json.dumps(record) + "\n")
+                records.append(record)
+                logger.info("epoch %d/%d: %s", epoch, self.epochs, record)
+                if epoch % self.checkpoint_every == 0 or epoch == self.epochs:
+                    self._save(model, optimizer, generators, epoch, config)
+                bar.update()
+                bar.set_postfix(loss=f"{loss:.4g}")
+        return records[-1] if records else {"epoch": start, **self._evaluate(model, train, test, start)}
+
+    def _prepare(self, model: EnergyModel, split: torch.Tensor, name: str) -> torch.Tensor:
+        """``split`` on the model's device and dtype, checked to be ``[N ≥ 1, V]`` (binary for binary models)."""
+        split = split.to(device=model.device, dtype=model.dtype)
+        check = check_binary if model.binary_visible else check_matrix
+        check(split, name, width=model.num_visible, device=model.device)
+        if split.shape[0] == 0:
+            raise ValueError(f"{name} must hold at least one example, got shape {tuple(split.shape)}")
+        return split
+
+    def _train_epoch(
+        self,
+        model: EnergyModel,
+        train: torch.Tensor,
+        optimizer: torch.optim.Optimizer,
+        weights: list[nn.Parameter],
+        generators: dict[str, torch.Generator],
+        epoch: int,
+    ) -> float:
+        """One pass over ``train [N, V]`` in a fresh random order; returns the example-weighted mean loss."""
+        order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
+        total = 0.0
+        batches = order.split(self.batch_size)
+        for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not self.progress)):
+            batch = train[rows]
+
+            def closure() -> torch.Tensor:
+                optimizer.zero_grad(set_to_none=True)
+                loss = self.objective.loss(model, batch, generator=generators["sampling"])
+                if self.weight_decay:
+                    loss = loss + self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(
+                        f"loss is {loss.item()} at epoch {epoch}, batch {index}; the step was abandoned and "
+                        f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
+                    )
+                loss.backward()
+                return loss
+
+            total += optimizer.step(closure).item() * batch.shape[0]
+        return total / train.shape[0]
+
+    def _evaluate(self, model: EnergyModel, train: torch.Tensor, test: torch.Tensor, epoch: int) -> dict[str, float | None]:
+        """Reconstruction error and pseudo-log-likelihood on both splits, plus the estimator at its epochs."""
+        generator = torch.Generator(model.device).manual_seed(self.seed + _EVALUATION_SEED_OFFSET)
+        record: dict[str, float | None] = {}
+        for split, v in (("train", train), ("test", test)):
+            if hasattr(model, "hidden_probs") and hasattr(model, "visible_probs"):
+                record[f"{split}_reconstruction_error"] = reconstruction_error(model, v)
+            if model.binary_visible:
+                record[f"{split}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, v, generator=generator)
+        if self.estimator is not None and self.evaluate_every and (epoch % self.evaluate_every == 0 or epoch == self.epochs):
+            estimate = self.estimator.log_likelihood(model, test, base_data=train, generator=generator)
+            record["test_log_likelihood"] = estimate.mean
+            record["test_log_likelihood_stderr"] = estimate.stderr
+            record["log_z"] = None if estimate.log_z is None else estimate.log_z.log_z
+        return record
+
+    def _save(self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator], epoch: int, config: dict | None) -> None:
+        trainer_state = {
+            "epoch": epoch,
+            "optimizer": optimizer.state_dict(),
+            "objective": self.objective.state_dict(),
+            "generators": {name: generator.get_state() for name, generator in generators.items()},
+        }
+        save(self.checkpoint_path, model, config=config, trainer_state=trainer_state)
+        logger.info("saved checkpoint after epoch %d to %s", epoch, self.checkpoint_path)
+
+    def _restore(self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator]) -> int:
+        """Load ``checkpoint.pt`` into the model, optimiser, objective and generators; returns its epoch (0 if none)."""
+        if not self.checkpoint_path.is_file():
+            logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
+            return 0
+        checkpoint = load_checkpoint(self.checkpoint_path)
+        name = getattr(type(model), "registry_name", None)
+        if checkpoint["trainer_state"] is None or checkpoint["model"] != name or checkpoint["model_config"] != model.config():
+            raise ValueError(
+                f"{self.checkpoint_path} cannot resume this run: it holds a {checkpoint['model']!r} model with config "
+                f"{checkpoint['model_config']} (trainer state {'absent' if checkpoint['trainer_state'] is None else 'present'}), "
+                f"expected a {name!r} model with config {model.config()}"
+            )
+        state = checkpoint["trainer_state"]
+        model.load_state_dict(checkpoint["state_dict"])
+        optimizer.load_state_dict(state["optimizer"])
+        self.objective.load_state_dict(state["objective"])
+        for stream, generator in generators.items():
+            generator.set_state(state["generators"][stream])
+        logger.info("resuming from %s after epoch %d", self.checkpoint_path, state["epoch"])
+        return state["epoch"]
+
+    def _metrics_through(self, epoch: int) -> list[dict[str, Any]]:
+        """Keep only the records of epochs ≤ ``epoch`` in ``metrics.jsonl`` (later ones postdate the checkpoint); return them."""
+        records = []
+        if self.metrics_path.is_file():
+            with self.metrics_path.open() as file:
+                records = [record for record in map(json.loads, filter(str.strip, file)) if record["epoch"] <= epoch]
+        self.metrics_path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        return records

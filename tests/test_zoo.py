@@ -1,0 +1,97 @@
+"""Checkpoints: round trips, the on-disk layout, atomic writes and clear errors."""
+
+import pytest
+import torch
+
+from pfzoo import zoo
+from pfzoo.models import RBM
+
+
+def trained_rbm(seed=0, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    return RBM.from_tensors(
+        torch.randn(12, 5, generator=g, dtype=dtype), torch.randn(12, generator=g, dtype=dtype), torch.randn(5, generator=g, dtype=dtype)
+    )
+
+
+def binary(rows=20, width=12):
+    return torch.bernoulli(torch.full((rows, width), 0.5), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_round_trip_gives_identical_free_energies_and_keeps_dtype(tmp_path, dtype):
+    model = trained_rbm(dtype=dtype)
+    zoo.save(tmp_path / "rbm.pt", model)
+    loaded = zoo.load(tmp_path / "rbm.pt")
+    assert type(loaded) is RBM and loaded.config() == model.config()
+    assert loaded.dtype == dtype
+    v = binary().to(dtype)
+    assert torch.equal(loaded.free_energy(v), model.free_energy(v))
+
+
+def test_checkpoint_layout_is_plain_and_loads_with_weights_only(tmp_path):
+    model = trained_rbm()
+    config = {"model": {"_target_": "pfzoo.models.RBM", "num_hidden": 5}, "seed": 0, "tags": ["a", 1, None]}
+    state = {"epoch": 3, "generators": {"shuffle": torch.Generator().get_state()}}
+    path = zoo.save(tmp_path / "sub" / "ckpt.pt", model, config=config, trainer_state=state)
+    raw = torch.load(path, weights_only=True)
+    assert set(raw) == {"format", "model", "model_config", "state_dict", "config", "trainer_state"}
+    assert raw["format"] == "pfzoo-checkpoint-1" and raw["model"] == "rbm"
+    assert raw["model_config"] == model.config() and raw["config"] == config
+    assert raw["trainer_state"]["epoch"] == 3
+    assert set(raw["state_dict"]) == {"weight", "visible_bias", "hidden_bias"}
+    assert zoo.load_checkpoint(path)["config"] == config
+
+
+def test_interrupted_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    zoo.save(path, trained_rbm(seed=0))
+    real_save = torch.save
+
+    def crash_mid_write(obj, file, *args, **kwargs):
+        real_save(obj, file, *args, **kwargs)
+        file.seek(0)
+        file.truncate(100)
+        raise KeyboardInterrupt("simulated crash while writing")
+
+    monkeypatch.setattr(torch, "save", crash_mid_write)
+    with pytest.raises(KeyboardInterrupt):
+        zoo.save(path, trained_rbm(seed=1))
+    assert torch.equal(zoo.load(path).weight, trained_rbm(seed=0).weight)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]  # no temporary file left behind
+
+
+def test_missing_file_raises_file_not_found_naming_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere.pt"):
+        zoo.load(tmp_path / "nowhere.pt")
+
+
+def test_wrong_format_raises_value_error(tmp_path):
+    torch.save({"format": "something-else"}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="pfzoo-checkpoint-1"):
+        zoo.load(tmp_path / "other.pt")
+    torch.save(trained_rbm().state_dict(), tmp_path / "bare.pt")
+    with pytest.raises(ValueError, match="format"):
+        zoo.load_checkpoint(tmp_path / "bare.pt")
+    (tmp_path / "garbage.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(ValueError, match="not a readable"):
+        zoo.load(tmp_path / "garbage.pt")
+
+
+def test_pickled_objects_are_refused(tmp_path):
+    torch.save({"format": "pfzoo-checkpoint-1", "model": trained_rbm()}, tmp_path / "pickled.pt")
+    with pytest.raises(ValueError, match="not a readable"):
+        zoo.load_checkpoint(tmp_path / "pickled.pt")
+
+
+def test_save_rejects_unregistered_models_and_non_plain_configs(tmp_path):
+    class Unregistered(RBM):
+        pass
+
+    with pytest.raises(ValueError, match="registered model class"):
+        zoo.save(tmp_path / "x.pt", Unregistered(3, 2))
+    with pytest.raises(ValueError, match=r"config.model must hold only"):
+        zoo.save(tmp_path / "x.pt", trained_rbm(), config={"model": object()})
+    with pytest.raises(ValueError, match="config must be a plain dict"):
+        zoo.save(tmp_path / "x.pt", trained_rbm(), config=["not", "a", "dict"])
+    assert not list(tmp_path.iterdir())

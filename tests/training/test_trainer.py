@@ -1,0 +1,265 @@
+"""The Trainer: learning, metrics file, checkpoints, exact resume, weight decay, errors; and the metrics it logs."""
+
+import json
+import math
+from functools import partial
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from torch import nn
+from torch.nn import functional as F
+
+from pfzoo import zoo
+from pfzoo.data import DataSplits, digits
+from pfzoo.estimators import AIS, Exact
+from pfzoo.models import RBM
+from pfzoo.training import CD, PCD, Trainer, pseudo_log_likelihood, reconstruction_error
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
+
+
+def rbm(num_visible=16, num_hidden=8, seed=0):
+    return RBM(num_visible, num_hidden, init_std=0.1, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture
+def data():
+    """Random binary data with unequal pixel rates: train [200, 16], test [50, 16]."""
+    g = torch.Generator().manual_seed(0)
+    rates = torch.linspace(0.1, 0.9, 16)
+    return DataSplits("toy", train=torch.bernoulli(rates.expand(200, 16), generator=g), test=torch.bernoulli(rates.expand(50, 16), generator=g))
+
+
+def read_metrics(run_dir):
+    return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+def without_timing(records):
+    return [{key: value for key, value in record.items() if key != "seconds"} for record in records]
+
+
+class NullObjective(nn.Module):
+    """Zero loss with a graph through every parameter: only the weight decay moves the model."""
+
+    def loss(self, model, batch, *, generator=None):
+        return 0 * model.free_energy(batch).sum()
+
+
+class ExplodingCD(CD):
+    """CD whose loss turns NaN on its ``explode_at``-th call."""
+
+    def __init__(self, explode_at):
+        super().__init__()
+        self.calls, self.explode_at = 0, explode_at
+
+    def loss(self, model, batch, *, generator=None):
+        self.calls += 1
+        loss = super().loss(model, batch, generator=generator)
+        return loss * math.nan if self.calls == self.explode_at else loss
+
+
+# ---- metrics --------------------------------------------------------------------------------------
+
+
+def test_reconstruction_error_is_the_mean_squared_mean_field_reconstruction_error(data):
+    model = rbm()
+    v = data.test
+    expected = ((v - torch.sigmoid(torch.sigmoid(v @ model.weight + model.hidden_bias) @ model.weight.T + model.visible_bias)) ** 2).mean()
+    assert reconstruction_error(model, v) == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_pseudo_log_likelihood_is_unbiased_for_the_exact_pseudo_likelihood():
+    g = torch.Generator().manual_seed(0)
+    model = RBM.from_tensors(torch.randn(6, 4, generator=g), torch.randn(6, generator=g), torch.randn(4, generator=g))
+    v = torch.tensor([[1.0, 0, 1, 1, 0, 0]])
+    flipped = v.repeat(6, 1)
+    flipped[range(6), range(6)] = 1 - flipped[range(6), range(6)]
+    per_unit = 6 * F.logsigmoid(model.free_energy(flipped) - model.free_energy(v)).detach()  # V log p(v_i | v_-i)
+    exact, num = per_unit.mean().item(), 20_000  # Σ_i log p(v_i | v_-i) = mean_i V log p(v_i | v_-i)
+    estimate = pseudo_log_likelihood(model, v.repeat(num, 1), generator=torch.Generator().manual_seed(1))
+    assert abs(estimate - exact) < 5 * per_unit.std(unbiased=False).item() / math.sqrt(num)
+
+
+def test_metrics_validate_input():
+    model = rbm()
+    with pytest.raises(ValueError, match="v must be binary"):
+        pseudo_log_likelihood(model, torch.full((3, 16), 0.5))
+    with pytest.raises(ValueError, match="v must have 16 columns"):
+        reconstruction_error(model, torch.zeros(3, 15))
+
+
+# ---- learning -------------------------------------------------------------------------------------
+
+
+def test_training_on_digits_raises_pseudo_likelihood_and_lowers_reconstruction_error(tmp_path):
+    splits = digits()
+    model = RBM(64, 24, generator=torch.Generator().manual_seed(0))
+    before_pll = pseudo_log_likelihood(model, splits.test, generator=torch.Generator().manual_seed(2))
+    before_error = reconstruction_error(model, splits.test)
+    final = Trainer(CD(k=1), run_dir=tmp_path, epochs=5, batch_size=50, progress=False).fit(model, splits)
+    assert final["epoch"] == 5
+    assert final["test_pseudo_log_likelihood"] > before_pll + 10
+    assert final["test_reconstruction_error"] < before_error - 0.05
+    records = read_metrics(tmp_path)
+    assert records[-1]["train_pseudo_log_likelihood"] > records[0]["train_pseudo_log_likelihood"]
+
+
+def test_same_seed_same_run_and_the_seed_matters(tmp_path, data):
+    def train(seed, name):
+        model = rbm()
+        Trainer(PCD(num_chains=20), run_dir=tmp_path / name, epochs=2, batch_size=32, progress=False, seed=seed).fit(model, data)
+        return model.weight.detach()
+
+    assert torch.equal(train(0, "a"), train(0, "b"))
+    assert not torch.equal(train(0, "a"), train(1, "c"))
+
+
+# ---- metrics file, checkpoints, resume ------------------------------------------------------------
+
+
+def test_metrics_file_has_one_json_object_per_epoch_with_estimates_at_evaluation_epochs(tmp_path, data):
+    model = rbm()
+    trainer = Trainer(CD(), run_dir=tmp_path, epochs=3, batch_size=32, evaluate_every=2, estimator=Exact(), progress=False)
+    final = trainer.fit(model, data)
+    records = read_metrics(tmp_path)
+    assert [r["epoch"] for r in records] == [1, 2, 3]
+    base_keys = {"epoch", "loss", "seconds"} | {f"{s}_{m}" for s in ("train", "test") for m in ("reconstruction_error", "pseudo_log_likelihood")}
+    estimate_keys = {"test_log_likelihood", "test_log_likelihood_stderr", "log_z"}
+    assert set(records[0]) == base_keys
+    assert set(records[1]) == set(records[2]) == base_keys | estimate_keys
+    assert records[2] == final
+    log_z = model.log_partition().item()
+    assert final["log_z"] == pytest.approx(log_z, rel=1e-12)
+    assert final["test_log_likelihood"] == pytest.approx(model.log_prob(data.test).mean().item(), rel=1e-6)
+
+
+def test_checkpoint_round_trips_through_zoo_load(tmp_path, data):
+    model = rbm()
+    config = {"model": {"num_hidden": 8}, "seed": 0}
+    Trainer(PCD(num_chains=20), run_dir=tmp_path, epochs=3, batch_size=32, checkpoint_every=2, progress=False).fit(model, data, config=config)
+    checkpoint = zoo.load_checkpoint(tmp_path / "checkpoint.pt")
+    assert checkpoint["config"] == config
+    assert checkpoint["trainer_state"]["epoch"] == 3  # the last epoch is always saved
+    assert checkpoint["trainer_state"]["objective"]["chains"].shape == (20, 16)
+    loaded = zoo.load(tmp_path / "checkpoint.pt")
+    assert torch.equal(loaded.free_energy(data.test), model.free_energy(data.test))
+
+
+def test_resumed_training_is_bit_identical_to_training_in_one_go(tmp_path, data):
+    def trainer(run_dir, epochs):
+        optimizer = partial(torch.optim.SGD, lr=0.05, momentum=0.9)
+        return Trainer(PCD(k=2, num_chains=20), optimizer, run_dir=run_dir, epochs=epochs, batch_size=32, weight_decay=1e-3, progress=False)
+
+    one_go = rbm()
+    trainer(tmp_path / "one_go", 4).fit(one_go, data)
+
+    trainer(tmp_path / "resumed", 2).fit(rbm(), data)
+    with (tmp_path / "resumed" / "metrics.jsonl").open("a") as file:  # an epoch logged after the last checkpoint
+        file.write(json.dumps({"epoch": 3, "loss": 0.0}) + "\n")
+    resumed = rbm(seed=1)  # a different initialisation: everything must come from the checkpoint
+    second = trainer(tmp_path / "resumed", 4)
+    second.fit(resumed, data, resume=True)
+
+    for name, parameter in one_go.named_parameters():
+        assert torch.equal(parameter, dict(resumed.named_parameters())[name]), name
+    assert without_timing(read_metrics(tmp_path / "resumed")) == without_timing(read_metrics(tmp_path / "one_go"))
+
+
+def test_resume_without_checkpoint_starts_fresh_and_logs_it(tmp_path, data, caplog):
+    fresh, resumed = rbm(), rbm()
+    Trainer(CD(), run_dir=tmp_path / "a", epochs=2, batch_size=32, progress=False).fit(fresh, data)
+    with caplog.at_level("WARNING", logger="pfzoo.training.trainer"):
+        Trainer(CD(), run_dir=tmp_path / "b", epochs=2, batch_size=32, progress=False).fit(resumed, data, resume=True)
+    assert "no checkpoint" in caplog.text
+    assert torch.equal(fresh.weight, resumed.weight)
+
+
+def test_resume_of_a_finished_run_returns_its_last_metrics(tmp_path, data):
+    final = Trainer(CD(), run_dir=tmp_path, epochs=2, batch_size=32, progress=False).fit(rbm(), data)
+    model = rbm(seed=5)
+    assert Trainer(CD(), run_dir=tmp_path, epochs=2, progress=False).fit(model, data, resume=True) == final
+    assert torch.equal(model.weight, zoo.load(tmp_path / "checkpoint.pt").weight)
+
+
+def test_resume_refuses_a_checkpoint_of_another_model(tmp_path, data):
+    Trainer(CD(), run_dir=tmp_path, epochs=1, progress=False).fit(rbm(num_hidden=8), data)
+    with pytest.raises(ValueError, match="cannot resume"):
+        Trainer(CD(), run_dir=tmp_path, epochs=2, progress=False).fit(rbm(num_hidden=9), data, resume=True)
+
+
+def test_nan_loss_raises_and_keeps_the_last_good_checkpoint(tmp_path, data):
+    trainer = Trainer(ExplodingCD(explode_at=6), run_dir=tmp_path, epochs=3, batch_size=50, progress=False)  # 4 batches per epoch
+    with pytest.raises(FloatingPointError, match="epoch 2, batch 1"):
+        trainer.fit(rbm(), data)
+    checkpoint = zoo.load_checkpoint(tmp_path / "checkpoint.pt")
+    assert checkpoint["trainer_state"]["epoch"] == 1
+    assert all(torch.isfinite(t).all() for t in checkpoint["state_dict"].values())
+    assert [r["epoch"] for r in read_metrics(tmp_path)] == [1]
+
+
+def test_weight_decay_shrinks_weights_only(tmp_path, data):
+    model = rbm()
+    with torch.no_grad():
+        model.visible_bias.normal_(generator=torch.Generator().manual_seed(1))
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    sgd = partial(torch.optim.SGD, lr=0.1)
+    Trainer(NullObjective(), sgd, run_dir=tmp_path, epochs=1, batch_size=50, weight_decay=0.5, progress=False).fit(model, data)
+    torch.testing.assert_close(model.weight, initial["weight"] * (1 - 0.1 * 0.5) ** 4)  # 4 steps of W -= lr λ W
+    assert torch.equal(model.visible_bias, initial["visible_bias"])
+    assert torch.equal(model.hidden_bias, initial["hidden_bias"])
+
+
+# ---- arguments, output, configs -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(epochs=0),
+        dict(batch_size=0),
+        dict(weight_decay=-1.0),
+        dict(checkpoint_every=0),
+        dict(evaluate_every=-1),
+        dict(seed="0"),
+        dict(estimator="ais"),
+        dict(optimizer="sgd"),
+    ],
+)
+def test_bad_arguments_raise_value_error_naming_them(tmp_path, bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        Trainer(CD(), run_dir=tmp_path, **bad)
+
+
+def test_bad_objective_and_bad_data_raise_value_error(tmp_path, data):
+    with pytest.raises(ValueError, match="objective"):
+        Trainer(object(), run_dir=tmp_path)
+    trainer = Trainer(CD(), run_dir=tmp_path, epochs=1, progress=False)
+    grey = DataSplits("grey", train=torch.full((10, 16), 0.5), test=data.test)
+    with pytest.raises(ValueError, match="data.train must be binary"):
+        trainer.fit(rbm(), grey)
+    with pytest.raises(ValueError, match="data.train must have 16 columns"):
+        trainer.fit(rbm(), DataSplits("wide", train=torch.zeros(10, 17), test=torch.zeros(10, 17)))
+
+
+def test_trainer_prints_nothing_without_progress_and_shows_a_bar_with_it(tmp_path, data, capsys):
+    Trainer(CD(), run_dir=tmp_path / "quiet", epochs=1, progress=False).fit(rbm(), data)
+    assert capsys.readouterr() == ("", "")
+    Trainer(CD(), run_dir=tmp_path / "bar", epochs=1, progress=True).fit(rbm(), data)
+    captured = capsys.readouterr()
+    assert captured.out == "" and "epochs" in captured.err
+
+
+@pytest.mark.parametrize("name, objective", [("cd", CD), ("pcd", PCD)])
+def test_trainer_configs_instantiate_and_train(tmp_path, data, name, objective):
+    cfg = OmegaConf.create({"seed": 7, "trainer": OmegaConf.load(CONF / f"{name}.yaml")})
+    trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), estimator=None)
+    assert type(trainer.objective) is objective and trainer.objective.k == 1
+    assert trainer.seed == 7 and trainer.estimator is None and trainer.evaluate_every == 0
+    optimizer = trainer.make_optimizer(rbm().parameters())
+    assert isinstance(optimizer, torch.optim.SGD)
+    assert optimizer.defaults["lr"] == 0.05 and optimizer.defaults["momentum"] == 0.5
+    trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), estimator=AIS(num_chains=4, num_steps=5), epochs=1, evaluate_every=1, progress=False)
+    assert trainer.fit(rbm(), data)["log_z"] is not None

@@ -49,3 +49,31 @@ def summarize_log_weights(log_weights: torch.Tensor, dim: int = -1) -> WeightSum
     stderr = scaled.std(dim=dim, unbiased=True) / (math.sqrt(num) * mean)
     ess = scaled.sum(dim=dim) ** 2 / (scaled**2).sum(dim=dim)
     return WeightSummary(log_mean=log_mean, stderr=stderr, ess=ess)
+
+
+SERIES_MAX_DELTA = 0.05
+"""Largest ``|δ|`` for which :func:`softplus_difference` uses its series; its remainder is then
+below ``|δ|⁵ max|σ''''| / 5! ≈ 3.3e-10`` per term."""
+
+
+def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delta: float) -> torch.Tensor:
+    """``Σ_j [softplus(x_to_j) - softplus(x_to_j - δ_j)]`` over the last dim, float64 ``[...]``.
+
+    This is the per-step AIS weight increment of a layer of binary units summed out, with
+    ``x_to`` the units' input at the new β and ``δ`` its change since the old β. Subtracting two
+    softplus values would cancel catastrophically for the small steps AIS takes, so:
+
+    - if ``max_abs_delta`` (a bound on ``|δ|`` the caller knows without a device sync) is at most
+      :data:`SERIES_MAX_DELTA`, the Taylor series in δ around ``x_to`` to fourth order, with
+      ``s = σ(x_to)``, ``q = s(1-s)``:
+      ``δ s − δ² q [1/2 − δ ((1−2s)/6 − δ (1−6q)/24)]``, all elementwise products (fast);
+    - otherwise the exact ``−log1p(s · expm1(−δ))``.
+
+    Both are accurate to ~1e-9 per term in float32; terms are summed in float64.
+    """
+    s = torch.sigmoid(x_to)
+    if max_abs_delta > SERIES_MAX_DELTA:
+        return -torch.log1p(s * torch.expm1(-delta)).sum(-1, dtype=torch.float64)
+    q = s * (1 - s)
+    bracket = 0.5 - delta * ((1 - 2 * s) / 6 - delta * (1 - 6 * q) / 24)
+    return (delta * (s - delta * q * bracket)).sum(-1, dtype=torch.float64)

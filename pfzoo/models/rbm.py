@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.registry import register_model
+from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
@@ -120,11 +121,11 @@ class RBM(EnergyModel):
 
     def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
-        return torch.bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
+        return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
 
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""
-        return torch.bernoulli(self.visible_probs(h, beta=beta), generator=generator)
+        return bernoulli(self.visible_probs(h, beta=beta), generator=generator)
 
     def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact sample ``h ~ p_β(h | v)`` for binary ``v [B, V]`` → ``[B, H]``."""

@@ -7,7 +7,9 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
+from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.sampling import bernoulli
 
 
 class RBMPathStatistics(NamedTuple):
@@ -46,10 +48,12 @@ class RBMGeometricPath(AnnealingPath):
         self.base_hidden_bias = base.hidden_bias.detach().to(self.weight)
         self.visible_bias_delta = target.visible_bias.detach() - self.base_visible_bias
         self.hidden_bias_delta = target.hidden_bias.detach() - self.base_hidden_bias
+        # |vW + c - c_0| ≤ Σ_i |W_ij| + |c_j - c_0,j| for v ∈ {0,1}^V: bounds the hidden input without a sync.
+        self.hidden_input_bound = (self.weight.abs().sum(0) + self.hidden_bias_delta.abs()).max().item()
 
     def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         probs = torch.sigmoid(self.base_visible_bias).expand(num_chains, -1)
-        return torch.bernoulli(probs, generator=generator)
+        return bernoulli(probs, generator=generator)
 
     def base_log_partition(self) -> torch.Tensor:
         return F.softplus(self.base_visible_bias.double()).sum() + F.softplus(self.base_hidden_bias.double()).sum()
@@ -63,21 +67,21 @@ class RBMGeometricPath(AnnealingPath):
         return (v @ self.base_visible_bias).double() + beta * stats.visible_term.double() + hidden_term
 
     def log_weight_increment(self, stats: RBMPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
-        """``log f_{β'}(v) - log f_β(v) = (β'-β)(b-b_0)·v + Σ_j [softplus(x'_j) - softplus(x_j)]``.
+        """``log f_{β'}(v) - log f_β(v) = (β'-β)(b-b_0)·v + Σ_j [softplus(x'_j) - softplus(x'_j - (β'-β) u_j)]``
 
-        With ``x' = c_0 + β'u``, ``x = x' - (β'-β)u``, each hidden term is evaluated without
-        cancellation as ``-log1p(σ(x') · expm1(-(β'-β) u))``, then summed in float64.
+        with ``x' = c_0 + β'u``; the hidden sum is evaluated without cancellation by
+        :func:`pfzoo.logmath.softplus_difference`. float64 ``[N]``.
         """
         step = beta_to - beta_from
         x_to = self.base_hidden_bias + beta_to * stats.hidden_input
-        hidden = -torch.log1p(torch.sigmoid(x_to) * torch.expm1(-step * stats.hidden_input))
-        return step * stats.visible_term.double() + hidden.sum(-1, dtype=torch.float64)
+        hidden = softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=abs(step) * self.hidden_input_bound)
+        return step * stats.visible_term.double() + hidden
 
     def transition(
         self, v: torch.Tensor, stats: RBMPathStatistics, beta: float, *, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, RBMPathStatistics]:
         hidden_probs = torch.sigmoid(self.base_hidden_bias + beta * stats.hidden_input)
-        h = torch.bernoulli(hidden_probs, generator=generator)
+        h = bernoulli(hidden_probs, generator=generator)
         visible_logits = self.base_visible_bias + beta * (h @ self.weight.T + self.visible_bias_delta)
-        v = torch.bernoulli(torch.sigmoid(visible_logits), generator=generator)
+        v = bernoulli(torch.sigmoid(visible_logits), generator=generator)
         return v, self.statistics(v)

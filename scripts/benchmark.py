@@ -1,0 +1,108 @@
+"""Speed measurements, written as JSON (never asserted in unit tests).
+
+    python scripts/benchmark.py [--output benchmark_results/benchmark.json] [--device cpu] [--threads N]
+
+AIS on a 784×500 binary RBM: chain-steps per second, against the machine's own matmul throughput
+for the same shapes measured in the same run. One AIS step needs the products ``[N,V]·[V,H]`` and
+``[N,H]·[H,V]``; the "matmul bound" is the rate at which the machine does just those two, so
+``fraction_of_matmul_bound = matmul seconds per step / AIS seconds per step`` (1.0 = no overhead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from pfzoo.estimators import AIS
+from pfzoo.models import RBM
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def best_seconds(fn, device: torch.device, repeats: int) -> float:
+    """Minimum wall time of ``fn()`` over ``repeats`` calls after one warm-up call."""
+    fn()
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=200, repeats=3) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    model = RBM.from_tensors(
+        torch.randn(num_visible, num_hidden, generator=g, device=device) * 0.05,
+        torch.randn(num_visible, generator=g, device=device),
+        torch.randn(num_hidden, generator=g, device=device),
+    )
+    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
+    estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
+    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+
+    visible = torch.rand(num_chains, num_visible, generator=g, device=device)
+    hidden = torch.rand(num_chains, num_hidden, generator=g, device=device)
+    weight = model.weight.detach()
+    matmuls = 20
+
+    def two_matmuls():
+        for _ in range(matmuls):
+            visible @ weight
+            hidden @ weight.T
+
+    matmul_seconds_per_step = best_seconds(two_matmuls, device, repeats) / matmuls
+    step_seconds = ais_seconds / num_steps
+    flops_per_step = 2 * 2 * num_chains * num_visible * num_hidden
+    return {
+        "name": "rbm_ais",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps},
+        "seconds": ais_seconds,
+        "chain_steps_per_second": num_chains * num_steps / ais_seconds,
+        "matmul_bound_chain_steps_per_second": num_chains / matmul_seconds_per_step,
+        "fraction_of_matmul_bound": matmul_seconds_per_step / step_seconds,
+        "matmul_gflops": flops_per_step / matmul_seconds_per_step / 1e9,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=Path("benchmark_results/benchmark.json"))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    results = {
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "device": str(device),
+        },
+        "benchmarks": [benchmark_rbm_ais(device)],
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    for row in results["benchmarks"]:
+        print(
+            f"{row['name']}: {row['chain_steps_per_second']:.3g} chain-steps/s "
+            f"({row['fraction_of_matmul_bound']:.2f} of the matmul bound, {row['matmul_gflops']:.1f} GFLOP/s matmul)"
+        )
+    print(f"results written to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

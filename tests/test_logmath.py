@@ -1,0 +1,52 @@
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from pfzoo.logmath import SERIES_MAX_DELTA, log_mean_exp, softplus_difference, summarize_log_weights
+from pfzoo.sampling import bernoulli
+
+
+def test_log_mean_exp_is_stable():
+    x = torch.tensor([1000.0, 1000.0 + math.log(3.0)], dtype=torch.float64)
+    assert log_mean_exp(x).item() == pytest.approx(1000.0 + math.log(2.0), abs=1e-12)
+
+
+def test_summary_matches_direct_formulas():
+    log_w = torch.tensor([0.1, -0.3, 0.7, 0.2, -1.0], dtype=torch.float64)
+    w = log_w.exp()
+    summary = summarize_log_weights(log_w + 500.0)  # shifting log weights shifts only log_mean
+    assert summary.log_mean.item() == pytest.approx(math.log(w.mean().item()) + 500.0, abs=1e-10)
+    assert summary.stderr.item() == pytest.approx((w.std() / (math.sqrt(5) * w.mean())).item(), rel=1e-10)
+    assert summary.ess.item() == pytest.approx((w.sum() ** 2 / (w**2).sum()).item(), rel=1e-10)
+
+
+def test_equal_weights_have_zero_error_and_full_ess():
+    summary = summarize_log_weights(torch.full((10,), 3.0, dtype=torch.float64))
+    assert summary.stderr.item() == 0.0 and summary.ess.item() == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        summarize_log_weights(torch.zeros(1))
+
+
+@pytest.mark.parametrize("scale", [1e-5, 1e-3, SERIES_MAX_DELTA, 0.5, 3.0])
+def test_softplus_difference_is_accurate_on_both_branches(scale):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(50, 300, generator=g) * 10
+    delta = (torch.rand(50, 300, generator=g) * 2 - 1) * scale
+    exact = (F.softplus(x.double()) - F.softplus(x.double() - delta.double())).sum(-1)
+    series = softplus_difference(x, delta, max_abs_delta=scale)
+    direct = softplus_difference(x, delta, max_abs_delta=math.inf)
+    tolerance = 300 * 1e-7 * max(scale, 1e-3)
+    assert (direct - exact).abs().max().item() < tolerance
+    assert (series - exact).abs().max().item() < tolerance
+    assert series.dtype == torch.float64
+
+
+def test_bernoulli_frequencies_and_reproducibility():
+    probs = torch.tensor([0.0, 0.1, 0.5, 0.9, 1.0]).expand(100000, -1)
+    draws = bernoulli(probs, generator=torch.Generator().manual_seed(0))
+    assert set(draws.unique().tolist()) <= {0.0, 1.0} and draws.dtype == probs.dtype
+    se = torch.sqrt(probs[0] * (1 - probs[0]) / 100000)
+    assert ((draws.mean(0) - probs[0]).abs() <= 5 * se + 1e-9).all()
+    assert torch.equal(draws, bernoulli(probs, generator=torch.Generator().manual_seed(0)))

@@ -1,0 +1,133 @@
+"""The application: ``train(cfg)`` and ``evaluate(cfg)``, called by the thin Hydra scripts.
+
+Both take a composed config (``conf/train.yaml`` / ``conf/evaluate.yaml``) and return a plain
+dict of results, so they are testable without Hydra's command line; the scripts print them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from pfzoo import zoo
+from pfzoo.estimators.base import BoundKind
+
+logger = logging.getLogger(__name__)
+
+ZOO_DIR = Path(__file__).resolve().parents[1] / "models"
+PRETRAINED_FILE = "checkpoint.pt"
+
+
+def resolve_device(name: str) -> torch.device:
+    """``torch.device(name)``, with a clear error when CUDA is asked for but absent."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {name!r}") from error
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} was requested but CUDA is not available on this machine; use device=cpu")
+    return device
+
+
+def train(cfg: DictConfig) -> dict[str, Any]:
+    """Train ``cfg.model`` on ``cfg.dataset`` with ``cfg.trainer``; returns the checkpoint path and last metrics."""
+    device = resolve_device(cfg.device)
+    data = instantiate(cfg.dataset)
+    init_generator = torch.Generator().manual_seed(cfg.seed)
+    model = instantiate(cfg.model, num_visible=data.num_features, generator=init_generator).to(device)
+    if cfg.init_from_data:
+        model.init_from_data(data.train.to(device))
+    estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
+    trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator)
+    logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
+    metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
+    return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics}
+
+
+def pretrained_checkpoint(cfg: DictConfig, dataset_name: str) -> Path:
+    """The zoo's checkpoint for the configured model family and data set: ``<zoo_dir>/<model>-<dataset>/checkpoint.pt``."""
+    zoo_dir = Path(cfg.zoo_dir) if cfg.zoo_dir else ZOO_DIR
+    family = get_class(cfg.model._target_).registry_name
+    path = zoo_dir / f"{family}-{dataset_name}" / PRETRAINED_FILE
+    if not path.is_file():
+        available = sorted(p.parent.name for p in zoo_dir.glob(f"*/{PRETRAINED_FILE}")) if zoo_dir.is_dir() else []
+        raise FileNotFoundError(
+            f"no pretrained {family!r} model for dataset {dataset_name!r} at {path}; "
+            f"pass checkpoint=PATH (pretrained models in {zoo_dir}: {available or 'none'})"
+        )
+    return path
+
+
+def evaluate(cfg: DictConfig) -> dict[str, Any]:
+    """Estimate ``log Z`` and the mean test log-likelihood of a checkpoint; exact values too when the model is small."""
+    device = resolve_device(cfg.device)
+    data = instantiate(cfg.dataset)
+    checkpoint = Path(cfg.checkpoint) if cfg.checkpoint else pretrained_checkpoint(cfg, data.name)
+    model = zoo.load(checkpoint, map_location=device)
+    if model.num_visible != data.num_features:
+        raise ValueError(
+            f"the checkpoint's model has {model.num_visible} visible units but dataset {data.name!r} has "
+            f"{data.num_features} features; pick the dataset it was trained on"
+        )
+    test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
+    estimator = instantiate(cfg.estimator).to(device)
+    generator = torch.Generator(device).manual_seed(cfg.seed)
+    started = time.perf_counter()
+    with tqdm(desc=type(estimator).__name__, unit="step", disable=not cfg.progress) as bar:
+
+        def report(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        estimate = estimator.log_likelihood(
+            model, test.to(device), base_data=data.train.to(device), generator=generator, progress=report
+        )
+    result: dict[str, Any] = {
+        "checkpoint": str(checkpoint),
+        "model": model.registry_name,
+        "model_config": model.config(),
+        "dataset": data.name,
+        "num_test": test.shape[0],
+        "estimator": OmegaConf.to_container(cfg.estimator, resolve=True),
+        "kind": estimate.kind.value,
+        "test_log_likelihood": estimate.mean,
+        "test_log_likelihood_stderr": estimate.stderr,
+        "test_log_likelihood_data_stderr": estimate.data_stderr,
+        "seconds": time.perf_counter() - started,
+    }
+    if estimate.log_z is not None:
+        result.update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
+    size = model.enumeration_size
+    if size is not None and size <= cfg.exact_max_units:
+        with torch.no_grad():
+            exact_log_z = model.log_partition()
+            result["exact_log_z"] = exact_log_z.item()
+            result["exact_test_log_likelihood"] = (model.unnormalized_log_prob(test.to(device)).double() - exact_log_z).mean().item()
+    return result
+
+
+def format_evaluation(result: dict[str, Any]) -> str:
+    """A human-readable report of :func:`evaluate`'s result."""
+    lines = [f"model {result['model']} {result['model_config']} from {result['checkpoint']}"]
+    if "log_z" in result:
+        exact = f"   (exact {result['exact_log_z']:.4f})" if "exact_log_z" in result else ""
+        lines.append(f"log Z                = {result['log_z']:.4f} ± {result['log_z_stderr']:.4f}  (ESS {result['ess']:.1f}){exact}")
+    exact = f"   (exact {result['exact_test_log_likelihood']:.4f})" if "exact_test_log_likelihood" in result else ""
+    lines.append(
+        f"test log-likelihood  = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}"
+    )
+    lines.append(
+        f"  over {result['num_test']} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
+        f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
+    )
+    if result["kind"] != BoundKind.EXACT.value:
+        lines.append(f"  estimator: {json.dumps(result['estimator'])}")
+    return "\n".join(lines)

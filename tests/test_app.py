@@ -1,0 +1,117 @@
+"""The application end to end on the embedded digits data: train, resume, evaluate, and the scripts' CLI."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from pfzoo import app, zoo
+from pfzoo.models import RBM
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+def composed(config_name, overrides):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return compose(config_name=config_name, overrides=list(overrides))
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("train")
+    cfg = composed("train", [f"run_dir={run_dir}", "trainer.epochs=3", "trainer.progress=false", "model.num_hidden=12"])
+    return run_dir, app.train(cfg)
+
+
+def test_train_writes_checkpoint_with_config_and_metrics(trained_run):
+    run_dir, result = trained_run
+    assert Path(result["checkpoint"]) == run_dir / "checkpoint.pt"
+    model = zoo.load(result["checkpoint"])
+    assert isinstance(model, RBM) and (model.num_visible, model.num_hidden) == (64, 12)
+    checkpoint = zoo.load_checkpoint(result["checkpoint"])
+    assert checkpoint["config"]["model"]["num_hidden"] == 12
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["epoch"] for line in lines] == [1, 2, 3]
+
+
+def test_resume_continues_to_more_epochs(trained_run, tmp_path):
+    run_dir, _ = trained_run
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("checkpoint.pt", "metrics.jsonl"):
+        (copy / name).write_bytes((run_dir / name).read_bytes())
+    cfg = composed("train", [f"run_dir={copy}", "trainer.epochs=5", "trainer.progress=false", "model.num_hidden=12", "resume=true"])
+    app.train(cfg)
+    epochs = [json.loads(line)["epoch"] for line in (copy / "metrics.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2, 3, 4, 5]
+
+
+def test_evaluate_reports_estimate_beside_exact_values(trained_run, tmp_path):
+    _, result = trained_run
+    cfg = composed(
+        "evaluate",
+        [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path}", "progress=false",
+         "estimator.num_chains=200", "estimator.num_steps=2000"],
+    )
+    report = app.evaluate(cfg)
+    assert report["num_test"] == 360 and report["dataset"] == "digits"
+    assert abs(report["log_z"] - report["exact_log_z"]) <= 3 * report["log_z_stderr"]
+    assert abs(report["test_log_likelihood"] - report["exact_test_log_likelihood"]) <= 3 * report["test_log_likelihood_stderr"]
+    text = app.format_evaluation(report)
+    assert "exact" in text and "± " in text
+
+
+def test_evaluate_without_checkpoint_uses_the_pretrained_zoo_model(tmp_path):
+    cfg = composed("evaluate", [f"run_dir={tmp_path}", "progress=false", "estimator.num_steps=100", "num_test=50"])
+    report = app.evaluate(cfg)
+    assert Path(report["checkpoint"]) == REPO / "models" / "rbm-digits" / "checkpoint.pt"
+    assert report["num_test"] == 50
+
+
+def test_evaluate_errors_are_clear(tmp_path):
+    cfg = composed("evaluate", [f"run_dir={tmp_path}", f"zoo_dir={tmp_path}"])
+    with pytest.raises(FileNotFoundError, match="pass checkpoint=PATH"):
+        app.evaluate(cfg)
+    with pytest.raises(FileNotFoundError, match="nowhere.pt"):
+        app.evaluate(composed("evaluate", [f"run_dir={tmp_path}", f"checkpoint={tmp_path / 'nowhere.pt'}"]))
+
+
+def test_cuda_request_without_cuda_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        app.resolve_device("cuda")
+    with pytest.raises(ValueError, match="device must be"):
+        app.resolve_device("gpu-please")
+
+
+def run_script(script, *overrides):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / script), *overrides], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+
+
+@pytest.mark.slow
+def test_scripts_train_then_evaluate(tmp_path):
+    trained = run_script("train.py", f"run_dir={tmp_path / 'run'}", "trainer.epochs=1", "trainer.progress=false")
+    assert trained.returncode == 0, trained.stderr
+    assert f"checkpoint written to {tmp_path / 'run' / 'checkpoint.pt'}" in trained.stdout
+    evaluated = run_script(
+        "evaluate.py", f"checkpoint={tmp_path / 'run' / 'checkpoint.pt'}", f"run_dir={tmp_path / 'eval'}",
+        "progress=false", "estimator.num_steps=200",
+    )
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "log Z" in evaluated.stdout and "exact" in evaluated.stdout
+    assert json.loads((tmp_path / "eval" / "evaluation.json").read_text())["num_test"] == 360
+
+
+@pytest.mark.slow
+def test_script_reports_bad_config_value_and_exits_nonzero(tmp_path):
+    bad = run_script("train.py", f"run_dir={tmp_path}", "trainer.epochs=0")
+    assert bad.returncode != 0
+    assert "epochs must be a positive integer" in bad.stderr + bad.stdout

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
-_ENUMERATION_CHUNK_ELEMENTS = 1 << 22  # configurations × width per chunk, ~32 MiB in float64
 
 
 @register_model("rbm")
@@ -157,22 +155,13 @@ class RBM(EnergyModel):
             enumerated_bias, other_bias, coupling = self.hidden_bias.double(), self.visible_bias.double(), weight.T
         else:
             enumerated_bias, other_bias, coupling = self.visible_bias.double(), self.hidden_bias.double(), weight
-        num_units = enumerated_bias.shape[0]
-        if num_units > self.max_enumeration_units:
-            raise ValueError(
-                f"exact log Z would enumerate 2^{num_units} states of the smaller layer, above "
-                f"max_enumeration_units={self.max_enumeration_units}; use an estimator such as AIS, "
-                f"or raise max_enumeration_units if you can afford it"
-            )
-        chunk = 1 << max(0, min(num_units, int(math.log2(max(1, _ENUMERATION_CHUNK_ELEMENTS // coupling.shape[1])))))
-        bits = 1 << torch.arange(num_units, device=weight.device)
-        log_terms = []
-        for start in range(0, 1 << num_units, chunk):
-            index = torch.arange(start, min(start + chunk, 1 << num_units), device=weight.device)
-            states = ((index[:, None] & bits) != 0).double()
-            log_f = states @ enumerated_bias + F.softplus(states @ coupling + other_bias).sum(-1)
-            log_terms.append(torch.logsumexp(log_f, 0))
-        return torch.logsumexp(torch.stack(log_terms), 0)
+
+        def log_f(states: torch.Tensor) -> torch.Tensor:
+            return states @ enumerated_bias + F.softplus(states @ coupling + other_bias).sum(-1)
+
+        return logsumexp_over_binary_states(
+            enumerated_bias.shape[0], log_f, width=coupling.shape[1], max_units=self.max_enumeration_units, device=self.device
+        )
 
     # ---- annealing ----------------------------------------------------------------------
 

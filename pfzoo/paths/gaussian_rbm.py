@@ -8,7 +8,9 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
+from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.sampling import bernoulli
 
 
 class GaussianRBMPathStatistics(NamedTuple):
@@ -85,21 +87,20 @@ class GaussianRBMGeometricPath(AnnealingPath):
     def log_weight_increment(self, stats: GaussianRBMPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         """``log f_{β'}(v) - log f_β(v) = (β'-β)(B(v) - (β'+β) C) + Σ_j [softplus(x'_j) - softplus(x_j)]``.
 
-        The quadratic part is exact in closed form (``A(v)`` cancels). With ``x' = c_0 + β'u``,
-        ``x = x' - (β'-β)u``, each hidden term is evaluated without cancellation as
-        ``-log1p(sigmoid(x') · expm1(-(β'-β) u))``, then summed in float64.
+        The quadratic part is exact in closed form (``A(v)`` cancels). With ``x' = c_0 + β'u``, the
+        hidden sum is :func:`pfzoo.logmath.softplus_difference`, on its exact branch because a
+        real-valued ``v`` gives no static bound on ``u``. float64 ``[N]``.
         """
         step = beta_to - beta_from
         visible = step * (stats.visible_term.double() - (beta_to + beta_from) * self.quadratic_coefficient)
         x_to = self.base_hidden_bias + beta_to * stats.hidden_input
-        hidden = -torch.log1p(torch.sigmoid(x_to) * torch.expm1(-step * stats.hidden_input))
-        return visible + hidden.sum(-1, dtype=torch.float64)
+        return visible + softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=math.inf)
 
     def transition(
         self, v: torch.Tensor, stats: GaussianRBMPathStatistics, beta: float, *, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, GaussianRBMPathStatistics]:
         hidden_probs = torch.sigmoid(self.base_hidden_bias + beta * stats.hidden_input)
-        h = torch.bernoulli(hidden_probs, generator=generator)
+        h = bernoulli(hidden_probs, generator=generator)
         mean = self.base_visible_bias + beta * (h @ self.visible_weight.T + self.visible_bias_delta)
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         v = mean + self.sigma * noise

@@ -1,0 +1,39 @@
+"""Exact sums over all states of a layer of binary units, in memory-bounded chunks."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+_CHUNK_ELEMENTS = 1 << 22  # states × width per chunk, ~32 MiB in float64
+
+
+def logsumexp_over_binary_states(
+    num_units: int,
+    log_f: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    width: int,
+    max_units: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """``log Σ_{s ∈ {0,1}^n} exp(log_f(s))`` as a float64 scalar, for ``n = num_units``.
+
+    ``log_f`` maps float64 states ``[M, n]`` to ``[M]``; ``width`` is the size of the largest
+    intermediate row it builds (sets the chunk size M). Raises ``ValueError`` when
+    ``num_units > max_units`` rather than starting a ``2^n`` computation nobody can wait for.
+    """
+    if num_units > max_units:
+        raise ValueError(
+            f"exact log Z would enumerate 2^{num_units} states, above max_enumeration_units={max_units}; "
+            f"use an estimator such as AIS, or raise max_enumeration_units if you can afford it"
+        )
+    chunk = 1 << max(0, min(num_units, int(math.log2(max(1, _CHUNK_ELEMENTS // width)))))
+    bits = 1 << torch.arange(num_units, device=device)
+    log_terms = []
+    for start in range(0, 1 << num_units, chunk):
+        index = torch.arange(start, min(start + chunk, 1 << num_units), device=device)
+        states = ((index[:, None] & bits) != 0).double()
+        log_terms.append(torch.logsumexp(log_f(states), 0))
+    return torch.logsumexp(torch.stack(log_terms), 0)

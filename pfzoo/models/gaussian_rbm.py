@@ -1,0 +1,267 @@
+"""Gaussian–Bernoulli restricted Boltzmann machine (real-valued visible units, binary hidden units)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from pfzoo.models.base import EnergyModel
+from pfzoo.models.enumeration import logsumexp_over_binary_states
+from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
+from pfzoo.models.registry import register_model
+from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_binary, check_generator, check_matrix, check_positive_int
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+@register_model("gaussian_rbm")
+class GaussianBernoulliRBM(EnergyModel):
+    """Gaussian–Bernoulli RBM, ``v ∈ ℝ^V``, ``h ∈ {0,1}^H``, with the energy of Cho et al. (2011)
+    and Hinton's practical guide (2010):
+
+        E(v, h) = Σ_i (v_i - b_i)² / (2σ_i²) - Σ_ij (v_i / σ_i) W_ij h_j - c·h
+
+    Parameters: ``weight [V, H]`` (W), ``visible_bias [V]`` (b, the visible mean offset),
+    ``hidden_bias [H]`` (c) and ``log_sigma [V]`` (σ = exp(log_sigma), the visible standard
+    deviations; a parameter if ``learn_sigma`` else a buffer, initially σ = 1).
+
+    Inverse temperature: ``p_β(v, h) ∝ exp(-β E(v, h))`` has the conditionals
+
+        p_β(h_j = 1 | v) = sigmoid(β (c + (v/σ) W)_j)
+        p_β(v | h)       = N(b + σ ⊙ (W h), diag(σ²) / β)
+
+    so only the visible *variance* depends on β. ``p_β`` is improper at β = 0 (a flat density
+    on ℝ^V), so the samplers require 0 < β ≤ 1; anneal with :meth:`geometric_path` instead,
+    which interpolates parameters and keeps every intermediate distribution proper.
+
+    Args:
+        num_visible: V.
+        num_hidden: H.
+        init_std: standard deviation of the Gaussian initial weights (biases and log σ start at 0).
+        learn_sigma: make ``log_sigma`` an ``nn.Parameter`` (trained) rather than a buffer (fixed).
+        max_enumeration_units: :meth:`log_partition` refuses to enumerate more than
+            ``2**max_enumeration_units`` hidden configurations.
+        generator: random generator for the initial weights.
+    """
+
+    binary_visible = False
+
+    def __init__(
+        self,
+        num_visible: int,
+        num_hidden: int,
+        *,
+        init_std: float = 0.01,
+        learn_sigma: bool = False,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.num_visible = check_positive_int(num_visible, "num_visible")
+        self.num_hidden = check_positive_int(num_hidden, "num_hidden")
+        if init_std < 0:
+            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        if not isinstance(learn_sigma, bool):
+            raise ValueError(f"learn_sigma must be a bool, got {learn_sigma!r}")
+        self.learn_sigma = learn_sigma
+        self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
+        self.weight = nn.Parameter(torch.randn(num_visible, num_hidden, generator=generator) * init_std)
+        self.visible_bias = nn.Parameter(torch.zeros(num_visible))
+        self.hidden_bias = nn.Parameter(torch.zeros(num_hidden))
+        if learn_sigma:
+            self.log_sigma = nn.Parameter(torch.zeros(num_visible))
+        else:
+            self.register_buffer("log_sigma", torch.zeros(num_visible))
+
+    @classmethod
+    def from_tensors(
+        cls,
+        weight: torch.Tensor,
+        visible_bias: torch.Tensor,
+        hidden_bias: torch.Tensor,
+        log_sigma: torch.Tensor | None = None,
+        *,
+        learn_sigma: bool = False,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+    ) -> "GaussianBernoulliRBM":
+        """A GBRBM holding copies of ``weight [V, H]``, ``visible_bias [V]``, ``hidden_bias [H]``, ``log_sigma [V]``.
+
+        ``log_sigma=None`` means σ = 1 for every visible unit.
+        """
+        if weight.dim() != 2:
+            raise ValueError(f"weight must have shape [V, H], got {tuple(weight.shape)}")
+        num_visible, num_hidden = weight.shape
+        if visible_bias.shape != (num_visible,):
+            raise ValueError(f"visible_bias must have shape [{num_visible}], got {tuple(visible_bias.shape)}")
+        if hidden_bias.shape != (num_hidden,):
+            raise ValueError(f"hidden_bias must have shape [{num_hidden}], got {tuple(hidden_bias.shape)}")
+        if log_sigma is None:
+            log_sigma = torch.zeros_like(visible_bias)
+        if log_sigma.shape != (num_visible,):
+            raise ValueError(f"log_sigma must have shape [{num_visible}], got {tuple(log_sigma.shape)}")
+        tensors = (("weight", weight), ("visible_bias", visible_bias), ("hidden_bias", hidden_bias), ("log_sigma", log_sigma))
+        for name, tensor in tensors:
+            if not torch.isfinite(tensor).all():
+                raise ValueError(f"{name} contains NaN or infinite values")
+        model = cls(num_visible, num_hidden, init_std=0.0, learn_sigma=learn_sigma, max_enumeration_units=max_enumeration_units)
+        model.to(device=weight.device, dtype=weight.dtype)
+        with torch.no_grad():
+            model.weight.copy_(weight)
+            model.visible_bias.copy_(visible_bias)
+            model.hidden_bias.copy_(hidden_bias)
+            model.log_sigma.copy_(log_sigma)
+        return model
+
+    def config(self) -> dict:
+        return {
+            "num_visible": self.num_visible,
+            "num_hidden": self.num_hidden,
+            "learn_sigma": self.learn_sigma,
+            "max_enumeration_units": self.max_enumeration_units,
+        }
+
+    @property
+    def sigma(self) -> torch.Tensor:
+        """Visible standard deviations ``σ = exp(log_sigma)``, ``[V]``."""
+        return self.log_sigma.exp()
+
+    # ---- input checks -------------------------------------------------------------------
+
+    def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
+        """Raise ``ValueError`` unless ``v`` is a finite real ``[B, V]`` tensor on the model's device."""
+        return check_matrix(v, name, width=self.num_visible, device=self.device)
+
+    def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
+        """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
+        return check_binary(h, name, width=self.num_hidden, device=self.device)
+
+    # ---- energies -----------------------------------------------------------------------
+
+    def energy(self, v: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """``E(v, h) = Σ_i (v_i - b_i)²/(2σ_i²) - Σ_ij (v_i/σ_i) W_ij h_j - c·h``, ``v [B, V]``, ``h [B, H]`` → ``[B]``."""
+        self.check_visible(v)
+        self.check_hidden(h)
+        sigma = self.sigma
+        quadratic = ((v - self.visible_bias) / sigma).square().sum(-1) / 2
+        return quadratic - (((v / sigma) @ self.weight) * h).sum(-1) - h @ self.hidden_bias
+
+    def free_energy(self, v: torch.Tensor) -> torch.Tensor:
+        """``F(v) = Σ_i (v_i - b_i)²/(2σ_i²) - Σ_j softplus(c_j + ((v/σ) W)_j)`` for ``v [B, V]`` → ``[B]``."""
+        self.check_visible(v)
+        sigma = self.sigma
+        quadratic = ((v - self.visible_bias) / sigma).square().sum(-1) / 2
+        return quadratic - F.softplus((v / sigma) @ self.weight + self.hidden_bias).sum(-1)
+
+    # ---- conditionals -------------------------------------------------------------------
+    # ``hidden_probs``/``visible_mean``/``draw_*`` are the unchecked hot-loop primitives used by
+    # kernels and trainers; the public ``sample_*`` methods validate their input first.
+
+    def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
+        """``p_β(h = 1 | v) = sigmoid(β (c + (v/σ) W))``, ``[B, H]``. Inputs are not validated."""
+        return torch.sigmoid(beta * ((v / self.sigma) @ self.weight + self.hidden_bias))
+
+    def visible_mean(self, h: torch.Tensor) -> torch.Tensor:
+        """``E[v | h] = b + σ ⊙ (W h)``, ``[B, V]``, the same at every β. Inputs are not validated."""
+        return self.visible_bias + self.sigma * (h @ self.weight.T)
+
+    def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
+        return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
+
+    def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A sample ``v ~ N(b + σ ⊙ (W h), σ²/β)``, ``[B, V]``. Inputs are not validated; needs β > 0."""
+        mean = self.visible_mean(h)
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return mean + (self.sigma / math.sqrt(beta)) * noise
+
+    def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact sample ``h ~ p_β(h | v)`` for real ``v [B, V]`` → ``[B, H]``; requires 0 < β ≤ 1."""
+        self.check_visible(v)
+        check_generator(generator, self.device)
+        return self.draw_hidden(v, beta=_check_positive_beta(beta), generator=generator)
+
+    def sample_v_given_h(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact sample ``v ~ p_β(v | h)`` for binary ``h [B, H]`` → ``[B, V]``; requires 0 < β ≤ 1."""
+        self.check_hidden(h)
+        check_generator(generator, self.device)
+        return self.draw_visible(h, beta=_check_positive_beta(beta), generator=generator)
+
+    # ---- partition function -------------------------------------------------------------
+
+    @property
+    def enumeration_size(self) -> int:
+        return self.num_hidden
+
+    @torch.no_grad()
+    def log_partition(self) -> torch.Tensor:
+        """Exact ``log Z`` (float64 scalar) by enumerating the hidden layer in chunks.
+
+        For fixed ``h`` with ``u = W h``, the Gaussian integral over ``v`` is
+
+            ∫ exp(-Σ_i (v_i - b_i)²/(2σ_i²) + Σ_i (v_i/σ_i) u_i) dv = Π_i √(2π) σ_i exp(b_i u_i / σ_i + u_i²/2),
+
+        so ``log Z = Σ_i log(√(2π) σ_i) + logsumexp_h [c·h + Σ_i (b_i u_i / σ_i + u_i²/2)]``.
+        Costs ``2^H`` matrix-vector products.
+        """
+        weight_t = self.weight.double().T
+        hidden_bias = self.hidden_bias.double()
+        scaled_visible_bias = self.visible_bias.double() / self.log_sigma.double().exp()
+
+        def log_f(states: torch.Tensor) -> torch.Tensor:
+            u = states @ weight_t
+            return states @ hidden_bias + u @ scaled_visible_bias + u.square().sum(-1) / 2
+
+        log_sum = logsumexp_over_binary_states(
+            self.num_hidden, log_f, width=self.num_visible, max_units=self.max_enumeration_units, device=self.device
+        )
+        gaussian_term = self.num_visible * _HALF_LOG_2PI + self.log_sigma.double().sum()
+        return gaussian_term + log_sum
+
+    # ---- annealing ----------------------------------------------------------------------
+
+    def annealing_base(
+        self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0
+    ) -> "GaussianBernoulliRBM":
+        """A tractable GBRBM with ``W = 0``, ``c = 0`` and this model's σ, to anneal from.
+
+        Its visible units are independent ``N(b_0, σ²)`` and its hidden units uniform, so
+        ``log Z_0 = Σ_i log(√(2π) σ_i) + H log 2``. The base shares σ with the target because
+        :class:`~pfzoo.paths.gaussian_rbm.GaussianRBMGeometricPath` interpolates means, not variances.
+
+        ``kind="uniform"``: ``b_0 = b``, the model's own visible means.
+        ``kind="base_rate"``: ``b_0 = (Σ_n v_n + smoothing · b) / (N + smoothing)``, the mean of
+        ``data [N, V]`` shrunk towards ``b`` by ``smoothing`` pseudo-observations (≥ 0).
+        """
+        zeros_w = torch.zeros_like(self.weight)
+        zeros_c = torch.zeros_like(self.hidden_bias)
+        log_sigma = self.log_sigma.detach()
+        if kind == "uniform":
+            return GaussianBernoulliRBM.from_tensors(zeros_w, self.visible_bias.detach(), zeros_c, log_sigma)
+        if kind == "base_rate":
+            if data is None:
+                raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take visible means from")
+            if not smoothing >= 0:
+                raise ValueError(f"smoothing must be non-negative (a pseudo-count), got {smoothing}")
+            self.check_visible(data, "data")
+            if data.shape[0] == 0 and smoothing == 0:
+                raise ValueError("data must have at least one row when smoothing=0 (the mean of no examples is undefined)")
+            mean = (data.sum(0) + smoothing * self.visible_bias.detach()) / (data.shape[0] + smoothing)
+            return GaussianBernoulliRBM.from_tensors(zeros_w, mean, zeros_c, log_sigma)
+        raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
+
+    def geometric_path(self, base: "GaussianBernoulliRBM"):
+        from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
+
+        return GaussianRBMGeometricPath(target=self, base=base)
+
+
+def _check_positive_beta(beta: float) -> float:
+    """Require an inverse temperature in (0, 1]: ``p_β`` of a Gaussian visible layer is improper at β = 0."""
+    beta = float(beta)
+    if not 0.0 < beta <= 1.0:
+        raise ValueError(f"beta must lie in (0, 1] for a Gaussian–Bernoulli RBM (p_β is improper at beta = 0), got {beta}")
+    return beta

@@ -11,4 +11,4 @@ def bernoulli(probs: torch.Tensor, *, generator: torch.Generator | None = None) 
     Equivalent in distribution to ``torch.bernoulli`` and several times faster on CPU.
     """
     uniform = torch.rand(probs.shape, generator=generator, device=probs.device, dtype=probs.dtype)
-    return (uniform < probs).to(probs.dtype)
+    return uniform.lt_(probs)  # in place: the comparison's 0./1. overwrite the uniforms

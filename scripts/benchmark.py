@@ -40,7 +40,7 @@ def best_seconds(fn, device: torch.device, repeats: int) -> float:
     return min(times)
 
 
-def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=200, repeats=3) -> dict:
+def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=1000, repeats=2) -> dict:
     g = torch.Generator(device).manual_seed(0)
     model = RBM.from_tensors(
         torch.randn(num_visible, num_hidden, generator=g, device=device) * 0.05,

@@ -59,7 +59,7 @@ class RBMGeometricPath(AnnealingPath):
         return F.softplus(self.base_visible_bias.double()).sum() + F.softplus(self.base_hidden_bias.double()).sum()
 
     def statistics(self, v: torch.Tensor) -> RBMPathStatistics:
-        return RBMPathStatistics(v @ self.weight + self.hidden_bias_delta, v @ self.visible_bias_delta)
+        return RBMPathStatistics(torch.addmm(self.hidden_bias_delta, v, self.weight), v @ self.visible_bias_delta)
 
     def log_f(self, v: torch.Tensor, stats: RBMPathStatistics, beta: float) -> torch.Tensor:
         """``log f_β(v)`` (float64 ``[N]``); the engine uses the exact increment form instead."""
@@ -73,15 +73,15 @@ class RBMGeometricPath(AnnealingPath):
         :func:`pfzoo.logmath.softplus_difference`. float64 ``[N]``.
         """
         step = beta_to - beta_from
-        x_to = self.base_hidden_bias + beta_to * stats.hidden_input
+        x_to = torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta_to)
         hidden = softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=abs(step) * self.hidden_input_bound)
         return step * stats.visible_term.double() + hidden
 
     def transition(
         self, v: torch.Tensor, stats: RBMPathStatistics, beta: float, *, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, RBMPathStatistics]:
-        hidden_probs = torch.sigmoid(self.base_hidden_bias + beta * stats.hidden_input)
+        hidden_probs = torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta).sigmoid_()
         h = bernoulli(hidden_probs, generator=generator)
-        visible_logits = self.base_visible_bias + beta * (h @ self.weight.T + self.visible_bias_delta)
-        v = bernoulli(torch.sigmoid(visible_logits), generator=generator)
+        visible_input = torch.addmm(self.visible_bias_delta, h, self.weight.T)
+        v = bernoulli(torch.add(self.base_visible_bias, visible_input, alpha=beta).sigmoid_(), generator=generator)
         return v, self.statistics(v)

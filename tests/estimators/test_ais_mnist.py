@@ -1,0 +1,139 @@
+"""AIS against exact answers on RBMs genuinely trained on (binarised) MNIST.
+
+A 784×20 RBM is small enough that ``model.log_partition()`` is exact (it enumerates the 2^20
+hidden states) yet is trained on real data, so its weights have the structure AIS meets in
+practice (strong, correlated pixel features) rather than that of a random RBM. Two such models
+are trained, one with CD-1 and one with PCD-1, deterministically (fixed seeds) on a fixed subset
+of Larochelle & Murray's binarised MNIST, once per module (module-scoped fixture).
+
+Oracles: the AIS estimate of log Z lies within ``K_SIGMA`` of its own reported standard error
+of the exact value, for the data base-rate and the uniform base distribution; that standard
+error is below ``MAX_STDERR`` (so a row cannot pass by reporting a huge error bar); and the AIS
+test log-likelihood (base rates fitted to the training subset only) matches the exact one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from pfzoo.data import DataSplits, binarized_mnist
+from pfzoo.estimators import AIS, BoundKind
+from pfzoo.models import RBM
+from pfzoo.training import CD, PCD, Trainer
+
+pytestmark = [pytest.mark.data, pytest.mark.slow]
+
+K_SIGMA = 3.0
+MAX_STDERR = 0.1  # nats
+
+NUM_TRAIN = 10_000
+NUM_TEST = 1_000
+NUM_HIDDEN = 20  # exact log Z enumerates 2^20 hidden configurations
+EPOCHS = 5
+BATCH_SIZE = 100
+
+# Objective and SGD learning rate of each trained model (momentum 0.5, no weight decay).
+RECIPES = {
+    "cd1": (lambda: CD(k=1), 0.1),
+    "pcd1": (lambda: PCD(k=1, num_chains=100), 0.05),
+}
+
+# (num_chains, num_steps) per base distribution: the uniform base is far from an MNIST model and
+# needs more intermediate distributions for the same standard error.
+AIS_SETTINGS = {"base_rate": (100, 2000), "uniform": (200, 5000)}
+
+
+@dataclass(frozen=True)
+class TrainedRBM:
+    """A trained model with its exact answers: log Z and the per-example test log-likelihoods ``[NUM_TEST]``."""
+
+    name: str
+    model: RBM
+    data: DataSplits
+    log_z: float
+    test_log_prob: torch.Tensor
+
+
+@pytest.fixture(scope="module")
+def mnist_subset(shared_data_root) -> DataSplits:
+    """``NUM_TRAIN`` training and ``NUM_TEST`` test images drawn at random (the test file is sorted by digit)."""
+    splits = binarized_mnist(shared_data_root)
+    g = torch.Generator().manual_seed(0)
+    train = splits.train[torch.randperm(splits.train.shape[0], generator=g)[:NUM_TRAIN]]
+    test = splits.test[torch.randperm(splits.test.shape[0], generator=g)[:NUM_TEST]]
+    return DataSplits("binarized_mnist_subset", train=train, test=test, image_shape=(28, 28))
+
+
+@pytest.fixture(scope="module", params=sorted(RECIPES))
+def trained(request, mnist_subset, tmp_path_factory) -> TrainedRBM:
+    make_objective, lr = RECIPES[request.param]
+    model = RBM(784, NUM_HIDDEN, init_std=0.01, generator=torch.Generator().manual_seed(1))
+    model.init_from_data(mnist_subset.train)
+    trainer = Trainer(
+        make_objective(),
+        partial(torch.optim.SGD, lr=lr, momentum=0.5),
+        run_dir=tmp_path_factory.mktemp(f"run-{request.param}"),
+        epochs=EPOCHS,
+        batch_size=BATCH_SIZE,
+        progress=False,
+        seed=0,
+    )
+    trainer.fit(model, mnist_subset)
+    model.requires_grad_(False)
+    # One enumeration of the 2^20 hidden states; the exact test log-likelihoods are then
+    # -F(v) - log Z, which is what model.log_prob computes (it would redo the enumeration per call).
+    log_z = model.log_partition()
+    test_log_prob = model.unnormalized_log_prob(mnist_subset.test).double() - log_z
+    return TrainedRBM(request.param, model, mnist_subset, log_z.item(), test_log_prob)
+
+
+def base_rate_log_prob(train: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Exact log-likelihood ``[B]`` of ``v`` under independent pixels with the smoothed means of ``train``."""
+    p = (train.sum(0) + 1.0) / (train.shape[0] + 2.0)
+    return -F.binary_cross_entropy(p.double().expand(v.shape[0], -1), v.double(), reduction="none").sum(-1)
+
+
+def test_model_is_genuinely_trained(trained):
+    """The weights are a real MNIST model: far better than the pixel base rates, and not overfitted."""
+    model, data = trained.model, trained.data
+    test_ll = trained.test_log_prob.mean().item()
+    base_rate_ll = base_rate_log_prob(data.train, data.test).mean().item()
+    assert test_ll > base_rate_ll + 25.0, f"{trained.name}: test LL {test_ll:.2f} vs base rates {base_rate_ll:.2f}"
+    assert model.weight.abs().max() > 0.5, "the weights barely moved from their 0.01-scale initialisation"
+    train_ll = (model.unnormalized_log_prob(data.train).double() - trained.log_z).mean().item()
+    assert abs(train_ll - test_ll) < 5.0, f"{trained.name}: train LL {train_ll:.2f}, test LL {test_ll:.2f}"
+
+
+@pytest.mark.parametrize("base", sorted(AIS_SETTINGS))
+def test_ais_log_z_matches_exact(trained, base):
+    num_chains, num_steps = AIS_SETTINGS[base]
+    estimate = AIS(num_chains, num_steps, base=base)(trained.model, data=trained.data.train, generator=torch.Generator().manual_seed(0))
+    assert estimate.kind is BoundKind.UNBIASED_Z
+    assert estimate.stderr < MAX_STDERR, f"{trained.name}/{base}: stderr {estimate.stderr:.4f} too large to be a useful check"
+    assert abs(estimate.log_z - trained.log_z) <= K_SIGMA * estimate.stderr, (
+        f"{trained.name}/{base}: AIS {estimate.log_z:.4f} ± {estimate.stderr:.4f} (ESS {estimate.ess:.1f}), exact {trained.log_z:.4f}"
+    )
+
+
+def test_ais_log_likelihood_matches_exact(trained):
+    num_chains, num_steps = AIS_SETTINGS["base_rate"]
+    estimator = AIS(num_chains, num_steps, base="base_rate")
+    data = trained.data
+    estimate = estimator.log_likelihood(trained.model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(1))
+    exact_mean = trained.test_log_prob.mean().item()
+    assert estimate.kind is BoundKind.UNBIASED_Z
+    assert estimate.stderr < MAX_STDERR
+    assert abs(estimate.mean - exact_mean) <= K_SIGMA * estimate.stderr, (
+        f"{trained.name}: AIS test LL {estimate.mean:.4f} ± {estimate.stderr:.4f}, exact {exact_mean:.4f}"
+    )
+    # Per example, AIS and exact differ only by the common log Z error.
+    offset = trained.log_z - estimate.log_z.log_z
+    torch.testing.assert_close(estimate.per_example, trained.test_log_prob + offset, rtol=0, atol=1e-9)
+    # The base rates came from base_data (the training subset), not from the test images.
+    from_train = estimator(trained.model, data=data.train, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(estimate.log_z.log_weights, from_train.log_weights)

@@ -110,7 +110,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         with torch.no_grad():
             exact_log_z = model.log_partition()
             result["exact_log_z"] = exact_log_z.item()
-            result["exact_test_log_likelihood"] = (model.unnormalized_log_prob(test.to(device)).double() - exact_log_z).mean().item()
+            result["exact_test_log_likelihood"] = model.log_prob(test.to(device), log_z=exact_log_z).mean().item()
     return result
 
 

@@ -46,9 +46,15 @@ class EnergyModel(nn.Module):
         """Exact ``log Z`` as a float64 scalar, where the model allows it."""
         raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")
 
-    def log_prob(self, v: torch.Tensor) -> torch.Tensor:
-        """Exact ``log p(v) = -F(v) - log Z`` (float64, ``[B]``), where ``log Z`` is exact."""
-        return self.unnormalized_log_prob(v).double() - self.log_partition()
+    def log_prob(self, v: torch.Tensor, *, log_z: torch.Tensor | float | None = None) -> torch.Tensor:
+        """Exact ``log p(v) = -F(v) - log Z`` (float64, ``[B]``).
+
+        ``log Z`` comes from :meth:`log_partition` unless given: pass ``log_z`` when calling this
+        repeatedly, since enumeration can take seconds.
+        """
+        if log_z is None:
+            log_z = self.log_partition()
+        return self.unnormalized_log_prob(v).double() - log_z
 
     @property
     def enumeration_size(self) -> int | None:

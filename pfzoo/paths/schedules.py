@@ -70,15 +70,3 @@ def make_betas(schedule: ScheduleSpec, num_steps: int | None) -> torch.Tensor:
     if (betas.diff() < 0).any():
         raise ValueError("an explicit schedule must be non-decreasing")
     return betas
-
-
-def schedule_name(schedule: ScheduleSpec) -> str:
-    """Short human-readable description of a schedule spec."""
-    if isinstance(schedule, str):
-        return schedule
-    if isinstance(schedule, Schedule):
-        return type(schedule).__name__
-    return f"explicit[{len(schedule)}]"
-
-
-__all__ = ["Schedule", "LinearSchedule", "SigmoidSchedule", "SCHEDULES", "make_betas", "schedule_name"]

@@ -129,3 +129,9 @@ def test_base_rate_model():
         rbm.annealing_base("base_rate")
     with pytest.raises(ValueError, match="kind"):
         rbm.annealing_base("gaussian")
+
+
+def test_log_prob_accepts_a_precomputed_log_z():
+    rbm = random_rbm(6, 3, scale=1.0)
+    v = all_states(6)[:5]
+    assert torch.equal(rbm.log_prob(v, log_z=rbm.log_partition()), rbm.log_prob(v))

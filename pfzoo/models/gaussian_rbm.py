@@ -8,18 +8,18 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from pfzoo.models.base import EnergyModel
+from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_binary, check_generator, check_matrix, check_positive_int
+from pfzoo.validation import check_matrix, check_positive_int
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 @register_model("gaussian_rbm")
-class GaussianBernoulliRBM(EnergyModel):
+class GaussianBernoulliRBM(BipartiteModel):
     """Gaussian–Bernoulli RBM, ``v ∈ ℝ^V``, ``h ∈ {0,1}^H``, with the energy of Cho et al. (2011)
     and Hinton's practical guide (2010):
 
@@ -135,10 +135,6 @@ class GaussianBernoulliRBM(EnergyModel):
         """Raise ``ValueError`` unless ``v`` is a finite real ``[B, V]`` tensor on the model's device."""
         return check_matrix(v, name, width=self.num_visible, device=self.device)
 
-    def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
-        """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
-        return check_binary(h, name, width=self.num_hidden, device=self.device)
-
     # ---- energies -----------------------------------------------------------------------
 
     def energy(self, v: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -178,17 +174,12 @@ class GaussianBernoulliRBM(EnergyModel):
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         return mean + (self.sigma / math.sqrt(beta)) * noise
 
-    def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Exact sample ``h ~ p_β(h | v)`` for real ``v [B, V]`` → ``[B, H]``; requires 0 < β ≤ 1."""
-        self.check_visible(v)
-        check_generator(generator, self.device)
-        return self.draw_hidden(v, beta=_check_positive_beta(beta), generator=generator)
-
-    def sample_v_given_h(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Exact sample ``v ~ p_β(v | h)`` for binary ``h [B, H]`` → ``[B, V]``; requires 0 < β ≤ 1."""
-        self.check_hidden(h)
-        check_generator(generator, self.device)
-        return self.draw_visible(h, beta=_check_positive_beta(beta), generator=generator)
+    def check_sampler_beta(self, beta: float) -> float:
+        """Require 0 < β ≤ 1: ``p_β`` of a Gaussian visible layer is improper at β = 0."""
+        beta = float(beta)
+        if not 0.0 < beta <= 1.0:
+            raise ValueError(f"beta must lie in (0, 1] for a Gaussian–Bernoulli RBM (p_β is improper at beta = 0), got {beta}")
+        return beta
 
     # ---- partition function -------------------------------------------------------------
 
@@ -257,11 +248,3 @@ class GaussianBernoulliRBM(EnergyModel):
         from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 
         return GaussianRBMGeometricPath(target=self, base=base)
-
-
-def _check_positive_beta(beta: float) -> float:
-    """Require an inverse temperature in (0, 1]: ``p_β`` of a Gaussian visible layer is improper at β = 0."""
-    beta = float(beta)
-    if not 0.0 < beta <= 1.0:
-        raise ValueError(f"beta must lie in (0, 1] for a Gaussian–Bernoulli RBM (p_β is improper at beta = 0), got {beta}")
-    return beta

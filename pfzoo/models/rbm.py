@@ -6,17 +6,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from pfzoo.models.base import EnergyModel
+from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
+from pfzoo.validation import check_positive_int
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
 
 @register_model("rbm")
-class RBM(EnergyModel):
+class RBM(BipartiteModel):
     """Binary RBM with energy ``E(v, h) = -vᵀWh - b·v - c·h``, ``v ∈ {0,1}^V``, ``h ∈ {0,1}^H``.
 
     Parameters: ``weight [V, H]`` (W), ``visible_bias [V]`` (b), ``hidden_bias [H]`` (c).
@@ -88,10 +88,6 @@ class RBM(EnergyModel):
 
     # ---- input checks -------------------------------------------------------------------
 
-    def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
-        """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
-        return check_binary(h, name, width=self.num_hidden, device=self.device)
-
     # ---- energies -----------------------------------------------------------------------
 
     def energy(self, v: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -124,18 +120,6 @@ class RBM(EnergyModel):
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""
         return bernoulli(self.visible_probs(h, beta=beta), generator=generator)
-
-    def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Exact sample ``h ~ p_β(h | v)`` for binary ``v [B, V]`` → ``[B, H]``."""
-        self.check_visible(v)
-        check_generator(generator, self.device)
-        return self.draw_hidden(v, beta=check_beta(beta), generator=generator)
-
-    def sample_v_given_h(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Exact sample ``v ~ p_β(v | h)`` for binary ``h [B, H]`` → ``[B, V]``."""
-        self.check_hidden(h)
-        check_generator(generator, self.device)
-        return self.draw_visible(h, beta=check_beta(beta), generator=generator)
 
     # ---- partition function -------------------------------------------------------------
 

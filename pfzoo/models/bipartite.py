@@ -1,0 +1,45 @@
+"""Models with one visible and one binary hidden layer and exact block conditionals (RBM family)."""
+
+from __future__ import annotations
+
+import torch
+
+from pfzoo.models.base import EnergyModel
+from pfzoo.validation import check_beta, check_binary, check_generator
+
+
+class BipartiteModel(EnergyModel):
+    """An :class:`EnergyModel` over ``(v [B, V], h ∈ {0,1}^[B, H])`` whose conditionals factorise.
+
+    Subclasses implement the unchecked hot-loop draws ``draw_hidden(v, *, beta, generator)`` and
+    ``draw_visible(h, *, beta, generator)`` (used by :mod:`pfzoo.kernels.gibbs` and the trainers);
+    this class adds the validated public samplers on top. ``p_β(v, h) ∝ exp(-β E(v, h))``.
+    """
+
+    num_hidden: int
+
+    def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
+        """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
+        return check_binary(h, name, width=self.num_hidden, device=self.device)
+
+    def check_sampler_beta(self, beta: float) -> float:
+        """The inverse temperatures the samplers accept; [0, 1] unless a subclass narrows it."""
+        return check_beta(beta)
+
+    def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact sample ``h ~ p_β(h | v)`` for ``v [B, V]`` → ``[B, H]``."""
+        self.check_visible(v)
+        check_generator(generator, self.device)
+        return self.draw_hidden(v, beta=self.check_sampler_beta(beta), generator=generator)
+
+    def sample_v_given_h(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact sample ``v ~ p_β(v | h)`` for binary ``h [B, H]`` → ``[B, V]``."""
+        self.check_hidden(h)
+        check_generator(generator, self.device)
+        return self.draw_visible(h, beta=self.check_sampler_beta(beta), generator=generator)

@@ -1,0 +1,173 @@
+"""Hamiltonian Monte Carlo: leapfrog integration, partial momentum refresh, Metropolis accept/reject,
+standard or reduced momentum flips, and reflection at lower bounds.
+
+A kernel here does not evaluate a model itself: it receives the energy as a function
+``evaluate(x) -> Evaluation`` and the cached :class:`Evaluation` of the current positions, so each
+leapfrog step costs exactly one energy-and-gradient evaluation, and whatever per-state statistics
+the caller attaches (``Evaluation.extras``, e.g. an annealing path's statistics) travel with the
+accepted positions. Hamiltonian ``H(x, p) = E(x) + ½|p|²`` with unit mass.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from pfzoo.validation import check_positive_int
+
+
+class Evaluation(NamedTuple):
+    """energy ``[N]``, grad ``[N, D]`` (``None`` when not needed) and extras (a tuple of ``[N, ...]`` tensors, or ``None``)."""
+
+    energy: torch.Tensor
+    grad: torch.Tensor | None
+    extras: Any = None
+
+
+class HMCState(NamedTuple):
+    """position ``[N, D]`` and momentum ``[N, D]`` of N chains."""
+
+    position: torch.Tensor
+    momentum: torch.Tensor
+
+
+class HMCInfo(NamedTuple):
+    """accept_prob ``[N]`` of the leapfrog proposal; accepted and flipped ``[N]`` booleans."""
+
+    accept_prob: torch.Tensor
+    accepted: torch.Tensor
+    flipped: torch.Tensor
+
+
+Evaluate = Callable[[torch.Tensor], Evaluation]
+
+
+def hais_momentum_refresh(step_size: float) -> float:
+    """HAIS's refresh fraction ``γ = 1 − 0.5^ε``: half the momentum power is replaced per unit time (HAIS §2.3)."""
+    return 1.0 - 0.5**step_size
+
+
+def refresh_momentum(momentum: torch.Tensor, refresh: float, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Partial refresh ``p ← √(1−γ) p + √γ n``, ``n ~ N(0, I)`` (Horowitz 1991; HAIS eq. 22); γ = ``refresh`` ∈ (0, 1]."""
+    noise = torch.randn(momentum.shape, generator=generator, device=momentum.device, dtype=momentum.dtype)
+    if refresh == 1.0:
+        return noise
+    return math.sqrt(1.0 - refresh) * momentum + math.sqrt(refresh) * noise
+
+
+def select(mask: torch.Tensor, new: Any, old: Any) -> Any:
+    """Per chain, ``new`` where ``mask [N]`` else ``old``; works on tensors and (nested) tuples of ``[N, ...]`` tensors."""
+    if new is None:
+        return None
+    if isinstance(new, torch.Tensor):
+        return torch.where(mask.view(-1, *([1] * (new.dim() - 1))), new, old)
+    return type(new)(*(select(mask, n, o) for n, o in zip(new, old)))
+
+
+def leapfrog(
+    position: torch.Tensor,
+    momentum: torch.Tensor,
+    current: Evaluation,
+    evaluate: Evaluate,
+    *,
+    step_size: float,
+    num_steps: int = 1,
+    lower: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, Evaluation]:
+    """``num_steps`` leapfrog steps of size ε for ``H = E(x) + ½|p|²`` (HAIS eqs. 19–21) → ``(x, p, evaluation)``.
+
+    Volume preserving and exactly reversible: flipping the momentum of the result and integrating
+    again returns the start. With ``lower [D]``, a position step that crosses ``x_i = lower_i`` is
+    reflected (``x_i ← 2 lower_i − x_i``, ``p_i ← −p_i``), which keeps both properties.
+    """
+    momentum = momentum - (0.5 * step_size) * current.grad
+    evaluation = current
+    for step in range(num_steps):
+        position = position + step_size * momentum
+        if lower is not None:
+            crossed = position < lower
+            position = torch.where(crossed, 2 * lower - position, position)
+            momentum = torch.where(crossed, -momentum, momentum)
+        evaluation = evaluate(position)
+        momentum = momentum - (step_size if step < num_steps - 1 else 0.5 * step_size) * evaluation.grad
+    return position, momentum, evaluation
+
+
+def _hamiltonian(evaluation: Evaluation, momentum: torch.Tensor) -> torch.Tensor:
+    return evaluation.energy.double() + 0.5 * momentum.double().square().sum(-1)
+
+
+class HMCKernel:
+    """HMC transition: partial momentum refresh, L leapfrog steps, Metropolis accept/reject, momentum flip on reject.
+
+    Args:
+        step_size: leapfrog step ε.
+        num_leapfrog: leapfrog steps per transition (HAIS uses 1).
+        momentum_refresh: γ ∈ (0, 1], the fraction of momentum power replaced before each
+            transition; ``None`` = HAIS's ``1 − 0.5^ε``; 1 = full resampling (standard HMC).
+        flip: ``"standard"`` — negate the momentum on every rejection; ``"reduced"`` — Sohl-Dickstein's
+            reduced momentum flips (thesis eq. 6.11): on rejection flip only with probability
+            ``max(0, P_leap(Fζ) − P_leap(ζ)) / (1 − P_leap(ζ))``, which keeps the same net probability
+            exchange between ζ and Fζ; costs one more leapfrog trajectory per transition.
+        lower: optional lower bounds (a number or ``[D]``) at which trajectories reflect, e.g. 0 for x ≥ 0.
+    """
+
+    def __init__(
+        self,
+        step_size: float,
+        *,
+        num_leapfrog: int = 1,
+        momentum_refresh: float | None = None,
+        flip: str = "standard",
+        lower: float | list[float] | torch.Tensor | None = None,
+    ) -> None:
+        if not step_size > 0:
+            raise ValueError(f"step_size must be positive, got {step_size}")
+        self.step_size = float(step_size)
+        self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
+        refresh = hais_momentum_refresh(self.step_size) if momentum_refresh is None else float(momentum_refresh)
+        if not 0.0 < refresh <= 1.0:
+            raise ValueError(f"momentum_refresh must lie in (0, 1], got {momentum_refresh}")
+        self.momentum_refresh = refresh
+        if flip not in ("standard", "reduced"):
+            raise ValueError(f"flip must be 'standard' or 'reduced', got {flip!r}")
+        self.flip = flip
+        self.lower = None if lower is None else torch.as_tensor(lower, dtype=torch.float64)
+
+    def init_state(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> HMCState:
+        """Chains at ``position [N, D]`` with momenta drawn from N(0, I)."""
+        momentum = torch.randn(position.shape, generator=generator, device=position.device, dtype=position.dtype)
+        return HMCState(position, momentum)
+
+    @staticmethod
+    def position(state: HMCState) -> torch.Tensor:
+        return state.position
+
+    def step(
+        self, state: HMCState, current: Evaluation, evaluate: Evaluate, *, generator: torch.Generator | None = None
+    ) -> tuple[HMCState, Evaluation, HMCInfo]:
+        """One transition leaving ``p(x, p) ∝ exp(−E(x) − ½|p|²)`` invariant → ``(state, evaluation, info)``."""
+        momentum = refresh_momentum(state.momentum, self.momentum_refresh, generator=generator)
+        lower = None if self.lower is None else self.lower.to(state.position)
+        integrate = lambda p: leapfrog(  # noqa: E731
+            state.position, p, current, evaluate, step_size=self.step_size, num_steps=self.num_leapfrog, lower=lower
+        )
+        proposal, proposal_momentum, proposal_eval = integrate(momentum)
+        start = _hamiltonian(current, momentum)
+        accept_prob = torch.exp(torch.clamp(start - _hamiltonian(proposal_eval, proposal_momentum), max=0.0))
+        uniform = torch.rand(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
+        accepted = uniform < accept_prob
+        if self.flip == "standard":
+            flipped = ~accepted
+        else:
+            _, reverse_momentum, reverse_eval = integrate(-momentum)
+            reverse_prob = torch.exp(torch.clamp(start - _hamiltonian(reverse_eval, reverse_momentum), max=0.0))
+            flip_prob = torch.clamp(reverse_prob - accept_prob, min=0.0)
+            flipped = ~accepted & (uniform < accept_prob + flip_prob)
+        new_momentum = torch.where(flipped[:, None], -momentum, momentum)
+        new_state = HMCState(
+            select(accepted, proposal, state.position), select(accepted, proposal_momentum, new_momentum)
+        )
+        return new_state, select(accepted, proposal_eval, current), HMCInfo(accept_prob, accepted, flipped)

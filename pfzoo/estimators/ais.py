@@ -11,8 +11,6 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.validation import check_generator, check_positive_int
 
-BASES = ("uniform", "base_rate")
-
 
 class AIS(Estimator):
     """AIS estimate of ``log Z`` along the model's geometric path from a tractable base.
@@ -25,8 +23,12 @@ class AIS(Estimator):
         num_chains: N, independent annealing chains (≥ 2).
         num_steps: K, intermediate distributions (ignored when ``schedule`` is an explicit β sequence).
         schedule: "linear", "sigmoid", a :class:`~pfzoo.paths.Schedule`, or an explicit β sequence.
-        base: "uniform", or "base_rate" (the data base-rate model; needs ``data``).
-        base_smoothing: pseudo-count for the base-rate pixel means.
+        base: the model family's base distribution, see its ``annealing_base``: for binary RBMs
+            "uniform" or "base_rate" (needs ``data``); for continuous models "isotropic" or "fitted".
+        base_smoothing: pseudo-count for data-fitted bases.
+        kernel: transition kernel for models whose path takes one (continuous models:
+            :class:`~pfzoo.kernels.HMCKernel`, :class:`~pfzoo.kernels.RandomWalkMetropolis`);
+            ``None`` = the model's default (block Gibbs for RBMs).
     """
 
     def __init__(
@@ -36,16 +38,16 @@ class AIS(Estimator):
         schedule: ScheduleSpec = "linear",
         base: str = "uniform",
         base_smoothing: float = 1.0,
+        kernel=None,
     ) -> None:
         super().__init__()
         self.num_chains = check_positive_int(num_chains, "num_chains")
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
-        if base not in BASES:
-            raise ValueError(f"base must be one of {BASES}, got {base!r}")
         self.schedule = schedule
         self.base = base
         self.base_smoothing = base_smoothing
+        self.kernel = kernel
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)
 
     @property
@@ -62,10 +64,8 @@ class AIS(Estimator):
     ) -> PartitionEstimate:
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds the base-rate base distribution."""
         check_generator(generator, model.device)
-        if self.base == "base_rate" and data is None:
-            raise ValueError("AIS(base='base_rate') needs data to fit the base rates: est(model, data=train_data)")
         base = model.annealing_base(self.base, data, smoothing=self.base_smoothing)
-        path = model.geometric_path(base)
+        path = model.geometric_path(base, kernel=self.kernel)
         initial = path.sample_base(self.num_chains, generator=generator)
         result = anneal(path, self.betas, initial, generator=generator, progress=progress)
         log_weights = result.log_weights + path.base_log_partition()
@@ -76,5 +76,5 @@ class AIS(Estimator):
             log_weights=log_weights,
             ess=summary.ess.item(),
             kind=BoundKind.UNBIASED_Z,
-            info={"estimator": "ais", "num_chains": self.num_chains, "num_steps": self.num_steps, "base": self.base},
+            info={"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps, "base": self.base},
         )

@@ -68,8 +68,11 @@ class EnergyModel(nn.Module):
         """A tractable model of the same family to anneal from (``log Z`` known exactly)."""
         raise NotImplementedError(f"{type(self).__name__} does not define an annealing base distribution")
 
-    def geometric_path(self, base: "EnergyModel"):
-        """The geometric-average annealing path from ``base`` (β = 0) to this model (β = 1)."""
+    def geometric_path(self, base: "EnergyModel", kernel=None):
+        """The geometric-average annealing path from ``base`` (β = 0) to this model (β = 1).
+
+        ``kernel`` selects the transition for families that offer a choice (``None``: the default).
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define a geometric annealing path")
 
     def config(self) -> dict:

@@ -17,6 +17,7 @@ class BipartiteModel(EnergyModel):
     """
 
     num_hidden: int
+    path_class: type  # the geometric path of the family, built as path_class(target=model, base=base)
 
     def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
         """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
@@ -43,3 +44,9 @@ class BipartiteModel(EnergyModel):
         self.check_hidden(h)
         check_generator(generator, self.device)
         return self.draw_visible(h, beta=self.check_sampler_beta(beta), generator=generator)
+
+    def geometric_path(self, base: "BipartiteModel", kernel=None):
+        """Parameter-interpolation path from ``base`` (``W = 0``) with exact block Gibbs transitions."""
+        if kernel is not None:
+            raise ValueError(f"kernel must be None for {type(self).__name__}: its path uses exact block Gibbs transitions")
+        return self.path_class(target=self, base=base)

@@ -12,6 +12,7 @@ from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
+from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_matrix, check_positive_int
 
@@ -47,6 +48,8 @@ class GaussianBernoulliRBM(BipartiteModel):
             ``2**max_enumeration_units`` hidden configurations.
         generator: random generator for the initial weights.
     """
+
+    path_class = GaussianRBMGeometricPath
 
     binary_visible = False
 
@@ -243,8 +246,3 @@ class GaussianBernoulliRBM(BipartiteModel):
             mean = (data.sum(0) + smoothing * self.visible_bias.detach()) / (data.shape[0] + smoothing)
             return GaussianBernoulliRBM.from_tensors(zeros_w, mean, zeros_c, log_sigma)
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
-
-    def geometric_path(self, base: "GaussianBernoulliRBM"):
-        from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
-
-        return GaussianRBMGeometricPath(target=self, base=base)

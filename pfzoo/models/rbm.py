@@ -9,6 +9,7 @@ from torch.nn import functional as F
 from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
+from pfzoo.paths.geometric import RBMGeometricPath
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_positive_int
 
@@ -31,6 +32,8 @@ class RBM(BipartiteModel):
             ``2**max_enumeration_units`` configurations of the smaller layer.
         generator: random generator for the initial weights.
     """
+
+    path_class = RBMGeometricPath
 
     def __init__(
         self,
@@ -170,11 +173,6 @@ class RBM(BipartiteModel):
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:
         """Set the visible biases to the base-rate logits of ``data [N, V]`` (Hinton 2010, practical guide §8.1)."""
         self.visible_bias.copy_(base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
-
-    def geometric_path(self, base: "RBM"):
-        from pfzoo.paths.geometric import RBMGeometricPath
-
-        return RBMGeometricPath(target=self, base=base)
 
 
 def base_rate_visible_bias(data: torch.Tensor, smoothing: float = 1.0) -> torch.Tensor:

@@ -99,8 +99,10 @@ def test_ais_reports_progress_and_rejects_bad_arguments():
     assert calls[-1] == (250, 250) and all(t == 250 for _, t in calls)
     with pytest.raises(ValueError, match="needs data"):
         AIS(10, 10, base="base_rate")(model)
-    with pytest.raises(ValueError, match="base"):
-        AIS(10, 10, base="gaussian")
+    with pytest.raises(ValueError, match="'uniform' or 'base_rate'"):
+        AIS(10, 10, base="gaussian")(model)
+    with pytest.raises(ValueError, match="kernel must be None"):
+        AIS(10, 10, kernel=object())(model)
     with pytest.raises(ValueError, match="num_chains"):
         AIS(1, 10)
     with pytest.raises(ValueError, match="data"):

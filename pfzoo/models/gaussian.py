@@ -1,0 +1,152 @@
+"""Multivariate Gaussian: the exact reference model, and the base distribution continuous models anneal from."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from pfzoo.models.continuous import ContinuousModel
+from pfzoo.models.registry import register_model
+from pfzoo.validation import check_generator, check_matrix, check_positive_int
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+@register_model("gaussian")
+class Gaussian(ContinuousModel):
+    """``p(x) = N(x; μ, Λ⁻¹)``, ``x ∈ ℝ^M``, with energy ``E(x) = ½ (x − μ)ᵀ Λ (x − μ)`` and
+    ``log Z = (M/2) log 2π − ½ log det Λ``.
+
+    Parameters: ``mean [M]`` (μ) and ``precision_log_cholesky [M, M]``, the log-Cholesky
+    parametrisation of the precision (Pinheiro & Bates 1996): with ``Λ = L Lᵀ`` and ``L`` lower
+    triangular, its strictly lower triangle is that of ``L`` and its diagonal is ``log diag L``; its
+    upper triangle is not used. Every real value gives a positive-definite Λ, so gradient steps never
+    leave the family, and ``log det Λ = 2 Σ_i precision_log_cholesky_ii``.
+
+    Args:
+        num_visible: M.
+        generator: accepted so every model config instantiates alike; the initial ``N(0, I)``
+            (μ = 0, Λ = I) is deterministic.
+    """
+
+    def __init__(self, num_visible: int, *, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.num_visible = check_positive_int(num_visible, "num_visible")
+        self.mean = nn.Parameter(torch.zeros(num_visible))
+        self.precision_log_cholesky = nn.Parameter(torch.zeros(num_visible, num_visible))
+
+    @classmethod
+    def from_tensors(cls, precision: torch.Tensor, mean: torch.Tensor | None = None) -> "Gaussian":
+        """A Gaussian with precision ``Λ [M, M]`` (symmetric positive definite) and mean ``μ [M]`` (default 0).
+
+        Λ must be symmetric to within ``√ε`` of its largest entry (ε the dtype's machine epsilon);
+        its symmetric part is used.
+        """
+        if not isinstance(precision, torch.Tensor) or precision.dim() != 2 or precision.shape[0] != precision.shape[1]:
+            shape = tuple(precision.shape) if isinstance(precision, torch.Tensor) else type(precision).__name__
+            raise ValueError(f"precision must be a square matrix [M, M], got {shape}")
+        if not precision.is_floating_point():
+            raise ValueError(f"precision must be a floating-point tensor, got dtype {precision.dtype}")
+        num_visible = precision.shape[0]
+        if mean is None:
+            mean = torch.zeros(num_visible, device=precision.device, dtype=precision.dtype)
+        if mean.shape != (num_visible,):
+            raise ValueError(f"mean must have shape [{num_visible}], got {tuple(mean.shape)}")
+        for name, tensor in (("precision", precision), ("mean", mean)):
+            if not torch.isfinite(tensor).all():
+                raise ValueError(f"{name} contains NaN or infinite values")
+        tolerance = math.sqrt(torch.finfo(precision.dtype).eps) * precision.abs().max().item()
+        if (precision - precision.T).abs().max().item() > tolerance:
+            raise ValueError("precision must be symmetric")
+        precision64 = precision.double()
+        cholesky, info = torch.linalg.cholesky_ex((precision64 + precision64.T) / 2)
+        if info.item() != 0:
+            raise ValueError("precision must be positive definite (its Cholesky factorisation failed)")
+        return cls._from_cholesky(cholesky.to(precision.dtype), mean)
+
+    @classmethod
+    def fit(cls, data: torch.Tensor, *, regularization: float = 1e-6) -> "Gaussian":
+        """The maximum-likelihood Gaussian of ``data [N, M]`` with ``regularization · I`` added to its covariance.
+
+        ``μ = (1/N) Σ_n x_n``, ``Σ = (1/N) Σ_n (x_n − μ)(x_n − μ)ᵀ + regularization · I``, computed in
+        float64 and stored in ``data``'s dtype and device.
+        """
+        check_matrix(data, "data")
+        if data.shape[0] == 0:
+            raise ValueError("data must have at least one row to fit a Gaussian")
+        if not regularization >= 0:
+            raise ValueError(f"regularization must be non-negative, got {regularization}")
+        data64 = data.double()
+        mean = data64.mean(0)
+        centered = data64 - mean
+        covariance = centered.T @ centered / data.shape[0]
+        covariance.diagonal().add_(regularization)
+        covariance_cholesky, info = torch.linalg.cholesky_ex(covariance)
+        if info.item() != 0:
+            raise ValueError("the covariance of data is singular; fit with regularization > 0")
+        precision = torch.cholesky_inverse(covariance_cholesky)
+        cholesky = torch.linalg.cholesky((precision + precision.T) / 2)
+        return cls._from_cholesky(cholesky.to(data.dtype), mean.to(data.dtype))
+
+    @classmethod
+    def _from_cholesky(cls, cholesky: torch.Tensor, mean: torch.Tensor) -> "Gaussian":
+        """A Gaussian with ``Λ = L Lᵀ`` for a lower-triangular ``cholesky [M, M]`` with positive diagonal."""
+        model = cls(cholesky.shape[0])
+        model.to(device=cholesky.device, dtype=cholesky.dtype)
+        with torch.no_grad():
+            model.mean.copy_(mean)
+            model.precision_log_cholesky.copy_(torch.tril(cholesky, -1) + torch.diag(cholesky.diagonal().log()))
+        return model
+
+    def config(self) -> dict:
+        return {"num_visible": self.num_visible}
+
+    @property
+    def precision_cholesky(self) -> torch.Tensor:
+        """Lower-triangular ``L [M, M]`` with positive diagonal and ``Λ = L Lᵀ``."""
+        raw = self.precision_log_cholesky
+        return torch.tril(raw, -1) + torch.diag(raw.diagonal().exp())
+
+    @property
+    def precision(self) -> torch.Tensor:
+        """``Λ = L Lᵀ``, ``[M, M]``."""
+        cholesky = self.precision_cholesky
+        return cholesky @ cholesky.T
+
+    @property
+    def covariance(self) -> torch.Tensor:
+        """``Λ⁻¹``, ``[M, M]``."""
+        return torch.cholesky_inverse(self.precision_cholesky)
+
+    # ---- energies -----------------------------------------------------------------------
+
+    def energy(self, x: torch.Tensor) -> torch.Tensor:
+        """``E(x) = ½ (x − μ)ᵀ Λ (x − μ) = ½ |(x − μ) L|²`` for ``x [B, M]`` → ``[B]``."""
+        self.check_visible(x, "x")
+        return 0.5 * ((x - self.mean) @ self.precision_cholesky).square().sum(-1)
+
+    def energy_grad(self, x: torch.Tensor) -> torch.Tensor:
+        """``∇E(x) = Λ (x − μ)`` for ``x [B, M]`` → ``[B, M]``. Unchecked hot-loop primitive."""
+        return (x - self.mean) @ self.precision
+
+    def energy_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(E(x) [B], ∇E(x) [B, M])`` from ``z = (x − μ) L``: ``E = ½ |z|²``, ``∇E = z Lᵀ``. Unchecked hot-loop primitive."""
+        cholesky = self.precision_cholesky
+        z = (x - self.mean) @ cholesky
+        return 0.5 * z.square().sum(-1), z @ cholesky.T
+
+    # ---- partition function and sampling ------------------------------------------------
+
+    def log_partition(self) -> torch.Tensor:
+        """``log Z = (M/2) log 2π − ½ log det Λ = (M/2) log 2π − Σ_i log L_ii`` (float64 scalar, differentiable)."""
+        return 0.5 * self.num_visible * _LOG_2PI - self.precision_log_cholesky.double().diagonal().sum()
+
+    @torch.no_grad()
+    def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact samples ``x = μ + L⁻ᵀ ε``, ``ε ~ N(0, I)``, ``[num_samples, M]`` (covariance ``L⁻ᵀ L⁻¹ = Λ⁻¹``)."""
+        check_positive_int(num_samples, "num_samples")
+        check_generator(generator, self.device)
+        noise = torch.randn(num_samples, self.num_visible, generator=generator, device=self.device, dtype=self.dtype)
+        return self.mean + torch.linalg.solve_triangular(self.precision_cholesky, noise, upper=False, left=False)

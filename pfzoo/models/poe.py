@@ -1,0 +1,171 @@
+"""Product of experts over linear filter responses, with Laplace or Student-t experts (HAIS eqs. 36–38)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from pfzoo.models.continuous import ContinuousModel
+from pfzoo.models.registry import register_model
+from pfzoo.validation import check_positive_int
+
+EXPERTS = ("laplace", "student_t")
+DEFAULT_STUDENT_T_SHAPE = 1.5  # λ > ½, so a complete model has finite Z from the start
+_HALF_LOG_PI = 0.5 * math.log(math.pi)
+
+
+@register_model("poe")
+class ProductOfExperts(ContinuousModel):
+    """Product of experts ``p(x) = exp(-E(x)) / Z``, ``x ∈ ℝ^M``, with ``E(x) = Σ_l E_l(φ_l · x)`` (HAIS eqs. 36–38)
+    over the responses ``u = x Φᵀ`` of ``L`` filters ``Φ [L, M]``:
+
+        Laplace experts   E_l(u) = |u|
+        Student-t experts E_l(u) = λ_l log(1 + u²),  λ_l > 0
+
+    Parameters: ``filters [L, M]`` (Φ) and, for Student-t experts, ``log_shape [L]``
+    (λ = exp(log_shape)); Laplace experts have no shape parameter.
+
+    ``Z`` has a closed form when the model is complete (L = M): substituting ``u = Φx`` factorises
+    the integral into one-dimensional ones, ``∫ e^{-|u|} du = 2`` and
+    ``∫ (1 + u²)^{-λ} du = √π Γ(λ − ½) / Γ(λ)`` (finite only for λ > ½), divided by ``|det Φ|``.
+    Overcomplete models (L > M) need an estimator such as Hamiltonian AIS; undercomplete ones (L < M)
+    are flat along the null space of Φ, so their Z is infinite.
+
+    Args:
+        num_visible: M.
+        num_experts: L.
+        expert: ``"laplace"`` or ``"student_t"``.
+        init_std: standard deviation of the Gaussian initial filters; ``None`` means ``1/√M``, so each
+            filter starts with about unit norm. Student-t shapes start at λ = 1.5.
+        generator: random generator for the initial filters.
+    """
+
+    def __init__(
+        self,
+        num_visible: int,
+        num_experts: int,
+        expert: str = "laplace",
+        *,
+        init_std: float | None = None,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.num_visible = check_positive_int(num_visible, "num_visible")
+        self.num_experts = check_positive_int(num_experts, "num_experts")
+        if expert not in EXPERTS:
+            raise ValueError(f"expert must be one of {EXPERTS}, got {expert!r}")
+        self.expert = expert
+        if init_std is None:
+            init_std = 1 / math.sqrt(num_visible)
+        if init_std < 0:
+            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        self.filters = nn.Parameter(torch.randn(num_experts, num_visible, generator=generator) * init_std)
+        if expert == "student_t":
+            self.log_shape = nn.Parameter(torch.full((num_experts,), math.log(DEFAULT_STUDENT_T_SHAPE)))
+
+    @classmethod
+    def from_tensors(cls, filters: torch.Tensor, shape: torch.Tensor | None = None, *, expert: str = "laplace") -> "ProductOfExperts":
+        """A product of experts holding copies of ``filters [L, M]`` and, for ``expert="student_t"``, shapes ``λ [L]``.
+
+        ``shape=None`` means λ = 1.5 for every Student-t expert; Laplace experts take no shape.
+        """
+        if not isinstance(filters, torch.Tensor) or filters.dim() != 2:
+            shape_found = tuple(filters.shape) if isinstance(filters, torch.Tensor) else type(filters).__name__
+            raise ValueError(f"filters must have shape [L, M], got {shape_found}")
+        if expert not in EXPERTS:
+            raise ValueError(f"expert must be one of {EXPERTS}, got {expert!r}")
+        if not torch.isfinite(filters).all():
+            raise ValueError("filters contains NaN or infinite values")
+        num_experts, num_visible = filters.shape
+        if shape is not None:
+            if expert != "student_t":
+                raise ValueError(f"shape applies only to expert='student_t', got expert={expert!r}")
+            if shape.shape != (num_experts,):
+                raise ValueError(f"shape must have shape [{num_experts}], got {tuple(shape.shape)}")
+            if not (torch.isfinite(shape).all() and (shape > 0).all()):
+                raise ValueError("shape must be finite and positive (λ_l > 0)")
+        model = cls(num_visible, num_experts, expert, init_std=0.0)
+        model.to(device=filters.device, dtype=filters.dtype)
+        with torch.no_grad():
+            model.filters.copy_(filters)
+            if shape is not None:
+                model.log_shape.copy_(shape.log())
+        return model
+
+    def config(self) -> dict:
+        return {"num_visible": self.num_visible, "num_experts": self.num_experts, "expert": self.expert}
+
+    @property
+    def shape(self) -> torch.Tensor:
+        """Expert shapes ``λ [L]``: ``exp(log_shape)`` for Student-t experts, ones for Laplace experts (λ ≡ 1)."""
+        if self.expert == "laplace":
+            return torch.ones_like(self.filters[:, 0])
+        return self.log_shape.exp()
+
+    @property
+    def is_complete(self) -> bool:
+        """Whether Φ is square (L = M), the case with a closed-form ``log Z``."""
+        return self.num_experts == self.num_visible
+
+    # ---- energies -----------------------------------------------------------------------
+
+    def _expert_energy(self, u: torch.Tensor) -> torch.Tensor:
+        """``Σ_l E_l(u_l)`` for filter responses ``u [B, L]`` → ``[B]``."""
+        if self.expert == "laplace":
+            return u.abs().sum(-1)
+        return torch.log1p(u.square()) @ self.log_shape.exp()
+
+    def _expert_derivative(self, u: torch.Tensor) -> torch.Tensor:
+        """``E_l'(u_l)`` for ``u [B, L]`` → ``[B, L]``: ``sign(u)`` (Laplace) or ``2 λ u / (1 + u²)`` (Student-t)."""
+        if self.expert == "laplace":
+            return u.sign()
+        return (2 * u / (1 + u.square())) * self.log_shape.exp()
+
+    def energy(self, x: torch.Tensor) -> torch.Tensor:
+        """``E(x) = Σ_l E_l(φ_l · x)`` (HAIS eqs. 36–38) for ``x [B, M]`` → ``[B]``."""
+        self.check_visible(x, "x")
+        return self._expert_energy(x @ self.filters.T)
+
+    def energy_grad(self, x: torch.Tensor) -> torch.Tensor:
+        """``∇E(x) = Σ_l E_l'(φ_l · x) φ_l = E'(x Φᵀ) Φ`` for ``x [B, M]`` → ``[B, M]``. Unchecked hot-loop primitive."""
+        return self._expert_derivative(x @ self.filters.T) @ self.filters
+
+    def energy_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(E(x) [B], ∇E(x) [B, M])`` from one projection ``u = x Φᵀ`` and one product ``E'(u) Φ``. Unchecked hot-loop primitive."""
+        u = x @ self.filters.T
+        return self._expert_energy(u), self._expert_derivative(u) @ self.filters
+
+    # ---- partition function -------------------------------------------------------------
+
+    def log_partition(self) -> torch.Tensor:
+        """Exact ``log Z`` of a complete model (L = M) as a float64 scalar, differentiable in the parameters:
+
+            Laplace:   log Z = L log 2 − log|det Φ|
+            Student-t: log Z = Σ_l [½ log π + lnΓ(λ_l − ½) − lnΓ(λ_l)] − log|det Φ|   (every λ_l > ½)
+
+        Raises ``NotImplementedError`` for an overcomplete model and ``ValueError`` when Z is infinite
+        (an undercomplete model, singular Φ, or a Student-t shape λ_l ≤ ½).
+        """
+        if self.num_experts < self.num_visible:
+            raise ValueError(
+                f"Z is infinite: {self.num_experts} experts in {self.num_visible} dimensions leave the density flat "
+                f"along the null space of the filters (need num_experts >= num_visible)"
+            )
+        if not self.is_complete:
+            raise NotImplementedError(
+                f"log Z of a product of experts has a closed form only when it is complete (num_experts == num_visible); "
+                f"this one has {self.num_experts} experts in {self.num_visible} dimensions: estimate it with Hamiltonian AIS"
+            )
+        log_abs_det = torch.linalg.slogdet(self.filters.double()).logabsdet
+        if not torch.isfinite(log_abs_det):
+            raise ValueError("filters are singular (det Φ = 0), so Z is infinite")
+        if self.expert == "laplace":
+            return self.num_experts * math.log(2) - log_abs_det
+        shape = self.log_shape.double().exp()
+        if (shape <= 0.5).any():
+            raise ValueError(
+                f"every Student-t shape λ_l must exceed 1/2 for Z to be finite, got min λ = {shape.min().item():.6g}"
+            )
+        return (_HALF_LOG_PI + torch.lgamma(shape - 0.5) - torch.lgamma(shape)).sum() - log_abs_det

@@ -3,5 +3,6 @@
 from pfzoo.estimators.ais import AIS
 from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate
 from pfzoo.estimators.exact import Exact
+from pfzoo.estimators.hais import HAIS
 
-__all__ = ["AIS", "BoundKind", "Estimator", "Exact", "LikelihoodEstimate", "PartitionEstimate"]
+__all__ = ["AIS", "BoundKind", "Estimator", "Exact", "HAIS", "LikelihoodEstimate", "PartitionEstimate"]

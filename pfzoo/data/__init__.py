@@ -1,13 +1,29 @@
 """Datasets as :class:`DataSplits` of float32 ``[N, D]`` tensors.
 
 ``digits`` is embedded (scikit-learn) and always available; ``mnist`` and ``binarized_mnist``
-read files under the data root (argument, ``$PFZOO_DATA`` or ``~/.cache/pfzoo/data``).
+read files under the data root (argument, ``$PFZOO_DATA`` or ``~/.cache/pfzoo/data``);
+``patches`` takes natural image patches from embedded photos or from images under the data root.
 """
 
 from pfzoo.data.binarized_mnist import binarized_mnist
 from pfzoo.data.digits import digits
+from pfzoo.data.images import embedded_images, read_image
 from pfzoo.data.mnist import mnist
+from pfzoo.data.patches import PatchTransform, fit_patch_transform, patches, sample_patches, split_patches
 from pfzoo.data.root import resolve_data_root
 from pfzoo.data.splits import DataSplits
 
-__all__ = ["DataSplits", "resolve_data_root", "digits", "mnist", "binarized_mnist"]
+__all__ = [
+    "DataSplits",
+    "resolve_data_root",
+    "digits",
+    "mnist",
+    "binarized_mnist",
+    "patches",
+    "PatchTransform",
+    "fit_patch_transform",
+    "sample_patches",
+    "split_patches",
+    "read_image",
+    "embedded_images",
+]

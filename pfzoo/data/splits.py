@@ -22,6 +22,7 @@ class DataSplits:
     test: Tensor
     valid: Tensor | None = None
     image_shape: tuple[int, ...] | None = None
+    transform: object | None = None  # preprocessing fitted on train (e.g. a PatchTransform), for new data
 
     def __post_init__(self) -> None:
         width = None

@@ -105,7 +105,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     }
     if estimate.log_z is not None:
         result.update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
-    size = model.enumeration_size
+    size = model.log_partition_cost
     if size is not None and size <= cfg.exact_max_units:
         with torch.no_grad():
             exact_log_z = model.log_partition()

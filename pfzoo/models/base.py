@@ -57,8 +57,11 @@ class EnergyModel(nn.Module):
         return self.unnormalized_log_prob(v).double() - log_z
 
     @property
-    def enumeration_size(self) -> int | None:
-        """``log2`` of the number of states :meth:`log_partition` enumerates; ``None`` if it does not enumerate."""
+    def log_partition_cost(self) -> int | None:
+        """``log2`` of the number of terms :meth:`log_partition` sums: 0 for a closed form, ``None`` without an exact ``log Z``.
+
+        Lets callers decide whether exact values are affordable before asking for them.
+        """
         return None
 
     def init_from_data(self, data: torch.Tensor) -> None:

@@ -139,6 +139,10 @@ class Gaussian(ContinuousModel):
 
     # ---- partition function and sampling ------------------------------------------------
 
+    @property
+    def log_partition_cost(self) -> int:
+        return 0
+
     def log_partition(self) -> torch.Tensor:
         """``log Z = (M/2) log 2π − ½ log det Λ = (M/2) log 2π − Σ_i log L_ii`` (float64 scalar, differentiable)."""
         return 0.5 * self.num_visible * _LOG_2PI - self.precision_log_cholesky.double().diagonal().sum()

@@ -187,7 +187,7 @@ class GaussianBernoulliRBM(BipartiteModel):
     # ---- partition function -------------------------------------------------------------
 
     @property
-    def enumeration_size(self) -> int:
+    def log_partition_cost(self) -> int:
         return self.num_hidden
 
     @torch.no_grad()

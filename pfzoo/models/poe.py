@@ -109,6 +109,10 @@ class ProductOfExperts(ContinuousModel):
         """Whether Φ is square (L = M), the case with a closed-form ``log Z``."""
         return self.num_experts == self.num_visible
 
+    @property
+    def log_partition_cost(self) -> int | None:
+        return 0 if self.is_complete else None
+
     # ---- energies -----------------------------------------------------------------------
 
     def _expert_energy(self, u: torch.Tensor) -> torch.Tensor:

@@ -127,7 +127,7 @@ class RBM(BipartiteModel):
     # ---- partition function -------------------------------------------------------------
 
     @property
-    def enumeration_size(self) -> int:
+    def log_partition_cost(self) -> int:
         return min(self.num_visible, self.num_hidden)
 
     @torch.no_grad()

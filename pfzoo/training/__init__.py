@@ -1,7 +1,8 @@
 """Training objectives that avoid the partition function, their diagnostics, and the Trainer."""
 
 from pfzoo.training.contrastive import CD, PCD
+from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.trainer import Trainer
 
-__all__ = ["CD", "PCD", "Trainer", "pseudo_log_likelihood", "reconstruction_error"]
+__all__ = ["CD", "ExactMaximumLikelihood", "PCD", "Trainer", "pseudo_log_likelihood", "reconstruction_error"]

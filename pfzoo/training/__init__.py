@@ -3,6 +3,7 @@
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
+from pfzoo.training.mpf import PersistentMPF
 from pfzoo.training.trainer import Trainer
 
-__all__ = ["CD", "ExactMaximumLikelihood", "PCD", "Trainer", "pseudo_log_likelihood", "reconstruction_error"]
+__all__ = ["CD", "ExactMaximumLikelihood", "PCD", "PersistentMPF", "Trainer", "pseudo_log_likelihood", "reconstruction_error"]

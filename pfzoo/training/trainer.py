@@ -54,7 +54,12 @@ class Trainer:
 
     Args:
         objective: an ``nn.Module`` with ``loss(model, batch, *, generator) -> scalar``; its state
-            (e.g. PCD's chains) is checkpointed.
+            (e.g. PCD's chains) is checkpointed. An objective that also has
+            ``prepare(model, train, *, generator) -> bool`` (e.g. :class:`~pfzoo.training.PersistentMPF`)
+            is epoch-stateful: it is called at the start of every epoch with the full training set
+            ``[N, V]``, and then ``loss`` also receives ``indices=rows``, the batch's row numbers ``[B]``
+            in that set. When ``prepare`` returns ``True`` the objective has changed (e.g. MPF's θ_old
+            was refreshed), and the optimiser's state (L-BFGS history, momentum) is discarded.
         optimizer: ``params -> torch.optim.Optimizer``; default SGD(lr=0.05, momentum=0.5).
         run_dir: directory for ``checkpoint.pt`` and ``metrics.jsonl``.
         epochs: total number of epochs (a resumed run continues up to it).
@@ -171,16 +176,21 @@ class Trainer:
         generators: dict[str, torch.Generator],
         epoch: int,
     ) -> float:
-        """One pass over ``train [N, V]`` in a fresh random order; returns the example-weighted mean loss."""
+        """One pass over ``train [N, V]`` in a fresh random order, after the objective's ``prepare`` if it has one;
+        returns the example-weighted mean loss."""
+        stateful = callable(getattr(self.objective, "prepare", None))
+        if stateful and self.objective.prepare(model, train, generator=generators["sampling"]):
+            optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
         total = 0.0
         batches = order.split(self.batch_size)
         for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not self.progress)):
             batch = train[rows]
+            row_indices = {"indices": rows} if stateful else {}
 
             def closure() -> torch.Tensor:
                 optimizer.zero_grad(set_to_none=True)
-                loss = self.objective.loss(model, batch, generator=generators["sampling"])
+                loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
                 if self.weight_decay:
                     loss = loss + self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
                 if not torch.isfinite(loss):

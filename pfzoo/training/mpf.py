@@ -18,10 +18,11 @@ Monte Carlo objective
 Consistency: ``K(θ_old) = 1`` and ``∇K(θ_old) = (1/2N) Σ_n [∇_θ E(x_n; θ) − ∇_θ E(x'_n; θ)]``. When the
 data come from ``p(x; θ_old)`` so do the ``x'_n`` (g leaves ``p(x; θ_old)`` invariant), so this
 gradient vanishes in expectation: the model that generated the data is a stationary point. The
-expected Hessian there, ``¼ E[∇_θ Δ ∇_θ Δᵀ]`` with ``Δ = E(x; θ) − E(x'; θ)``, is positive semidefinite.
-When the ``x'_n`` are draws from ``p(x; θ_old)`` itself (the independence connectivity
-``g(x'|x) = p(x'; θ_old)``, which satisfies detailed balance trivially), ``∇K(θ_old)`` is half the
-log-likelihood gradient ``⟨∇_θ E⟩_data − ⟨∇_θ E⟩_model``, so refreshing θ_old ← θ converges to the
+expected Hessian there is ``¼ E[∇_θ Δ ∇_θ Δᵀ]`` with ``Δ = E(x; θ) − E(x'; θ)``, positive semidefinite
+(the ``½ E[∇²_θ Δ]`` term vanishes for the same reason). When the ``x'_n`` are draws from
+``p(x; θ_old)`` itself (the independence connectivity ``g(x'|x) = p(x'; θ_old)``, which satisfies
+detailed balance trivially), ``∇K(θ_old)`` is minus half the log-likelihood gradient,
+``½ (⟨∇_θ E⟩_data − ⟨∇_θ E⟩_model)``, so the fixed point of refreshing θ_old ← θ is the
 maximum-likelihood fit even when the model family does not contain the data distribution.
 """
 

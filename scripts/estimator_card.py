@@ -18,7 +18,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import shlex
 import sys
 import tempfile
@@ -36,7 +35,8 @@ from pfzoo.estimators import AIS
 from pfzoo.models import RBM
 from pfzoo.training import CD, Trainer
 
-REPO = Path(__file__).resolve().parents[1]
+import run_report  # noqa: E402
+from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
 BASES = ("uniform", "base_rate")
 SCHEDULES = ("linear", "sigmoid")
 NUM_BASE_SAMPLES = 1000  # exact model samples the base rates of a random RBM are fitted to
@@ -142,17 +142,8 @@ def mnist_problem(root: Path) -> Problem:
 
 def pick_threads(requested: str) -> tuple[int, dict]:
     """``requested`` threads, or with "auto" the faster of 1 and 2 on a short 784×20 AIS run."""
-    if requested != "auto":
-        return int(requested), {}
     model = RBM(784, 20, init_std=0.1, generator=torch.Generator().manual_seed(0))
-    timings = {}
-    for threads in (1, 2):
-        torch.set_num_threads(threads)
-        AIS(100, 20)(model, generator=torch.Generator().manual_seed(0))  # warm-up
-        began = time.perf_counter()
-        AIS(100, 300)(model, generator=torch.Generator().manual_seed(0))
-        timings[threads] = time.perf_counter() - began
-    return (2 if timings[2] < timings[1] else 1), {f"{t} thread(s)": round(s, 3) for t, s in timings.items()}
+    return run_report.pick_threads(requested, lambda steps: AIS(100, steps)(model, generator=torch.Generator().manual_seed(0)))
 
 
 def run_row(problem: Problem, base: str, schedule: str, num_steps: int, num_chains: int, first_seed: int) -> list[dict]:
@@ -434,29 +425,10 @@ def write_card(path: Path, meta: dict, problems: list[Problem], runs: list[dict]
     path.write_text("\n".join(lines))
 
 
-def default_data_root() -> Path:
-    env = os.environ.get("PFZOO_DATA")
-    return Path(env).expanduser() if env else REPO.parent / "shared" / "data"
 
 
-def load_average() -> list[float] | None:
-    """The 1/5/15-minute load averages (other jobs on the machine slow the wall times down), if the OS reports them."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
 
 
-def machine_description() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()}-core {cpu} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
 def main(argv: list[str] | None = None) -> None:

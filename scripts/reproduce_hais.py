@@ -27,8 +27,6 @@ import argparse
 import datetime
 import json
 import math
-import os
-import platform
 import shlex
 import sys
 import time
@@ -46,7 +44,8 @@ from pfzoo.kernels import RandomWalkMetropolis
 from pfzoo.models import Gaussian, ProductOfExperts
 from pfzoo.training import ExactMaximumLikelihood
 
-REPO = Path(__file__).resolve().parents[1]
+import run_report  # noqa: E402
+from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
 DIM = 36
 STEP_SIZE = 0.2  # HAIS ε (paper)
 METROPOLIS_SCALE = 0.1  # random-walk proposal σ (paper's baseline)
@@ -109,18 +108,9 @@ def make_estimator(name: str, num_chains: int, num_steps: int):
 
 def pick_threads(requested: str) -> tuple[int, dict]:
     """``requested`` threads, or with "auto" the faster of 1 and 2 on a short HAIS run of a random 36×36 POE."""
-    if requested != "auto":
-        return int(requested), {}
     model = ProductOfExperts(DIM, DIM, "laplace", generator=torch.Generator().manual_seed(0))
     model.requires_grad_(False)
-    timings = {}
-    for threads in (1, 2):
-        torch.set_num_threads(threads)
-        HAIS(200, 50)(model, generator=torch.Generator().manual_seed(0))  # warm-up
-        began = time.perf_counter()
-        HAIS(200, 1000)(model, generator=torch.Generator().manual_seed(0))
-        timings[threads] = time.perf_counter() - began
-    return (2 if timings[2] < timings[1] else 1), {f"{t} thread(s)": round(s, 3) for t, s in timings.items()}
+    return run_report.pick_threads(requested, lambda steps: HAIS(200, steps)(model, generator=torch.Generator().manual_seed(0)))
 
 
 # ---- models -----------------------------------------------------------------------------------
@@ -468,28 +458,10 @@ def write_readme(path: Path, meta: dict, models: list[dict], runs: list[dict], s
 # ---- main -------------------------------------------------------------------------------------
 
 
-def default_data_root() -> Path:
-    env = os.environ.get("PFZOO_DATA")
-    return Path(env).expanduser() if env else REPO.parent / "shared" / "data"
 
 
-def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
 
 
-def machine_description() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()}-core {cpu} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,58 @@
+"""Helpers the reproduction and card scripts share: where the reference data live and what machine ran them."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data``."""
+    env = os.environ.get("PFZOO_DATA")
+    return Path(env).expanduser() if env else REPO.parent / "shared" / "data"
+
+
+def load_average() -> list[float] | None:
+    """The 1/5/15-minute load averages (other jobs on the machine slow the wall times down), if the OS reports them."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def machine_description() -> str:
+    """E.g. "2-core AMD EPYC ... CPU, Linux 6.x, Python 3.11.7"."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()}-core {cpu} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def pick_threads(requested: str, workload: Callable[[int], None]) -> tuple[int, dict]:
+    """``requested`` threads, or with "auto" the faster of 1 and 2 on ``workload(num_steps)``.
+
+    ``workload`` runs a short estimate; it is called once with a few steps as a warm-up, then timed.
+    Returns the thread count and the timings (seconds per thread count) for the report.
+    """
+    if requested != "auto":
+        return int(requested), {}
+    timings = {}
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        workload(20)
+        began = time.perf_counter()
+        workload(300)
+        timings[threads] = time.perf_counter() - began
+    return (2 if timings[2] < timings[1] else 1), {f"{t} thread(s)": round(s, 3) for t, s in timings.items()}

@@ -2,6 +2,7 @@
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.continuous import ContinuousModel
+from pfzoo.models.dbm import DBM
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.models.gaussian_rbm import GaussianBernoulliRBM
 from pfzoo.models.ica import ICA
@@ -11,6 +12,7 @@ from pfzoo.models.registry import model_class, register_model, registered_models
 
 __all__ = [
     "ContinuousModel",
+    "DBM",
     "EnergyModel",
     "Gaussian",
     "GaussianBernoulliRBM",

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import torch
 from torch import nn
 
 from pfzoo.validation import check_binary, check_matrix
+
+
+class PathStateProposal(NamedTuple):
+    """A draw of the latent part of an annealing-path state given visible data, with its importance weight.
+
+    state: the path state at β = 1 whose visible part is the given ``v`` (for an RBM ``v`` itself;
+        for a DBM ``v`` with its even hidden layers; for a DBN the top RBM's lower layer).
+    log_weight: float64 ``[B]``, ``log f(v, z) - log q(z | v)`` for the sampled latents ``z``, so
+        that ``E_q[exp(log_weight)] = f(v)``, the model's unnormalised marginal of ``v``.
+    """
+
+    state: Any
+    log_weight: torch.Tensor
 
 
 class EnergyModel(nn.Module):
@@ -63,6 +78,16 @@ class EnergyModel(nn.Module):
         Lets callers decide whether exact values are affordable before asking for them.
         """
         return None
+
+    @property
+    def free_energy_cost(self) -> int | None:
+        """``log2`` of the number of terms :meth:`free_energy` sums: 0 for a closed form (the default),
+        ``None`` when there is no exact free energy (then :meth:`propose_path_state` gives estimates)."""
+        return 0
+
+    def propose_path_state(self, v: torch.Tensor, *, generator: torch.Generator | None = None) -> PathStateProposal:
+        """Sample the latent part of a β = 1 path state given ``v [B, V]`` (used by RAISE and importance sampling)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define a posterior proposal for its annealing path")
 
     def init_from_data(self, data: torch.Tensor) -> None:
         """Data-dependent initialisation before training (``data [N, V]``); by default nothing."""

@@ -18,9 +18,10 @@ def logsumexp_over_binary_states(
     max_units: int,
     device: torch.device,
 ) -> torch.Tensor:
-    """``log Σ_{s ∈ {0,1}^n} exp(log_f(s))`` as a float64 scalar, for ``n = num_units``.
+    """``log Σ_{s ∈ {0,1}^n} exp(log_f(s))`` in float64, for ``n = num_units``.
 
-    ``log_f`` maps float64 states ``[M, n]`` to ``[M]``; ``width`` is the size of the largest
+    ``log_f`` maps float64 states ``[M, n]`` to ``[M]`` (result: a scalar) or to ``[M, B]`` for B
+    sums at once (result: ``[B]``); ``width`` is the size of the largest
     intermediate row it builds (sets the chunk size M). Raises ``ValueError`` when
     ``num_units > max_units`` rather than starting a ``2^n`` computation nobody can wait for.
     """

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.models.base import PathStateProposal
 from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
@@ -168,6 +169,11 @@ class RBM(BipartiteModel):
                 raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel means from")
             return RBM.from_tensors(zeros_w, base_rate_visible_bias(self.check_visible(data, "data"), smoothing), zeros_c)
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
+
+    def propose_path_state(self, v: torch.Tensor, *, generator: torch.Generator | None = None) -> PathStateProposal:
+        """The path state is ``v`` itself (hidden units are summed out), weight ``log f(v) = -F(v)`` exactly."""
+        with torch.no_grad():
+            return PathStateProposal(v, -self.free_energy(v).double())
 
     @torch.no_grad()
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:

@@ -1,0 +1,406 @@
+"""Deep Boltzmann machine (Salakhutdinov & Hinton 2009) with binary units in every layer."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from pfzoo.models.base import EnergyModel, PathStateProposal
+from pfzoo.models.enumeration import logsumexp_over_binary_states
+from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
+from pfzoo.models.registry import register_model
+from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_binary, check_generator, check_positive_int
+
+DEFAULT_MEAN_FIELD_ITERATIONS = 50
+DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
+
+
+@register_model("dbm")
+class DBM(EnergyModel):
+    """Binary DBM over layers ``x_0 = v, x_1 = h¹, …, x_L = h^L`` (any depth L ≥ 1):
+
+        E(x) = -Σ_{i<L} x_iᵀ W_i x_{i+1} - Σ_i b_i·x_i          (RAISE eq. 1 for L = 2)
+
+    Parameters: ``weights.i [n_i, n_{i+1}]`` (W_i) and ``biases.i [n_i]`` (b_i).
+
+    **Even/odd view.** Layers of one parity are conditionally independent given the other, so the
+    DBM's joint distribution *is* an RBM whose "visible" units are the even layers
+    ``(v, h², h⁴, …)`` and whose "hidden" units are the odd layers ``(h¹, h³, …)``, with a
+    block weight matrix (:meth:`even_odd_rbm`). Exact ``log Z``, block Gibbs at β, and the AIS path
+    with the odd layers summed out analytically (Salakhutdinov & Hinton 2009, §4) all come from
+    that RBM. Path states are the concatenated even layers ``[N, Σ n_even]``, visible units first.
+
+    Args:
+        layer_sizes: ``[V, H1, H2, …]``, at least two entries.
+        init_std: standard deviation of the Gaussian initial weights (biases start at 0).
+        max_enumeration_units: exact ``log Z`` / free energies refuse to enumerate more than
+            ``2**max_enumeration_units`` states.
+        generator: random generator for the initial weights.
+    """
+
+    def __init__(
+        self,
+        layer_sizes: list[int],
+        *,
+        init_std: float = 0.01,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        layer_sizes = list(layer_sizes)
+        if len(layer_sizes) < 2:
+            raise ValueError(f"layer_sizes must list at least two layers [V, H1, ...], got {layer_sizes}")
+        for index, size in enumerate(layer_sizes):
+            check_positive_int(size, f"layer_sizes[{index}]")
+        if init_std < 0:
+            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        self.layer_sizes = [int(size) for size in layer_sizes]
+        self.num_visible = self.layer_sizes[0]
+        self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.randn(lower, upper, generator=generator) * init_std)
+            for lower, upper in zip(self.layer_sizes[:-1], self.layer_sizes[1:])
+        )
+        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(size)) for size in self.layer_sizes)
+
+    @classmethod
+    def from_tensors(
+        cls,
+        weights: list[torch.Tensor],
+        biases: list[torch.Tensor],
+        *,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+    ) -> "DBM":
+        """A DBM holding copies of ``weights[i] [n_i, n_{i+1}]`` and ``biases[i] [n_i]``."""
+        if len(weights) < 1 or len(biases) != len(weights) + 1:
+            raise ValueError(f"need L ≥ 1 weight matrices and L + 1 bias vectors, got {len(weights)} and {len(biases)}")
+        for index, weight in enumerate(weights):
+            if weight.dim() != 2:
+                raise ValueError(f"weights[{index}] must be a matrix [n_{index}, n_{index + 1}], got shape {tuple(weight.shape)}")
+        expected = [weights[0].shape[0]] + [weight.shape[1] for weight in weights]
+        for index in range(1, len(weights)):
+            if weights[index].shape[0] != weights[index - 1].shape[1]:
+                raise ValueError(
+                    f"weights[{index}] has {weights[index].shape[0]} rows but weights[{index - 1}] has "
+                    f"{weights[index - 1].shape[1]} columns; consecutive layers must match"
+                )
+        for index, (bias, size) in enumerate(zip(biases, expected)):
+            if bias.shape != (size,):
+                raise ValueError(f"biases[{index}] must have shape [{size}], got {tuple(bias.shape)}")
+        for name, tensors in (("weights", weights), ("biases", biases)):
+            for index, tensor in enumerate(tensors):
+                if not torch.isfinite(tensor).all():
+                    raise ValueError(f"{name}[{index}] contains NaN or infinite values")
+        model = cls(expected, init_std=0.0, max_enumeration_units=max_enumeration_units)
+        model.to(device=weights[0].device, dtype=weights[0].dtype)
+        with torch.no_grad():
+            for parameter, tensor in zip(list(model.weights) + list(model.biases), list(weights) + list(biases)):
+                parameter.copy_(tensor)
+        return model
+
+    def config(self) -> dict:
+        return {"layer_sizes": list(self.layer_sizes), "max_enumeration_units": self.max_enumeration_units}
+
+    # ---- layers -------------------------------------------------------------------------
+
+    @property
+    def num_layers(self) -> int:
+        """Number of layers including the visible one (L + 1)."""
+        return len(self.layer_sizes)
+
+    @property
+    def even_layers(self) -> list[int]:
+        return list(range(0, self.num_layers, 2))
+
+    @property
+    def odd_layers(self) -> list[int]:
+        return list(range(1, self.num_layers, 2))
+
+    @property
+    def num_even_units(self) -> int:
+        return sum(self.layer_sizes[i] for i in self.even_layers)
+
+    @property
+    def num_odd_units(self) -> int:
+        return sum(self.layer_sizes[i] for i in self.odd_layers)
+
+    def split_even(self, even_state: torch.Tensor) -> list[torch.Tensor]:
+        """``[N, Σ n_even]`` → the even layers ``[x_0, x_2, …]``."""
+        return list(torch.split(even_state, [self.layer_sizes[i] for i in self.even_layers], dim=-1))
+
+    def split_odd(self, odd_state: torch.Tensor) -> list[torch.Tensor]:
+        """``[N, Σ n_odd]`` → the odd layers ``[x_1, x_3, …]``."""
+        return list(torch.split(odd_state, [self.layer_sizes[i] for i in self.odd_layers], dim=-1))
+
+    def check_layers(self, layers: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> None:
+        """Raise ``ValueError`` unless ``layers`` are binary ``[B, n_i]`` tensors, one per layer, equal batch sizes."""
+        if len(layers) != self.num_layers:
+            raise ValueError(f"expected {self.num_layers} layer states (visible first), got {len(layers)}")
+        for index, (layer, size) in enumerate(zip(layers, self.layer_sizes)):
+            check_binary(layer, f"layer {index}", width=size, device=self.device)
+            if layer.shape[0] != layers[0].shape[0]:
+                raise ValueError(f"layer {index} has batch size {layer.shape[0]}, layer 0 has {layers[0].shape[0]}")
+
+    # ---- energies -----------------------------------------------------------------------
+
+    def energy(self, *layers: torch.Tensor) -> torch.Tensor:
+        """``E(x_0, …, x_L)`` for layer states ``x_i [B, n_i]`` → ``[B]``."""
+        self.check_layers(layers)
+        return self.energy_unchecked(list(layers))
+
+    def energy_unchecked(self, layers: list[torch.Tensor]) -> torch.Tensor:
+        """:meth:`energy` for real-valued layer tensors (e.g. mean-field means); no validation."""
+        energy = -sum(layer @ bias for layer, bias in zip(layers, self.biases))
+        for lower, weight, upper in zip(layers[:-1], self.weights, layers[1:]):
+            energy = energy - ((lower @ weight) * upper).sum(-1)
+        return energy
+
+    def even_odd_rbm(self) -> RBM:
+        """The RBM over (even layers, odd layers) with exactly this DBM's joint distribution.
+
+        Weight ``[Σ n_even, Σ n_odd]``: block ``(x_i, x_{i+1})`` holds ``W_i`` (i even) or ``W_iᵀ``
+        (i odd); all other blocks are zero. Built from the parameters, so it is differentiable.
+        """
+        rows = []
+        for layer in self.even_layers:
+            blocks = []
+            for other in self.odd_layers:
+                if other == layer + 1:
+                    blocks.append(self.weights[layer])
+                elif other == layer - 1:
+                    blocks.append(self.weights[other].T)
+                else:
+                    blocks.append(self.weights[0].new_zeros(self.layer_sizes[layer], self.layer_sizes[other]))
+            rows.append(torch.cat(blocks, dim=1))
+        weight = torch.cat(rows, dim=0)
+        even_bias = torch.cat([self.biases[i] for i in self.even_layers])
+        odd_bias = torch.cat([self.biases[i] for i in self.odd_layers])
+        return _RBMView(weight, even_bias, odd_bias, self.max_enumeration_units)
+
+    @property
+    def free_energy_cost(self) -> int:
+        """``log2`` of the number of terms the exact :meth:`free_energy` sums: the even hidden units."""
+        return self.num_even_units - self.num_visible
+
+    def free_energy(self, v: torch.Tensor) -> torch.Tensor:
+        """Exact ``F(v) = -log Σ_h exp(-E(v, h))`` for ``v [B, V]`` → float64 ``[B]``.
+
+        Enumerates the even hidden layers and sums the odd ones out analytically, so it costs
+        ``2^(Σ n_even - V)`` terms per example; raises ``ValueError`` above ``max_enumeration_units``
+        (use :func:`pfzoo.estimators.importance_log_unnormalized` or the mean-field bound).
+        """
+        self.check_visible(v)
+        if self.num_layers == 2:
+            return self.even_odd_rbm().free_energy(v).double()
+        rbm = self.even_odd_rbm()
+        weight, even_bias, odd_bias = rbm.weight.double(), rbm.visible_bias.double(), rbm.hidden_bias.double()
+        v = v.double()
+        visible_weight, hidden_weight = weight[: self.num_visible], weight[self.num_visible :]
+        visible_term = v @ even_bias[: self.num_visible]  # [B]
+        visible_input = v @ visible_weight + odd_bias  # [B, O]
+
+        def log_f(hidden_even: torch.Tensor) -> torch.Tensor:  # [M, n] → [M, B]
+            hidden_input = hidden_even @ hidden_weight  # [M, O]
+            odd_term = F.softplus(hidden_input[:, None, :] + visible_input[None, :, :]).sum(-1)
+            return (hidden_even @ even_bias[self.num_visible :])[:, None] + visible_term[None, :] + odd_term
+
+        log_marginal = logsumexp_over_binary_states(
+            self.free_energy_cost,
+            log_f,
+            width=v.shape[0] * self.num_odd_units,
+            max_units=self.max_enumeration_units,
+            device=self.device,
+        )
+        return -log_marginal
+
+    # ---- partition function -------------------------------------------------------------
+
+    @property
+    def log_partition_cost(self) -> int:
+        return min(self.num_even_units, self.num_odd_units)
+
+    @torch.no_grad()
+    def log_partition(self) -> torch.Tensor:
+        """Exact ``log Z`` (float64) by enumerating the smaller of the even and odd unit sets."""
+        return self.even_odd_rbm().log_partition()
+
+    # ---- conditionals and sampling ------------------------------------------------------
+
+    def draw_odd(self, even_state: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``x_odd ~ p_β(x_odd | x_even)`` for ``even_state [N, Σ n_even]`` → ``[N, Σ n_odd]``. Not validated."""
+        return self.even_odd_rbm().draw_hidden(even_state, beta=beta, generator=generator)
+
+    def draw_even(self, odd_state: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``x_even ~ p_β(x_even | x_odd)`` for ``odd_state [N, Σ n_odd]`` → ``[N, Σ n_even]``. Not validated."""
+        return self.even_odd_rbm().draw_visible(odd_state, beta=beta, generator=generator)
+
+    @torch.no_grad()
+    def sample(
+        self,
+        num_samples: int,
+        num_steps: int = 1000,
+        *,
+        beta: float = 1.0,
+        initial_visible: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> list[torch.Tensor]:
+        """Approximate samples of all layers after ``num_steps`` odd/even block Gibbs sweeps at β.
+
+        Chains start from ``initial_visible [num_samples, V]`` (other even layers at 0) or, by
+        default, from uniform random even layers. Returns ``[x_0, …, x_L]``, ``x_i [num_samples, n_i]``.
+        """
+        check_positive_int(num_samples, "num_samples")
+        check_positive_int(num_steps, "num_steps")
+        check_generator(generator, self.device)
+        rbm = self.even_odd_rbm()
+        if initial_visible is None:
+            even = bernoulli(torch.full((num_samples, self.num_even_units), 0.5, device=self.device, dtype=self.dtype), generator=generator)
+        else:
+            check_binary(initial_visible, "initial_visible", width=self.num_visible, device=self.device)
+            if initial_visible.shape[0] != num_samples:
+                raise ValueError(f"initial_visible must have {num_samples} rows, got {initial_visible.shape[0]}")
+            even = torch.cat([initial_visible, initial_visible.new_zeros(num_samples, self.num_even_units - self.num_visible)], 1)
+        for _ in range(num_steps):
+            odd = rbm.draw_hidden(even, beta=beta, generator=generator)
+            even = rbm.draw_visible(odd, beta=beta, generator=generator)
+        odd = rbm.draw_hidden(even, beta=beta, generator=generator)
+        return _interleave(self.split_even(even), self.split_odd(odd))
+
+    # ---- mean field ---------------------------------------------------------------------
+
+    @torch.no_grad()
+    def mean_field(
+        self,
+        v: torch.Tensor,
+        *,
+        num_iterations: int = DEFAULT_MEAN_FIELD_ITERATIONS,
+        tolerance: float = DEFAULT_MEAN_FIELD_TOLERANCE,
+    ) -> list[torch.Tensor]:
+        """Fully factorised posterior ``q(h | v) = Π_i Π_j Bernoulli(μ_i,j)`` by fixed-point iteration.
+
+        Maximises the variational lower bound of :meth:`mean_field_lower_bound` (Salakhutdinov &
+        Hinton 2009, eq. 7) by the updates ``μ_i = σ(μ_{i-1} W_{i-1} + W_i μ_{i+1} + b_i)``, odd
+        layers then even layers, each half-sweep an exact coordinate ascent step (so the bound
+        never decreases). Initialised by a bottom-up pass with doubled input for the layers that
+        also receive top-down input. Stops after ``num_iterations`` sweeps or when no mean moves
+        by more than ``tolerance``.
+
+        Returns the hidden means ``[μ_1, …, μ_L]``, ``μ_i [B, n_i]``.
+        """
+        self.check_visible(v)
+        check_positive_int(num_iterations, "num_iterations")
+        means = [v]
+        for i in range(1, self.num_layers):
+            scale = 1.0 if i == self.num_layers - 1 else 2.0
+            means.append(torch.sigmoid(scale * (means[-1] @ self.weights[i - 1]) + self.biases[i]))
+        for _ in range(num_iterations):
+            change = 0.0
+            for parity in (1, 2):
+                for i in range(parity, self.num_layers, 2):
+                    total = means[i - 1] @ self.weights[i - 1] + self.biases[i]
+                    if i + 1 < self.num_layers:
+                        total = total + means[i + 1] @ self.weights[i].T
+                    updated = torch.sigmoid(total)
+                    change = max(change, (updated - means[i]).abs().max().item())
+                    means[i] = updated
+            if change < tolerance:
+                break
+        return means[1:]
+
+    def mean_field_lower_bound(self, v: torch.Tensor, means: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """``log f(v) ≥ E_q[-E(v, h)] + H(q)`` (RAISE §5.2) for ``v [B, V]`` → float64 ``[B]``.
+
+        ``means``: the factorised posterior's hidden means, by default :meth:`mean_field` of ``v``.
+        """
+        self.check_visible(v)
+        if means is None:
+            means = self.mean_field(v)
+        with torch.no_grad():
+            expected_energy = self.energy_unchecked([v] + list(means)).double()
+            entropy = sum(_bernoulli_entropy(mean.double()).sum(-1) for mean in means)
+        return -expected_energy + entropy
+
+    # ---- annealing ----------------------------------------------------------------------
+
+    def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "DBM":
+        """A DBM with zero weights to anneal from: all biases 0 (``"uniform"``), or visible biases at
+        the smoothed base-rate logits of ``data [N, V]`` and hidden biases 0 (``"base_rate"``)."""
+        weights = [torch.zeros_like(weight) for weight in self.weights]
+        biases = [torch.zeros_like(bias) for bias in self.biases]
+        if kind == "base_rate":
+            if data is None:
+                raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel means from")
+            biases[0] = base_rate_visible_bias(self.check_visible(data, "data"), smoothing).to(biases[0])
+        elif kind != "uniform":
+            raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
+        return DBM.from_tensors([w.detach() for w in weights], [b.detach() for b in biases], max_enumeration_units=self.max_enumeration_units)
+
+    def geometric_path(self, base: "DBM", kernel=None):
+        """Geometric path from ``base`` (zero weights) over the even layers, odd layers summed out.
+
+        The path of the even/odd RBMs (:class:`~pfzoo.paths.RBMGeometricPath`): its states are
+        the concatenated even layers ``[N, Σ n_even]``, its transition one odd/even Gibbs sweep.
+        """
+        if kernel is not None:
+            raise ValueError("kernel must be None for DBM: its path uses exact odd/even block Gibbs transitions")
+        if not isinstance(base, DBM) or base.layer_sizes != self.layer_sizes:
+            raise ValueError(f"base must be a DBM with layer_sizes {self.layer_sizes}")
+        target_rbm, base_rbm = self.even_odd_rbm(), base.even_odd_rbm()
+        return target_rbm.geometric_path(base_rbm)
+
+    @torch.no_grad()
+    def propose_path_state(self, v: torch.Tensor, *, generator: torch.Generator | None = None) -> PathStateProposal:
+        """Even hidden layers from the mean-field posterior, odd layers summed out (RAISE §5.2, footnote 5).
+
+        ``state = (v, h², h⁴, …) [B, Σ n_even]`` with ``h_even ~ q(h_even | v)``;
+        ``log_weight = log f(v, h_even) - log q(h_even | v)`` with ``f(v, h_even) = Σ_{h_odd} exp(-E)``.
+        """
+        self.check_visible(v)
+        means = self.mean_field(v)
+        even_means = [means[i - 1] for i in self.even_layers[1:]]
+        if not even_means:
+            return PathStateProposal(v, -self.even_odd_rbm().free_energy(v).double())
+        hidden_means = torch.cat(even_means, dim=1)
+        hidden = bernoulli(hidden_means, generator=generator)
+        state = torch.cat([v, hidden], dim=1)
+        log_q = _bernoulli_log_prob(hidden.double(), hidden_means.double()).sum(-1)
+        return PathStateProposal(state, -self.even_odd_rbm().free_energy(state).double() - log_q)
+
+
+def _interleave(even: list[torch.Tensor], odd: list[torch.Tensor]) -> list[torch.Tensor]:
+    layers = []
+    for index in range(len(even) + len(odd)):
+        layers.append(even[index // 2] if index % 2 == 0 else odd[index // 2])
+    return layers
+
+
+class _RBMView(RBM):
+    """An RBM whose weight and biases *are* given tensors (no copy), so gradients flow to their owner."""
+
+    def __init__(self, weight: torch.Tensor, visible_bias: torch.Tensor, hidden_bias: torch.Tensor, max_units: int) -> None:
+        nn.Module.__init__(self)
+        self.num_visible, self.num_hidden = weight.shape
+        self.max_enumeration_units = max_units
+        self.weight, self.visible_bias, self.hidden_bias = weight, visible_bias, hidden_bias
+
+    @property
+    def device(self) -> torch.device:
+        return self.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.weight.dtype
+
+
+
+
+def _bernoulli_entropy(p: torch.Tensor) -> torch.Tensor:
+    return -(torch.special.xlogy(p, p) + torch.special.xlogy(1 - p, 1 - p))
+
+
+def _bernoulli_log_prob(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """``log Bernoulli(x; p)`` elementwise, safe at p ∈ {0, 1}."""
+    return torch.where(x > 0.5, torch.log(p), torch.log1p(-p))
+

@@ -33,7 +33,8 @@ class DBM(EnergyModel):
     that RBM. Path states are the concatenated even layers ``[N, Σ n_even]``, visible units first.
 
     Args:
-        layer_sizes: ``[V, H1, H2, …]``, at least two entries.
+        layer_sizes: ``[V, H1, H2, …]``, at least two entries; or give ``num_visible`` and
+            ``hidden_sizes`` instead (how the app builds models whose V comes from the data set).
         init_std: standard deviation of the Gaussian initial weights (biases start at 0).
         max_enumeration_units: exact ``log Z`` / free energies refuse to enumerate more than
             ``2**max_enumeration_units`` states.
@@ -42,14 +43,16 @@ class DBM(EnergyModel):
 
     def __init__(
         self,
-        layer_sizes: list[int],
+        layer_sizes: list[int] | None = None,
         *,
+        num_visible: int | None = None,
+        hidden_sizes: list[int] | None = None,
         init_std: float = 0.01,
         max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        layer_sizes = list(layer_sizes)
+        layer_sizes = resolve_layer_sizes(layer_sizes, num_visible, hidden_sizes)
         if len(layer_sizes) < 2:
             raise ValueError(f"layer_sizes must list at least two layers [V, H1, ...], got {layer_sizes}")
         for index, size in enumerate(layer_sizes):
@@ -374,6 +377,17 @@ def _interleave(even: list[torch.Tensor], odd: list[torch.Tensor]) -> list[torch
     for index in range(len(even) + len(odd)):
         layers.append(even[index // 2] if index % 2 == 0 else odd[index // 2])
     return layers
+
+
+def resolve_layer_sizes(layer_sizes: list[int] | None, num_visible: int | None, hidden_sizes: list[int] | None) -> list[int]:
+    """``layer_sizes``, or ``[num_visible, *hidden_sizes]`` when those are given instead (exactly one form)."""
+    if layer_sizes is not None:
+        if num_visible is not None or hidden_sizes is not None:
+            raise ValueError("give either layer_sizes or num_visible with hidden_sizes, not both")
+        return list(layer_sizes)
+    if num_visible is None or hidden_sizes is None:
+        raise ValueError("layer_sizes is required (or num_visible together with hidden_sizes)")
+    return [num_visible, *hidden_sizes]
 
 
 class _RBMView(RBM):

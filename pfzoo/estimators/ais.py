@@ -29,6 +29,8 @@ class AIS(Estimator):
         kernel: transition kernel for models whose path takes one (continuous models:
             :class:`~pfzoo.kernels.HMCKernel`, :class:`~pfzoo.kernels.RandomWalkMetropolis`);
             ``None`` = the model's default (block Gibbs for RBMs).
+        posterior_samples: proposals per example for ``log f(v)`` in :meth:`log_likelihood` when
+            the model's free energy is intractable (DBM: mean-field proposal; DBN: recognition model).
     """
 
     def __init__(
@@ -39,8 +41,10 @@ class AIS(Estimator):
         base: str = "uniform",
         base_smoothing: float = 1.0,
         kernel=None,
+        posterior_samples: int = 100,
     ) -> None:
         super().__init__()
+        self.posterior_samples = check_positive_int(posterior_samples, "posterior_samples")
         self.num_chains = check_positive_int(num_chains, "num_chains")
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")

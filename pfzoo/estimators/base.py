@@ -10,6 +10,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from pfzoo.estimators.importance import exact_free_energy_affordable, importance_log_marginal
 from pfzoo.models.base import EnergyModel
 from pfzoo.validation import check_generator, check_matrix
 
@@ -58,6 +59,7 @@ class LikelihoodEstimate:
     data_stderr: ``sd(per_example) / sqrt(B)``, the sampling error of the mean as an estimate of
         the expected log-likelihood under the data distribution.
     kind: :class:`BoundKind`.
+    info: estimator settings and diagnostics.
     """
 
     mean: float
@@ -66,6 +68,7 @@ class LikelihoodEstimate:
     log_z: PartitionEstimate | None
     data_stderr: float
     kind: BoundKind
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 class Estimator(nn.Module):
@@ -74,7 +77,13 @@ class Estimator(nn.Module):
     ``est(model, data=..., generator=g)`` returns a :class:`PartitionEstimate`;
     ``est.log_likelihood(model, data, generator=g)`` returns a :class:`LikelihoodEstimate`.
     Estimators never print; pass ``progress`` to follow long runs.
+
+    ``posterior_samples``: for models without an affordable exact free energy (DBM, DBN),
+    :meth:`log_likelihood` estimates ``log f(v)`` by importance sampling with this many proposals
+    per example (:func:`~pfzoo.estimators.importance.importance_log_marginal`); ``None`` refuses.
     """
+
+    posterior_samples: int | None = None
 
     def forward(
         self,
@@ -95,23 +104,41 @@ class Estimator(nn.Module):
         generator: torch.Generator | None = None,
         progress: ProgressCallback | None = None,
     ) -> LikelihoodEstimate:
-        """``log p(v) = -F(v) - log Ẑ`` for ``data [B, V]``.
+        """``log p(v) = log f(v) - log Ẑ`` for ``data [B, V]``.
 
+        ``log f(v) = -F(v)`` exactly when the model's free energy is affordable; otherwise by
+        importance sampling with :attr:`posterior_samples` proposals per example, whose per-example
+        standard errors are added (in quadrature, averaged) to the stderr of ``log Ẑ``.
         ``base_data`` (default: ``data``) is what a data-dependent base distribution is fitted to;
         pass the training set so test examples do not inform the estimate.
         """
         check_matrix(data, "data", width=model.num_visible, device=model.device)
         check_generator(generator, model.device)
         estimate = self(model, data=data if base_data is None else base_data, generator=generator, progress=progress)
-        with torch.no_grad():
-            per_example = model.unnormalized_log_prob(data).double() - estimate.log_z
+        info: dict[str, Any] = {}
+        if exact_free_energy_affordable(model):
+            with torch.no_grad():
+                log_marginal = model.unnormalized_log_prob(data).double()
+            marginal_variance = 0.0
+        elif self.posterior_samples is not None:
+            marginal = importance_log_marginal(model, data, self.posterior_samples, generator=generator)
+            log_marginal = marginal.log_marginal
+            marginal_variance = (marginal.stderr**2).sum().item() / data.shape[0] ** 2
+            info["posterior_samples"] = self.posterior_samples
+        else:
+            raise ValueError(
+                f"{type(model).__name__}'s free energy is not exactly computable at this size; "
+                f"use an estimator with posterior_samples set (e.g. AIS) or RAISE"
+            )
+        per_example = log_marginal - estimate.log_z
         return LikelihoodEstimate(
             mean=per_example.mean().item(),
-            stderr=estimate.stderr,
+            stderr=math.sqrt(estimate.stderr**2 + marginal_variance),
             per_example=per_example,
             log_z=estimate,
             data_stderr=sample_stderr(per_example),
             kind=estimate.kind,
+            info=info,
         )
 
 

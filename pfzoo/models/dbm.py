@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -270,6 +272,29 @@ class DBM(EnergyModel):
             even = rbm.draw_visible(odd, beta=beta, generator=generator)
         odd = rbm.draw_hidden(even, beta=beta, generator=generator)
         return _interleave(self.split_even(even), self.split_odd(odd))
+
+    # ---- chains for sampling-based likelihoods (CSL) --------------------------------------
+
+    def log_prob_visible_given_hidden(self, v: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """``log p(v_b | h¹_s)`` for every pair: ``v [B, V]``, first hidden layer ``hidden [S, H1]`` → float64 ``[B, S]``."""
+        self.check_visible(v)
+        check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device)
+        logits = (hidden @ self.weights[0].T + self.biases[0]).double()
+        return v.double() @ logits.T - F.softplus(logits).sum(-1)
+
+    @torch.no_grad()
+    def hidden_chain(self, initial_visible: torch.Tensor, *, generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
+        """Endless odd/even Gibbs chains from ``initial_visible [C, V]`` (other even layers from mean field);
+        each sweep yields the first hidden layer ``[C, H1]``."""
+        self.check_visible(initial_visible, "initial_visible")
+        rbm = self.even_odd_rbm()
+        means = self.mean_field(initial_visible)
+        even_hidden = [bernoulli(means[i - 1], generator=generator) for i in self.even_layers[1:]]
+        even = torch.cat([initial_visible, *even_hidden], dim=1)
+        while True:
+            odd = rbm.draw_hidden(even, generator=generator)
+            yield odd[:, : self.layer_sizes[1]]
+            even = rbm.draw_visible(odd, generator=generator)
 
     # ---- mean field ---------------------------------------------------------------------
 

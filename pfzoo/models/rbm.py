@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -124,6 +126,27 @@ class RBM(BipartiteModel):
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""
         return bernoulli(self.visible_probs(h, beta=beta), generator=generator)
+
+    # ---- chains for sampling-based likelihoods (CSL) --------------------------------------
+
+    def log_prob_visible_given_hidden(self, v: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """``log p(v_b | h_s)`` for every pair: ``v [B, V]``, ``hidden [S, H]`` → float64 ``[B, S]``.
+
+        With ``a_s = W h_s + b``: ``log p(v | h_s) = v·a_s - Σ_i softplus(a_s,i)``.
+        """
+        self.check_visible(v)
+        self.check_hidden(hidden, "hidden")
+        logits = (hidden @ self.weight.T + self.visible_bias).double()
+        return v.double() @ logits.T - F.softplus(logits).sum(-1)
+
+    @torch.no_grad()
+    def hidden_chain(self, initial_visible: torch.Tensor, *, generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
+        """Endless block Gibbs chains from ``initial_visible [C, V]``; each step yields the hidden states ``[C, H]``."""
+        visible = self.check_visible(initial_visible, "initial_visible")
+        while True:
+            hidden = self.draw_hidden(visible, generator=generator)
+            yield hidden
+            visible = self.draw_visible(hidden, generator=generator)
 
     # ---- partition function -------------------------------------------------------------
 

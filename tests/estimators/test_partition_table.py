@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pfzoo.estimators import AIS, BoundKind, Exact
-from pfzoo.models import RBM
+from pfzoo.models import DBM, RBM
 
 K_SIGMA = 3.0
 
@@ -32,6 +32,13 @@ def biased_binary_data(num_visible, seed, num_examples=500):
     return (torch.rand(num_examples, num_visible, generator=g) < pixel_means).float()
 
 
+def random_dbm(layer_sizes, scale, seed):
+    g = torch.Generator().manual_seed(seed)
+    weights = [torch.randn(a, b, generator=g) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
+    biases = [torch.randn(n, generator=g) * 0.5 for n in layer_sizes]
+    return DBM.from_tensors(weights, biases)
+
+
 @dataclass
 class Case:
     name: str
@@ -49,6 +56,10 @@ CASES = [
     Case("rbm-25x12-strong-ais-sigmoid", lambda: random_rbm(25, 12, 2.0, 3), lambda: AIS(500, 5000, schedule="sigmoid"), 0.1),
     Case("rbm-16x20-strong-ais-base-rate", lambda: random_rbm(16, 20, 2.0, 4), lambda: AIS(500, 5000, base="base_rate"), 0.1,
          lambda: biased_binary_data(16, 4)),
+    # DBMs: AIS over the even layers with the odd layers summed out; exact log Z by enumeration.
+    Case("dbm-12-10-8-ais-uniform", lambda: random_dbm([12, 10, 8], 1.0, 5), lambda: AIS(400, 3000), 0.05),
+    Case("dbm-15-8-10-6-ais-base-rate", lambda: random_dbm([15, 8, 10, 6], 1.0, 6), lambda: AIS(300, 3000, base="base_rate"), 0.05,
+         lambda: biased_binary_data(15, 6)),
 ]
 
 

@@ -1,0 +1,190 @@
+"""RAISE and CSL against exact answers.
+
+The oracle for RAISE is the annealing model itself: for tiny models the forward chain's final
+distribution ``p_ann = p_0 T_1 … T_K`` is a product of exact transition matrices, and RAISE's
+weights must average to it (RAISE eq. 10), example by example, within their own standard error.
+"""
+
+import itertools
+
+import pytest
+import torch
+
+from pfzoo.estimators import CSL, RAISE, BoundKind
+from pfzoo.models import DBM, RBM
+
+Z_LIMIT = 4.5  # |z| bound for each of a few dozen per-example comparisons
+
+
+def all_states(n):
+    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)
+
+
+def bernoulli_table(probs, states):
+    """``P[a, s] = Π_i Bernoulli(states[s, i]; probs[a, i])``."""
+    return torch.where(states[None] > 0.5, probs[:, None, :], 1 - probs[:, None, :]).prod(-1)
+
+
+def gibbs_matrix(weight, visible_bias, hidden_bias, beta, visible_states, hidden_states):
+    """Exact block-Gibbs transition matrix ``T(v' | v) = Σ_h p_β(h | v) p_β(v' | h)`` of an RBM."""
+    to_hidden = bernoulli_table(torch.sigmoid(beta * (visible_states @ weight + hidden_bias)), hidden_states)
+    to_visible = bernoulli_table(torch.sigmoid(beta * (hidden_states @ weight.T + visible_bias)), visible_states)
+    return to_hidden @ to_visible
+
+
+def annealing_model(rbm, base_visible_bias, betas):
+    """``p_ann`` over the RBM's visible states for a geometric path from a W = 0 base with visible bias ``base_visible_bias``."""
+    weight, b, c = (t.detach().double() for t in (rbm.weight, rbm.visible_bias, rbm.hidden_bias))
+    b0 = base_visible_bias.double()
+    vs, hs = all_states(weight.shape[0]), all_states(weight.shape[1])
+    p = bernoulli_table(torch.sigmoid(b0)[None], vs)[0]
+    for beta in betas[1:].tolist():
+        p = p @ gibbs_matrix(beta * weight, (1 - beta) * b0 + beta * b, beta * c, 1.0, vs, hs)
+    return p
+
+
+def random_rbm(num_visible, num_hidden, seed, scale=1.5):
+    g = torch.Generator().manual_seed(seed)
+    return RBM.from_tensors(
+        torch.randn(num_visible, num_hidden, generator=g, dtype=torch.float64) * scale,
+        torch.randn(num_visible, generator=g, dtype=torch.float64),
+        torch.randn(num_hidden, generator=g, dtype=torch.float64),
+    )
+
+
+def random_dbm(layer_sizes, seed, scale=1.5):
+    g = torch.Generator().manual_seed(seed)
+    weights = [torch.randn(a, b, generator=g, dtype=torch.float64) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
+    biases = [torch.randn(n, generator=g, dtype=torch.float64) for n in layer_sizes]
+    return DBM.from_tensors(weights, biases)
+
+
+def biased_data(num_visible, seed, num_examples=200):
+    g = torch.Generator().manual_seed(seed)
+    means = torch.rand(num_visible, generator=g, dtype=torch.float64)
+    return (torch.rand(num_examples, num_visible, generator=g, dtype=torch.float64) < means).double()
+
+
+@pytest.mark.parametrize("base", ["uniform", "base_rate"])
+def test_rbm_raise_weights_average_to_the_annealing_model(base):
+    rbm = random_rbm(4, 3, seed=0)
+    train = biased_data(4, 0)
+    estimator = RAISE(num_chains=20000, num_steps=10, base=base)
+    v = all_states(4)
+    estimate = estimator.log_likelihood(rbm, v, base_data=train, generator=torch.Generator().manual_seed(1))
+    base_model = rbm.annealing_base(base, train)
+    log_p_ann = annealing_model(rbm, base_model.visible_bias, estimator.betas).log()
+    z = (estimate.per_example - log_p_ann) / estimate.info["per_example_stderr"]
+    assert z.abs().max() < Z_LIMIT, z
+    # With K = 10 the annealing model is visibly not the RBM: the oracle is the right one.
+    assert (log_p_ann - rbm.log_prob(v).detach()).abs().max() > 0.05
+
+
+def test_dbm_raise_weights_average_to_the_annealing_model():
+    """Algorithm 3: the even hidden layer comes from the mean-field proposal, whatever its quality E[w] = p_ann(v)."""
+    dbm = random_dbm([3, 2, 2], seed=1)
+    estimator = RAISE(num_chains=20000, num_steps=8, base="uniform")
+    v = all_states(3)
+    estimate = estimator.log_likelihood(dbm, v, generator=torch.Generator().manual_seed(2))
+    rbm = dbm.even_odd_rbm()  # the DBM's joint over (v, h²) × h¹
+    p_even = annealing_model(rbm, torch.zeros(5, dtype=torch.float64), estimator.betas)
+    log_p_ann = p_even.view(8, 4).sum(1).log()  # marginalise h² (even states are ordered v-major)
+    z = (estimate.per_example - log_p_ann) / estimate.info["per_example_stderr"]
+    assert z.abs().max() < Z_LIMIT, z
+
+
+@pytest.mark.parametrize(
+    "model, data",
+    [
+        (random_rbm(12, 8, seed=3, scale=1.0), biased_data(12, 3)),
+        (random_dbm([10, 6, 5], seed=4, scale=1.0), biased_data(10, 4)),
+    ],
+    ids=["rbm", "dbm"],
+)
+def test_raise_is_conservative_and_close_at_large_k(model, data):
+    test = data[:40]
+    exact = model.log_prob(test).mean().item()
+    estimate = RAISE(num_chains=20, num_steps=2000, base="base_rate").log_likelihood(
+        model, test, base_data=data, generator=torch.Generator().manual_seed(5)
+    )
+    assert estimate.kind is BoundKind.LIKELIHOOD_LOWER_BOUND
+    assert estimate.stderr < 0.02
+    assert estimate.mean <= exact + 3 * estimate.stderr
+    assert estimate.mean >= exact - 0.05
+
+
+def test_csl_is_far_below_raise_on_a_peaked_model():
+    """RAISE Table 1's finding in miniature: a few hundred chain samples miss most of the modes."""
+    model = random_rbm(16, 12, seed=6, scale=3.0)
+    data = biased_data(16, 6)
+    test = data[:40]
+    exact = model.log_prob(test).mean().item()
+    raise_estimate = RAISE(num_chains=20, num_steps=2000, base="base_rate").log_likelihood(
+        model, test, base_data=data, generator=torch.Generator().manual_seed(5)
+    )
+    csl = CSL(num_chains=10, samples_per_chain=20).log_likelihood(model, test, base_data=data, generator=torch.Generator().manual_seed(6))
+    assert raise_estimate.mean <= exact + 3 * raise_estimate.stderr
+    assert raise_estimate.mean >= exact - 0.1
+    assert csl.mean < exact - 1.0
+
+
+def test_control_variates_estimate_the_full_mean_from_a_subset():
+    model = random_rbm(12, 8, seed=7, scale=1.0)
+    data = biased_data(12, 7, num_examples=400)
+    exact = model.log_prob(data).mean().item()
+    estimate = RAISE(num_chains=10, num_steps=1000, num_examples=40).log_likelihood(model, data, generator=torch.Generator().manual_seed(8))
+    assert estimate.per_example.shape == (40,) and estimate.info["subset"].shape == (40,)
+    assert estimate.mean <= exact + 3 * estimate.stderr
+    assert estimate.mean >= exact - 0.05
+    # The plain subset mean is a far noisier estimate of the full mean than the control-variate one.
+    plain = estimate.per_example.mean().item()
+    assert abs(plain - exact) > 3 * estimate.stderr or estimate.stderr < 0.01
+
+
+def test_dbm_control_variates_use_importance_estimates():
+    model = random_dbm([10, 6, 30], seed=9, scale=0.5)  # even hidden layer too wide to enumerate
+    model.max_enumeration_units = 20
+    data = biased_data(10, 9, num_examples=100)
+    estimate = RAISE(num_chains=5, num_steps=200, num_examples=20, control_variate_samples=20).log_likelihood(
+        model, data, generator=torch.Generator().manual_seed(1)
+    )
+    assert estimate.per_example.shape == (20,)
+    assert torch.isfinite(torch.tensor(estimate.mean)) and estimate.stderr > 0
+
+
+def test_same_seed_same_weights():
+    model = random_rbm(6, 4, seed=2)
+    data = biased_data(6, 2, num_examples=10)
+    runs = [
+        RAISE(num_chains=4, num_steps=50).log_likelihood(model, data, generator=torch.Generator().manual_seed(3)).info["log_weights"]
+        for _ in range(2)
+    ]
+    assert torch.equal(runs[0], runs[1])
+
+
+def test_csl_converges_to_the_truth_from_below_with_many_samples():
+    model = random_rbm(8, 4, seed=5, scale=1.0)
+    v = all_states(8)[::7]
+    exact = model.log_prob(v).detach()
+    csl = CSL(num_chains=20, samples_per_chain=2000, burn_in=50).log_likelihood(model, v, generator=torch.Generator().manual_seed(0))
+    assert csl.kind is BoundKind.LIKELIHOOD_LOWER_BOUND
+    assert abs(csl.mean - exact.mean().item()) < 4 * csl.stderr + 0.01
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: RAISE(num_chains=1), ValueError, "num_chains"),
+        (lambda: RAISE(num_examples=0), ValueError, "num_examples"),
+        (lambda: RAISE()(random_rbm(3, 2, 0)), TypeError, "log-likelihoods"),
+        (lambda: RAISE().log_likelihood(random_rbm(3, 2, 0), torch.full((2, 3), 0.5, dtype=torch.float64)), ValueError, "binary"),
+        (lambda: RAISE().log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 4, dtype=torch.float64)), ValueError, "3 columns"),
+        (lambda: RAISE(base="flat").log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 3, dtype=torch.float64)), ValueError, "kind"),
+        (lambda: CSL(num_chains=1), ValueError, "num_chains"),
+        (lambda: CSL(burn_in=-1), ValueError, "burn_in"),
+        (lambda: CSL()(random_rbm(3, 2, 0)), TypeError, "log-likelihoods"),
+    ],
+)
+def test_bad_arguments_raise(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -18,7 +18,11 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from pfzoo import zoo
-from pfzoo.estimators.base import BoundKind
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
+from pfzoo.estimators.bracket import BracketEstimate
+from pfzoo.estimators.importance import exact_free_energy_affordable
+from pfzoo.models import DBN
+from pfzoo.training import GreedyTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +51,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         model.init_from_data(data.train.to(device))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator)
+    if isinstance(model, DBN) and not isinstance(trainer, GreedyTrainer):
+        trainer = GreedyTrainer.from_trainer(trainer)  # DBNs train layer by layer; trainer.epochs counts per layer
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
     return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics}
@@ -97,16 +103,18 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         "dataset": data.name,
         "num_test": test.shape[0],
         "estimator": OmegaConf.to_container(cfg.estimator, resolve=True),
-        "kind": estimate.kind.value,
-        "test_log_likelihood": estimate.mean,
-        "test_log_likelihood_stderr": estimate.stderr,
-        "test_log_likelihood_data_stderr": estimate.data_stderr,
         "seconds": time.perf_counter() - started,
     }
-    if estimate.log_z is not None:
-        result.update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
+    if isinstance(estimate, BracketEstimate):
+        result.update(likelihood_fields(estimate.lower))
+        result["upper"] = likelihood_fields(estimate.upper)
+        result.update(gap=estimate.gap, gap_stderr=estimate.gap_stderr, warning=estimate.warning)
+        if estimate.warning:
+            logger.warning("%s", estimate.warning)
+    else:
+        result.update(likelihood_fields(estimate))
     size = model.log_partition_cost
-    if size is not None and size <= cfg.exact_max_units:
+    if size is not None and size <= cfg.exact_max_units and exact_free_energy_affordable(model) and (model.free_energy_cost or 0) <= cfg.exact_max_units:
         with torch.no_grad():
             exact_log_z = model.log_partition()
             result["exact_log_z"] = exact_log_z.item()
@@ -114,16 +122,34 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
+def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
+    """The JSON-ready numbers of one :class:`~pfzoo.estimators.LikelihoodEstimate`."""
+    fields: dict[str, Any] = {
+        "kind": estimate.kind.value,
+        "test_log_likelihood": estimate.mean,
+        "test_log_likelihood_stderr": estimate.stderr,
+        "test_log_likelihood_data_stderr": estimate.data_stderr,
+    }
+    if estimate.log_z is not None:
+        fields.update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
+    return fields
+
+
 def format_evaluation(result: dict[str, Any]) -> str:
     """A human-readable report of :func:`evaluate`'s result."""
     lines = [f"model {result['model']} {result['model_config']} from {result['checkpoint']}"]
-    if "log_z" in result:
+    upper = result.get("upper", result)
+    if "log_z" in upper:
         exact = f"   (exact {result['exact_log_z']:.4f})" if "exact_log_z" in result else ""
-        lines.append(f"log Z                = {result['log_z']:.4f} ± {result['log_z_stderr']:.4f}  (ESS {result['ess']:.1f}){exact}")
+        lines.append(f"log Z                = {upper['log_z']:.4f} ± {upper['log_z_stderr']:.4f}  (ESS {upper['ess']:.1f}){exact}")
     exact = f"   (exact {result['exact_test_log_likelihood']:.4f})" if "exact_test_log_likelihood" in result else ""
-    lines.append(
-        f"test log-likelihood  = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}"
-    )
+    if "upper" in result:
+        lines.append(f"upper estimate       = {upper['test_log_likelihood']:.4f} ± {upper['test_log_likelihood_stderr']:.4f}  ({upper['kind']})")
+        lines.append(f"gap upper − lower    = {result['gap']:.4f} ± {result['gap_stderr']:.4f}")
+        if result["warning"]:
+            lines.append(f"WARNING: {result['warning']}")
+    label = "lower estimate      " if "upper" in result else "test log-likelihood "
+    lines.append(f"{label} = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}")
     lines.append(
         f"  over {result['num_test']} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
         f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"

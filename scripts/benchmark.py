@@ -9,6 +9,9 @@ AIS on a 784×500 binary RBM: chain-steps per second, against the machine's own 
 for the same shapes measured in the same run. One AIS step needs the products ``[N,V]·[V,H]`` and
 ``[N,H]·[H,V]``; the "matmul bound" is the rate at which the machine does just those two, so
 ``fraction_of_matmul_bound = matmul seconds per step / AIS seconds per step`` (1.0 = no overhead).
+
+RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
+examples × chains annealed as one batch, and the chain-steps per second that amounts to.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from pfzoo.estimators import AIS, HAIS
+from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import RBM, ProductOfExperts
 
 
@@ -78,6 +81,26 @@ def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num
     }
 
 
+def benchmark_rbm_raise(device: torch.device, num_visible=784, num_hidden=500, num_examples=100, num_chains=10, num_steps=1000) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    model = RBM.from_tensors(
+        torch.randn(num_visible, num_hidden, generator=g, device=device) * 0.05,
+        torch.randn(num_visible, generator=g, device=device),
+        torch.randn(num_hidden, generator=g, device=device),
+    )
+    data = (torch.rand(num_examples, num_visible, generator=g, device=device) < 0.2).float()
+    estimator = RAISE(num_chains=num_chains, num_steps=num_steps).to(device)
+    seconds = best_seconds(lambda: estimator.log_likelihood(model, data, generator=g), device, repeats=1)
+    return {
+        "name": "rbm_raise",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_examples": num_examples,
+                  "num_chains": num_chains, "num_steps": num_steps},
+        "seconds": seconds,
+        "examples_per_second": num_examples / seconds,
+        "chain_steps_per_second": num_examples * num_chains * num_steps / seconds,
+    }
+
+
 def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=100_000) -> dict:
     g = torch.Generator(device).manual_seed(0)
     filters = torch.eye(dim, device=device) + 0.3 * torch.randn(dim, dim, generator=g, device=device) / dim**0.5
@@ -105,6 +128,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path("benchmark_results/benchmark.json"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -117,20 +141,36 @@ def main() -> None:
             "threads": torch.get_num_threads(),
             "device": str(device),
         },
-        "benchmarks": [benchmark_rbm_ais(device), benchmark_poe_hais(device)],
+        "benchmarks": [],
     }
+    for name, (run, summary) in BENCHMARKS.items():
+        if args.only and name not in args.only:
+            continue
+        result = run(device)
+        results["benchmarks"].append(result)
+        print(summary(result))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2) + "\n")
-    rbm, poe = results["benchmarks"]
-    print(
-        f"rbm_ais: {rbm['chain_steps_per_second']:.3g} chain-steps/s "
-        f"({rbm['fraction_of_matmul_bound']:.2f} of the matmul bound, {rbm['matmul_gflops']:.1f} GFLOP/s matmul)"
-    )
-    print(
-        f"poe_hais: N = {poe['shape']['num_steps']:.0e}, {poe['shape']['num_chains']} particles in {poe['seconds']:.1f} s "
-        f"(paper: {poe['paper_seconds']:.0f} s); log Z error {poe['log_z_error']:+.4f} ± {poe['log_z_stderr']:.4f}"
-    )
     print(f"results written to {args.output}")
+
+
+BENCHMARKS = {
+    "rbm_ais": (
+        benchmark_rbm_ais,
+        lambda r: f"rbm_ais: {r['chain_steps_per_second']:.3g} chain-steps/s "
+        f"({r['fraction_of_matmul_bound']:.2f} of the matmul bound, {r['matmul_gflops']:.1f} GFLOP/s matmul)",
+    ),
+    "rbm_raise": (
+        benchmark_rbm_raise,
+        lambda r: f"rbm_raise: {r['examples_per_second']:.3g} examples/s at M = {r['shape']['num_chains']} chains, "
+        f"K = {r['shape']['num_steps']} ({r['chain_steps_per_second']:.3g} chain-steps/s)",
+    ),
+    "poe_hais": (
+        benchmark_poe_hais,
+        lambda r: f"poe_hais: N = {r['shape']['num_steps']:.0e}, {r['shape']['num_chains']} particles in {r['seconds']:.1f} s "
+        f"(paper: {r['paper_seconds']:.0f} s); log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}",
+    ),
+}
 
 
 if __name__ == "__main__":

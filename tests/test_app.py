@@ -67,6 +67,34 @@ def test_evaluate_reports_estimate_beside_exact_values(trained_run, tmp_path):
     assert "exact" in text and "± " in text
 
 
+def test_evaluate_brackets_the_exact_likelihood_with_ais_and_raise(trained_run, tmp_path):
+    _, result = trained_run
+    cfg = composed(
+        "evaluate",
+        [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path}", "progress=false", "estimator=bracket", "num_test=60",
+         "estimator.upper.num_steps=2000", "estimator.lower.num_steps=2000"],
+    )
+    report = app.evaluate(cfg)
+    upper, lower, exact = report["upper"]["test_log_likelihood"], report["test_log_likelihood"], report["exact_test_log_likelihood"]
+    assert report["kind"] == "stochastic lower bound on the log-likelihood"
+    assert abs(upper - exact) <= 3 * report["upper"]["test_log_likelihood_stderr"] + 0.02
+    assert abs(lower - exact) <= 3 * report["test_log_likelihood_stderr"] + 0.02
+    assert report["gap"] == pytest.approx(upper - lower) and report["warning"] is None
+    text = app.format_evaluation(report)
+    assert "upper estimate" in text and "lower estimate" in text and "WARNING" not in text
+
+
+def test_bracket_warns_when_the_estimates_disagree(trained_run, tmp_path):
+    _, result = trained_run
+    cfg = composed(
+        "evaluate",
+        [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path}", "progress=false", "estimator=bracket", "num_test=20",
+         "estimator.upper.num_steps=2000", "estimator.lower.num_steps=2000", "estimator.gap_threshold=1e-9"],
+    )
+    report = app.evaluate(cfg)
+    assert report["warning"] and "WARNING" in app.format_evaluation(report)
+
+
 def test_evaluate_without_checkpoint_uses_the_pretrained_zoo_model(tmp_path):
     cfg = composed("evaluate", [f"run_dir={tmp_path}", "progress=false", "estimator.num_steps=100", "num_test=50"])
     report = app.evaluate(cfg)

@@ -2,6 +2,7 @@
 
 from pfzoo.estimators.ais import AIS
 from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate
+from pfzoo.estimators.bracket import Bracket, BracketEstimate
 from pfzoo.estimators.csl import CSL
 from pfzoo.estimators.exact import Exact
 from pfzoo.estimators.hais import HAIS
@@ -11,6 +12,8 @@ from pfzoo.estimators.raise_ import RAISE
 __all__ = [
     "AIS",
     "BoundKind",
+    "Bracket",
+    "BracketEstimate",
     "CSL",
     "Estimator",
     "Exact",

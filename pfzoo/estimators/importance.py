@@ -43,8 +43,7 @@ def importance_log_marginal(
     examples_per_chunk = max(1, _ROWS_PER_CHUNK // num_samples)
     estimates, stderrs = [], []
     for chunk in torch.split(data, examples_per_chunk):
-        repeated = chunk.repeat_interleave(num_samples, dim=0)
-        log_weight = model.propose_path_state(repeated, generator=generator).log_weight
+        log_weight = model.propose_path_state(chunk, num_samples=num_samples, generator=generator).log_weight
         summary = summarize_log_weights(log_weight.view(chunk.shape[0], num_samples), dim=1)
         estimates.append(summary.log_mean)
         stderrs.append(summary.stderr)

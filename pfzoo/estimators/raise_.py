@@ -148,8 +148,7 @@ class RAISE(Estimator):
         batches = torch.split(data, examples_per_batch)
         log_weights = []
         for index, batch in enumerate(batches):
-            repeated = batch.repeat_interleave(self.num_chains, dim=0)
-            proposal = model.propose_path_state(repeated, generator=generator)
+            proposal = model.propose_path_state(batch, num_samples=self.num_chains, generator=generator)
             state, _ = path.transition(proposal.state, path.statistics(proposal.state), 1.0, generator=generator)
             batch_progress = None
             if progress is not None:

@@ -3,6 +3,7 @@
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.dbm import DBM
+from pfzoo.models.dbn import DBN
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.models.gaussian_rbm import GaussianBernoulliRBM
 from pfzoo.models.ica import ICA
@@ -13,6 +14,7 @@ from pfzoo.models.registry import model_class, register_model, registered_models
 __all__ = [
     "ContinuousModel",
     "DBM",
+    "DBN",
     "EnergyModel",
     "Gaussian",
     "GaussianBernoulliRBM",

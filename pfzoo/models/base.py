@@ -13,7 +13,7 @@ from pfzoo.validation import check_binary, check_matrix
 class PathStateProposal(NamedTuple):
     """A draw of the latent part of an annealing-path state given visible data, with its importance weight.
 
-    state: the path state at β = 1 whose visible part is the given ``v`` (for an RBM ``v`` itself;
+    state: path states at β = 1 whose visible part is the given ``v`` (for an RBM ``v`` itself;
         for a DBM ``v`` with its even hidden layers; for a DBN the top RBM's lower layer).
     log_weight: float64 ``[B]``, ``log f(v, z) - log q(z | v)`` for the sampled latents ``z``, so
         that ``E_q[exp(log_weight)] = f(v)``, the model's unnormalised marginal of ``v``.
@@ -85,8 +85,14 @@ class EnergyModel(nn.Module):
         ``None`` when there is no exact free energy (then :meth:`propose_path_state` gives estimates)."""
         return 0
 
-    def propose_path_state(self, v: torch.Tensor, *, generator: torch.Generator | None = None) -> PathStateProposal:
-        """Sample the latent part of a β = 1 path state given ``v [B, V]`` (used by RAISE and importance sampling)."""
+    def propose_path_state(
+        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None
+    ) -> PathStateProposal:
+        """``num_samples`` draws of the latent part of a β = 1 path state for each row of ``v [B, V]``.
+
+        Rows of the result are example-major (``B · num_samples`` rows, the samples of example b
+        at ``b · num_samples …``). Used by RAISE and importance sampling.
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define a posterior proposal for its annealing path")
 
     def init_from_data(self, data: torch.Tensor) -> None:

@@ -379,18 +379,23 @@ class DBM(EnergyModel):
         return target_rbm.geometric_path(base_rbm)
 
     @torch.no_grad()
-    def propose_path_state(self, v: torch.Tensor, *, generator: torch.Generator | None = None) -> PathStateProposal:
+    def propose_path_state(
+        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None
+    ) -> PathStateProposal:
         """Even hidden layers from the mean-field posterior, odd layers summed out (RAISE §5.2, footnote 5).
 
         ``state = (v, h², h⁴, …) [B, Σ n_even]`` with ``h_even ~ q(h_even | v)``;
         ``log_weight = log f(v, h_even) - log q(h_even | v)`` with ``f(v, h_even) = Σ_{h_odd} exp(-E)``.
+        Mean field runs once per example; its ``num_samples`` draws follow.
         """
         self.check_visible(v)
-        means = self.mean_field(v)
-        even_means = [means[i - 1] for i in self.even_layers[1:]]
-        if not even_means:
+        check_positive_int(num_samples, "num_samples")
+        if self.num_layers == 2:
+            v = v.repeat_interleave(num_samples, dim=0)
             return PathStateProposal(v, -self.even_odd_rbm().free_energy(v).double())
-        hidden_means = torch.cat(even_means, dim=1)
+        means = self.mean_field(v)
+        v = v.repeat_interleave(num_samples, dim=0)
+        hidden_means = torch.cat([means[i - 1] for i in self.even_layers[1:]], dim=1).repeat_interleave(num_samples, dim=0)
         hidden = bernoulli(hidden_means, generator=generator)
         state = torch.cat([v, hidden], dim=1)
         log_q = _bernoulli_log_prob(hidden.double(), hidden_means.double()).sum(-1)

@@ -193,10 +193,12 @@ class RBM(BipartiteModel):
             return RBM.from_tensors(zeros_w, base_rate_visible_bias(self.check_visible(data, "data"), smoothing), zeros_c)
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
 
-    def propose_path_state(self, v: torch.Tensor, *, generator: torch.Generator | None = None) -> PathStateProposal:
+    def propose_path_state(
+        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None
+    ) -> PathStateProposal:
         """The path state is ``v`` itself (hidden units are summed out), weight ``log f(v) = -F(v)`` exactly."""
         with torch.no_grad():
-            return PathStateProposal(v, -self.free_energy(v).double())
+            return PathStateProposal(v.repeat_interleave(num_samples, dim=0), -self.free_energy(v).double().repeat_interleave(num_samples))
 
     @torch.no_grad()
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:

@@ -7,3 +7,8 @@ from pfzoo.training.mpf import PersistentMPF
 from pfzoo.training.trainer import Trainer
 
 __all__ = ["CD", "ExactMaximumLikelihood", "PCD", "PersistentMPF", "Trainer", "pseudo_log_likelihood", "reconstruction_error"]
+
+from pfzoo.training.greedy import GreedyTrainer, train_greedy  # noqa: E402
+
+__all__ += ["GreedyTrainer", "train_greedy"]
+

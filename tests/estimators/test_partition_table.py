@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pfzoo.estimators import AIS, BoundKind, Exact
-from pfzoo.models import DBM, RBM
+from pfzoo.models import DBM, DBN, RBM
 
 K_SIGMA = 3.0
 
@@ -39,6 +39,14 @@ def random_dbm(layer_sizes, scale, seed):
     return DBM.from_tensors(weights, biases)
 
 
+def random_dbn(layer_sizes, scale, seed):
+    g = torch.Generator().manual_seed(seed)
+    weights = [torch.randn(a, b, generator=g) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
+    visible_biases = [torch.randn(a, generator=g) * 0.5 for a in layer_sizes[:-1]]
+    hidden_biases = [torch.randn(b, generator=g) * 0.5 for b in layer_sizes[1:]]
+    return DBN.from_tensors(weights, visible_biases, hidden_biases)
+
+
 @dataclass
 class Case:
     name: str
@@ -60,6 +68,9 @@ CASES = [
     Case("dbm-12-10-8-ais-uniform", lambda: random_dbm([12, 10, 8], 1.0, 5), lambda: AIS(400, 3000), 0.05),
     Case("dbm-15-8-10-6-ais-base-rate", lambda: random_dbm([15, 8, 10, 6], 1.0, 6), lambda: AIS(300, 3000, base="base_rate"), 0.05,
          lambda: biased_binary_data(15, 6)),
+    # DBN: AIS on the top RBM (its log Z is the DBN's), base rates of the recognition pass.
+    Case("dbn-15-12-10-8-ais-base-rate", lambda: random_dbn([15, 12, 10, 8], 1.0, 7), lambda: AIS(300, 3000, base="base_rate"), 0.05,
+         lambda: biased_binary_data(15, 7)),
 ]
 
 

@@ -1,0 +1,267 @@
+"""Greedy layer-wise training of deep belief nets (Hinton, Osindero & Teh 2006, §4).
+
+The bottom RBM is fitted to the data; the data are then mapped up through its recognition
+conditional ``q(h | v) = σ(vW + c)`` (binary samples, because the next RBM is a binary model),
+the next RBM is fitted to those samples, and so on up to the top RBM. Each RBM is trained by an
+ordinary :class:`~pfzoo.training.Trainer` in its own sub-folder ``<run_dir>/layer<i>``, so every
+layer gets the Trainer's metrics file, checkpoints and exact resume.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import nn
+
+from pfzoo.data.splits import DataSplits
+from pfzoo.estimators.base import Estimator, ProgressCallback
+from pfzoo.models.dbn import DBN
+from pfzoo.sampling import bernoulli
+from pfzoo.training.contrastive import CD
+from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
+from pfzoo.validation import check_positive_int
+from pfzoo.zoo import save
+
+logger = logging.getLogger(__name__)
+
+LAYER_DIR = "layer{}"
+_LAYER_SEED_STRIDE = 4  # layer i trains with seeds seed + 4i … seed + 4i + 2 (Trainer's streams) …
+_MAPPING_SEED_OFFSET = 3  # … and maps its data up with seed + 4i + 3
+
+
+class GreedyTrainer(Trainer):
+    """Trains a :class:`~pfzoo.models.DBN` layer by layer with a :class:`Trainer` per RBM.
+
+    Takes the same arguments as :class:`Trainer` (so a trainer config can target either), with
+    ``epochs`` counted *per layer*. For i = 0 … L-1:
+
+    1. if ``init_from_data``, ``rbms[i]``'s visible biases are set to the base-rate logits of its
+       training input (:meth:`RBM.init_from_data <pfzoo.models.RBM.init_from_data>`);
+    2. ``rbms[i]`` is trained on its input by ``Trainer(deepcopy(objective), …, run_dir=<run_dir>/layer<i>,
+       seed=seed + 4i)`` (a fresh copy of the objective per layer, so e.g. PCD chains are per layer);
+    3. train and test inputs are mapped up, ``x_{i+1} ~ q(x_{i+1} | x_i) = Bernoulli(σ(x_i W_i + c_i))``,
+       with a generator on the model's device seeded ``seed + 4i + 3``.
+
+    Everything is a deterministic function of ``seed``, so ``fit(…, resume=True)`` re-derives the
+    upper layers' inputs exactly and each layer's Trainer resumes from its own checkpoint.
+    After the last layer the whole DBN is saved to ``<run_dir>/checkpoint.pt`` (trainer state: the
+    layer folders); ``<run_dir>/metrics.jsonl`` holds one line per finished layer (its last epoch's
+    metrics with ``"layer": i``). With an ``estimator`` and ``evaluate_every > 0``, the finished DBN's
+    test log-likelihood is estimated once at the end (needs an exact DBN free energy, i.e.
+    ``model.free_energy_cost ≤ max_enumeration_units``; otherwise skipped with a warning).
+
+    Args:
+        init_from_data: base-rate initialisation of each RBM's visible biases before training it.
+        on_layer_end: optional ``callback(layer, metrics)`` after each layer is trained.
+        (the rest): as for :class:`Trainer`; the per-layer Trainers never run the estimator.
+    """
+
+    def __init__(
+        self,
+        objective: nn.Module,
+        optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
+        *,
+        run_dir: str | os.PathLike,
+        epochs: int = 10,
+        batch_size: int = 100,
+        weight_decay: float = 0.0,
+        checkpoint_every: int = 1,
+        evaluate_every: int = 0,
+        estimator: Estimator | None = None,
+        progress: bool = True,
+        seed: int = 0,
+        init_from_data: bool = True,
+        on_layer_end: Callable[[int, dict[str, Any]], None] | None = None,
+    ) -> None:
+        super().__init__(
+            objective,
+            optimizer,
+            run_dir=run_dir,
+            epochs=epochs,
+            batch_size=batch_size,
+            weight_decay=weight_decay,
+            checkpoint_every=checkpoint_every,
+            evaluate_every=evaluate_every,
+            estimator=estimator,
+            progress=progress,
+            seed=seed,
+        )
+        if on_layer_end is not None and not callable(on_layer_end):
+            raise ValueError(f"on_layer_end must be callable or None, got {type(on_layer_end).__name__}")
+        self.init_from_data = bool(init_from_data)
+        self.on_layer_end = on_layer_end
+
+    @classmethod
+    def from_trainer(cls, trainer: Trainer, **kwargs: Any) -> "GreedyTrainer":
+        """A GreedyTrainer with ``trainer``'s settings (objective, optimiser, run_dir, epochs per layer, …)."""
+        settings = dict(
+            optimizer=trainer.make_optimizer,
+            run_dir=trainer.run_dir,
+            epochs=trainer.epochs,
+            batch_size=trainer.batch_size,
+            weight_decay=trainer.weight_decay,
+            checkpoint_every=trainer.checkpoint_every,
+            evaluate_every=trainer.evaluate_every,
+            estimator=trainer.estimator,
+            progress=trainer.progress,
+            seed=trainer.seed,
+        )
+        settings.update(kwargs)
+        return cls(trainer.objective, **settings)
+
+    def layer_run_dir(self, layer: int) -> Path:
+        """``<run_dir>/layer<i>``: where the Trainer of ``rbms[i]`` keeps its checkpoint and metrics."""
+        return self.run_dir / LAYER_DIR.format(layer)
+
+    def layer_trainer(self, layer: int) -> Trainer:
+        """The :class:`Trainer` that fits ``rbms[layer]``: these settings, a fresh copy of the objective, its own seeds."""
+        return Trainer(
+            copy.deepcopy(self.objective),
+            self.make_optimizer,
+            run_dir=self.layer_run_dir(layer),
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            weight_decay=self.weight_decay,
+            checkpoint_every=self.checkpoint_every,
+            progress=self.progress,
+            seed=self.seed + _LAYER_SEED_STRIDE * layer,
+        )
+
+    def fit(self, model: DBN, data: DataSplits, *, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
+        """Greedily train every RBM of ``model`` (in place) on ``data.train [N, V]``; returns flat metrics.
+
+        The result holds ``epoch`` (epochs per layer), ``layers`` (L), ``layer<i>_<metric>`` for each
+        layer's last-epoch metrics, and, when the estimator ran, ``test_log_likelihood``,
+        ``test_log_likelihood_stderr`` and ``log_z``.
+        """
+        if not isinstance(model, DBN):
+            raise ValueError(f"model must be a pfzoo.models.DBN for greedy layer-wise training, got {type(model).__name__}")
+        train = self._prepare(model, data.train, "data.train")
+        test = self._prepare(model, data.test, "data.test")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_path.write_text("")
+        result: dict[str, Any] = {"epoch": self.epochs, "layers": len(model.rbms)}
+        for layer, rbm in enumerate(model.rbms):
+            if self.init_from_data:
+                rbm.init_from_data(train)
+            splits = DataSplits(name=f"{data.name}-layer{layer}", train=train, test=test)
+            logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
+            metrics = self.layer_trainer(layer).fit(rbm, splits, resume=resume, config=config)
+            with self.metrics_path.open("a") as file:
+                file.write(json.dumps({"layer": layer, **metrics}) + "\n")
+            result.update({f"layer{layer}_{key}": value for key, value in metrics.items() if key != "epoch"})
+            if self.on_layer_end is not None:
+                self.on_layer_end(layer, metrics)
+            if layer < len(model.rbms) - 1:
+                generator = torch.Generator(model.device).manual_seed(self.seed + _LAYER_SEED_STRIDE * layer + _MAPPING_SEED_OFFSET)
+                with torch.no_grad():
+                    train = bernoulli(rbm.hidden_probs(train), generator=generator)
+                    test = bernoulli(rbm.hidden_probs(test), generator=generator)
+        result.update(self._evaluate_dbn(model, data))
+        save(self.checkpoint_path, model, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
+        logger.info("saved the greedily trained DBN to %s", self.checkpoint_path)
+        return result
+
+    def _evaluate_dbn(self, model: DBN, data: DataSplits) -> dict[str, Any]:
+        """The estimator's test log-likelihood of the finished DBN, when configured and affordable."""
+        if self.estimator is None or not self.evaluate_every:
+            return {}
+        if model.free_energy_cost > model.max_enumeration_units:
+            logger.warning(
+                "skipping the DBN's test log-likelihood: its exact free energy would enumerate 2^%d states "
+                "(max_enumeration_units=%d)", model.free_energy_cost, model.max_enumeration_units
+            )
+            return {}
+        self.estimator.to(model.device)
+        generator = torch.Generator(model.device).manual_seed(self.seed + 2)
+        train = data.train.to(device=model.device, dtype=model.dtype)
+        test = data.test.to(device=model.device, dtype=model.dtype)
+        estimate = self.estimator.log_likelihood(model, test, base_data=train, generator=generator)
+        return {
+            "test_log_likelihood": estimate.mean,
+            "test_log_likelihood_stderr": estimate.stderr,
+            "log_z": None if estimate.log_z is None else estimate.log_z.log_z,
+        }
+
+
+def train_greedy(
+    model: DBN | Sequence[int],
+    data: DataSplits | torch.Tensor,
+    *,
+    objective_factory: Callable[[], nn.Module] = lambda: CD(k=1),
+    epochs_per_layer: int = 10,
+    batch_size: int = 100,
+    optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
+    weight_decay: float = 0.0,
+    seed: int = 0,
+    init_std: float = 0.01,
+    init_from_data: bool = True,
+    run_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    progress: ProgressCallback | None = None,
+    show_progress: bool = False,
+) -> DBN:
+    """Greedy layer-wise training of a DBN (Hinton, Osindero & Teh 2006, §4); returns the trained DBN.
+
+    Args:
+        model: a :class:`~pfzoo.models.DBN` (trained in place), or its ``layer_sizes`` ``[V, H1, …, HL]``
+            (then built as ``DBN(layer_sizes, init_std=init_std, generator=Generator().manual_seed(seed))``).
+        data: binary data, a :class:`~pfzoo.data.DataSplits` or the training tensor ``[N, V]`` alone
+            (then also used as the "test" split of the per-epoch diagnostics).
+        objective_factory: builds the objective (default CD-1); every layer trains with its own copy.
+        epochs_per_layer, batch_size, optimizer, weight_decay: as for :class:`Trainer`.
+        seed: root of every random stream (initial weights, data order, Gibbs sampling, mapping up):
+            the same seed gives bit-identical parameters.
+        init_from_data: base-rate initialisation of each RBM's visible biases before training it.
+        run_dir: where the per-layer checkpoints and metrics go (``<run_dir>/layer<i>``) and the DBN's
+            ``checkpoint.pt``; ``None`` uses a temporary folder that is deleted afterwards.
+        resume: continue an interrupted run in ``run_dir`` (see :class:`GreedyTrainer`).
+        progress: optional ``progress(layers_done, num_layers)`` called after each layer.
+        show_progress: tqdm bars of the per-layer Trainers.
+    """
+    if isinstance(model, DBN):
+        dbn = model
+    else:
+        dbn = DBN(list(model), init_std=init_std, generator=torch.Generator().manual_seed(seed))
+    if isinstance(data, torch.Tensor):
+        data = DataSplits(name="data", train=data, test=data)
+    elif not isinstance(data, DataSplits):
+        raise ValueError(f"data must be a pfzoo.data.DataSplits or a tensor [N, V], got {type(data).__name__}")
+    epochs_per_layer = check_positive_int(epochs_per_layer, "epochs_per_layer")
+    if not callable(objective_factory):
+        raise ValueError(f"objective_factory must be a callable returning an objective, got {type(objective_factory).__name__}")
+    num_layers = len(dbn.rbms)
+
+    def on_layer_end(layer: int, metrics: dict[str, Any]) -> None:
+        if progress is not None:
+            progress(layer + 1, num_layers)
+
+    def run(directory: str | os.PathLike) -> None:
+        trainer = GreedyTrainer(
+            objective_factory(),
+            optimizer,
+            run_dir=directory,
+            epochs=epochs_per_layer,
+            batch_size=batch_size,
+            weight_decay=weight_decay,
+            checkpoint_every=epochs_per_layer,
+            progress=show_progress,
+            seed=seed,
+            init_from_data=init_from_data,
+            on_layer_end=on_layer_end,
+        )
+        trainer.fit(dbn, data, resume=resume)
+
+    if run_dir is None:
+        with tempfile.TemporaryDirectory(prefix="pfzoo-greedy-") as directory:
+            run(directory)
+    else:
+        run(run_dir)
+    return dbn

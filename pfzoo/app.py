@@ -141,7 +141,8 @@ def format_evaluation(result: dict[str, Any]) -> str:
     upper = result.get("upper", result)
     if "log_z" in upper:
         exact = f"   (exact {result['exact_log_z']:.4f})" if "exact_log_z" in result else ""
-        lines.append(f"log Z                = {upper['log_z']:.4f} ± {upper['log_z_stderr']:.4f}  (ESS {upper['ess']:.1f}){exact}")
+        ess = f"  (ESS {upper['ess']:.1f})" if upper["ess"] is not None else ""
+        lines.append(f"log Z                = {upper['log_z']:.4f} ± {upper['log_z_stderr']:.4f}{ess}{exact}")
     exact = f"   (exact {result['exact_test_log_likelihood']:.4f})" if "exact_test_log_likelihood" in result else ""
     if "upper" in result:
         lines.append(f"upper estimate       = {upper['test_log_likelihood']:.4f} ± {upper['test_log_likelihood_stderr']:.4f}  ({upper['kind']})")

@@ -350,6 +350,11 @@ class DBM(EnergyModel):
             entropy = sum(_bernoulli_entropy(mean.double()).sum(-1) for mean in means)
         return -expected_energy + entropy
 
+    @torch.no_grad()
+    def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:
+        """Set the visible biases ``b_0`` to the smoothed base-rate logits of ``data [N, V]`` (as :meth:`RBM.init_from_data`)."""
+        self.biases[0].copy_(base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
+
     # ---- annealing ----------------------------------------------------------------------
 
     def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "DBM":

@@ -12,3 +12,6 @@ from pfzoo.training.greedy import GreedyTrainer, train_greedy  # noqa: E402
 
 __all__ += ["GreedyTrainer", "train_greedy"]
 
+from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm  # noqa: E402
+
+__all__ += ["DBMPersistentMeanField", "compose_dbm", "pretrain_dbm"]

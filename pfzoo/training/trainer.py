@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
-from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
+from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.validation import check_binary, check_matrix, check_positive_int
 from pfzoo.zoo import load_checkpoint, save
 
@@ -49,8 +49,16 @@ class Trainer:
 
     Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds``
     (training time), ``{train,test}_reconstruction_error`` (models with ``hidden_probs`` /
-    ``visible_probs``), ``{train,test}_pseudo_log_likelihood`` (binary models), and, at estimator
-    epochs, ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``.
+    ``visible_probs``, and DBMs, where it is the squared error of ``σ(μ¹ W_0ᵀ + b_0)`` with ``μ¹`` the
+    first hidden layer's mean-field posterior means: a cheap diagnostic, not a likelihood; see
+    :func:`~pfzoo.training.reconstruction_error`), ``{train,test}_pseudo_log_likelihood`` (binary
+    models whose exact free energy is cheap: ``free_energy_cost`` not ``None`` and at most
+    :data:`~pfzoo.training.metrics.PSEUDO_LIKELIHOOD_MAX_UNITS` and the model's
+    ``max_enumeration_units``; so RBMs always, DBMs only with few even hidden units), and, at estimator
+    epochs, ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field
+    lower bound on ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the
+    likelihood. For honest likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny
+    models, AIS otherwise).
 
     Args:
         objective: an ``nn.Module`` with ``loss(model, batch, *, generator) -> scalar``; its state
@@ -205,13 +213,13 @@ class Trainer:
         return total / train.shape[0]
 
     def _evaluate(self, model: EnergyModel, train: torch.Tensor, test: torch.Tensor, epoch: int) -> dict[str, float | None]:
-        """Reconstruction error and pseudo-log-likelihood on both splits, plus the estimator at its epochs."""
+        """Reconstruction error and (where cheap) pseudo-log-likelihood on both splits, plus the estimator at its epochs."""
         generator = torch.Generator(model.device).manual_seed(self.seed + _EVALUATION_SEED_OFFSET)
         record: dict[str, float | None] = {}
         for split, v in (("train", train), ("test", test)):
-            if hasattr(model, "hidden_probs") and hasattr(model, "visible_probs"):
+            if has_reconstruction(model):
                 record[f"{split}_reconstruction_error"] = reconstruction_error(model, v)
-            if model.binary_visible:
+            if pseudo_likelihood_is_affordable(model):
                 record[f"{split}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, v, generator=generator)
         if self.estimator is not None and self.evaluate_every and (epoch % self.evaluate_every == 0 or epoch == self.epochs):
             estimate = self.estimator.log_likelihood(model, test, base_data=train, generator=generator)

@@ -1,0 +1,343 @@
+"""Training deep Boltzmann machines (Salakhutdinov & Hinton 2009, AISTATS; Salakhutdinov & Larochelle 2010).
+
+Two pieces:
+
+* :class:`DBMPersistentMeanField`, the learning procedure of Salakhutdinov & Hinton 2009, Algorithm 1
+  ("stochastic approximation" / PCD with a variational positive phase): the data-dependent statistics
+  come from the mean-field posterior ``q(h | v)`` (eq. 7), the data-independent ones from persistent
+  fantasy particles advanced by odd/even block Gibbs sweeps.
+* :func:`pretrain_dbm`, the greedy layer-wise initialisation of §3.1 from a stack of modified RBMs
+  trained with CD-k.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from pfzoo.models.dbm import DBM
+from pfzoo.models.rbm import base_rate_visible_bias
+from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_generator, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS = 10
+PRETRAIN_INIT_STD = 0.01
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def _check_dbm(model, name: str = "model") -> DBM:
+    if not isinstance(model, DBM):
+        raise ValueError(f"{name} must be a pfzoo.models.DBM, got {type(model).__name__}")
+    return model
+
+
+class DBMPersistentMeanField(nn.Module):
+    """PCD with a mean-field positive phase for DBMs (Salakhutdinov & Hinton 2009, Algorithm 1).
+
+    For a batch ``v [B, V]`` the objective returns the surrogate
+
+        L(θ) = mean_n E_θ(v_n, μ_n) - mean_m E_θ(x̃_m, E[x̃_odd | x̃_even]),
+
+    with no gradient through ``μ`` or the particles. ``μ_n = (μ¹, …, μ^L)`` are the mean-field
+    posterior means of the hidden layers (:meth:`~pfzoo.models.DBM.mean_field`, eq. 7, started from
+    the doubled bottom-up pass), and ``x̃_m`` are ``num_chains`` persistent fantasy particles.
+    The energy is linear in every parameter and in every unit, so ``-∂L/∂W_i`` is exactly the
+    update of Algorithm 1,
+
+        ⟨x_i x_{i+1}ᵀ⟩_{data, q} - ⟨x_i x_{i+1}ᵀ⟩_{particles},
+
+    and likewise ``⟨x_i⟩_{data, q} - ⟨x_i⟩_{particles}`` for the biases ``b_i``. The particle
+    statistics are Rao–Blackwellised: the particles store only their even layers
+    ``x̃_even = (ṽ, h̃², h̃⁴, …)``; the odd layers enter through their exact conditional means
+    ``p(x_odd = 1 | x̃_even)``, which has the same expectation as a sampled odd state and lower variance.
+
+    Each call advances every particle ``k`` odd/even block-Gibbs sweeps (``x_odd ~ p(x_odd | x_even)``
+    then ``x_even ~ p(x_even | x_odd)``, both exact) *before* computing the surrogate, like
+    :class:`~pfzoo.training.PCD`. On the first call the particles start from ``num_chains`` rows
+    of the batch drawn with replacement (visible layer) and uniformly random even hidden layers.
+    The particles are the registered buffer ``chains [num_chains, Σ n_even]`` (the layout of
+    :meth:`~pfzoo.models.DBM.split_even`), so they are checkpointed and restored with
+    ``state_dict``.
+
+    Greedy pretraining: with ``pretrain`` given (e.g. ``functools.partial(pretrain_dbm,
+    epochs_per_layer=10, batch_size=100, lr=0.05, k=1)``), the :class:`~pfzoo.training.Trainer`'s
+    per-epoch ``prepare`` hook runs ``pretrain(model, train, generator=...)`` once, before the first
+    update, on the full training set; the buffer ``pretrained`` records that it ran, so a resumed run
+    does not pretrain again. ``loss`` then also accepts (and ignores) the trainer's ``indices``.
+    (The first epoch's ``seconds`` in the metrics file therefore include the pretraining.)
+
+    Args:
+        k: odd/even Gibbs sweeps per update. Salakhutdinov & Hinton 2009 (§4) used 5 for MNIST.
+        num_chains: number of fantasy particles M (the paper's 100).
+        mean_field_iterations: maximum mean-field sweeps per batch (stopping earlier when converged
+            within the model's default tolerance). 10 from the bottom-up initialisation is plenty
+            during training; evaluation should use more.
+        pretrain: ``None``, or ``callable(model, data, *, generator)`` that initialises the model
+            before training (normally a partial of :func:`pretrain_dbm`).
+    """
+
+    chains: torch.Tensor
+    pretrained: torch.Tensor
+
+    def __init__(
+        self,
+        k: int = 5,
+        num_chains: int = 100,
+        mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS,
+        pretrain: Callable | None = None,
+    ) -> None:
+        super().__init__()
+        self.k = check_positive_int(k, "k")
+        self.num_chains = check_positive_int(num_chains, "num_chains")
+        self.mean_field_iterations = check_positive_int(mean_field_iterations, "mean_field_iterations")
+        if pretrain is not None and not callable(pretrain):
+            raise ValueError(f"pretrain must be None or a callable(model, data, *, generator), got {type(pretrain).__name__}")
+        self.pretrain = pretrain
+        self.register_buffer("chains", torch.empty(0))
+        self.register_buffer("pretrained", torch.tensor(False))
+
+    # ---- the Trainer's epoch hook ---------------------------------------------------------
+
+    def prepare(self, model: DBM, train: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
+        """Run ``pretrain`` on the training set ``train [N, V]`` the first time (never after a resume).
+
+        Returns ``True`` when it changed the model (so the trainer discards optimiser state).
+        """
+        if self.pretrain is None or bool(self.pretrained):
+            return False
+        _check_dbm(model)
+        logger.info("greedy pretraining of a DBM with layer sizes %s", model.layer_sizes)
+        self.pretrain(model, train, generator=generator)
+        self.pretrained.fill_(True)
+        self.chains = self.chains.new_empty(0)  # particles of the old parameters are meaningless now
+        return True
+
+    # ---- the objective ---------------------------------------------------------------------
+
+    def loss(
+        self,
+        model: DBM,
+        batch: torch.Tensor,
+        *,
+        generator: torch.Generator | None = None,
+        indices: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Surrogate loss (scalar) for binary ``batch [B, V]``; advances the particles ``k`` sweeps first.
+
+        ``indices`` (the batch's rows in the training set, passed by the Trainer) is ignored.
+        """
+        _check_dbm(model)
+        model.check_visible(batch, "batch")
+        check_generator(generator, model.device)
+        if self.chains.numel() == 0:
+            self.chains = self._initial_chains(model, batch, generator)
+        elif self.chains.shape[1] != model.num_even_units:
+            raise ValueError(
+                f"the persistent chains have {self.chains.shape[1]} even units but the model has "
+                f"{model.num_even_units} (layer sizes {model.layer_sizes}); use a fresh objective for a new model"
+            )
+        means = model.mean_field(batch, num_iterations=self.mean_field_iterations)
+        with torch.no_grad():
+            rbm = model.even_odd_rbm()
+            even = self.chains
+            for _ in range(self.k):
+                odd = rbm.draw_hidden(even, generator=generator)
+                even = rbm.draw_visible(odd, generator=generator)
+            self.chains = even
+            odd_means = rbm.hidden_probs(even)
+        positive = model.energy_unchecked([batch, *means]).mean()
+        negative = model.energy_unchecked(particle_layers(model, self.chains, odd_means)).mean()
+        return positive - negative
+
+    def _initial_chains(self, model: DBM, batch: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        rows = torch.randint(batch.shape[0], (self.num_chains,), generator=generator, device=batch.device)
+        hidden = torch.full((self.num_chains, model.num_even_units - model.num_visible), 0.5, device=batch.device, dtype=batch.dtype)
+        return torch.cat([batch[rows], bernoulli(hidden, generator=generator)], dim=1)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        # The chains are created lazily, so resize the buffer to the saved chains before copying into it.
+        saved = state_dict.get(prefix + "chains")
+        if saved is not None:
+            self.chains = torch.empty_like(saved, device=self.chains.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)
+        return f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
+
+
+def particle_layers(model: DBM, even_state: torch.Tensor, odd_state: torch.Tensor) -> list[torch.Tensor]:
+    """Layer list ``[x_0, …, x_L]`` from concatenated even ``[M, Σ n_even]`` and odd ``[M, Σ n_odd]`` states."""
+    even, odd = model.split_even(even_state), model.split_odd(odd_state)
+    return [even[i // 2] if i % 2 == 0 else odd[i // 2] for i in range(model.num_layers)]
+
+
+# ---- greedy pretraining ------------------------------------------------------------------------
+
+
+def pretrain_dbm(
+    model: DBM,
+    data: torch.Tensor,
+    *,
+    epochs_per_layer: int = 10,
+    batch_size: int = 100,
+    lr: float = 0.05,
+    k: int = 1,
+    momentum: float = 0.5,
+    generator: torch.Generator | None = None,
+    progress: ProgressCallback | None = None,
+) -> None:
+    """Initialise ``model``'s weights and biases greedily from a stack of modified RBMs (S&H 2009 §3.1).
+
+    For ``L`` weight matrices, RBM ``i`` (``i = 0 … L-1``) models layer ``i`` with layer ``i + 1`` as
+    hidden units and is trained by CD-k on the representation of the data at layer ``i``:
+
+    * bottom RBM (``i = 0``, when ``L ≥ 2``): the visible units appear twice with tied weights, so the
+      upward input is doubled, ``p(h¹ | v) = σ(2 vW + c)``, ``p(v | h¹) = σ(W h¹ + b)``;
+    * top RBM (``i = L-1``, when ``L ≥ 2``): the hidden units appear twice, so the downward input is
+      doubled, ``p(h^{L-1} | h^L) = σ(2 W h^L + b)``, ``p(h^L | h^{L-1}) = σ(h^{L-1} W + c)``;
+    * middle RBMs (``L ≥ 3``): ordinary RBMs, whose weights are halved when composed (our reading of
+      the deeper case, which the 2009 paper does not spell out; see Salakhutdinov & Hinton 2012,
+      Neural Computation, for DBMs with more than two hidden layers);
+    * ``L = 1``: an ordinary RBM, copied into the DBM as it is (plain CD-k training of an RBM).
+
+    The duplicated units are real units of a tied-weight RBM (the copies are sampled independently in
+    the negative phase), so every layer's CD-k is the CD-k of a genuine RBM. Layer ``i + 1``'s training
+    data are the posterior probabilities ``σ(u_i · x_i W_i + c_i)`` of RBM ``i`` (``u_i`` = 2 for the
+    bottom RBM, else 1), computed once after it has been trained.
+
+    Composition (:func:`compose_dbm`): every hidden layer between two RBMs receives the *average* of the
+    two RBMs' inputs, which is what the doubling compensates for. Hence ``W_0`` and ``W_{L-1}`` are
+    copied, middle weights are halved, the visible bias is the bottom RBM's visible bias, the top
+    layer's bias is the top RBM's hidden bias, and every interior layer's bias is the mean of the hidden
+    bias of the RBM below and the visible bias of the RBM above. For ``L = 2`` this gives the paper's
+    ``p(h¹ | v, h²) = σ(vW¹ + W²h² + b¹)``.
+
+    Each RBM starts from ``N(0, 0.01²)`` weights, zero hidden biases and visible biases at the smoothed
+    base-rate logits of its training data, and is trained by SGD (``lr``, ``momentum``) on minibatches
+    of ``batch_size`` in a fresh random order every epoch. Deterministic given ``generator``.
+
+    Args:
+        model: the :class:`~pfzoo.models.DBM` whose parameters are overwritten.
+        data: binary training data ``[N, V]`` on the model's device and dtype.
+        epochs_per_layer: CD epochs for each RBM.
+        batch_size: examples per CD update.
+        lr: SGD learning rate.
+        k: Gibbs sweeps of CD-k.
+        momentum: SGD momentum in [0, 1).
+        generator: random generator on the model's device (initial weights, data order, CD sampling).
+        progress: optional ``callable(done, total)`` called after every epoch, counting epochs over all layers.
+    """
+    _check_dbm(model)
+    model.check_visible(data, "data")
+    if data.shape[0] == 0:
+        raise ValueError(f"data must hold at least one example, got shape {tuple(data.shape)}")
+    check_positive_int(epochs_per_layer, "epochs_per_layer")
+    check_positive_int(batch_size, "batch_size")
+    check_positive_int(k, "k")
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    if not (isinstance(momentum, (int, float)) and 0 <= momentum < 1):
+        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    check_generator(generator, model.device)
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be None or a callable(done, total), got {type(progress).__name__}")
+
+    num_rbms = model.num_layers - 1
+    total = num_rbms * epochs_per_layer
+    inputs = data
+    stack = []
+    for index in range(num_rbms):
+        up = 2 if index == 0 and num_rbms > 1 else 1
+        down = 2 if index == num_rbms - 1 and num_rbms > 1 else 1
+        rbm = _TiedRBM(inputs, model.layer_sizes[index + 1], up=up, down=down, generator=generator)
+        optimizer = torch.optim.SGD(rbm.parameters(), lr=lr, momentum=momentum)
+        for epoch in range(epochs_per_layer):
+            order = torch.randperm(inputs.shape[0], generator=generator, device=inputs.device)
+            for rows in order.split(batch_size):
+                optimizer.zero_grad(set_to_none=True)
+                rbm.cd_loss(inputs[rows], k, generator=generator).backward()
+                optimizer.step()
+            if progress is not None:
+                progress(index * epochs_per_layer + epoch + 1, total)
+        logger.info("pretrained RBM %d/%d (%d → %d units, up ×%d, down ×%d)", index + 1, num_rbms, *rbm.weight.shape, up, down)
+        stack.append(rbm)
+        with torch.no_grad():
+            inputs = rbm.upward_probs(inputs)
+
+    compose_dbm(model, [(rbm.weight, rbm.visible_bias, rbm.hidden_bias) for rbm in stack])
+
+
+@torch.no_grad()
+def compose_dbm(model: DBM, stack: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
+    """Overwrite ``model``'s parameters with the composition of a greedily trained RBM stack (S&H 2009 §3.1).
+
+    ``stack[i] = (weight [n_i, n_{i+1}], visible_bias [n_i], hidden_bias [n_{i+1}])`` is the RBM between
+    layers ``i`` and ``i + 1``, trained with doubled upward input for ``i = 0`` and doubled downward input
+    for ``i = L-1`` (when ``L ≥ 2``), as :func:`pretrain_dbm` does. Then ``W_i`` is copied for the
+    bottom and top RBMs and halved for the middle ones; ``b_0`` is ``stack[0]``'s visible bias, ``b_L``
+    is ``stack[L-1]``'s hidden bias, and each interior ``b_i`` is the mean of ``stack[i-1]``'s hidden bias
+    and ``stack[i]``'s visible bias. So every interior layer's conditional log-odds are the average of the
+    two RBMs' (doubled) inputs, and the DBM's prior over an interior layer is the geometric mean of the
+    two RBMs' priors over it.
+    """
+    _check_dbm(model)
+    num_rbms = model.num_layers - 1
+    if len(stack) != num_rbms:
+        raise ValueError(f"stack must hold {num_rbms} RBMs (one per weight matrix of layer sizes {model.layer_sizes}), got {len(stack)}")
+    for index, (weight, visible_bias, hidden_bias) in enumerate(stack):
+        lower, upper = model.layer_sizes[index], model.layer_sizes[index + 1]
+        shapes = (tuple(weight.shape), tuple(visible_bias.shape), tuple(hidden_bias.shape))
+        if shapes != ((lower, upper), (lower,), (upper,)):
+            raise ValueError(f"stack[{index}] must hold tensors of shapes ({lower}, {upper}), ({lower},), ({upper},); got {shapes}")
+    for index, (weight, _, _) in enumerate(stack):
+        scale = 0.5 if 0 < index < num_rbms - 1 else 1.0
+        model.weights[index].copy_(scale * weight)
+    model.biases[0].copy_(stack[0][1])
+    model.biases[num_rbms].copy_(stack[-1][2])
+    for layer in range(1, num_rbms):
+        model.biases[layer].copy_(0.5 * (stack[layer - 1][2] + stack[layer][1]))
+
+
+class _TiedRBM(nn.Module):
+    """RBM with ``up`` tied copies of its visible layer and ``down`` tied copies of its hidden layer.
+
+    ``E = -Σ_{a,b} v^aᵀ W h^b - b·Σ_a v^a - c·Σ_b h^b`` for ``v^a [n]``, ``h^b [m]``; with all visible
+    copies equal to ``x``, ``p(h^b | x) = σ(up · xW + c)``. Visible states are ``[B, up, n]``.
+    """
+
+    def __init__(self, data: torch.Tensor, num_hidden: int, *, up: int, down: int, generator: torch.Generator | None) -> None:
+        super().__init__()
+        num_visible = data.shape[1]
+        self.up, self.down = up, down
+        weight = torch.randn(num_visible, num_hidden, generator=generator, device=data.device, dtype=data.dtype)
+        self.weight = nn.Parameter(PRETRAIN_INIT_STD * weight)
+        self.visible_bias = nn.Parameter(base_rate_visible_bias(data).to(data.dtype))
+        self.hidden_bias = nn.Parameter(data.new_zeros(num_hidden))
+
+    def free_energy(self, visible_sum: torch.Tensor) -> torch.Tensor:
+        """``F`` of visible copies given their sum ``Σ_a v^a [B, n]`` → ``[B]`` (hidden copies summed out)."""
+        return -visible_sum @ self.visible_bias - self.down * F.softplus(visible_sum @ self.weight + self.hidden_bias).sum(-1)
+
+    def upward_probs(self, x: torch.Tensor) -> torch.Tensor:
+        """``p(h = 1 | all visible copies = x) = σ(up · xW + c)``, ``[B, m]``."""
+        return torch.sigmoid(self.up * (x @ self.weight) + self.hidden_bias)
+
+    def cd_loss(self, x: torch.Tensor, k: int, *, generator: torch.Generator | None) -> torch.Tensor:
+        """CD-k surrogate ``mean F(x, …, x) - mean F(ṽ)`` for ``x [B, n]``, ṽ after k block-Gibbs sweeps from x."""
+        with torch.no_grad():
+            visible_sum = self.up * x
+            for _ in range(k):
+                hidden_probs = torch.sigmoid(visible_sum @ self.weight + self.hidden_bias)
+                hidden_sum = bernoulli(hidden_probs[:, None, :].expand(-1, self.down, -1).contiguous(), generator=generator).sum(1)
+                visible_probs = torch.sigmoid(hidden_sum @ self.weight.T + self.visible_bias)
+                visible_sum = bernoulli(visible_probs[:, None, :].expand(-1, self.up, -1).contiguous(), generator=generator).sum(1)
+        return self.free_energy(self.up * x).mean() - self.free_energy(visible_sum).mean()

@@ -1,0 +1,428 @@
+"""DBM training: the PCD + mean-field objective (S&H 2009 Algorithm 1), greedy pretraining (§3.1), DBM metrics."""
+
+import copy
+import functools
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from pfzoo.data import DataSplits
+from pfzoo.models import DBM, RBM
+from pfzoo.models.rbm import base_rate_visible_bias
+from pfzoo.sampling import bernoulli
+from pfzoo.training import CD, DBMPersistentMeanField, Trainer, compose_dbm, pretrain_dbm, reconstruction_error
+from pfzoo.training.dbm import _TiedRBM
+from pfzoo.training.metrics import pseudo_likelihood_is_affordable
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+
+
+def random_dbm(sizes, seed=0, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    weights = [scale * torch.randn(a, b, generator=g, dtype=torch.float64) for a, b in zip(sizes[:-1], sizes[1:])]
+    biases = [0.5 * torch.randn(n, generator=g, dtype=torch.float64) for n in sizes]
+    return DBM.from_tensors(weights, biases)
+
+
+def structured_dbm(sizes=(6, 4, 3), seed=1, scale=3.0):
+    """Strong random weights with roughly centring biases: data far from independent (≈ 2.6 nats per example)."""
+    g = torch.Generator().manual_seed(seed)
+    weights = [scale * torch.randn(a, b, generator=g, dtype=torch.float64) for a, b in zip(sizes[:-1], sizes[1:])]
+    biases = [-0.5 * weights[0].sum(1), -0.5 * (weights[1].sum(1) + weights[0].sum(0)), -0.5 * weights[1].sum(0)]
+    return DBM.from_tensors(weights, biases)
+
+
+def all_binary_states(n):
+    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)
+
+
+def exact_samples(model, num, seed):
+    """``num`` exact draws of ``v`` from the DBM's marginal, by enumerating all visible states."""
+    states = all_binary_states(model.num_visible)
+    probs = model.log_prob(states).exp()
+    return states[torch.multinomial(probs, num, replacement=True, generator=torch.Generator().manual_seed(seed))]
+
+
+def random_batch(rows, width, seed=1):
+    return torch.bernoulli(torch.full((rows, width), 0.5, dtype=torch.float64), generator=torch.Generator().manual_seed(seed))
+
+
+def base_rate_dbm(sizes, data, seed=2):
+    """The usual starting point: small random weights, visible biases at the data's base-rate logits."""
+    model = DBM(list(sizes), init_std=0.01, generator=torch.Generator().manual_seed(seed)).double()
+    with torch.no_grad():
+        model.biases[0].copy_(base_rate_visible_bias(data))
+    return model
+
+
+def layers_from(model, even_state):
+    """Particle layers: the even layers of ``even_state``, the odd ones at ``p(x_odd = 1 | x_even)``, written out per layer."""
+    layers = [None] * model.num_layers
+    for layer, state in zip(model.even_layers, model.split_even(even_state)):
+        layers[layer] = state
+    for i in model.odd_layers:
+        total = layers[i - 1] @ model.weights[i - 1] + model.biases[i]
+        if i + 1 < model.num_layers:
+            total = total + layers[i + 1] @ model.weights[i].T
+        layers[i] = torch.sigmoid(total)
+    return [layer.detach() for layer in layers]
+
+
+def gradients_of(loss, model):
+    model.zero_grad()
+    loss.backward()
+    return {name: p.grad.clone() for name, p in model.named_parameters()}
+
+
+def mean_log_likelihood(model, data):
+    return model.log_prob(data).mean().item()
+
+
+@pytest.fixture
+def toy():
+    """Random binary data with unequal pixel rates: train [200, 16], test [50, 16]."""
+    g = torch.Generator().manual_seed(0)
+    rates = torch.linspace(0.1, 0.9, 16)
+    return DataSplits("toy", train=torch.bernoulli(rates.expand(200, 16), generator=g), test=torch.bernoulli(rates.expand(50, 16), generator=g))
+
+
+def read_metrics(run_dir):
+    return [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+
+
+# ---- the objective's gradient and particles -------------------------------------------------------
+
+
+@pytest.mark.parametrize("sizes, k", [([6, 4, 3], 1), ([6, 4, 3], 3), ([5, 4, 3, 2], 2), ([5, 3], 1)])
+def test_loss_gradient_is_mean_field_minus_particle_statistics(sizes, k):
+    model, batch = random_dbm(sizes), random_batch(40, sizes[0])
+    objective = DBMPersistentMeanField(k=k, num_chains=30, mean_field_iterations=7)
+    loss = objective.loss(model, batch, generator=torch.Generator().manual_seed(5))
+
+    # The particles: batch rows and uniform even hidden layers, then k odd/even sweeps, replayed by hand.
+    replay = torch.Generator().manual_seed(5)
+    rows = torch.randint(40, (30,), generator=replay)
+    hidden = bernoulli(torch.full((30, model.num_even_units - sizes[0]), 0.5, dtype=torch.float64), generator=replay)
+    even = torch.cat([batch[rows], hidden], 1)
+    with torch.no_grad():
+        for _ in range(k):
+            even = model.draw_even(model.draw_odd(even, generator=replay), generator=replay)
+    assert torch.equal(objective.chains, even)
+
+    data_layers = [batch, *model.mean_field(batch, num_iterations=7)]
+    particles = layers_from(model, even)
+    expected = {}
+    for i in range(len(sizes) - 1):  # -(⟨x_i x_{i+1}ᵀ⟩_{data, q} - ⟨x_i x_{i+1}ᵀ⟩_particles)
+        expected[f"weights.{i}"] = -(data_layers[i].T @ data_layers[i + 1] / 40 - particles[i].T @ particles[i + 1] / 30)
+    for i in range(len(sizes)):
+        expected[f"biases.{i}"] = -(data_layers[i].mean(0) - particles[i].mean(0))
+    actual = gradients_of(loss, model)
+    assert set(actual) == set(expected)
+    for name in expected:
+        torch.testing.assert_close(actual[name], expected[name], rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_positive_phase_uses_the_mean_field_fixed_point():
+    """With enough iterations the positive statistics are those of the converged mean-field posterior."""
+    model, batch = random_dbm([6, 4, 3], scale=0.5), random_batch(20, 6)
+    objective = DBMPersistentMeanField(k=1, num_chains=10, mean_field_iterations=200)
+    gradient = gradients_of(objective.loss(model, batch, generator=torch.Generator().manual_seed(0)), model)
+    mu1, mu2 = model.mean_field(batch, num_iterations=500, tolerance=1e-14)
+    torch.testing.assert_close(mu1, torch.sigmoid(batch @ model.weights[0] + mu2 @ model.weights[1].T + model.biases[1]))  # a fixed point
+    particles = layers_from(model, objective.chains)
+    torch.testing.assert_close(gradient["weights.1"], -(mu1.T @ mu2 / 20 - particles[1].T @ particles[2] / 10), rtol=1e-6, atol=1e-8)
+
+
+def test_objective_is_reproducible_and_depends_on_the_seed():
+    model, batch = random_dbm([6, 4, 3]), random_batch(20, 6)
+    losses = [DBMPersistentMeanField(k=2, num_chains=10).loss(model, batch, generator=torch.Generator().manual_seed(s)).item() for s in (0, 0, 1)]
+    assert losses[0] == losses[1] != losses[2]
+
+
+# ---- learning (exact log-likelihoods by enumeration) ----------------------------------------------
+
+
+def test_training_on_samples_of_a_known_dbm_raises_the_exact_log_likelihood():
+    truth = structured_dbm()
+    data = exact_samples(truth, 500, seed=1)
+    model = base_rate_dbm([6, 4, 3], data)
+    before, target = mean_log_likelihood(model, data), mean_log_likelihood(truth, data)
+    assert target > before + 2.0  # the data are far from independent pixels
+    objective = DBMPersistentMeanField(k=5, num_chains=50, mean_field_iterations=10)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(300):
+        rows = torch.randint(500, (50,), generator=generator)
+        optimizer.zero_grad()
+        objective.loss(model, data[rows], generator=generator).backward()
+        optimizer.step()
+    after = mean_log_likelihood(model, data)
+    assert after > before + 1.0, (before, after, target)
+
+
+# ---- persistence: state_dict and Trainer resume ---------------------------------------------------
+
+
+def test_particles_survive_a_state_dict_round_trip_and_training_continues_identically():
+    data = random_batch(60, 6, seed=3)
+
+    def run(model, objective, generator, steps):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        for step in range(steps):
+            optimizer.zero_grad()
+            objective.loss(model, data[step % 3 * 20 : step % 3 * 20 + 20], generator=generator).backward()
+            optimizer.step()
+
+    model, objective, generator = random_dbm([6, 4, 3]), DBMPersistentMeanField(k=2, num_chains=15), torch.Generator().manual_seed(0)
+    run(model, objective, generator, 4)
+    saved_model, saved_objective = copy.deepcopy(model.state_dict()), copy.deepcopy(objective.state_dict())
+    saved_generator = generator.get_state()
+    assert saved_objective["chains"].shape == (15, 6 + 3)
+    run(model, objective, generator, 4)
+
+    restored_model, restored_objective = random_dbm([6, 4, 3], seed=9), DBMPersistentMeanField(k=2, num_chains=15)
+    restored_model.load_state_dict(saved_model)
+    restored_objective.load_state_dict(saved_objective)
+    restored_generator = torch.Generator()
+    restored_generator.set_state(saved_generator)
+    run(restored_model, restored_objective, restored_generator, 4)
+    assert torch.equal(restored_objective.chains, objective.chains)
+    for name, parameter in model.named_parameters():
+        assert torch.equal(parameter, dict(restored_model.named_parameters())[name]), name
+
+
+def test_trainer_resume_with_pretraining_is_bit_identical_and_does_not_pretrain_again(tmp_path, toy):
+    calls = []
+
+    def counting_pretrain(model, data, *, generator=None):
+        calls.append(data.shape)
+        pretrain_dbm(model, data, epochs_per_layer=2, batch_size=50, lr=0.05, k=1, generator=generator)
+
+    def trainer(run_dir, epochs):
+        objective = DBMPersistentMeanField(k=2, num_chains=20, pretrain=counting_pretrain)
+        return Trainer(objective, functools.partial(torch.optim.SGD, lr=0.05, momentum=0.5), run_dir=run_dir, epochs=epochs, batch_size=50, progress=False)
+
+    def dbm(seed=0):
+        return DBM([16, 6, 4], generator=torch.Generator().manual_seed(seed))
+
+    one_go = dbm()
+    trainer(tmp_path / "one_go", 3).fit(one_go, toy)
+    trainer(tmp_path / "resumed", 2).fit(dbm(), toy)
+    resumed = dbm(seed=1)
+    second = trainer(tmp_path / "resumed", 3)
+    second.fit(resumed, toy, resume=True)
+    assert len(calls) == 2  # once per fresh run, not on resume
+    assert bool(second.objective.pretrained)
+    for name, parameter in one_go.named_parameters():
+        assert torch.equal(parameter, dict(resumed.named_parameters())[name]), name
+
+    def without_timing(records):
+        return [{key: value for key, value in record.items() if key != "seconds"} for record in records]
+
+    assert without_timing(read_metrics(tmp_path / "resumed")) == without_timing(read_metrics(tmp_path / "one_go"))
+
+
+# ---- greedy pretraining ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("up, down", [(2, 1), (1, 2), (1, 1)])
+def test_tied_rbm_cd_is_the_cd_of_the_rbm_with_duplicated_units(up, down):
+    """The modified RBMs of §3.1 are genuine RBMs whose duplicated units share weights: compare with pfzoo's CD-k."""
+    g = torch.Generator().manual_seed(0)
+    x = random_batch(30, 5)
+    tied = _TiedRBM(x, 3, up=up, down=down, generator=g)
+    with torch.no_grad():
+        for parameter in tied.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=g, dtype=torch.float64))
+    loss = tied.cd_loss(x, 2, generator=torch.Generator().manual_seed(7))
+    grads = gradients_of(loss, tied)
+
+    weight = tied.weight.detach().repeat(up, down)
+    reference = RBM.from_tensors(weight, tied.visible_bias.detach().repeat(up), tied.hidden_bias.detach().repeat(down))
+    reference_loss = CD(k=2).loss(reference, x.repeat(1, up), generator=torch.Generator().manual_seed(7))
+    reference_grads = gradients_of(reference_loss, reference)
+    torch.testing.assert_close(loss, reference_loss, rtol=1e-12, atol=1e-12)
+    n, m = tied.weight.shape
+    torch.testing.assert_close(grads["weight"], reference_grads["weight"].reshape(up, n, down, m).sum((0, 2)), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grads["visible_bias"], reference_grads["visible_bias"].reshape(up, n).sum(0), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grads["hidden_bias"], reference_grads["hidden_bias"].reshape(down, m).sum(0), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(tied.upward_probs(x), torch.sigmoid(up * (x @ tied.weight) + tied.hidden_bias))
+
+
+def test_pretraining_a_one_hidden_layer_dbm_is_cd_training_of_an_rbm():
+    data = random_batch(50, 6, seed=4)
+    model = DBM([6, 4]).double()
+    pretrain_dbm(model, data, epochs_per_layer=3, batch_size=20, lr=0.1, k=2, momentum=0.5, generator=torch.Generator().manual_seed(5))
+
+    g = torch.Generator().manual_seed(5)
+    rbm = RBM.from_tensors(0.01 * torch.randn(6, 4, generator=g, dtype=torch.float64), base_rate_visible_bias(data), torch.zeros(4, dtype=torch.float64))
+    optimizer, cd = torch.optim.SGD(rbm.parameters(), lr=0.1, momentum=0.5), CD(k=2)
+    for _ in range(3):
+        for rows in torch.randperm(50, generator=g).split(20):
+            optimizer.zero_grad()
+            cd.loss(rbm, data[rows], generator=g).backward()
+            optimizer.step()
+    torch.testing.assert_close(model.weights[0], rbm.weight, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(model.biases[0], rbm.visible_bias, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(model.biases[1], rbm.hidden_bias, rtol=1e-12, atol=1e-12)
+
+
+def test_composition_keeps_outer_weights_halves_middle_ones_and_averages_interior_biases():
+    g = torch.Generator().manual_seed(0)
+    sizes = [5, 4, 3, 2]
+    stack = [
+        (torch.randn(a, b, generator=g, dtype=torch.float64), torch.randn(a, generator=g, dtype=torch.float64), torch.randn(b, generator=g, dtype=torch.float64))
+        for a, b in zip(sizes[:-1], sizes[1:])
+    ]
+    model = DBM(sizes).double()
+    compose_dbm(model, stack)
+    for index, scale in enumerate([1.0, 0.5, 1.0]):
+        torch.testing.assert_close(model.weights[index], scale * stack[index][0])
+    torch.testing.assert_close(model.biases[0], stack[0][1])
+    torch.testing.assert_close(model.biases[1], (stack[0][2] + stack[1][1]) / 2)
+    torch.testing.assert_close(model.biases[2], (stack[1][2] + stack[2][1]) / 2)
+    torch.testing.assert_close(model.biases[3], stack[2][2])
+    # Two hidden layers: the paper's p(h¹ | v, h²) = σ(vW¹ + W²h² + b¹) is the average of the doubled inputs.
+    two = DBM([5, 4, 3]).double()
+    compose_dbm(two, [stack[0], (stack[1][0], stack[1][1], stack[1][2])])
+    v, h2 = random_batch(8, 5), random_batch(8, 3, seed=2)
+    bottom_logits = 2 * v @ stack[0][0] + stack[0][2]  # p(h¹ | v) of the bottom RBM (doubled visible input)
+    top_logits = 2 * h2 @ stack[1][0].T + stack[1][1]  # p(h¹ | h²) of the top RBM (doubled hidden input)
+    composed = v @ two.weights[0] + h2 @ two.weights[1].T + two.biases[1]
+    torch.testing.assert_close(composed, (bottom_logits + top_logits) / 2)
+
+
+def test_pretraining_beats_base_rate_initialisation_in_exact_log_likelihood():
+    data = exact_samples(structured_dbm(), 500, seed=1)
+    baseline = mean_log_likelihood(base_rate_dbm([6, 4, 3], data), data)
+    model = DBM([6, 4, 3]).double()
+    pretrain_dbm(model, data, epochs_per_layer=10, batch_size=50, lr=0.05, k=1, generator=torch.Generator().manual_seed(4))
+    assert mean_log_likelihood(model, data) > baseline + 0.5
+
+
+def test_pretraining_is_deterministic_given_the_generator_and_reports_progress():
+    data = random_batch(40, 6, seed=6)
+    progress = []
+
+    def pretrained(seed, report=None):
+        model = DBM([6, 4, 3, 2]).double()
+        pretrain_dbm(model, data, epochs_per_layer=2, batch_size=16, lr=0.05, k=1, generator=torch.Generator().manual_seed(seed), progress=report)
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    first = pretrained(0, lambda done, total: progress.append((done, total)))
+    assert torch.equal(first, pretrained(0)) and not torch.equal(first, pretrained(1))
+    assert progress == [(i, 6) for i in range(1, 7)]
+
+
+# ---- DBM metrics in the Trainer -------------------------------------------------------------------
+
+
+def test_dbm_reconstruction_error_goes_through_the_first_mean_field_layer():
+    model, v = random_dbm([6, 4, 3]), random_batch(30, 6)
+    mu1 = model.mean_field(v, num_iterations=10)[0]
+    expected = (v - torch.sigmoid(mu1 @ model.weights[0].T + model.biases[0])).pow(2).mean().item()
+    assert reconstruction_error(model, v) == pytest.approx(expected, rel=1e-12)
+    single = random_dbm([6, 4])  # one hidden layer: exactly the RBM's reconstruction error
+    rbm = RBM.from_tensors(single.weights[0].detach(), single.biases[0].detach(), single.biases[1].detach())
+    assert reconstruction_error(single, v) == pytest.approx(reconstruction_error(rbm, v), rel=1e-12)
+    with pytest.raises(ValueError, match="v must be binary"):
+        reconstruction_error(model, torch.full((3, 6), 0.5, dtype=torch.float64))
+
+
+def test_pseudo_likelihood_only_where_the_free_energy_is_cheap():
+    assert pseudo_likelihood_is_affordable(RBM(6, 30))
+    assert pseudo_likelihood_is_affordable(DBM([6, 30, 10]))  # 2^10 terms per free energy
+    assert not pseudo_likelihood_is_affordable(DBM([6, 3, 11]))  # 2^11: too slow for a per-epoch metric
+    assert not pseudo_likelihood_is_affordable(DBM([6, 3, 4], max_enumeration_units=3))  # beyond the model's own limit
+
+    class NoExactFreeEnergy(RBM):
+        free_energy_cost = None
+
+    assert not pseudo_likelihood_is_affordable(NoExactFreeEnergy(6, 3))
+
+
+@pytest.mark.parametrize("sizes, has_pll", [([16, 6, 4], True), ([16, 3, 11], False)])
+def test_trainer_logs_dbm_metrics(tmp_path, toy, sizes, has_pll):
+    model = DBM(sizes, generator=torch.Generator().manual_seed(0))
+    final = Trainer(DBMPersistentMeanField(k=1, num_chains=10), run_dir=tmp_path, epochs=1, batch_size=50, progress=False).fit(model, toy)
+    keys = {"epoch", "loss", "seconds", "train_reconstruction_error", "test_reconstruction_error"}
+    if has_pll:
+        keys |= {"train_pseudo_log_likelihood", "test_pseudo_log_likelihood"}
+    assert set(final) == keys
+    assert final["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, toy.test), rel=1e-6)
+
+
+def test_dbm_pcd_config_instantiates_and_trains(tmp_path, toy):
+    cfg = OmegaConf.create({"seed": 3, "trainer": OmegaConf.load(CONF / "dbm_pcd.yaml")})
+    cfg.trainer.objective.pretrain.epochs_per_layer = 1
+    trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), epochs=1, progress=False)
+    objective = trainer.objective
+    assert type(objective) is DBMPersistentMeanField and objective.k == 5 and objective.num_chains == 100
+    assert isinstance(objective.pretrain, functools.partial) and objective.pretrain.func is pretrain_dbm
+    assert trainer.seed == 3
+    model = DBM([16, 6, 4], generator=torch.Generator().manual_seed(0))
+    initial = model.weights[1].detach().clone()
+    final = trainer.fit(model, toy)
+    assert bool(objective.pretrained) and final["epoch"] == 1
+    assert (model.weights[1] - initial).abs().max() > 0.01
+
+
+# ---- input validation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [dict(k=0), dict(num_chains=0), dict(mean_field_iterations=0), dict(k=1.5), dict(pretrain="yes")])
+def test_objective_arguments_are_validated(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        DBMPersistentMeanField(**bad)
+
+
+def test_objective_inputs_are_validated():
+    model, objective = random_dbm([6, 4, 3]), DBMPersistentMeanField(num_chains=5)
+    with pytest.raises(ValueError, match="model must be a pfzoo.models.DBM"):
+        objective.loss(RBM(6, 4), random_batch(4, 6).float())
+    with pytest.raises(ValueError, match="batch must be binary"):
+        objective.loss(model, torch.full((4, 6), 0.5, dtype=torch.float64))
+    with pytest.raises(ValueError, match="batch must have 6 columns"):
+        objective.loss(model, random_batch(4, 5))
+    objective.loss(model, random_batch(4, 6))
+    with pytest.raises(ValueError, match="persistent chains have 9 even units"):
+        objective.loss(random_dbm([6, 4, 5]), random_batch(4, 6))
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(epochs_per_layer=0), "epochs_per_layer"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(k=0), "k must"),
+        (dict(lr=0.0), "lr"),
+        (dict(lr=float("nan")), "lr"),
+        (dict(momentum=1.0), "momentum"),
+        (dict(progress="bar"), "progress"),
+    ],
+)
+def test_pretrain_arguments_are_validated(bad, match):
+    arguments = dict(epochs_per_layer=1, batch_size=10, lr=0.05, k=1) | bad
+    with pytest.raises(ValueError, match=match):
+        pretrain_dbm(random_dbm([6, 4, 3]), random_batch(10, 6), **arguments)
+
+
+def test_pretrain_inputs_are_validated():
+    with pytest.raises(ValueError, match="model must be a pfzoo.models.DBM"):
+        pretrain_dbm(RBM(6, 4), random_batch(10, 6).float())
+    with pytest.raises(ValueError, match="data must be binary"):
+        pretrain_dbm(random_dbm([6, 4, 3]), torch.full((10, 6), 0.5, dtype=torch.float64))
+    with pytest.raises(ValueError, match="data must hold at least one example"):
+        pretrain_dbm(random_dbm([6, 4, 3]), torch.zeros(0, 6, dtype=torch.float64))
+    with pytest.raises(ValueError, match="stack must hold 2 RBMs"):
+        compose_dbm(random_dbm([6, 4, 3]), [])
+    with pytest.raises(ValueError, match=r"stack\[1\] must hold tensors"):
+        compose_dbm(DBM([6, 4, 3]), [(torch.zeros(6, 4), torch.zeros(6), torch.zeros(4)), (torch.zeros(4, 2), torch.zeros(4), torch.zeros(2))])

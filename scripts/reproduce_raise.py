@@ -53,7 +53,7 @@ MODELS: dict[str, dict] = {
     "cd1-500": {"label": "CD1(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=cd", "trainer.objective.k=1", *SGD, "trainer.epochs=60"]},
     "pcd-500": {"label": "PCD(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=pcd", "trainer.objective.k=1", *SGD, "trainer.epochs=60"]},
     "cd25-500": {"label": "CD25(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=cd", "trainer.objective.k=25", *SGD, "trainer.epochs=30"]},
-    "dbm-500-1000": {"label": "DBM (500–1000)", "overrides": ["model=dbm", "model.hidden_sizes=[500,1000]", "trainer=dbm_pcd", "trainer.epochs=30"]},
+    "dbm-500-1000": {"label": "DBM (500–1000)", "overrides": ["model=dbm", "model.hidden_sizes=[500,1000]", "trainer=dbm_pcd", "trainer.objective.pretrain.epochs_per_layer=20", "trainer.epochs=20"]},
     "dbn-500-1000": {"label": "DBN (500–1000)", "overrides": ["model=dbn", "model.hidden_sizes=[500,1000]", "trainer=cd", *SGD, "trainer.epochs=30"]},
 }
 """Hydra overrides of ``scripts/train.py`` per model (after :data:`COMMON_TRAINING`); DBN epochs count per layer."""

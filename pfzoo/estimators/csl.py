@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.nn import functional as F
 
 from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate, ProgressCallback, sample_stderr
 from pfzoo.logmath import summarize_log_weights
@@ -30,7 +31,7 @@ class CSL(Estimator):
     ``p(v | h)``, with the delta-method error over chains.
 
     Models provide ``hidden_chain(initial_visible, *, generator)`` (an endless iterator of ``[C, H1]``
-    states) and ``log_prob_visible_given_hidden(v, hidden) -> [B, S]``: RBM, DBM and DBN do.
+    states) and ``visible_logits(hidden) -> [S, V]``, the logits of ``p(v = 1 | h¹)``: RBM, DBM and DBN do.
 
     Args:
         num_chains: C, independent chains (≥ 2).
@@ -73,12 +74,15 @@ class CSL(Estimator):
             next(chain)
         # Running log Σ_s p(v_b | h_{c,s}) per example b and chain c, float64 [B, C].
         log_sums = torch.full((data.shape[0], self.num_chains), -math.inf, dtype=torch.float64, device=model.device)
+        data64 = data.double()
         total = self.samples_per_chain * self.thin
         report_every = max(1, total // _PROGRESS_UPDATES)
         for sweep in range(1, total + 1):
             hidden = next(chain)
             if sweep % self.thin == 0:
-                log_sums = torch.logaddexp(log_sums, model.log_prob_visible_given_hidden(data, hidden))
+                logits = model.visible_logits(hidden).double()  # [C, V]
+                log_prob = torch.addmm(-F.softplus(logits).sum(-1), data64, logits.T)  # log p(v_b | h_c) [B, C]
+                log_sums = torch.logaddexp(log_sums, log_prob)
             if progress is not None and (sweep % report_every == 0 or sweep == total):
                 progress(sweep, total)
         chain_estimates = log_sums - math.log(self.samples_per_chain)

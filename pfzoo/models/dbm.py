@@ -279,8 +279,12 @@ class DBM(EnergyModel):
         """``log p(v_b | h¹_s)`` for every pair: ``v [B, V]``, first hidden layer ``hidden [S, H1]`` → float64 ``[B, S]``."""
         self.check_visible(v)
         check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device)
-        logits = (hidden @ self.weights[0].T + self.biases[0]).double()
+        logits = self.visible_logits(hidden).double()
         return v.double() @ logits.T - F.softplus(logits).sum(-1)
+
+    def visible_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits ``W_0 h¹ + b_0`` of ``p(v = 1 | h¹)`` for first-hidden-layer states ``[S, H1]`` → ``[S, V]``. Not validated."""
+        return hidden @ self.weights[0].T + self.biases[0]
 
     @torch.no_grad()
     def hidden_chain(self, initial_visible: torch.Tensor, *, generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:

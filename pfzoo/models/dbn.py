@@ -306,8 +306,12 @@ class DBN(EnergyModel):
         self.check_visible(v)
         check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device)
         with torch.no_grad():
-            logits = self.generative_logits(0, hidden).double()
+            logits = self.visible_logits(hidden).double()
             return v.double() @ logits.T - F.softplus(logits).sum(-1)[None, :]
+
+    def visible_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits of ``p(v = 1 | h¹)`` for first-hidden-layer states ``[S, H1]`` → ``[S, V]``. Not validated."""
+        return self.generative_logits(0, hidden)
 
     def hidden_chain(self, initial_visible: torch.Tensor, *, generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
         """An infinite iterator of first-hidden-layer samples ``h¹ [C, H1]``, for the CSL estimator.

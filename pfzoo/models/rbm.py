@@ -136,8 +136,12 @@ class RBM(BipartiteModel):
         """
         self.check_visible(v)
         self.check_hidden(hidden, "hidden")
-        logits = (hidden @ self.weight.T + self.visible_bias).double()
+        logits = self.visible_logits(hidden).double()
         return v.double() @ logits.T - F.softplus(logits).sum(-1)
+
+    def visible_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits ``W h + b`` of ``p(v = 1 | h)`` for ``hidden [S, H]`` → ``[S, V]``. Not validated."""
+        return hidden @ self.weight.T + self.visible_bias
 
     @torch.no_grad()
     def hidden_chain(self, initial_visible: torch.Tensor, *, generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:

@@ -10,7 +10,7 @@ import itertools
 import pytest
 import torch
 
-from pfzoo.estimators import CSL, RAISE, BoundKind
+from pfzoo.estimators import AIS, CSL, RAISE, BoundKind, Bracket
 from pfzoo.models import DBM, DBN, RBM
 
 Z_LIMIT = 4.5  # |z| bound for each of a few dozen per-example comparisons
@@ -170,6 +170,18 @@ def test_dbm_control_variates_use_importance_estimates():
     assert torch.isfinite(torch.tensor(estimate.mean)) and estimate.stderr > 0
 
 
+def test_bracket_flags_uniform_ais_that_misses_modes():
+    """A peaked RBM, short anneals from the uniform base: AIS overshoots and the bracket says so."""
+    model = random_rbm(20, 10, seed=6, scale=8.0)
+    data = biased_data(20, 6)
+    bracket = Bracket(upper=AIS(20, 10, base="uniform"), lower=RAISE(5, 10, base="uniform"), gap_threshold=1.0)
+    estimate = bracket.log_likelihood(model, data[:40], generator=torch.Generator().manual_seed(0))
+    exact = model.log_prob(data[:40]).mean().item()
+    assert estimate.upper.mean > exact > estimate.lower.mean
+    assert estimate.gap == pytest.approx(estimate.upper.mean - estimate.lower.mean)
+    assert estimate.warning is not None and "inaccurate" in estimate.warning
+
+
 def test_same_seed_same_weights():
     model = random_rbm(6, 4, seed=2)
     data = biased_data(6, 2, num_examples=10)
@@ -201,6 +213,9 @@ def test_csl_converges_to_the_truth_from_below_with_many_samples():
         (lambda: CSL(num_chains=1), ValueError, "num_chains"),
         (lambda: CSL(burn_in=-1), ValueError, "burn_in"),
         (lambda: CSL()(random_rbm(3, 2, 0)), TypeError, "log-likelihoods"),
+        (lambda: Bracket(gap_threshold=0), ValueError, "gap_threshold"),
+        (lambda: Bracket(upper=torch.nn.Linear(2, 2)), ValueError, "upper"),
+        (lambda: Bracket()(random_rbm(3, 2, 0)), TypeError, "log-likelihood"),
     ],
 )
 def test_bad_arguments_raise(call, error, message):

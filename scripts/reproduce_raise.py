@@ -28,7 +28,6 @@ import argparse
 import datetime
 import json
 import shlex
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -46,13 +45,14 @@ from run_report import REPO, default_data_root, load_average, machine_descriptio
 
 COMMON_TRAINING = ["dataset=binarized_mnist", "seed=0", "trainer.progress=false", "trainer.checkpoint_every=5"]
 SGD = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.9", "trainer.weight_decay=0.0002"]
+PCD_SGD = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.5", "trainer.weight_decay=0.0002"]  # momentum 0.9 made PCD oscillate
 
 MODELS: dict[str, dict] = {
     "cd1-20": {"label": "CD1(20)", "overrides": ["model=rbm", "model.num_hidden=20", "trainer=cd", "trainer.objective.k=1", *SGD, "trainer.epochs=50"]},
-    "pcd-20": {"label": "PCD(20)", "overrides": ["model=rbm", "model.num_hidden=20", "trainer=pcd", "trainer.objective.k=1", *SGD, "trainer.epochs=50"]},
+    "pcd-20": {"label": "PCD(20)", "overrides": ["model=rbm", "model.num_hidden=20", "trainer=pcd", "trainer.objective.k=1", *PCD_SGD, "trainer.epochs=50"]},
     "cd1-500": {"label": "CD1(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=cd", "trainer.objective.k=1", *SGD, "trainer.epochs=60"]},
-    "pcd-500": {"label": "PCD(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=pcd", "trainer.objective.k=1", *SGD, "trainer.epochs=60"]},
-    "cd25-500": {"label": "CD25(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=cd", "trainer.objective.k=25", *SGD, "trainer.epochs=30"]},
+    "pcd-500": {"label": "PCD(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=pcd", "trainer.objective.k=1", *PCD_SGD, "trainer.epochs=60"]},
+    "cd25-500": {"label": "CD25(500)", "overrides": ["model=rbm", "model.num_hidden=500", "trainer=cd", "trainer.objective.k=25", *SGD, "trainer.epochs=15"]},
     "dbm-500-1000": {"label": "DBM (500–1000)", "overrides": ["model=dbm", "model.hidden_sizes=[500,1000]", "trainer=dbm_pcd", "trainer.objective.pretrain.epochs_per_layer=20", "trainer.epochs=20"]},
     "dbn-500-1000": {"label": "DBN (500–1000)", "overrides": ["model=dbn", "model.hidden_sizes=[500,1000]", "trainer=cd", *SGD, "trainer.epochs=30"]},
 }
@@ -61,8 +61,10 @@ MODELS: dict[str, dict] = {
 
 def training_overrides(name: str, quick: bool) -> list[str]:
     overrides = COMMON_TRAINING + MODELS[name]["overrides"]
-    if quick:
-        overrides = [o for o in overrides if not o.startswith("trainer.epochs=")] + ["trainer.epochs=1"]
+    if quick:  # a smoke run of the pipeline: tiny layers, one epoch
+        replacements = {"trainer.epochs": "1", "trainer.objective.pretrain.epochs_per_layer": "1",
+                        "model.num_hidden": "10", "model.hidden_sizes": "[10,10]"}
+        overrides = [o.split("=")[0] + "=" + replacements[o.split("=")[0]] if o.split("=")[0] in replacements else o for o in overrides]
     return overrides
 
 
@@ -97,12 +99,16 @@ def measure(model, data, settings: dict, generator: torch.Generator, log) -> dic
         log(f"  {'exact':<18} {exact:10.3f}")
     record("csl", lambda: CSL(settings["csl_chains"], settings["csl_samples"], burn_in=settings["csl_burn_in"]).log_likelihood(
         model, test, base_data=train, generator=generator))
-    for base in ("uniform", "base_rate"):
-        raise_estimator = RAISE(settings["raise_chains"], settings["steps"], base=base, num_examples=settings["raise_examples"])
-        record(f"raise_{base}", lambda: raise_estimator.log_likelihood(model, test, base_data=train, generator=generator))
-    for base in ("uniform", "base_rate"):
-        ais = AIS(settings["ais_chains"], settings["steps"], base=base, posterior_samples=settings["posterior_samples"])
-        record(f"ais_{base}", lambda: ais.log_likelihood(model, test, base_data=train, generator=generator))
+    step_counts = [settings["steps"]] + ([settings["long_steps"]] if "exact" in rows and settings["long_steps"] else [])
+    for steps in step_counts:
+        suffix = "" if steps == settings["steps"] else f"@{steps}"
+        for base in ("uniform", "base_rate"):
+            examples = settings["raise_examples"] if steps == settings["steps"] else settings["long_raise_examples"]
+            raise_estimator = RAISE(settings["raise_chains"], steps, base=base, num_examples=examples)
+            record(f"raise_{base}{suffix}", lambda: raise_estimator.log_likelihood(model, test, base_data=train, generator=generator))
+        for base in ("uniform", "base_rate"):
+            ais = AIS(settings["ais_chains"], steps, base=base, posterior_samples=settings["posterior_samples"])
+            record(f"ais_{base}{suffix}", lambda: ais.log_likelihood(model, test, base_data=train, generator=generator))
     return rows
 
 
@@ -115,25 +121,30 @@ def format_table(results: dict, settings: dict) -> str:
         "| model | " + " | ".join(title for _, title in COLUMNS) + " |",
         "|---|" + "---:|" * len(COLUMNS),
     ]
-    for name in (n for n in MODELS if n in results["models"]):
-        entry = results["models"][name]
-        cells = []
-        for key, _ in COLUMNS:
-            row = entry["estimates"].get(key)
-            if row is None:
-                cells.append("—")
-            elif key == "exact":
-                cells.append(f"{row['mean']:.2f}")
-            else:
-                cells.append(f"{row['mean']:.2f} ± {row['stderr']:.2f}")
-        lines.append(f"| {MODELS[name]['label']} | " + " | ".join(cells) + " |")
     s = settings
+    for name in (n for n in MODELS if n in results["models"]):
+        estimates = results["models"][name]["estimates"]
+        for steps in (s["steps"], s["long_steps"]):
+            suffix = "" if steps == s["steps"] else f"@{steps}"
+            if suffix and f"ais_base_rate{suffix}" not in estimates:
+                continue
+            cells = []
+            for key, _ in COLUMNS:
+                row = estimates.get(key if key in ("exact", "csl") else key + suffix)
+                if row is None:
+                    cells.append("—")
+                elif key == "exact":
+                    cells.append(f"{row['mean']:.2f}")
+                else:
+                    cells.append(f"{row['mean']:.2f} ± {row['stderr']:.2f}")
+            lines.append(f"| {MODELS[name]['label']}, K = {steps:,} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"Mean test log-likelihood (nats) on the 10,000 binarized-MNIST test digits. K = {s['steps']:,} intermediate "
-        f"distributions (linear β) for RAISE and AIS. AIS: {s['ais_chains']} chains; for the DBM and DBN log f(v) by "
+        f"Mean test log-likelihood (nats) on the 10,000 binarized-MNIST test digits. K intermediate distributions "
+        f"(linear β) for RAISE and AIS; models with exact values are also run at K = {s['long_steps']:,}. AIS: {s['ais_chains']} chains; for the DBM and DBN log f(v) by "
         f"importance sampling with {s['posterior_samples']} mean-field / recognition proposals per digit. RAISE: "
-        f"{s['raise_chains']} reverse chains for each of {s['raise_examples']} random test digits, full-set mean by control "
+        f"{s['raise_chains']} reverse chains for each of {s['raise_examples']} random test digits ({s['long_raise_examples']} at the "
+        f"long K), full-set mean by control "
         f"variates (§4). CSL: {s['csl_chains']} chains × {s['csl_samples']} samples after {s['csl_burn_in']} burn-in sweeps, "
         f"started at training digits. ± is each estimator's own standard error (not the test-set sampling error). "
         f"AIS is biased upward (log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds.",
@@ -142,17 +153,16 @@ def format_table(results: dict, settings: dict) -> str:
 
 
 def export_to_zoo(name: str, checkpoint: Path, entry: dict, zoo_dir: Path, settings: dict) -> Path:
-    """Copy the checkpoint into the zoo and write its model card from the measured numbers."""
+    """Save the trained model (with its training config) into the zoo and write its model card from the measured numbers."""
     model = zoo.load(checkpoint)
     family = model.registry_name
     folder = zoo_dir / (f"{family}-binarized_mnist" if family in ("dbm", "dbn") else f"{family}-binarized_mnist-{name}")
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(checkpoint, folder / "checkpoint.pt")
+    zoo.save(folder / "checkpoint.pt", model, config=zoo.load_checkpoint(checkpoint)["config"])  # no optimiser state or chains
     overrides = " ".join(shlex.quote(o) for o in training_overrides(name, quick=False))
     rows = "\n".join(
-        f"| {title} | {entry['estimates'][key]['mean']:.2f}"
-        + ("" if key == "exact" else f" ± {entry['estimates'][key]['stderr']:.2f}") + " |"
-        for key, title in COLUMNS if key in entry["estimates"]
+        f"| {key.replace('_', ' ').replace('@', ', K = ')} | {row['mean']:.2f}" + ("" if key == "exact" else f" ± {row['stderr']:.2f}") + " |"
+        for key, row in entry["estimates"].items()
     )
     card = f"""# {family}-binarized_mnist ({MODELS[name]['label']})
 
@@ -186,10 +196,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=REPO / "estimators" / "raise")
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--steps", type=int, default=10_000, help="K, intermediate distributions of RAISE and AIS")
+    parser.add_argument("--long-steps", type=int, default=100_000, help="a second K for models with exact values (0 = none)")
     parser.add_argument("--ais-chains", type=int, default=100)
     parser.add_argument("--posterior-samples", type=int, default=100)
     parser.add_argument("--raise-chains", type=int, default=10)
-    parser.add_argument("--raise-examples", type=int, default=100)
+    parser.add_argument("--raise-examples", type=int, default=50)
+    parser.add_argument("--long-raise-examples", type=int, default=20, help="RAISE's test subset at --long-steps")
     parser.add_argument("--csl-chains", type=int, default=10)
     parser.add_argument("--csl-samples", type=int, default=1000)
     parser.add_argument("--csl-burn-in", type=int, default=100)
@@ -203,12 +215,12 @@ def main(argv: list[str] | None = None) -> None:
     if not (data_root / "binarized_mnist").is_dir():
         parser.error(f"{data_root}/binarized_mnist is missing; pass --data-root or set PFZOO_DATA")
     settings = {
-        "steps": args.steps, "ais_chains": args.ais_chains, "posterior_samples": args.posterior_samples,
-        "raise_chains": args.raise_chains, "raise_examples": args.raise_examples, "csl_chains": args.csl_chains,
+        "steps": args.steps, "long_steps": args.long_steps, "ais_chains": args.ais_chains, "posterior_samples": args.posterior_samples,
+        "raise_chains": args.raise_chains, "raise_examples": args.raise_examples, "long_raise_examples": args.long_raise_examples, "csl_chains": args.csl_chains,
         "csl_samples": args.csl_samples, "csl_burn_in": args.csl_burn_in,
     }
     if args.quick:
-        settings.update(steps=100, ais_chains=10, posterior_samples=5, raise_chains=2, raise_examples=10, csl_samples=20, csl_burn_in=5)
+        settings.update(steps=100, long_steps=200, ais_chains=10, posterior_samples=5, raise_chains=2, raise_examples=10, long_raise_examples=5, csl_samples=20, csl_burn_in=5)
     data = binarized_mnist(data_root)
     args.output.mkdir(parents=True, exist_ok=True)
     results_file = args.output / "results.json"

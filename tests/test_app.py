@@ -162,3 +162,20 @@ def test_continuous_model_trains_by_maximum_likelihood_and_evaluates_with_hais(t
     assert report["model"] == "ica" and report["num_test"] == 1000
     assert abs(report["log_z"] - report["exact_log_z"]) <= 3 * report["log_z_stderr"]
     assert report["exact_test_log_likelihood"] > -36 * 1.5  # better than a unit Gaussian on whitened data (≈ −51)
+
+
+@pytest.mark.parametrize("family, trainer", [("dbm", "dbm_pcd"), ("dbn", "cd")])
+def test_deep_models_train_and_evaluate_against_exact_values(tmp_path, family, trainer):
+    overrides = [f"run_dir={tmp_path}", f"model={family}", "model.hidden_sizes=[10,6]", f"trainer={trainer}",
+                 "trainer.epochs=2", "trainer.progress=false"]
+    if family == "dbm":
+        overrides.append("trainer.objective.pretrain.epochs_per_layer=2")
+    result = app.train(composed("train", overrides))
+    model = zoo.load(result["checkpoint"])
+    assert model.registry_name == family and model.layer_sizes == [64, 10, 6]
+    for estimator in ("ais", "raise"):
+        cfg = composed("evaluate", [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path}", "progress=false",
+                                    f"estimator={estimator}", "estimator.num_steps=2000", "num_test=100"])
+        report = app.evaluate(cfg)
+        exact = report["exact_test_log_likelihood"]
+        assert abs(report["test_log_likelihood"] - exact) <= 3 * report["test_log_likelihood_stderr"] + 0.05, (estimator, report)

@@ -242,6 +242,10 @@ def main(argv: list[str] | None = None) -> None:
             "trained_on": f"{datetime.date.today().isoformat()}, {machine_description()}",
             "load_average": load_average(),
         }
+        # Another run (other --models) may have written meanwhile: keep its models.
+        latest = json.loads(results_file.read_text()) if results_file.is_file() and not args.quick else {}
+        if latest.get("settings") == settings:
+            results["models"] = {**latest["models"], name: results["models"][name]}
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         if args.export_zoo is not None:
             folder = export_to_zoo(name, checkpoint, results["models"][name], args.export_zoo, settings)

@@ -67,3 +67,26 @@ def check_beta(beta: float, name: str = "beta") -> float:
     if not 0.0 <= beta <= 1.0:
         raise ValueError(f"{name} must lie in [0, 1], got {beta}")
     return beta
+
+
+def check_layer_sizes(
+    layer_sizes, num_visible: int | None, hidden_sizes, *, min_layers: int
+) -> list[int]:
+    """``[V, H1, …]`` from ``layer_sizes``, or from ``num_visible`` and ``hidden_sizes`` (how the app builds
+    layered models, V coming from the data set); at least ``min_layers`` positive sizes."""
+    if layer_sizes is None:
+        if num_visible is None or hidden_sizes is None:
+            raise ValueError("layer_sizes is required (or num_visible together with hidden_sizes)")
+        layer_sizes = [num_visible, *hidden_sizes]
+    else:
+        if hidden_sizes is not None:
+            raise ValueError("give either layer_sizes or num_visible with hidden_sizes, not both")
+        layer_sizes = list(layer_sizes)
+        if num_visible is not None and layer_sizes and layer_sizes[0] != num_visible:
+            raise ValueError(f"num_visible={num_visible!r} disagrees with layer_sizes[0]={layer_sizes[0]!r}")
+    if len(layer_sizes) < min_layers:
+        words = {2: "two", 3: "three"}
+        raise ValueError(f"layer_sizes must list at least {words.get(min_layers, min_layers)} layers [V, H1, ...], got {layer_sizes}")
+    for index, size in enumerate(layer_sizes):
+        check_positive_int(size, f"layer_sizes[{index}]")
+    return [int(size) for size in layer_sizes]

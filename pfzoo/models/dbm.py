@@ -13,7 +13,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_binary, check_generator, check_positive_int
+from pfzoo.validation import check_binary, check_generator, check_layer_sizes, check_positive_int
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
 DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
@@ -54,11 +54,7 @@ class DBM(EnergyModel):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        layer_sizes = resolve_layer_sizes(layer_sizes, num_visible, hidden_sizes)
-        if len(layer_sizes) < 2:
-            raise ValueError(f"layer_sizes must list at least two layers [V, H1, ...], got {layer_sizes}")
-        for index, size in enumerate(layer_sizes):
-            check_positive_int(size, f"layer_sizes[{index}]")
+        layer_sizes = check_layer_sizes(layer_sizes, num_visible, hidden_sizes, min_layers=2)
         if init_std < 0:
             raise ValueError(f"init_std must be non-negative, got {init_std}")
         self.layer_sizes = [int(size) for size in layer_sizes]
@@ -416,17 +412,6 @@ def _interleave(even: list[torch.Tensor], odd: list[torch.Tensor]) -> list[torch
     for index in range(len(even) + len(odd)):
         layers.append(even[index // 2] if index % 2 == 0 else odd[index // 2])
     return layers
-
-
-def resolve_layer_sizes(layer_sizes: list[int] | None, num_visible: int | None, hidden_sizes: list[int] | None) -> list[int]:
-    """``layer_sizes``, or ``[num_visible, *hidden_sizes]`` when those are given instead (exactly one form)."""
-    if layer_sizes is not None:
-        if num_visible is not None or hidden_sizes is not None:
-            raise ValueError("give either layer_sizes or num_visible with hidden_sizes, not both")
-        return list(layer_sizes)
-    if num_visible is None or hidden_sizes is None:
-        raise ValueError("layer_sizes is required (or num_visible together with hidden_sizes)")
-    return [num_visible, *hidden_sizes]
 
 
 class _RBMView(RBM):

@@ -13,7 +13,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_binary, check_generator, check_positive_int
+from pfzoo.validation import check_binary, check_generator, check_layer_sizes, check_positive_int
 
 
 @register_model("dbn")
@@ -63,7 +63,7 @@ class DBN(EnergyModel):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        layer_sizes = _resolve_layer_sizes(layer_sizes, num_visible, hidden_sizes)
+        layer_sizes = check_layer_sizes(layer_sizes, num_visible, hidden_sizes, min_layers=3)
         if init_std < 0:
             raise ValueError(f"init_std must be non-negative, got {init_std}")
         self.layer_sizes = layer_sizes
@@ -432,25 +432,6 @@ class DBN(EnergyModel):
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:
         """Set the bottom RBM's visible biases (the generative biases of ``v``) to the base-rate logits of ``data [N, V]``."""
         self.rbms[0].init_from_data(self.check_visible(data, "data"), smoothing=smoothing)
-
-
-def _resolve_layer_sizes(layer_sizes, num_visible, hidden_sizes) -> list[int]:
-    """``[V, H1, …, HL]`` from either ``layer_sizes`` or ``num_visible`` + ``hidden_sizes``, validated."""
-    if layer_sizes is None:
-        if num_visible is None or hidden_sizes is None:
-            raise ValueError("give layer_sizes=[V, H1, ..., HL], or num_visible=V and hidden_sizes=[H1, ..., HL]")
-        layer_sizes = [num_visible] + list(hidden_sizes)
-    else:
-        if hidden_sizes is not None:
-            raise ValueError("give either layer_sizes or hidden_sizes, not both")
-        layer_sizes = list(layer_sizes)
-        if num_visible is not None and layer_sizes and layer_sizes[0] != num_visible:
-            raise ValueError(f"num_visible={num_visible!r} disagrees with layer_sizes[0]={layer_sizes[0]!r}")
-    if len(layer_sizes) < 3:
-        raise ValueError(f"layer_sizes must list at least three layers [V, H1, H2, ...] (L ≥ 2), got {layer_sizes}")
-    for index, size in enumerate(layer_sizes):
-        check_positive_int(size, f"layer_sizes[{index}]")
-    return [int(size) for size in layer_sizes]
 
 
 def _bernoulli_logit_log_prob(x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:

@@ -35,10 +35,19 @@ def block_gibbs_step(
 def run_gibbs(
     visible: torch.Tensor, target, num_steps: int, *, beta: float = 1.0, generator: torch.Generator | None = None
 ) -> tuple[GibbsState, GibbsInfo]:
-    """``num_steps`` ≥ 1 sweeps of :func:`block_gibbs_step` starting from ``visible [N, V]``."""
+    """``num_steps`` ≥ 1 sweeps of :func:`block_gibbs_step` starting from ``visible [N, V]``.
+
+    Fully visible models (those with ``gibbs_sweep``, e.g. :class:`~pfzoo.models.Ising`) take their own
+    single-site block sweeps instead; ``hidden`` is then empty.
+    """
     if num_steps < 1:
         raise ValueError(f"num_steps must be at least 1, got {num_steps}")
     state = GibbsState(visible, visible.new_empty(0))
+    if callable(getattr(target, "gibbs_sweep", None)):
+        blocks = target.gibbs_blocks()
+        for _ in range(num_steps):
+            state = GibbsState(target.gibbs_sweep(state.visible, beta=beta, generator=generator, blocks=blocks), state.hidden)
+        return state, GibbsInfo()
     for _ in range(num_steps):
         state, info = block_gibbs_step(state, target, beta=beta, generator=generator)
     return state, info

@@ -6,7 +6,9 @@ from pfzoo.models.dbm import DBM
 from pfzoo.models.dbn import DBN
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.models.gaussian_rbm import GaussianBernoulliRBM
+from pfzoo.models.hopfield import Hopfield
 from pfzoo.models.ica import ICA
+from pfzoo.models.ising import Ising
 from pfzoo.models.poe import ProductOfExperts
 from pfzoo.models.rbm import RBM
 from pfzoo.models.registry import model_class, register_model, registered_models
@@ -18,7 +20,9 @@ __all__ = [
     "EnergyModel",
     "Gaussian",
     "GaussianBernoulliRBM",
+    "Hopfield",
     "ICA",
+    "Ising",
     "ProductOfExperts",
     "RBM",
     "model_class",

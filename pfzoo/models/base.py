@@ -57,6 +57,22 @@ class EnergyModel(nn.Module):
         """``log p*(v) = -F(v)`` for ``v [B, V]`` → ``[B]``."""
         return -self.free_energy(v)
 
+    def flip_free_energy_gaps(self, v: torch.Tensor, units: torch.Tensor | None = None) -> torch.Tensor:
+        """``F(v⁽ⁱ⁾) - F(v)`` for single-unit flips of binary ``v [B, V]``: every unit (→ ``[B, V]``) or ``units [B, k]`` (→ ``[B, k]``).
+
+        ``v⁽ⁱ⁾`` is ``v`` with unit i flipped; ``p(v_i | v_{-i}) = σ(F(v⁽ⁱ⁾) - F(v))``. What MPF's bit-flip
+        connectivity and pseudo-likelihood need. This default evaluates the free energy of every flipped
+        copy (``B·k`` rows); models with a cheaper form (RBM, Ising) override it. Not validated.
+        """
+        num_rows, width = v.shape
+        if units is None:
+            units = torch.arange(width, device=v.device).expand(num_rows, -1)
+        num_flips = units.shape[1]
+        flipped = v.unsqueeze(1).repeat(1, num_flips, 1)
+        chosen = flipped.gather(2, units.unsqueeze(-1))
+        flipped = flipped.scatter(2, units.unsqueeze(-1), 1 - chosen)
+        return self.free_energy(flipped.reshape(-1, width)).reshape(num_rows, num_flips) - self.free_energy(v).unsqueeze(1)
+
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z`` as a float64 scalar, where the model allows it."""
         raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")

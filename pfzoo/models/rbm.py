@@ -107,6 +107,23 @@ class RBM(BipartiteModel):
         self.check_visible(v)
         return -v @ self.visible_bias - F.softplus(v @ self.weight + self.hidden_bias).sum(-1)
 
+    def flip_free_energy_gaps(self, v: torch.Tensor, units: torch.Tensor | None = None) -> torch.Tensor:
+        """``F(v⁽ⁱ⁾) - F(v)`` for single-unit flips of ``v [B, V]``: all V units (→ ``[B, V]``) or ``units [B, k]`` (→ ``[B, k]``).
+
+        Flipping visible unit i by ``d_i = 1 - 2v_i`` moves the hidden input ``a = vW + c`` to ``a + d_i W_i``, so
+        ``F(v⁽ⁱ⁾) - F(v) = -d_i b_i - Σ_j [softplus(a_j + d_i W_ij) - softplus(a_j)]`` (MPF for RBMs with the
+        hidden units summed out, thesis appendix F). Builds a ``[B, k, H]`` tensor; not validated.
+        """
+        hidden_input = v @ self.weight + self.hidden_bias
+        direction = 1 - 2 * v
+        if units is None:
+            rows, bias = self.weight, self.visible_bias
+        else:
+            direction = direction.gather(1, units)
+            rows, bias = self.weight[units], self.visible_bias[units]
+        moved = hidden_input.unsqueeze(-2) + direction.unsqueeze(-1) * rows
+        return -direction * bias - (F.softplus(moved) - F.softplus(hidden_input).unsqueeze(-2)).sum(-1)
+
     # ---- conditionals -------------------------------------------------------------------
     # ``hidden_probs``/``visible_probs``/``draw_*`` are the unchecked hot-loop primitives used by
     # kernels and trainers; the public ``sample_*`` methods validate their input first.

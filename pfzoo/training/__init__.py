@@ -1,20 +1,26 @@
 """Training objectives that avoid the partition function, their diagnostics, and the Trainer."""
 
+from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
-from pfzoo.training.mpf import PersistentMPF
+from pfzoo.training.mpf import MPF
+from pfzoo.training.persistent_mpf import PersistentMPF
+from pfzoo.training.pseudolikelihood import PseudoLikelihood
 from pfzoo.training.trainer import Trainer
 
 __all__ = [
+    "BitFlipMPF",
     "CD",
     "DBMPersistentMeanField",
     "ExactMaximumLikelihood",
     "GreedyTrainer",
     "PCD",
+    "MPF",
     "PersistentMPF",
+    "PseudoLikelihood",
     "Trainer",
     "compose_dbm",
     "pretrain_dbm",

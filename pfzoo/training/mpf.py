@@ -1,191 +1,46 @@
-"""Persistent minimum probability flow (MPF) for continuous models, with connectivity sampled by HMC.
+"""``MPF``: minimum probability flow with the connectivity that suits the model (the ``trainer=mpf`` objective).
 
-Sohl-Dickstein's thesis §2.9 (eqs. 2.25–2.26); Sohl-Dickstein, Battaglino & DeWeese 2011, "persistent
-MPF". MPF minimises the probability that flows, in an infinitesimal time, out of the data states
-under a dynamics Γ whose equilibrium is the model: ``K = Σ_{j ∈ D} Σ_{i ∉ D} Γ_ij p_j^(0)``. In a
-continuous space the connectivity is sampled: take a transition density ``g(x'|x)`` that satisfies
-detailed balance with respect to a *fixed* reference model ``p(x; θ_old)``,
-``g(x'|x) p(x; θ_old) = g(x|x') p(x'; θ_old)``. Then the rates
-
-    Γ(x' ← x) = g(x'|x) exp( ½ [E(x; θ) − E(x'; θ)] − ½ [E(x; θ_old) − E(x'; θ_old)] )
-
-satisfy detailed balance with respect to ``p(x; θ)`` for every θ (the θ_old terms cancel the
-asymmetry of g), and one connected state ``x'_n ~ g(·|x_n)`` per data point ``x_n`` gives the
-Monte Carlo objective
-
-    K(θ) = (1/N) Σ_n exp( ½ [E(x_n; θ) − E(x'_n; θ)] − ½ [E(x_n; θ_old) − E(x'_n; θ_old)] ).
-
-Consistency: ``K(θ_old) = 1`` and ``∇K(θ_old) = (1/2N) Σ_n [∇_θ E(x_n; θ) − ∇_θ E(x'_n; θ)]``. When the
-data come from ``p(x; θ_old)`` so do the ``x'_n`` (g leaves ``p(x; θ_old)`` invariant), so this
-gradient vanishes in expectation: the model that generated the data is a stationary point. The
-expected Hessian there is ``¼ E[∇_θ Δ ∇_θ Δᵀ]`` with ``Δ = E(x; θ) − E(x'; θ)``, positive semidefinite
-(the ``½ E[∇²_θ Δ]`` term vanishes for the same reason). When the ``x'_n`` are draws from
-``p(x; θ_old)`` itself (the independence connectivity ``g(x'|x) = p(x'; θ_old)``, which satisfies
-detailed balance trivially), ``∇K(θ_old)`` is minus half the log-likelihood gradient,
-``½ (⟨∇_θ E⟩_data − ⟨∇_θ E⟩_model)``, so the fixed point of refreshing θ_old ← θ is the
-maximum-likelihood fit even when the model family does not contain the data distribution.
+Binary models (Ising, Hopfield, RBM) use bit-flip connectivity (:class:`~pfzoo.training.BitFlipMPF`,
+thesis ch. 3); continuous models use persistent HMC connectivity (:class:`~pfzoo.training.PersistentMPF`,
+thesis §2.9). Both minimise ``log K(θ)``; this module only routes each call to the right one, so one
+config trains every model family.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-
 import torch
 from torch import nn
 
-from pfzoo.kernels.hmc import Evaluation, HMCKernel, HMCState
-from pfzoo.validation import check_generator, check_positive_int
-
-logger = logging.getLogger(__name__)
+from pfzoo.training.bit_flip_mpf import BitFlipMPF
+from pfzoo.training.persistent_mpf import PersistentMPF
 
 
-class PersistentMPF(nn.Module):
-    """Persistent MPF: minimise ``log K(θ)`` (module docstring) with θ_old and the connected states held
-    fixed, then set ``θ_old ← θ``, advance the connected states under the new θ_old, and repeat.
+class MPF(nn.Module):
+    """Route to ``binary`` for models with binary visible units and to ``continuous`` otherwise.
 
-    The connected states are persistent HMC particles, one per training example (``x'_n`` is particle
-    ``n``), as in persistent contrastive divergence: they start at the data and, at every refresh of
-    θ_old, advance ``num_hmc_steps`` HMC transitions under ``p(x; θ_old)``, each with a fully resampled
-    momentum, ``num_leapfrog`` leapfrog steps and a Metropolis accept/reject. Every transition leaves
-    ``p(x; θ_old)`` invariant and is reversible in x, so the first refresh is the connectivity
-    "``num_hmc_steps`` HMC transitions from the data point", and once the particles have mixed they are
-    draws from ``p(x; θ_old)``, the independence connectivity, whose fixed point is maximum likelihood.
-    Restarting the particles at the data at every refresh (a CD-like connectivity) makes the fit
-    wander far from maximum likelihood on natural image patches, hence the persistence.
-
-    The step size ε adapts after every transition, ``ε ← ε exp(ā − target_acceptance)`` with ā the
-    acceptance probability averaged over all N particles, so HMC keeps moving as the model sharpens
-    (a product of Student-t experts on patches does). ā pools N chains, so each transition is, to
-    within that shared statistic, a fixed kernel that leaves ``p(x; θ_old)`` invariant.
-
-    The loss is ``log K(θ) = log (1/B) Σ_n exp(a_n)``, ``a_n = ½ [E(x_n; θ) − E(x'_n; θ)] − ½ [E(x_n; θ_old) −
-    E(x'_n; θ_old)]``, computed with ``logsumexp``: it has the same minimiser as K and, at θ = θ_old where
-    ``K = 1``, the same gradient, and unlike K it cannot overflow when a line search tries a long step.
-    At the start of each refresh θ = θ_old, so the loss is 0 exactly: the loss an L-BFGS Trainer logs
-    (its first evaluation) is 0, and progress shows in an estimator's test log-likelihood instead.
-
-    :meth:`prepare` refreshes θ_old for the full data set; the :class:`~pfzoo.training.Trainer` calls it
-    at the start of every epoch, and it refreshes on every ``resample_every``-th call (θ_old stays
-    fixed in between). :meth:`loss` evaluates ``log K`` on any rows of that data set and draws
-    nothing, so it is deterministic and ``torch.optim.LBFGS`` can call it many times per step.
-
-    Buffers (in ``state_dict()``, so checkpoint / resume is exact): ``connected [N, M]`` (the particles
-    ``x'_n``), ``reference_gap [N]`` (``E(x_n; θ_old) − E(x'_n; θ_old)``, all that K needs of θ_old),
-    ``step_size`` (the adapted ε) and ``num_prepared`` (calls of :meth:`prepare` so far).
+    Has the epoch-stateful Trainer interface (``prepare`` and ``loss(..., indices=...)``) because
+    persistent MPF needs it; for binary models ``prepare`` does nothing and returns ``False``.
 
     Args:
-        num_hmc_steps: HMC transitions of the particles per refresh of θ_old (≥ 1).
-        step_size: initial leapfrog step ε > 0. Laplace experts have a kink at 0 that costs O(ε) energy
-            error per crossing, so ICA on whitened patches needs ε ≈ 0.05 for a high acceptance rate.
-        num_leapfrog: leapfrog steps per HMC transition (≥ 1).
-        resample_every: calls of :meth:`prepare` (Trainer epochs) between refreshes of θ_old (≥ 1).
-        target_acceptance: mean acceptance probability ε adapts to, in (0, 1); ``None`` keeps ε fixed.
+        binary: the bit-flip objective (default ``BitFlipMPF()``: all single flips).
+        continuous: the persistent-HMC objective (default ``PersistentMPF()``).
     """
 
-    connected: torch.Tensor
-    reference_gap: torch.Tensor
-    num_prepared: torch.Tensor
-
-    def __init__(
-        self,
-        num_hmc_steps: int = 5,
-        step_size: float = 0.05,
-        num_leapfrog: int = 10,
-        resample_every: int = 1,
-        target_acceptance: float | None = 0.8,
-    ) -> None:
+    def __init__(self, binary: BitFlipMPF | None = None, continuous: PersistentMPF | None = None) -> None:
         super().__init__()
-        self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
-        if not step_size > 0:
-            raise ValueError(f"step_size must be positive, got {step_size}")
-        self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
-        self.resample_every = check_positive_int(resample_every, "resample_every")
-        if target_acceptance is not None and not 0.0 < target_acceptance < 1.0:
-            raise ValueError(f"target_acceptance must lie in (0, 1) or be None, got {target_acceptance}")
-        self.target_acceptance = target_acceptance
-        self.register_buffer("step_size", torch.tensor(float(step_size), dtype=torch.float64))
-        self.register_buffer("connected", torch.empty(0))
-        self.register_buffer("reference_gap", torch.empty(0))
-        self.register_buffer("num_prepared", torch.zeros((), dtype=torch.long))
+        self.binary = BitFlipMPF() if binary is None else binary
+        self.continuous = PersistentMPF() if continuous is None else continuous
 
-    @torch.no_grad()
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
-        """When due, take θ_old = the model's current parameters, advance the particles ``connected [N, M]``
-        under it, and store ``reference_gap [N]`` for ``data [N, M]``; returns whether it did.
-
-        Due on the first call, every ``resample_every``-th call after it, and whenever ``data`` has a
-        different shape from the particles, which then restart at ``data``. A refresh makes ``log K`` a
-        new function, so the Trainer then discards its optimiser's state (L-BFGS's curvature pairs).
-        ``model`` must be continuous, with the unchecked ``energy_and_grad(x) -> (E [N], ∇_x E [N, M])``
-        that drives HMC.
-        """
-        if model.binary_visible or not callable(getattr(model, "energy_and_grad", None)):
-            raise ValueError(f"model must be a continuous model with energy_and_grad (a ContinuousModel), got {type(model).__name__}")
-        model.check_visible(data, "data")
-        check_generator(generator, model.device)
-        restart = self.connected.shape != data.shape
-        due = restart or self.num_prepared.item() % self.resample_every == 0
-        self.num_prepared += 1
-        if not due:
+        """Refresh the persistent connectivity of a continuous model when due; nothing to do for binary models."""
+        if model.binary_visible:
             return False
-        evaluate = lambda x: Evaluation(*model.energy_and_grad(x))  # noqa: E731
-        start = data if restart else self.connected
-        state, current = HMCState(start, torch.zeros_like(start)), evaluate(start)
-        step_size, acceptance = self.step_size.item(), []
-        for _ in range(self.num_hmc_steps):
-            kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
-            state, current, info = kernel.step(state, current, evaluate, generator=generator)
-            acceptance.append(info.accept_prob.mean().item())
-            if self.target_acceptance is not None:
-                step_size *= math.exp(acceptance[-1] - self.target_acceptance)
-        self.step_size.fill_(step_size)
-        self.connected = state.position
-        self.reference_gap = model.energy(data) - model.energy(state.position)
-        logger.info(
-            "persistent MPF: advanced %d particles under θ_old (mean HMC acceptance probability %.3f; step size now %.4g)",
-            data.shape[0], sum(acceptance) / len(acceptance), step_size,
-        )
-        return True
+        return self.continuous.prepare(model, data, generator=generator)
 
     def loss(
         self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """``log K(θ)`` (scalar, class docstring) over ``batch [B, M]``, rows ``indices [B]`` of the data given to :meth:`prepare`.
-
-        ``indices=None`` means the whole prepared data set in order (B = N). Draws nothing: the
-        ``x'_n`` and θ_old terms are the stored buffers, and ``generator`` is accepted only for the
-        Trainer's objective interface.
-        """
-        model.check_visible(batch, "batch")
-        if self.connected.numel() == 0:
-            raise ValueError("PersistentMPF has no connected states yet: call prepare(model, data, generator=...) first (the Trainer does)")
-        num_prepared = self.connected.shape[0]
-        if indices is None:
-            if batch.shape[0] != num_prepared:
-                raise ValueError(f"batch must hold all {num_prepared} prepared examples when indices is None, got shape {tuple(batch.shape)}")
-            connected, reference_gap = self.connected, self.reference_gap
-        else:
-            if not isinstance(indices, torch.Tensor) or indices.dim() != 1 or indices.is_floating_point() or indices.dtype == torch.bool:
-                raise ValueError(f"indices must be a 1-D integer tensor of row numbers, got {indices!r}")
-            if indices.shape[0] != batch.shape[0]:
-                raise ValueError(f"indices must have one entry per batch row ({batch.shape[0]}), got {indices.shape[0]}")
-            if indices.numel() and (indices.min() < 0 or indices.max() >= num_prepared):
-                raise ValueError(f"indices must lie in [0, {num_prepared}) (rows of the prepared data)")
-            connected, reference_gap = self.connected[indices], self.reference_gap[indices]
-        exponents = 0.5 * (model.energy(batch) - model.energy(connected) - reference_gap)
-        return torch.logsumexp(exponents, 0) - math.log(batch.shape[0])
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The particles are created by prepare, so resize the buffers to the saved ones before copying into them.
-        for name in ("connected", "reference_gap"):
-            saved = state_dict.get(prefix + name)
-            if saved is not None:
-                setattr(self, name, torch.empty_like(saved, device=getattr(self, name).device))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
-    def extra_repr(self) -> str:
-        return (
-            f"num_hmc_steps={self.num_hmc_steps}, step_size={self.step_size.item():.4g}, num_leapfrog={self.num_leapfrog}, "
-            f"resample_every={self.resample_every}, target_acceptance={self.target_acceptance}"
-        )
+        """``log K(θ)`` of ``batch [B, D]`` under the objective for this model (scalar)."""
+        if model.binary_visible:
+            return self.binary.loss(model, batch, generator=generator)
+        return self.continuous.loss(model, batch, generator=generator, indices=indices)

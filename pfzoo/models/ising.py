@@ -1,0 +1,240 @@
+"""Ising model / fully visible Boltzmann machine over binary units."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from pfzoo.models.base import EnergyModel, PathStateProposal
+from pfzoo.models.enumeration import logsumexp_over_binary_states
+from pfzoo.models.registry import register_model
+from pfzoo.models.rbm import base_rate_visible_bias
+from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_beta, check_generator, check_positive_int
+
+DEFAULT_MAX_ENUMERATION_UNITS = 25
+
+
+def independent_sets(coupling: torch.Tensor) -> list[torch.Tensor]:
+    """A greedy colouring of the graph whose edges are the non-zero entries of ``coupling [D, D]``.
+
+    Returns index tensors partitioning ``0..D-1``; no two units in one set are coupled, so each set can
+    be resampled as one block in Gibbs sampling. A periodic lattice with an even side gets two sets (the
+    checkerboard), a fully connected model D singletons.
+    """
+    adjacent = (coupling != 0).cpu()
+    adjacent.fill_diagonal_(False)
+    colour = [-1] * adjacent.shape[0]
+    neighbours = [torch.nonzero(row).flatten().tolist() for row in adjacent]
+    for unit, unit_neighbours in enumerate(neighbours):
+        taken = {colour[n] for n in unit_neighbours}
+        colour[unit] = next(c for c in range(len(colour) + 1) if c not in taken)
+    colours = torch.tensor(colour)
+    return [torch.nonzero(colours == c).flatten().to(coupling.device) for c in range(int(colours.max()) + 1)]
+
+
+@register_model("ising")
+class Ising(EnergyModel):
+    """Fully visible Boltzmann machine ``E(x) = -½ xᵀJx - b·x`` over ``x ∈ {0,1}^D`` (thesis eq. 3.1, in 0/1 units).
+
+    ``J`` is symmetric with a zero diagonal: the energy reads the parameter ``coupling [D, D]`` through
+    :attr:`symmetric_coupling`, ``(C + Cᵀ)/2`` with the diagonal removed, whose gradient is itself
+    symmetric and zero on the diagonal, so gradient steps keep a symmetric ``coupling`` symmetric.
+    ``bias [D]`` is b. Flipping unit i changes the energy by ``E(x⁽ⁱ⁾) - E(x) = -(1 - 2x_i) (Jx + b)_i``;
+    the local fields ``Jx + b`` drive Gibbs sampling, MPF and pseudo-likelihood.
+
+    Args:
+        num_units: D. The app passes ``num_visible`` instead (the data width); give one of them.
+        init_std: standard deviation of the Gaussian initial couplings (biases start at 0).
+        max_enumeration_units: exact ``log Z`` refuses to enumerate more than ``2**max_enumeration_units`` states.
+        generator: random generator for the initial couplings.
+    """
+
+    def __init__(
+        self,
+        num_units: int | None = None,
+        *,
+        num_visible: int | None = None,
+        init_std: float = 0.01,
+        max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        if num_units is None and num_visible is None:
+            raise ValueError("give num_units (the number of binary units D)")
+        if num_units is not None and num_visible is not None and num_units != num_visible:
+            raise ValueError(f"num_units={num_units} and num_visible={num_visible} disagree; give one of them")
+        self.num_visible = self.num_units = check_positive_int(num_units if num_units is not None else num_visible, "num_units")
+        if init_std < 0:
+            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
+        initial = torch.randn(self.num_units, self.num_units, generator=generator) * init_std
+        self.coupling = nn.Parameter(torch.triu(initial, 1) + torch.triu(initial, 1).T)
+        self.bias = nn.Parameter(torch.zeros(self.num_units))
+
+    @classmethod
+    def from_tensors(cls, coupling: torch.Tensor, bias: torch.Tensor, *, max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS):
+        """A model holding copies of a symmetric, zero-diagonal ``coupling [D, D]`` and ``bias [D]``."""
+        if coupling.dim() != 2 or coupling.shape[0] != coupling.shape[1]:
+            raise ValueError(f"coupling must be a square [D, D] matrix, got shape {tuple(coupling.shape)}")
+        num_units = coupling.shape[0]
+        if bias.shape != (num_units,):
+            raise ValueError(f"bias must have shape [{num_units}], got {tuple(bias.shape)}")
+        for name, tensor in (("coupling", coupling), ("bias", bias)):
+            if not torch.isfinite(tensor).all():
+                raise ValueError(f"{name} contains NaN or infinite values")
+        if not torch.allclose(coupling, coupling.T, rtol=1e-5, atol=1e-6 * (1 + coupling.abs().max().item())):
+            raise ValueError("coupling must be symmetric (J = Jᵀ)")
+        if torch.any(coupling.diagonal() != 0):
+            raise ValueError("coupling must have a zero diagonal (put self-interactions x_i² = x_i into bias)")
+        model = cls(num_units, init_std=0.0, max_enumeration_units=max_enumeration_units)
+        model.to(device=coupling.device, dtype=coupling.dtype)
+        with torch.no_grad():
+            model.coupling.copy_((coupling + coupling.T) / 2)
+            model.bias.copy_(bias)
+        return model
+
+    def config(self) -> dict:
+        return {"num_units": self.num_units, "max_enumeration_units": self.max_enumeration_units}
+
+    @property
+    def symmetric_coupling(self) -> torch.Tensor:
+        """J = ``(C + Cᵀ)/2`` with a zero diagonal, ``[D, D]`` (differentiable in ``coupling``)."""
+        symmetric = (self.coupling + self.coupling.T) / 2
+        return symmetric - torch.diag_embed(symmetric.diagonal())
+
+    # ---- energies -------------------------------------------------------------------------
+
+    def local_fields(self, x: torch.Tensor) -> torch.Tensor:
+        """``Jx + b`` for ``x [B, D]`` → ``[B, D]``; unit i's field, its conditional logit at β = 1. Not validated."""
+        return torch.addmm(self.bias, x, self.symmetric_coupling)
+
+    def energy(self, x: torch.Tensor) -> torch.Tensor:
+        """``E(x) = -½ xᵀJx - b·x`` for ``x [B, D]`` → ``[B]``."""
+        self.check_visible(x, "x")
+        coupling = self.symmetric_coupling
+        return -0.5 * ((x @ coupling) * x).sum(-1) - x @ self.bias
+
+    def free_energy(self, x: torch.Tensor) -> torch.Tensor:
+        """The energy: every unit is visible, so there is nothing to sum out. ``[B]``."""
+        return self.energy(x)
+
+    def flip_free_energy_gaps(self, x: torch.Tensor, units: torch.Tensor | None = None) -> torch.Tensor:
+        """``E(x⁽ⁱ⁾) - E(x) = -(1 - 2x_i)(Jx + b)_i`` for single-unit flips of ``x [B, D]``: all D units (→ ``[B, D]``,
+        one matrix product) or the units ``units [B, k]`` (→ ``[B, k]``). The energy is the free energy here.
+
+        Used by MPF (thesis appendix E.1) and pseudo-likelihood. Not validated.
+        """
+        if units is None:
+            return -(1 - 2 * x) * self.local_fields(x)
+        coupling = self.symmetric_coupling
+        fields = (coupling[units] * x.unsqueeze(1)).sum(-1) + self.bias[units]
+        return -(1 - 2 * x.gather(1, units)) * fields
+
+    # ---- sampling -------------------------------------------------------------------------
+
+    def gibbs_blocks(self) -> list[torch.Tensor]:
+        """The blocks :meth:`gibbs_sweep` resamples at once: :func:`independent_sets` of the current couplings."""
+        return independent_sets(self.symmetric_coupling.detach())
+
+    def gibbs_sweep(
+        self,
+        x: torch.Tensor,
+        *,
+        beta: float = 1.0,
+        generator: torch.Generator | None = None,
+        blocks: list[torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """One systematic-scan Gibbs sweep at inverse temperature β over chains ``x [B, D]`` → ``[B, D]``.
+
+        ``p_β(x_i = 1 | x_{-i}) = σ(β (Jx + b)_i)``. Units are resampled block by block, each block an
+        independent set of the coupling graph (default :func:`independent_sets` of the current J; pass
+        ``blocks`` when calling repeatedly): one matrix product per block, so a checkerboard lattice costs
+        two per sweep. Every block update leaves ``p_β`` invariant, hence so does the sweep. Not validated.
+        """
+        coupling = self.symmetric_coupling.detach()
+        bias = self.bias.detach()
+        x = x.clone()
+        for block in self.gibbs_blocks() if blocks is None else blocks:
+            logits = x @ coupling[:, block] + bias[block]
+            x[:, block] = bernoulli(torch.sigmoid(beta * logits), generator=generator)
+        return x
+
+    @torch.no_grad()
+    def sample(
+        self,
+        num_samples: int,
+        *,
+        num_sweeps: int = 1000,
+        beta: float = 1.0,
+        initial: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """``num_samples`` independent chains run ``num_sweeps`` Gibbs sweeps at β; returns their final states ``[S, D]``.
+
+        Chains start from ``initial [S, D]`` or, by default, uniformly random states.
+        """
+        check_positive_int(num_samples, "num_samples")
+        check_positive_int(num_sweeps, "num_sweeps")
+        beta = check_beta(beta)
+        check_generator(generator, self.device)
+        if initial is None:
+            x = bernoulli(torch.full((num_samples, self.num_units), 0.5, device=self.device, dtype=self.dtype), generator=generator)
+        else:
+            x = self.check_visible(initial, "initial")
+            if x.shape[0] != num_samples:
+                raise ValueError(f"initial must have num_samples={num_samples} rows, got shape {tuple(x.shape)}")
+        blocks = self.gibbs_blocks()
+        for _ in range(num_sweeps):
+            x = self.gibbs_sweep(x, beta=beta, generator=generator, blocks=blocks)
+        return x
+
+    # ---- partition function ---------------------------------------------------------------
+
+    @property
+    def log_partition_cost(self) -> int:
+        return self.num_units
+
+    @torch.no_grad()
+    def log_partition(self) -> torch.Tensor:
+        """Exact ``log Z = logsumexp_x [½ xᵀJx + b·x]`` (float64 scalar) by enumerating all ``2^D`` states in chunks."""
+        coupling, bias = self.symmetric_coupling.double(), self.bias.double()
+
+        def log_f(states: torch.Tensor) -> torch.Tensor:
+            return 0.5 * ((states @ coupling) * states).sum(-1) + states @ bias
+
+        return logsumexp_over_binary_states(
+            self.num_units, log_f, width=self.num_units, max_units=self.max_enumeration_units, device=self.device
+        )
+
+    # ---- annealing ------------------------------------------------------------------------
+
+    def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "Ising":
+        """An independent-units model (``J = 0``) to anneal from: all-zero parameters (``kind="uniform"``,
+        ``log Z_0 = D log 2``) or biases ``logit`` of the smoothed unit means of ``data [N, D]`` (``"base_rate"``)."""
+        zeros = torch.zeros_like(self.coupling)
+        if kind == "uniform":
+            return Ising.from_tensors(zeros, torch.zeros_like(self.bias))
+        if kind == "base_rate":
+            if data is None:
+                raise ValueError("annealing_base(kind='base_rate') needs data [N, D] to take unit means from")
+            return Ising.from_tensors(zeros, base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
+        raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
+
+    def geometric_path(self, base: "Ising", kernel=None):
+        """Parameter interpolation from ``base`` (``J = 0``) with block Gibbs sweeps as transitions."""
+        from pfzoo.paths.ising import IsingGeometricPath  # the path module imports nothing from models
+
+        if kernel is not None:
+            raise ValueError("kernel must be None for Ising models: the path uses exact Gibbs sweeps")
+        return IsingGeometricPath(target=self, base=base)
+
+    def propose_path_state(self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None) -> PathStateProposal:
+        """The path state is ``x`` itself (no latents), weight ``-E(x)`` exactly."""
+        with torch.no_grad():
+            return PathStateProposal(v.repeat_interleave(num_samples, dim=0), -self.energy(v).double().repeat_interleave(num_samples))
+
+    @torch.no_grad()
+    def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:
+        """Set the biases to the base-rate logits of ``data [N, D]`` (the independent-units fit)."""
+        self.bias.copy_(base_rate_visible_bias(self.check_visible(data, "data"), smoothing))

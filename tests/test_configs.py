@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -52,11 +53,16 @@ def test_trainer_options_instantiate(option, tmp_path):
 
 
 @pytest.mark.parametrize("option", GROUPS["dataset"])
-def test_dataset_options_instantiate(option, request):
+def test_dataset_options_instantiate(option, request, tmp_path):
     overrides = [f"dataset={option}"]
     if option in NEEDS_DATA_ROOT:
         root = request.getfixturevalue("shared_data_root")
         overrides.append(f"data.root={root}")
+    if option == "array":  # the one dataset whose file is the user's
+        numpy.save(tmp_path / "samples.npy", numpy.ones((10, 4)))
+        overrides.append(f"dataset.path={tmp_path / 'samples.npy'}")
+    if option == "spin_glass":
+        overrides += ["dataset.num_train=50", "dataset.num_test=10", "dataset.burn_in=5"]
     data = instantiate(composed("train", overrides).dataset)
     assert isinstance(data, DataSplits) and data.train.shape[1] == data.num_features
 

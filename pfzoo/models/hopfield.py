@@ -22,7 +22,7 @@ class Hopfield(Ising):
     """
 
     def update_sweep(self, x: torch.Tensor, *, blocks: list[torch.Tensor] | None = None) -> torch.Tensor:
-        """One asynchronous sweep over all units in index order, ``x [B, D]`` → ``[B, D]``. Not validated.
+        """One asynchronous sweep over all units, block by block (:meth:`gibbs_blocks`), ``x [B, D]`` → ``[B, D]``. Not validated.
 
         Units of one independent set of the coupling graph do not interact, so each set is updated
         at once; the result equals a unit-by-unit sweep in the order of the sets.

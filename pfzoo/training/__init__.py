@@ -4,6 +4,7 @@ from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
+from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
@@ -23,6 +24,8 @@ __all__ = [
     "PseudoLikelihood",
     "Trainer",
     "compose_dbm",
+    "outer_product_rule",
+    "perceptron_rule",
     "pretrain_dbm",
     "pseudo_log_likelihood",
     "reconstruction_error",

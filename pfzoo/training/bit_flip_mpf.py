@@ -39,6 +39,9 @@ class BitFlipMPF(nn.Module):
     line search tries a long step and, on a fixed data set, has K's minimiser (and is convex where K is:
     a log-sum-exp of functions linear in the parameters for an Ising model). On minibatches the gradient
     ``∇K_B / K_B`` is a ratio estimate of ``∇K / K``, biased by O(1/B); use large batches or full-batch L-BFGS.
+    When every data state can be made a strict local minimum (a Hopfield network storing patterns below its
+    capacity), K → 0 only as the couplings grow without bound and ``log K`` has no finite minimiser: minimise
+    ``exp(loss)`` (K itself, whose gradient vanishes) or add weight decay.
 
     Works with any binary :class:`~pfzoo.models.EnergyModel` through its ``flip_free_energy_gaps``
     (analytic for :class:`~pfzoo.models.Ising` and :class:`~pfzoo.models.RBM`, one matrix product).

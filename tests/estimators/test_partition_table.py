@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pfzoo.estimators import AIS, BoundKind, Exact
-from pfzoo.models import DBM, DBN, RBM
+from pfzoo.models import DBM, DBN, RBM, Ising
 
 K_SIGMA = 3.0
 
@@ -47,6 +47,13 @@ def random_dbn(layer_sizes, scale, seed):
     return DBN.from_tensors(weights, visible_biases, hidden_biases)
 
 
+def random_ising(num_units, scale, seed):
+    """A dense Ising model: couplings ``N(0, scale²)`` on every pair (symmetric, zero diagonal), biases ``N(0, 0.5²)``."""
+    g = torch.Generator().manual_seed(seed)
+    upper = torch.triu(torch.randn(num_units, num_units, generator=g) * scale, 1)
+    return Ising.from_tensors(upper + upper.T, torch.randn(num_units, generator=g) * 0.5)
+
+
 @dataclass
 class Case:
     name: str
@@ -71,6 +78,10 @@ CASES = [
     # DBN: AIS on the top RBM (its log Z is the DBN's), base rates of the recognition pass.
     Case("dbn-15-12-10-8-ais-base-rate", lambda: random_dbn([15, 12, 10, 8], 1.0, 7), lambda: AIS(300, 3000, base="base_rate"), 0.05,
          lambda: biased_binary_data(15, 7)),
+    # Ising: fully connected (every unit its own Gibbs block), strong couplings; exact log Z over 2^12 states.
+    Case("ising-12-dense-ais-uniform", lambda: random_ising(12, 2.0, 8), lambda: AIS(300, 3000), 0.05),
+    Case("ising-12-dense-ais-base-rate", lambda: random_ising(12, 2.0, 8), lambda: AIS(300, 3000, base="base_rate"), 0.05,
+         lambda: biased_binary_data(12, 8)),
 ]
 
 
@@ -94,9 +105,14 @@ def test_exact_estimator_returns_enumeration():
     assert estimate.log_z == model.log_partition().item()
 
 
-def test_ais_log_likelihood_matches_exact():
-    model = random_rbm(20, 12, 1.0, 5)
-    data = biased_binary_data(20, 5, num_examples=300)
+@pytest.mark.parametrize(
+    "make_model, num_visible",
+    [(lambda: random_rbm(20, 12, 1.0, 5), 20), (lambda: random_ising(12, 1.0, 5), 12)],
+    ids=["rbm-20x12", "ising-12"],
+)
+def test_ais_log_likelihood_matches_exact(make_model, num_visible):
+    model = make_model()
+    data = biased_binary_data(num_visible, 5, num_examples=300)
     estimate = AIS(300, 3000, base="base_rate").log_likelihood(model, data, generator=torch.Generator().manual_seed(1))
     exact = model.log_prob(data).detach()
     assert torch.allclose(estimate.per_example - estimate.per_example.mean(), exact - exact.mean(), atol=1e-4)

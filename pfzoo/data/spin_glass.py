@@ -1,0 +1,239 @@
+"""Synthetic spin-glass data: samples of a random Ising model, the MPF paper's 10x10 benchmark.
+
+The generating model is an :class:`~pfzoo.models.Ising` model ``E(x) = -½ xᵀJx - b·x`` over
+``x ∈ {0,1}^D`` with Gaussian couplings, either on a 2-D periodic (toroidal) square lattice, each
+unit coupled to its 4 nearest neighbours (``kind="lattice"``, D = side², the default 10x10 = 100
+units), or on the complete graph (``kind="fully_connected"``, Sherrington–Kirkpatrick style). The
+data are draws from many parallel block-Gibbs chains after a burn-in, thinned (MPF paper / thesis
+ch. 3: 10x10 spin glass, 20,000 training samples).
+
+Recovering the truth: :func:`spin_glass_model` is a deterministic function of its arguments (its
+random draws come from a ``torch.Generator`` seeded with ``seed``), and :func:`spin_glass` builds its
+generating model by exactly that call. A script that needs the true parameters (e.g. to report the
+coupling error ε_J of a fitted model) calls ``spin_glass_model`` with the same ``kind``, ``side``,
+``num_units``, ``coupling_std``, ``bias_std`` and ``seed`` as the data set. The data set itself stores
+no model (``DataSplits.transform`` is for preprocessing and stays ``None``).
+
+Note the 0/1 units: a coupling J in these units is J/4 between ±1 spins, so ``coupling_std = 1`` here
+is a rather warm glass in spin units.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+from torch import Tensor
+
+from pfzoo.data.splits import DataSplits
+from pfzoo.models.ising import Ising
+from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_generator, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+KINDS = ("lattice", "fully_connected")
+DEFAULT_NUM_CHAINS = 1000
+DEFAULT_BURN_IN = 1000
+DEFAULT_THIN = 10
+
+
+def _check_std(value: float, name: str) -> float:
+    value = float(value)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite non-negative number, got {value}")
+    return value
+
+
+def lattice_couplings(side: int, *, coupling_std: float = 1.0, generator: torch.Generator | None = None) -> Tensor:
+    """Gaussian couplings of a 2-D periodic square lattice: ``J [side², side²]`` float32, symmetric, zero diagonal.
+
+    Unit ``(r, c)`` has index ``r * side + c`` (row-major, so a row of data folds into a
+    ``side x side`` image) and is coupled to ``(r, c±1 mod side)`` and ``(r±1 mod side, c)``. Each of the
+    ``2 side²`` edges gets one independent weight ``J_ij = J_ji ~ N(0, coupling_std²)``; all other
+    entries are 0. ``side >= 3`` so that the four neighbours of a unit are distinct.
+    Draws on the CPU from ``generator``.
+    """
+    check_positive_int(side, "side")
+    if side < 3:
+        raise ValueError(f"side must be at least 3 (so that the 4 periodic neighbours are distinct), got {side}")
+    coupling_std = _check_std(coupling_std, "coupling_std")
+    check_generator(generator, torch.device("cpu"))
+    num_units = side * side
+    rows, cols = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    unit = (rows * side + cols).flatten()
+    right = (rows * side + (cols + 1) % side).flatten()
+    down = (((rows + 1) % side) * side + cols).flatten()
+    first = torch.cat([unit, unit])
+    second = torch.cat([right, down])
+    weights = torch.randn(2 * num_units, generator=generator) * coupling_std
+    coupling = torch.zeros(num_units, num_units)
+    coupling[first, second] = weights
+    coupling[second, first] = weights
+    return coupling
+
+
+def fully_connected_couplings(
+    num_units: int, *, coupling_std: float | None = None, generator: torch.Generator | None = None
+) -> Tensor:
+    """Gaussian couplings between all pairs: ``J [D, D]`` float32, symmetric, zero diagonal (Sherrington–Kirkpatrick).
+
+    ``J_ij = J_ji ~ N(0, coupling_std²)`` for ``i < j``. The default ``coupling_std = 1 / sqrt(num_units)``
+    is the SK scaling: each unit's local field ``(Jx)_i`` then has a variance of order one whatever D,
+    so the model neither freezes nor decouples as D grows. Draws on the CPU from ``generator``.
+    """
+    check_positive_int(num_units, "num_units")
+    if num_units < 2:
+        raise ValueError(f"num_units must be at least 2 (a coupling needs two units), got {num_units}")
+    coupling_std = 1.0 / math.sqrt(num_units) if coupling_std is None else _check_std(coupling_std, "coupling_std")
+    check_generator(generator, torch.device("cpu"))
+    upper = torch.triu(torch.randn(num_units, num_units, generator=generator) * coupling_std, diagonal=1)
+    return upper + upper.T
+
+
+def _build_model(kind, side, num_units, coupling_std, bias_std, generator) -> Ising:
+    """The generating model, drawing couplings then biases from ``generator`` (shared by the public builders)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    bias_std = _check_std(bias_std, "bias_std")
+    if kind == "lattice":
+        check_positive_int(side, "side")
+        if num_units is not None and num_units != side * side:
+            raise ValueError(f"num_units={num_units!r} disagrees with side={side} (a lattice has side² units); leave it None")
+        coupling = lattice_couplings(side, coupling_std=1.0 if coupling_std is None else coupling_std, generator=generator)
+    else:
+        if num_units is None:
+            check_positive_int(side, "side")
+            num_units = side * side
+        coupling = fully_connected_couplings(num_units, coupling_std=coupling_std, generator=generator)
+    bias = torch.randn(coupling.shape[0], generator=generator) * bias_std
+    return Ising.from_tensors(coupling, bias)
+
+
+def spin_glass_model(
+    kind: str = "lattice",
+    side: int = 10,
+    num_units: int | None = None,
+    coupling_std: float | None = None,
+    bias_std: float = 0.0,
+    seed: int = 0,
+) -> Ising:
+    """The generating spin glass, a deterministic function of the arguments: an :class:`Ising` model of D units.
+
+    Args:
+        kind: ``"lattice"`` (:func:`lattice_couplings`, D = side²) or ``"fully_connected"``
+            (:func:`fully_connected_couplings`, D = ``num_units``, default side²).
+        side: side of the square lattice (>= 3).
+        num_units: D for ``"fully_connected"``; for ``"lattice"`` leave it None (or give side²).
+        coupling_std: standard deviation of the couplings; None gives the kind's default,
+            1.0 on the lattice and ``1 / sqrt(D)`` fully connected.
+        bias_std: biases ``b_i ~ N(0, bias_std²)`` (0, the default, gives zero biases).
+        seed: seeds the ``torch.Generator`` from which couplings, then biases, are drawn.
+
+    :func:`spin_glass` builds its generating model with this very call, so calling it again with the
+    same arguments recovers the truth behind a data set.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    generator = torch.Generator().manual_seed(seed)
+    return _build_model(kind, side, num_units, coupling_std, bias_std, generator)
+
+
+def _check_non_negative_int(value: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+@torch.no_grad()
+def sample_spin_glass(
+    model: Ising,
+    num_samples: int,
+    *,
+    num_chains: int = DEFAULT_NUM_CHAINS,
+    burn_in: int = DEFAULT_BURN_IN,
+    thin: int = DEFAULT_THIN,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """``num_samples`` approximate draws ``[num_samples, D]`` (0/1, the model's dtype) from ``model`` by block Gibbs.
+
+    Runs ``C = min(num_chains, num_samples)`` chains in parallel as one ``[C, D]`` tensor, started
+    from uniformly random states. Sweeps ``1 .. burn_in`` are discarded; then after sweeps
+    ``burn_in + thin, burn_in + 2 thin, ...`` the state of every chain is kept, until ``num_samples``
+    rows are collected (R = ceil(num_samples / C) rounds, ``burn_in + R thin`` sweeps in all). Rows are
+    ordered round by round, chains in order within a round; the last round keeps the first
+    ``num_samples - (R - 1) C`` chains. Each sweep is :meth:`Ising.gibbs_sweep` over the model's
+    independent sets (two blocks on an even-sided lattice).
+    """
+    if not isinstance(model, Ising):
+        raise ValueError(f"model must be a pfzoo.models.Ising, got {type(model).__name__}")
+    check_positive_int(num_samples, "num_samples")
+    check_positive_int(num_chains, "num_chains")
+    _check_non_negative_int(burn_in, "burn_in")
+    check_positive_int(thin, "thin")
+    check_generator(generator, model.device)
+    chains = min(num_chains, num_samples)
+    num_rounds = -(-num_samples // chains)
+    blocks = model.gibbs_blocks()
+    x = bernoulli(torch.full((chains, model.num_units), 0.5, device=model.device, dtype=model.dtype), generator=generator)
+    for _ in range(burn_in):
+        x = model.gibbs_sweep(x, generator=generator, blocks=blocks)
+    kept = []
+    for _ in range(num_rounds):
+        for _ in range(thin):
+            x = model.gibbs_sweep(x, generator=generator, blocks=blocks)
+        kept.append(x)
+    samples = torch.cat(kept)[:num_samples]
+    logger.debug(
+        "sampled %d states from %d chains (%d burn-in + %d x %d sweeps)", num_samples, chains, burn_in, num_rounds, thin
+    )
+    return samples
+
+
+def spin_glass(
+    kind: str = "lattice",
+    side: int = 10,
+    num_units: int | None = None,
+    coupling_std: float | None = None,
+    bias_std: float = 0.0,
+    num_train: int = 20000,
+    num_test: int = 2000,
+    num_chains: int = DEFAULT_NUM_CHAINS,
+    burn_in: int = DEFAULT_BURN_IN,
+    thin: int = DEFAULT_THIN,
+    seed: int = 0,
+) -> DataSplits:
+    """Samples of a random spin glass: train ``[num_train, D]`` and test ``[num_test, D]`` of 0/1 float32.
+
+    The generating model is ``spin_glass_model(kind, side, num_units, coupling_std, bias_std, seed)``
+    (see that function for the arguments); rebuild it from the same arguments to get the truth.
+    Train and test come from two separate runs of :func:`sample_spin_glass` (independent chains, so
+    no test row shares a chain with a training row) with ``num_chains``, ``burn_in`` and ``thin``.
+    Everything is drawn from one ``torch.Generator`` seeded with ``seed``: first the model, then the
+    training chains, then the test chains; the result never depends on global RNG state.
+
+    ``name`` is ``"spin_glass"``; ``image_shape`` is ``(side, side)`` on the lattice, None fully connected.
+    With the defaults (10x10 lattice, 22,000 samples, 1000 chains, 1000 burn-in sweeps, thin 10) the
+    data set builds in a few seconds on one CPU thread.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    check_positive_int(num_train, "num_train")
+    check_positive_int(num_test, "num_test")
+    check_positive_int(num_chains, "num_chains")
+    _check_non_negative_int(burn_in, "burn_in")
+    check_positive_int(thin, "thin")
+    generator = torch.Generator().manual_seed(seed)
+    model = _build_model(kind, side, num_units, coupling_std, bias_std, generator)
+    options = dict(num_chains=num_chains, burn_in=burn_in, thin=thin, generator=generator)
+    train = sample_spin_glass(model, num_train, **options)
+    test = sample_spin_glass(model, num_test, **options)
+    splits = DataSplits(
+        name="spin_glass",
+        train=train,
+        test=test,
+        image_shape=(side, side) if kind == "lattice" else None,
+    )
+    logger.info("built %r (%s, D=%d, seed %d)", splits, kind, model.num_units, seed)
+    return splits

@@ -9,6 +9,8 @@ from pfzoo.models.gaussian_rbm import GaussianBernoulliRBM
 from pfzoo.models.hopfield import Hopfield
 from pfzoo.models.ica import ICA
 from pfzoo.models.ising import Ising
+from pfzoo.models.latent import LatentGenerativeModel
+from pfzoo.models.linear_generative import LinearGenerative
 from pfzoo.models.poe import ProductOfExperts
 from pfzoo.models.rbm import RBM
 from pfzoo.models.registry import model_class, register_model, registered_models
@@ -23,6 +25,8 @@ __all__ = [
     "Hopfield",
     "ICA",
     "Ising",
+    "LatentGenerativeModel",
+    "LinearGenerative",
     "ProductOfExperts",
     "RBM",
     "model_class",

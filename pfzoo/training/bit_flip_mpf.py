@@ -35,13 +35,11 @@ def sampled_units(batch: torch.Tensor, num_units: int | None, *, generator: torc
 class BitFlipMPF(nn.Module):
     """MPF for binary models with single-bit-flip connectivity, optionally plus the all-bits-flipped state.
 
-    The loss is ``log K(θ)`` (module docstring) computed with ``logsumexp``, which cannot overflow when a
-    line search tries a long step and, on a fixed data set, has K's minimiser (and is convex where K is:
-    a log-sum-exp of functions linear in the parameters for an Ising model). On minibatches the gradient
-    ``∇K_B / K_B`` is a ratio estimate of ``∇K / K``, biased by O(1/B); use large batches or full-batch L-BFGS.
-    When every data state can be made a strict local minimum (a Hopfield network storing patterns below its
-    capacity), K → 0 only as the couplings grow without bound and ``log K`` has no finite minimiser: minimise
-    ``exp(loss)`` (K itself, whose gradient vanishes) or add weight decay.
+    The loss is the flow ``K(θ)`` itself (module docstring), summed in float64 from ``logsumexp`` of the
+    exponents so that no line-search step can overflow it. K is the thesis's objective: convex for an
+    Ising model, its minibatch average is unbiased for the full-data K, and when every data state can
+    be made a strict local minimum (a Hopfield network below capacity) K → 0 with a vanishing gradient,
+    so optimisers settle instead of chasing ``log K → -∞``. ``log_flows`` gives the per-example terms.
 
     Works with any binary :class:`~pfzoo.models.EnergyModel` through its ``flip_free_energy_gaps``
     (analytic for :class:`~pfzoo.models.Ising` and :class:`~pfzoo.models.RBM`, one matrix product).
@@ -71,8 +69,9 @@ class BitFlipMPF(nn.Module):
         return torch.logsumexp(exponents, dim=1)
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``log K(θ)`` over ``batch [B, D]`` (scalar)."""
-        return torch.logsumexp(self.log_flows(model, batch, generator=generator), 0) - math.log(batch.shape[0])
+        """The flow ``K(θ) = (1/B) Σ_n exp(log_flows_n)`` over ``batch [B, D]`` (float64 scalar)."""
+        log_flows = self.log_flows(model, batch, generator=generator).double()
+        return torch.exp(torch.logsumexp(log_flows, 0) - math.log(batch.shape[0]))
 
     def extra_repr(self) -> str:
         return f"all_bits_flipped={self.all_bits_flipped}, num_flips={self.num_flips}"

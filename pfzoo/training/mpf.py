@@ -2,7 +2,7 @@
 
 Binary models (Ising, Hopfield, RBM) use bit-flip connectivity (:class:`~pfzoo.training.BitFlipMPF`,
 thesis ch. 3); continuous models use persistent HMC connectivity (:class:`~pfzoo.training.PersistentMPF`,
-thesis §2.9). Both minimise ``log K(θ)``; this module only routes each call to the right one, so one
+thesis §2.9). This module only routes each call to the right one, so one
 config trains every model family.
 """
 
@@ -40,7 +40,7 @@ class MPF(nn.Module):
     def loss(
         self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """``log K(θ)`` of ``batch [B, D]`` under the objective for this model (scalar)."""
+        """The MPF loss of ``batch [B, D]`` under the objective for this model (scalar): K for binary models, log K for continuous ones."""
         if model.binary_visible:
             return self.binary.loss(model, batch, generator=generator)
         return self.continuous.loss(model, batch, generator=generator, indices=indices)

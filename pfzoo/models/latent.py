@@ -1,0 +1,136 @@
+"""Directed latent-variable models ``p(x) = ∫ p(x | z) p(z) dz`` over real-valued data, and their priors."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pfzoo.models.base import EnergyModel
+
+_LOG_2 = math.log(2.0)
+_LOG_2PI = math.log(2 * math.pi)
+
+
+class LatentPrior:
+    """A factorised, normalised prior ``p(z) = Π_l p(z_l)`` over ``z ∈ ℝ^L``: what posterior annealing starts from.
+
+    ``energy_and_grad(z)`` returns ``-log p(z)`` (normalised, so the annealing base has ``log Z_0 = 0``)
+    and its gradient; ``sample`` draws exactly; ``lower`` is the bound HMC reflects at (``None``: none).
+    """
+
+    name: str
+    lower: float | None = None
+
+    def energy_and_grad(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def sample(self, num_samples: int, num_latent: int, *, dtype, device, generator: torch.Generator | None = None) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class GaussianPrior(LatentPrior):
+    """``z_l ~ N(0, 1)``: ``-log p(z) = ½|z|² + (L/2) log 2π`` (HAIS eq. 31)."""
+
+    name = "gaussian"
+
+    def energy_and_grad(self, z):
+        return 0.5 * z.square().sum(-1) + 0.5 * z.shape[-1] * _LOG_2PI, z
+
+    def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
+        return torch.randn(num_samples, num_latent, generator=generator, dtype=dtype, device=device)
+
+
+class LaplacePrior(LatentPrior):
+    """``p(z_l) = ½ exp(-|z_l|)``: ``-log p(z) = Σ|z_l| + L log 2`` (HAIS eq. 32), a sparse prior."""
+
+    name = "laplace"
+
+    def energy_and_grad(self, z):
+        return z.abs().sum(-1) + z.shape[-1] * _LOG_2, torch.sign(z)
+
+    def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
+        uniform = torch.rand(num_samples, num_latent, generator=generator, dtype=dtype, device=device)
+        magnitude = -torch.log1p(-uniform)  # Exp(1)
+        sign = torch.where(torch.rand(num_samples, num_latent, generator=generator, dtype=dtype, device=device) < 0.5, -1.0, 1.0)
+        return sign * magnitude
+
+
+class ExponentialPrior(LatentPrior):
+    """``p(z_l) = exp(-z_l)`` on ``z_l ≥ 0``: ``-log p(z) = Σ z_l`` (HAIS eq. 35's positive latents); HMC reflects at 0."""
+
+    name = "exponential"
+    lower = 0.0
+
+    def energy_and_grad(self, z):
+        return z.sum(-1), torch.ones_like(z)
+
+    def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
+        uniform = torch.rand(num_samples, num_latent, generator=generator, dtype=dtype, device=device)
+        return -torch.log1p(-uniform)
+
+
+PRIORS = {prior.name: prior for prior in (GaussianPrior(), LaplacePrior(), ExponentialPrior())}
+
+
+def latent_prior(name: str) -> LatentPrior:
+    """The prior called ``name``: "gaussian", "laplace" or "exponential"."""
+    try:
+        return PRIORS[name]
+    except KeyError:
+        raise ValueError(f"prior must be one of {sorted(PRIORS)}, got {name!r}") from None
+
+
+class LatentGenerativeModel(EnergyModel):
+    """``p(x) = ∫ p(x | z) p(z) dz``, ``x ∈ ℝ^M``, ``z ∈ ℝ^L``: normalised, so ``log Z = 0``, but ``p(x)`` itself is
+    intractable in general.
+
+    Its log-likelihood is estimated per example by annealing over the latents from the prior to the
+    posterior (HAIS §3, eqs. 27–29; :class:`~pfzoo.estimators.HAIS`'s ``log_likelihood``), a stochastic
+    lower bound on ``log p(x)``. Subclasses implement the joint pieces in the latents:
+
+    - ``prior``: a :class:`LatentPrior` over the ``num_latent`` latents (the annealing base);
+    - ``likelihood_energy_and_grad(x, z)``: ``-log p(x | z)`` ``[N]`` and its gradient in ``z`` ``[N, L]``
+      for aligned rows ``x [N, M]``, ``z [N, L]`` (unchecked; one call per leapfrog step);
+    - ``latent_lower``: per-latent reflection bounds for HMC (``None``: unbounded);
+    - ``sample(n, generator=...)``: ancestral samples of x.
+    """
+
+    binary_visible = False
+    num_latent: int
+    prior: LatentPrior
+
+    @property
+    def latent_lower(self) -> float | None:
+        return self.prior.lower
+
+    def likelihood_energy_and_grad(self, x: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def joint_energy(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """``-log p(x, z) = -log p(z) - log p(x | z)`` for aligned ``x [N, M]``, ``z [N, L]`` → ``[N]``."""
+        self.check_visible(x, "x")
+        if z.dim() != 2 or z.shape != (x.shape[0], self.num_latent):
+            raise ValueError(f"z must have shape [{x.shape[0]}, {self.num_latent}] (one latent vector per row of x), got {tuple(z.shape)}")
+        return self.prior.energy_and_grad(z)[0] + self.likelihood_energy_and_grad(x, z)[0]
+
+    def energy(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """The joint energy ``-log p(x, z)`` ``[N]``: the full state of a latent model is ``(x, z)``."""
+        return self.joint_energy(x, z)
+
+    def sample_prior(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``num_samples`` exact draws ``z ~ p(z)``, ``[num_samples, L]``."""
+        return self.prior.sample(num_samples, self.num_latent, dtype=self.dtype, device=self.device, generator=generator)
+
+    @property
+    def log_partition_cost(self) -> int:
+        return 0
+
+    def log_partition(self) -> torch.Tensor:
+        """0: the model is a normalised density."""
+        return torch.zeros((), dtype=torch.float64, device=self.device)
+
+    @property
+    def free_energy_cost(self) -> int | None:
+        """``None``: ``-log p(x)`` has no closed form in general (subclasses with one return 0)."""
+        return None

@@ -1,0 +1,99 @@
+"""LinearGenerative: the joint energy, its gradient, priors, ancestral sampling and the closed-form marginal."""
+
+import math
+
+import pytest
+import torch
+from torch.distributions import Laplace, MultivariateNormal, Normal
+
+from pfzoo import zoo
+from pfzoo.models import LinearGenerative
+from pfzoo.models.latent import ExponentialPrior, GaussianPrior, LaplacePrior, latent_prior
+
+
+def random_model(prior="laplace", num_visible=5, num_latent=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return LinearGenerative.from_tensors(torch.randn(num_visible, num_latent, generator=g, dtype=torch.float64), prior=prior, noise_std=0.3)
+
+
+@pytest.mark.parametrize("prior", ["gaussian", "laplace"])
+def test_joint_energy_is_minus_log_prior_times_likelihood(prior):
+    model = random_model(prior)
+    g = torch.Generator().manual_seed(1)
+    x, z = torch.randn(7, 5, generator=g, dtype=torch.float64), torch.randn(7, 3, generator=g, dtype=torch.float64)
+    prior_log = Normal(0.0, 1.0).log_prob(z).sum(-1) if prior == "gaussian" else Laplace(0.0, 1.0).log_prob(z).sum(-1)
+    likelihood_log = Normal(z @ model.basis.detach().T, 0.3).log_prob(x).sum(-1)
+    torch.testing.assert_close(model.joint_energy(x, z), -(prior_log + likelihood_log))
+
+
+@pytest.mark.parametrize("prior", [GaussianPrior(), LaplacePrior(), ExponentialPrior()], ids=lambda p: p.name)
+def test_prior_gradients_and_samples(prior):
+    z = torch.randn(50, 4, dtype=torch.float64).abs() + 0.1
+    energy, grad = prior.energy_and_grad(z)
+    z.requires_grad_(True)
+    (auto,) = torch.autograd.grad(prior.energy_and_grad(z)[0].sum(), z)
+    torch.testing.assert_close(grad, auto)
+    samples = prior.sample(200000, 2, dtype=torch.float64, device=torch.device("cpu"), generator=torch.Generator().manual_seed(2))
+    mean, variance = {"gaussian": (0.0, 1.0), "laplace": (0.0, 2.0), "exponential": (1.0, 1.0)}[prior.name]
+    assert abs(samples.mean().item() - mean) < 5 * math.sqrt(variance / samples.numel())
+    assert abs(samples.var().item() - variance) < 0.03 * variance
+    # normalised: the mean of exp(-E) under a wide uniform proposal integrates to 1 in one dimension
+    grid = torch.linspace(-30, 30, 600001, dtype=torch.float64).unsqueeze(1)
+    if prior.lower is not None:
+        grid = grid[grid[:, 0] >= prior.lower]
+    density = torch.exp(-prior.energy_and_grad(grid)[0])
+    assert torch.trapezoid(density, grid[:, 0]).item() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_likelihood_gradient_matches_autograd():
+    model = random_model("laplace")
+    g = torch.Generator().manual_seed(3)
+    x, z = torch.randn(6, 5, generator=g, dtype=torch.float64), torch.randn(6, 3, generator=g, dtype=torch.float64).requires_grad_(True)
+    energy, grad = model.likelihood_energy_and_grad(x, z)
+    (auto,) = torch.autograd.grad(energy.sum(), z)
+    torch.testing.assert_close(grad, auto)
+
+
+def test_gaussian_prior_marginal_is_the_closed_form_and_sampling_matches_it():
+    model = random_model("gaussian")
+    covariance = model.basis.detach() @ model.basis.detach().T + 0.09 * torch.eye(5, dtype=torch.float64)
+    x = torch.randn(9, 5, dtype=torch.float64)
+    torch.testing.assert_close(model.log_prob(x), MultivariateNormal(torch.zeros(5, dtype=torch.float64), covariance).log_prob(x))
+    torch.testing.assert_close(model.free_energy(x), -model.log_prob(x))
+    samples = model.sample(200000, generator=torch.Generator().manual_seed(4))
+    torch.testing.assert_close(samples.T @ samples / samples.shape[0], covariance, atol=0.05 * covariance.abs().max().item(), rtol=0)
+
+
+def test_laplace_prior_has_no_closed_form_marginal_and_says_what_to_use():
+    with pytest.raises(NotImplementedError, match="HAIS"):
+        random_model("laplace").log_prob(torch.zeros(1, 5, dtype=torch.float64))
+    assert random_model("laplace").free_energy_cost is None and random_model("gaussian").free_energy_cost == 0
+
+
+def test_checkpoint_round_trip(tmp_path):
+    model = random_model("laplace")
+    zoo.save(tmp_path / "m.pt", model)
+    loaded = zoo.load(tmp_path / "m.pt")
+    assert isinstance(loaded, LinearGenerative) and loaded.config() == model.config()
+    torch.testing.assert_close(loaded.basis, model.basis)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [(dict(num_visible=0), "num_visible"), (dict(num_visible=3, num_latent=0), "num_latent"), (dict(num_visible=3, noise_std=0.0), "noise_std"),
+     (dict(num_visible=3, prior="cauchy"), "prior"), (dict(num_visible=3, prior="exponential"), "prior")],
+)
+def test_bad_arguments_name_themselves(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        LinearGenerative(**kwargs)
+
+
+def test_bad_inputs_name_themselves():
+    model = random_model()
+    with pytest.raises(ValueError, match="z must have shape"):
+        model.joint_energy(torch.zeros(2, 5, dtype=torch.float64), torch.zeros(3, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="x"):
+        model.joint_energy(torch.zeros(2, 4, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="basis"):
+        LinearGenerative.from_tensors(torch.full((2, 2), float("nan")))
+    assert latent_prior("laplace").name == "laplace"

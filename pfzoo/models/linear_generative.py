@@ -31,6 +31,8 @@ class LinearGenerative(LatentGenerativeModel):
         prior: "gaussian" or "laplace".
         noise_std: σ_n > 0 (the paper's 0.1).
         init_std: standard deviation of the Gaussian initial basis entries.
+        max_basis_norm: the usual sparse-coding constraint ``|φ_k| ≤ max_basis_norm`` on each basis column,
+            enforced by :meth:`project_parameters` (the Trainer calls it after every step); ``None``: none.
         generator: random generator for the initial basis.
     """
 
@@ -42,6 +44,7 @@ class LinearGenerative(LatentGenerativeModel):
         prior: str = "laplace",
         noise_std: float = 0.1,
         init_std: float = 0.1,
+        max_basis_norm: float | None = None,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
@@ -55,23 +58,41 @@ class LinearGenerative(LatentGenerativeModel):
         if init_std < 0:
             raise ValueError(f"init_std must be non-negative, got {init_std}")
         self.noise_std = float(noise_std)
+        if max_basis_norm is not None and not max_basis_norm > 0:
+            raise ValueError(f"max_basis_norm must be positive or None, got {max_basis_norm!r}")
+        self.max_basis_norm = None if max_basis_norm is None else float(max_basis_norm)
         self.basis = nn.Parameter(torch.randn(self.num_visible, self.num_latent, generator=generator) * init_std)
 
     @classmethod
-    def from_tensors(cls, basis: torch.Tensor, *, prior: str = "laplace", noise_std: float = 0.1) -> "LinearGenerative":
+    def from_tensors(
+        cls, basis: torch.Tensor, *, prior: str = "laplace", noise_std: float = 0.1, max_basis_norm: float | None = None
+    ) -> "LinearGenerative":
         """A model with a copy of ``basis [M, L]`` (Φ)."""
         if not isinstance(basis, torch.Tensor) or basis.dim() != 2:
             raise ValueError(f"basis must be a [M, L] tensor, got {getattr(basis, 'shape', type(basis).__name__)}")
         if not torch.isfinite(basis).all():
             raise ValueError("basis contains NaN or infinite values")
-        model = cls(basis.shape[0], basis.shape[1], prior=prior, noise_std=noise_std, init_std=0.0)
+        model = cls(basis.shape[0], basis.shape[1], prior=prior, noise_std=noise_std, init_std=0.0, max_basis_norm=max_basis_norm)
         model.to(device=basis.device, dtype=basis.dtype)
         with torch.no_grad():
             model.basis.copy_(basis)
         return model
 
     def config(self) -> dict:
-        return {"num_visible": self.num_visible, "num_latent": self.num_latent, "prior": self.prior.name, "noise_std": self.noise_std}
+        return {
+            "num_visible": self.num_visible,
+            "num_latent": self.num_latent,
+            "prior": self.prior.name,
+            "noise_std": self.noise_std,
+            "max_basis_norm": self.max_basis_norm,
+        }
+
+    @torch.no_grad()
+    def project_parameters(self) -> None:
+        """Shrink every basis column longer than ``max_basis_norm`` back to that length (no-op without a bound)."""
+        if self.max_basis_norm is not None:
+            norms = self.basis.norm(dim=0, keepdim=True)
+            self.basis.mul_(torch.clamp(self.max_basis_norm / norms.clamp_min(torch.finfo(norms.dtype).tiny), max=1.0))
 
     # ---- the joint ------------------------------------------------------------------------
 

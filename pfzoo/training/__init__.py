@@ -2,6 +2,7 @@
 
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.contrastive import CD, PCD
+from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
 from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
@@ -16,6 +17,7 @@ __all__ = [
     "BitFlipMPF",
     "CD",
     "DBMPersistentMeanField",
+    "EMHMC",
     "ExactMaximumLikelihood",
     "GreedyTrainer",
     "PCD",

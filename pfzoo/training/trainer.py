@@ -42,6 +42,9 @@ class Trainer:
     ``{"epoch": int, "optimizer": optimizer.state_dict(), "objective": objective.state_dict(),
     "generators": {"shuffle": ByteTensor, "sampling": ByteTensor}}``, enough to resume bit-for-bit.
 
+    After every optimiser step, a model with a ``project_parameters()`` method is projected back onto its
+    constraint set (e.g. :class:`~pfzoo.models.LinearGenerative`'s bounded basis norms).
+
     Random streams: the data order comes from a CPU generator seeded with ``seed``, the objective's
     sampling from a generator on the model's device seeded with ``seed + 1``. Evaluation
     (pseudo-likelihood bit flips, the estimator) uses a generator re-seeded with ``seed + 2`` at
@@ -187,6 +190,7 @@ class Trainer:
         """One pass over ``train [N, V]`` in a fresh random order, after the objective's ``prepare`` if it has one;
         returns the example-weighted mean loss."""
         stateful = callable(getattr(self.objective, "prepare", None))
+        project = getattr(model, "project_parameters", None)  # a model's constraints, e.g. bounded basis norms
         if stateful and self.objective.prepare(model, train, generator=generators["sampling"]):
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
@@ -210,6 +214,8 @@ class Trainer:
                 return loss
 
             total += optimizer.step(closure).item() * batch.shape[0]
+            if project is not None:
+                project()
         return total / train.shape[0]
 
     def _evaluate(self, model: EnergyModel, train: torch.Tensor, test: torch.Tensor, epoch: int) -> dict[str, float | None]:

@@ -1,0 +1,100 @@
+"""Expectation–maximisation with HMC E-steps for latent-variable generative models (HAIS paper §3's training)."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+from torch import nn
+
+from pfzoo.kernels.hmc import Evaluation, HMCKernel, HMCState
+from pfzoo.validation import check_generator, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+
+class EMHMC(nn.Module):
+    """Stochastic EM for ``p(x) = ∫ p(x | z) p(z) dz`` with persistent HMC samples of each example's posterior.
+
+    E-step (:meth:`prepare`, every Trainer epoch): one persistent latent vector ``z_n`` per training example
+    advances ``num_hmc_steps`` HMC transitions under the current posterior ``p(z | x_n) ∝ p(z) p(x_n | z)``
+    (momentum fully resampled, ``num_leapfrog`` leapfrog steps, Metropolis accept/reject, reflection at the
+    prior's lower bound; ε adapts towards ``target_acceptance``). The latents start at prior draws.
+    M-step (:meth:`loss`): the complete-data negative log-likelihood ``mean_n -log p(x_n, z_n)`` on a minibatch,
+    whose gradient in the parameters is a Monte Carlo estimate of the EM (Fisher-identity) gradient
+    ``-∇ log p(x)`` once the chains have mixed. Constraints such as bounded basis norms are the model's
+    ``project_parameters``, which the Trainer applies after every step.
+
+    Buffers (checkpointed): ``latents [N, L]``, ``step_size``.
+
+    Args:
+        num_hmc_steps: HMC transitions per E-step (≥ 1).
+        step_size: initial leapfrog ε > 0.
+        num_leapfrog: leapfrog steps per transition (≥ 1).
+        target_acceptance: mean acceptance ε adapts to, in (0, 1); ``None`` keeps ε fixed.
+    """
+
+    latents: torch.Tensor
+    step_size: torch.Tensor
+
+    def __init__(self, num_hmc_steps: int = 10, step_size: float = 0.05, num_leapfrog: int = 10, target_acceptance: float | None = 0.8) -> None:
+        super().__init__()
+        self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
+        if not step_size > 0:
+            raise ValueError(f"step_size must be positive, got {step_size}")
+        self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
+        if target_acceptance is not None and not 0.0 < target_acceptance < 1.0:
+            raise ValueError(f"target_acceptance must lie in (0, 1) or be None, got {target_acceptance}")
+        self.target_acceptance = target_acceptance
+        self.register_buffer("step_size", torch.tensor(float(step_size), dtype=torch.float64))
+        self.register_buffer("latents", torch.empty(0))
+
+    @torch.no_grad()
+    def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
+        """The E-step for ``data [N, M]``: advance the persistent latents; returns ``True`` (the M-step objective changed)."""
+        if not callable(getattr(model, "likelihood_energy_and_grad", None)):
+            raise ValueError(f"model must be a latent-variable generative model (LatentGenerativeModel), got {type(model).__name__}")
+        model.check_visible(data, "data")
+        check_generator(generator, model.device)
+        if self.latents.shape != (data.shape[0], model.num_latent):
+            self.latents = model.sample_prior(data.shape[0], generator=generator)
+
+        def evaluate(z: torch.Tensor) -> Evaluation:
+            prior_energy, prior_grad = model.prior.energy_and_grad(z)
+            likelihood_energy, likelihood_grad = model.likelihood_energy_and_grad(data, z)
+            return Evaluation(prior_energy + likelihood_energy, prior_grad + likelihood_grad)
+
+        state, current = HMCState(self.latents, torch.zeros_like(self.latents)), evaluate(self.latents)
+        step_size, acceptance = self.step_size.item(), []
+        for _ in range(self.num_hmc_steps):
+            kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0, lower=model.latent_lower)
+            state, current, info = kernel.step(state, current, evaluate, generator=generator)
+            acceptance.append(info.accept_prob.mean().item())
+            if self.target_acceptance is not None:
+                step_size *= math.exp(acceptance[-1] - self.target_acceptance)
+        self.step_size.fill_(step_size)
+        self.latents = state.position
+        logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", sum(acceptance) / len(acceptance), step_size)
+        return True
+
+    def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
+        """``mean_n -log p(x_n, z_n)`` over ``batch [B, M]``, rows ``indices [B]`` of the prepared data (``None``: all, in order)."""
+        if self.latents.numel() == 0:
+            raise ValueError("EMHMC has no latents yet: call prepare(model, data, generator=...) first (the Trainer does)")
+        latents = self.latents if indices is None else self.latents[indices]
+        if latents.shape[0] != batch.shape[0]:
+            raise ValueError(f"batch has {batch.shape[0]} rows but {latents.shape[0]} latents were selected; pass the batch's indices")
+        return model.joint_energy(batch, latents).mean()
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        saved = state_dict.get(prefix + "latents")
+        if saved is not None:  # created by prepare: resize before copying
+            self.latents = torch.empty_like(saved, device=self.latents.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_hmc_steps={self.num_hmc_steps}, step_size={self.step_size.item():.4g}, num_leapfrog={self.num_leapfrog}, "
+            f"target_acceptance={self.target_acceptance}"
+        )

@@ -12,6 +12,17 @@ for the same shapes measured in the same run. One AIS step needs the products ``
 
 RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
+
+MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
+(:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
+``BitFlipMPF`` loss + gradient evaluations per second, and L-BFGS (strong Wolfe) iterations per second
+from the independent-units start, with the coupling error ε_J reached (the thesis: ε_J 0.0172 in ~60 s).
+
+Gibbs sampling of Ising models (``ising_gibbs``): chain-sweeps per second (sweeps/s × chains) with 1000
+chains, for the 10×10 lattice (checkerboard: two blocks) and a dense 100-unit model (100 single-unit blocks).
+
+MPF on a 784×500 RBM (``rbm_mpf``): examples per second of ``BitFlipMPF`` loss + backward on minibatches
+of 100, summing all 784 single flips and sampling 50 of them.
 """
 
 from __future__ import annotations
@@ -24,8 +35,10 @@ from pathlib import Path
 
 import torch
 
+from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
-from pfzoo.models import RBM, ProductOfExperts
+from pfzoo.models import RBM, Ising, ProductOfExperts
+from pfzoo.training import BitFlipMPF
 
 
 def synchronize(device: torch.device) -> None:
@@ -123,12 +136,120 @@ def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=1
     }
 
 
+def benchmark_ising_mpf(device: torch.device, side=10, num_samples=20_000, lbfgs_iterations=20, evaluations=10, repeats=3) -> dict:
+    started = time.perf_counter()
+    data = spin_glass(side=side, num_train=num_samples, num_test=1, seed=0)
+    data_seconds = time.perf_counter() - started
+    truth = spin_glass_model(side=side, seed=0)
+    train = data.train.to(device=device, dtype=torch.float64)
+    num_units = train.shape[1]
+    objective = BitFlipMPF()
+
+    def start_model() -> Ising:  # J = 0 and the independent-units biases, as in scripts/reproduce_ising.py
+        model = Ising(num_units, init_std=0.0).to(device=device, dtype=torch.float64)
+        model.init_from_data(train)
+        return model
+
+    model = start_model()
+
+    def loss_and_gradient():
+        for _ in range(evaluations):
+            model.zero_grad(set_to_none=True)
+            objective.loss(model, train).backward()
+
+    evaluation_seconds = best_seconds(loss_and_gradient, device, repeats) / evaluations
+
+    model = start_model()
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=lbfgs_iterations, history_size=20,
+                                  line_search_fn="strong_wolfe", tolerance_grad=0.0, tolerance_change=0.0)
+
+    def closure():
+        optimizer.zero_grad(set_to_none=True)
+        loss = objective.loss(model, train)
+        loss.backward()
+        return loss
+
+    synchronize(device)
+    start = time.perf_counter()
+    optimizer.step(closure)
+    synchronize(device)
+    lbfgs_seconds = time.perf_counter() - start
+    state = optimizer.state[optimizer._params[0]]
+    rows, cols = torch.triu_indices(num_units, num_units, 1)
+    learned, true = model.symmetric_coupling.detach().cpu()[rows, cols], truth.symmetric_coupling.detach()[rows, cols].double()
+    return {
+        "name": "ising_mpf",
+        "shape": {"side": side, "num_units": num_units, "num_samples": num_samples, "dtype": "float64",
+                  "lbfgs_iterations": lbfgs_iterations},
+        "data_seconds": data_seconds,
+        "evaluation_seconds": evaluation_seconds,
+        "evaluations_per_second": 1.0 / evaluation_seconds,
+        "lbfgs_seconds": lbfgs_seconds,
+        "lbfgs_iterations_per_second": state["n_iter"] / lbfgs_seconds,
+        "lbfgs_evaluations_per_iteration": state["func_evals"] / state["n_iter"],
+        "coupling_error": (learned - true).pow(2).mean().item(),
+        "coupling_error_at_start": true.pow(2).mean().item(),
+        "thesis_coupling_error": 0.0172,
+        "thesis_seconds": 60.0,
+    }
+
+
+def benchmark_ising_gibbs(device: torch.device, side=10, num_units=100, num_chains=1000, num_sweeps=100, repeats=3) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    results = {}
+    for kind, model in (("lattice", spin_glass_model("lattice", side=side)),
+                        ("fully_connected", spin_glass_model("fully_connected", num_units=num_units))):
+        model = model.to(device)
+        blocks = model.gibbs_blocks()
+        x = (torch.rand(num_chains, model.num_units, generator=g, device=device) < 0.5).float()
+
+        def sweeps():
+            state = x
+            for _ in range(num_sweeps):
+                state = model.gibbs_sweep(state, generator=g, blocks=blocks)
+
+        seconds = best_seconds(sweeps, device, repeats)
+        results[kind] = {
+            "num_units": model.num_units,
+            "num_blocks": len(blocks),
+            "seconds": seconds,
+            "sweeps_per_second": num_sweeps / seconds,
+            "chain_sweeps_per_second": num_chains * num_sweeps / seconds,
+            "unit_updates_per_second": num_chains * num_sweeps * model.num_units / seconds,
+        }
+    return {"name": "ising_gibbs", "shape": {"num_chains": num_chains, "num_sweeps": num_sweeps}, **results}
+
+
+def benchmark_rbm_mpf(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_flips=50, repeats=3) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    model = RBM.from_tensors(
+        torch.randn(num_visible, num_hidden, generator=g, device=device) * 0.05,
+        torch.randn(num_visible, generator=g, device=device),
+        torch.randn(num_hidden, generator=g, device=device),
+    )
+    batch = (torch.rand(batch_size, num_visible, generator=g, device=device) < 0.2).float()
+    results = {}
+    for label, objective in (("all_flips", BitFlipMPF()), (f"num_flips_{num_flips}", BitFlipMPF(num_flips=num_flips))):
+
+        def loss_and_backward():
+            model.zero_grad(set_to_none=True)
+            objective.loss(model, batch, generator=g).backward()
+
+        seconds = best_seconds(loss_and_backward, device, repeats)
+        results[label] = {"seconds_per_batch": seconds, "examples_per_second": batch_size / seconds}
+    return {
+        "name": "rbm_mpf",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size, "num_flips": num_flips},
+        **results,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, default=Path("benchmark_results/benchmark.json"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
-    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks")
+    parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks (merged into an existing --output)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -149,6 +270,10 @@ def main() -> None:
         result = run(device)
         results["benchmarks"].append(result)
         print(summary(result))
+    if args.only and args.output.is_file():  # keep the other benchmarks' last results
+        ran = {result["name"] for result in results["benchmarks"]}
+        kept = [result for result in json.loads(args.output.read_text()).get("benchmarks", []) if result.get("name") not in ran]
+        results["benchmarks"] = kept + results["benchmarks"]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results written to {args.output}")
@@ -169,6 +294,25 @@ BENCHMARKS = {
         benchmark_poe_hais,
         lambda r: f"poe_hais: N = {r['shape']['num_steps']:.0e}, {r['shape']['num_chains']} particles in {r['seconds']:.1f} s "
         f"(paper: {r['paper_seconds']:.0f} s); log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}",
+    ),
+    "ising_mpf": (
+        benchmark_ising_mpf,
+        lambda r: f"ising_mpf: {r['evaluations_per_second']:.3g} loss+gradient evaluations/s on {r['shape']['num_samples']} samples "
+        f"(float64); L-BFGS {r['lbfgs_iterations_per_second']:.3g} iterations/s "
+        f"({r['lbfgs_evaluations_per_iteration']:.2f} evaluations each), ε_J {r['coupling_error']:.4f} after "
+        f"{r['shape']['lbfgs_iterations']} iterations in {r['lbfgs_seconds']:.1f} s (thesis: {r['thesis_coupling_error']} in ~{r['thesis_seconds']:.0f} s)",
+    ),
+    "ising_gibbs": (
+        benchmark_ising_gibbs,
+        lambda r: f"ising_gibbs: {r['shape']['num_chains']} chains, lattice {r['lattice']['chain_sweeps_per_second']:.3g} chain-sweeps/s "
+        f"({r['lattice']['num_blocks']} blocks), dense D={r['fully_connected']['num_units']} "
+        f"{r['fully_connected']['chain_sweeps_per_second']:.3g} chain-sweeps/s ({r['fully_connected']['num_blocks']} blocks)",
+    ),
+    "rbm_mpf": (
+        benchmark_rbm_mpf,
+        lambda r: f"rbm_mpf: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, batch {r['shape']['batch_size']}: "
+        f"all flips {r['all_flips']['examples_per_second']:.3g} examples/s, "
+        f"{r['shape']['num_flips']} sampled flips {r['num_flips_' + str(r['shape']['num_flips'])]['examples_per_second']:.3g} examples/s",
     ),
 }
 

@@ -1,17 +1,21 @@
 """The application end to end on the embedded digits data: train, resume, evaluate, and the scripts' CLI."""
 
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 
 from pfzoo import app, zoo
-from pfzoo.models import RBM
+from pfzoo.models import RBM, Hopfield, Ising
+from pfzoo.models.rbm import base_rate_visible_bias
 
 REPO = Path(__file__).resolve().parents[1]
 CONF = REPO / "conf"
@@ -179,3 +183,93 @@ def test_deep_models_train_and_evaluate_against_exact_values(tmp_path, family, t
         report = app.evaluate(cfg)
         exact = report["exact_test_log_likelihood"]
         assert abs(report["test_log_likelihood"] - exact) <= 3 * report["test_log_likelihood_stderr"] + 0.05, (estimator, report)
+
+
+# ---- binary models trained by MPF, pseudo-likelihood and CD through the app -------------------------------
+
+ISING_UNITS = 8
+ISING_SAMPLES = 5000
+
+
+@pytest.fixture(scope="module")
+def ising_samples(tmp_path_factory):
+    """A ``.npy`` of exact samples from a random 8-unit Ising model (all 256 states enumerated), and that model."""
+    g = torch.Generator().manual_seed(1)
+    upper = torch.triu(torch.randn(ISING_UNITS, ISING_UNITS, generator=g), 1)
+    truth = Ising.from_tensors(upper + upper.T, 0.5 * torch.randn(ISING_UNITS, generator=g))
+    states = ((torch.arange(2**ISING_UNITS).unsqueeze(1) >> torch.arange(ISING_UNITS)) & 1).float()
+    with torch.no_grad():
+        probabilities = torch.softmax(-truth.energy(states).double(), 0)
+    rows = torch.multinomial(probabilities, ISING_SAMPLES, replacement=True, generator=g)
+    path = tmp_path_factory.mktemp("ising") / "samples.npy"
+    numpy.save(path, states[rows].numpy().astype(numpy.uint8))
+    return path, truth
+
+
+def coupling_errors(model, truth):
+    """Mean squared off-diagonal coupling error of ``model`` and, for scale, of J = 0."""
+    off_diagonal = ~torch.eye(truth.num_units, dtype=torch.bool)
+    true_coupling = truth.symmetric_coupling.detach()
+    error = (model.symmetric_coupling.detach() - true_coupling)[off_diagonal].pow(2).mean().item()
+    return error, true_coupling[off_diagonal].pow(2).mean().item()
+
+
+def ising_overrides(run_dir, path, trainer, *extra):
+    return [f"run_dir={run_dir}", "model=ising", f"trainer={trainer}", "dataset=array", f"dataset.path={path}",
+            "trainer.progress=false", *extra]
+
+
+def test_ising_trained_by_mpf_recovers_couplings_and_evaluates_against_exact_values(ising_samples, tmp_path):
+    path, truth = ising_samples
+    result = app.train(composed("train", ising_overrides(tmp_path / "run", path, "mpf", "trainer.epochs=5")))
+    model = zoo.load(result["checkpoint"])
+    assert type(model) is Ising and model.num_units == ISING_UNITS
+    error, zero_error = coupling_errors(model, truth)
+    assert error < 0.25 * zero_error, (error, zero_error)
+    cfg = composed("evaluate", [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path / 'eval'}", "progress=false",
+                                "dataset=array", f"dataset.path={path}", "estimator=ais", "estimator.num_steps=1000"])
+    report = app.evaluate(cfg)
+    assert report["model"] == "ising" and report["num_test"] == ISING_SAMPLES // 5
+    exact = report["exact_test_log_likelihood"]
+    assert abs(report["test_log_likelihood"] - exact) <= 3 * report["test_log_likelihood_stderr"] + 0.05, report
+
+
+@pytest.mark.parametrize("trainer, extra", [("pseudolikelihood", ["trainer.epochs=5"]), ("cd", ["trainer.epochs=20"])])
+def test_ising_trains_by_pseudolikelihood_and_cd(ising_samples, tmp_path, trainer, extra):
+    path, truth = ising_samples
+    cfg = composed("train", ising_overrides(tmp_path, path, trainer, *extra))
+    result = app.train(cfg)
+    model = zoo.load(result["checkpoint"])
+    assert type(model) is Ising
+    error, zero_error = coupling_errors(model, truth)
+    assert error < 0.5 * zero_error, (error, zero_error)
+    # better than where training starts: the independent-units (base-rate) model
+    data = instantiate(cfg.dataset)
+    start = Ising.from_tensors(torch.zeros(ISING_UNITS, ISING_UNITS), base_rate_visible_bias(data.train))
+    assert model.log_prob(data.test).mean() > start.log_prob(data.test).mean() + 0.1
+
+
+def test_hopfield_trained_by_mpf_stores_every_pattern(tmp_path):
+    cfg = composed("train", [f"run_dir={tmp_path}", "model=hopfield", "trainer=mpf", "dataset=hopfield_patterns",
+                             "dataset.num_patterns=20", "dataset.num_units=32", "trainer.epochs=10", "trainer.progress=false"])
+    result = app.train(cfg)  # the Trainer raises FloatingPointError on a non-finite loss
+    losses = [json.loads(line)["loss"] for line in Path(result["metrics_file"]).read_text().splitlines()]
+    assert all(map(math.isfinite, losses)) and losses[-1] < 1e-3 * losses[0], losses  # the flow K → 0
+    model = zoo.load(result["checkpoint"])
+    assert type(model) is Hopfield
+    patterns = instantiate(cfg.dataset).train
+    assert model.is_fixed_point(patterns).all()
+
+
+def test_rbm_trains_by_minibatch_mpf(tmp_path):
+    cfg = composed("train", [f"run_dir={tmp_path}", "model=rbm", "model.num_hidden=12", "trainer=mpf_sgd",
+                             "trainer.progress=false"])
+    assert cfg.trainer.batch_size == 100 and cfg.trainer.objective.binary.num_flips is not None
+    result = app.train(cfg)
+    losses = [json.loads(line)["loss"] for line in Path(result["metrics_file"]).read_text().splitlines()]
+    assert len(losses) == cfg.trainer.epochs and losses[-1] < losses[0]
+    model = zoo.load(result["checkpoint"])
+    assert type(model) is RBM and model.num_hidden == 12
+    data = instantiate(cfg.dataset)
+    start = RBM.from_tensors(torch.zeros(64, 12), base_rate_visible_bias(data.train), torch.zeros(12))
+    assert model.log_prob(data.test).mean() > start.log_prob(data.test).mean() + 0.5

@@ -2,8 +2,8 @@
 
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.contrastive import CD, PCD
-from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
+from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
 from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood

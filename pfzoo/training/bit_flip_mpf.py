@@ -49,11 +49,16 @@ class BitFlipMPF(nn.Module):
         num_flips: ``None`` sums over all D single flips; an integer k samples k units per example
             with replacement and weights each by D/k (an unbiased estimate of the flow, for wide models
             such as MNIST RBMs; random, so use it with minibatch optimisers, not L-BFGS).
+        log_flow: minimise ``log K`` instead of K. Its gradient ``∇K / K`` is scale-free, so one learning
+            rate serves the whole run, and a single large sampled term cannot blow up a step: the choice for
+            minibatch SGD on wide RBMs (a ratio estimate on minibatches, biased by O(1/B)). Same minimiser as K
+            on a fixed data set, but none at all when K → 0 (storable Hopfield patterns): keep K there.
     """
 
-    def __init__(self, all_bits_flipped: bool = False, num_flips: int | None = None) -> None:
+    def __init__(self, all_bits_flipped: bool = False, num_flips: int | None = None, log_flow: bool = False) -> None:
         super().__init__()
         self.all_bits_flipped = bool(all_bits_flipped)
+        self.log_flow = bool(log_flow)
         self.num_flips = None if num_flips is None else check_positive_int(num_flips, "num_flips")
 
     def log_flows(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -69,9 +74,10 @@ class BitFlipMPF(nn.Module):
         return torch.logsumexp(exponents, dim=1)
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The flow ``K(θ) = (1/B) Σ_n exp(log_flows_n)`` over ``batch [B, D]`` (float64 scalar)."""
+        """The flow ``K(θ) = (1/B) Σ_n exp(log_flows_n)`` over ``batch [B, D]``, or its log with ``log_flow`` (float64 scalar)."""
         log_flows = self.log_flows(model, batch, generator=generator).double()
-        return torch.exp(torch.logsumexp(log_flows, 0) - math.log(batch.shape[0]))
+        log_k = torch.logsumexp(log_flows, 0) - math.log(batch.shape[0])
+        return log_k if self.log_flow else torch.exp(log_k)
 
     def extra_repr(self) -> str:
-        return f"all_bits_flipped={self.all_bits_flipped}, num_flips={self.num_flips}"
+        return f"all_bits_flipped={self.all_bits_flipped}, num_flips={self.num_flips}, log_flow={self.log_flow}"

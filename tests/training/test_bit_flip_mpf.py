@@ -247,3 +247,11 @@ def test_bad_arguments_raise_value_error_naming_them():
         BitFlipMPF().loss(random_ising(4), torch.full((3, 4), 0.5, dtype=torch.float64))
     with pytest.raises(ValueError, match="batch"):
         PseudoLikelihood().loss(random_ising(4), torch.zeros(3, 5, dtype=torch.float64))
+
+
+def test_log_flow_is_the_log_of_the_flow_with_the_same_minimiser():
+    model = random_ising(5, seed=20)
+    data = exact_samples(model, 30, seed=21)
+    torch.testing.assert_close(BitFlipMPF(log_flow=True).loss(model, data), BitFlipMPF().loss(model, data).log())
+    fitted = {log_flow: fit(BitFlipMPF(log_flow=log_flow), Ising(5, init_std=0.0).double(), data, epochs=3) for log_flow in (False, True)}
+    torch.testing.assert_close(fitted[True].symmetric_coupling, fitted[False].symmetric_coupling, atol=1e-4, rtol=0)

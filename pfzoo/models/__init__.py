@@ -11,6 +11,7 @@ from pfzoo.models.ica import ICA
 from pfzoo.models.ising import Ising
 from pfzoo.models.latent import LatentGenerativeModel
 from pfzoo.models.linear_generative import LinearGenerative
+from pfzoo.models.mcrbm import MeanCovarianceRBM
 from pfzoo.models.poe import ProductOfExperts
 from pfzoo.models.rbm import RBM
 from pfzoo.models.registry import model_class, register_model, registered_models
@@ -27,6 +28,7 @@ __all__ = [
     "Ising",
     "LatentGenerativeModel",
     "LinearGenerative",
+    "MeanCovarianceRBM",
     "ProductOfExperts",
     "RBM",
     "model_class",

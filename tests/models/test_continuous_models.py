@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pfzoo import zoo
-from pfzoo.models import ICA, ContinuousModel, Gaussian, ProductOfExperts
+from pfzoo.models import ICA, ContinuousModel, Gaussian, MeanCovarianceRBM, ProductOfExperts
 
 NUM_VISIBLE = 4
 
@@ -33,20 +33,35 @@ def random_ica(num_visible=NUM_VISIBLE, seed=0, dtype=torch.float64):
     return ICA.from_tensors(torch.randn(num_visible, num_visible, generator=g, dtype=dtype))
 
 
+def random_mcrbm(num_visible=NUM_VISIBLE, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    num_factors, num_covariance, num_mean = 6, 3, 2
+    return MeanCovarianceRBM.from_tensors(
+        torch.randn(num_visible, num_factors, generator=g, dtype=dtype),
+        2 * torch.rand(num_factors, num_covariance, generator=g, dtype=dtype),
+        torch.randn(num_covariance, generator=g, dtype=dtype),
+        torch.randn(num_visible, num_mean, generator=g, dtype=dtype),
+        torch.randn(num_mean, generator=g, dtype=dtype),
+        torch.randn(num_visible, generator=g, dtype=dtype),
+    )
+
+
 MODELS = {
     "gaussian": random_gaussian,
     "poe_laplace": lambda **kw: random_poe("laplace", **kw),
     "poe_student_t": lambda **kw: random_poe("student_t", **kw),
     "poe_student_t_complete": lambda **kw: random_poe("student_t", num_experts=NUM_VISIBLE, **kw),
     "ica": random_ica,
+    "mcrbm": random_mcrbm,
 }
-OVERCOMPLETE = {"poe_laplace", "poe_student_t"}  # no closed-form log Z
+OVERCOMPLETE = {"poe_laplace", "poe_student_t", "mcrbm"}  # no closed-form log Z
 STATE_KEYS = {
     "gaussian": {"mean", "precision_log_cholesky"},
     "poe_laplace": {"filters"},
     "poe_student_t": {"filters", "log_shape"},
     "poe_student_t_complete": {"filters", "log_shape"},
     "ica": {"filters"},
+    "mcrbm": {"factors", "pooling", "covariance_bias", "mean_weight", "mean_bias", "visible_bias"},
 }
 
 
@@ -202,6 +217,7 @@ def test_checkpoint_round_trip(tmp_path, name, dtype):
         lambda g: Gaussian(5, generator=g),
         lambda g: ProductOfExperts(5, 9, "student_t", generator=g),
         lambda g: ICA(5, generator=g),
+        lambda g: MeanCovarianceRBM(5, 8, 4, 3, generator=g),
     ],
 )
 def test_constructor_initialisation_is_reproducible(make):

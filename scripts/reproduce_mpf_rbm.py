@@ -46,6 +46,7 @@ def train(name: str, objective, learning_rate: float, momentum: float, data: Dat
         run_dir=REPO / "runs" / "mpf_rbm" / ("quick" if args.quick else "") / name,  # git-ignored checkpoints
         epochs=args.epochs,
         batch_size=100,
+        learning_rate_decay=args.learning_rate_decay,
         progress=False,
         seed=args.seed,
     )
@@ -83,7 +84,8 @@ def plot_samples(samples: dict, path: Path, sweeps: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hidden", type=int, default=100)
-    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--learning-rate-decay", type=float, default=0.1, help="epoch e runs at lr / (1 + decay·(e − 1))")
     parser.add_argument("--num-flips", type=int, default=100, help="single flips sampled per digit for MPF")
     parser.add_argument("--mpf-learning-rate", type=float, default=0.3)
     parser.add_argument("--cd-learning-rate", type=float, default=0.05)
@@ -150,7 +152,8 @@ def main() -> None:
         f"# MPF and CD-1 RBMs (784 × {args.hidden}) on binarized MNIST\n\n"
         f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {args.threads} threads, "
         f"load average {record['load_average']}).\n\n"
-        f"Both trained {args.epochs} epochs on {data.train.shape[0]:,} digits with SGD (batch 100) from the same start. MPF: "
+        f"Both trained {args.epochs} epochs on {data.train.shape[0]:,} digits with SGD (batch 100, learning rate lr/(1 + "
+        f"{args.learning_rate_decay}·(epoch − 1))) from the same start. MPF: "
         f"single-bit-flip connectivity, hidden units summed out (thesis appendix F), {args.num_flips} flips sampled per digit, "
         "log K minimised. "
         f"Test log-likelihood: AIS, base-rate base, {args.ais_steps:,} intermediate distributions, {args.ais_chains} chains, "

@@ -76,6 +76,9 @@ class Trainer:
         epochs: total number of epochs (a resumed run continues up to it).
         batch_size: examples per minibatch (the last one of an epoch may be smaller).
         weight_decay: L2 coefficient λ ≥ 0 (gradient ``λ W`` on weights).
+        learning_rate_decay: τ ≥ 0; epoch e runs at ``lr_0 / (1 + τ (e − 1))`` with ``lr_0`` the optimiser's
+            initial learning rate (kept as ``initial_lr`` in its state, so resumed runs continue the schedule);
+            0 keeps the rate constant.
         checkpoint_every: epochs between checkpoints.
         evaluate_every: epochs between estimator evaluations (and after the last); 0 = never.
         estimator: log-likelihood estimator for those evaluations, fitted with ``base_data`` = train.
@@ -92,6 +95,7 @@ class Trainer:
         epochs: int = 10,
         batch_size: int = 100,
         weight_decay: float = 0.0,
+        learning_rate_decay: float = 0.0,
         checkpoint_every: int = 1,
         evaluate_every: int = 0,
         estimator: Estimator | None = None,
@@ -116,6 +120,9 @@ class Trainer:
         self.epochs = check_positive_int(epochs, "epochs")
         self.batch_size = check_positive_int(batch_size, "batch_size")
         self.weight_decay = float(weight_decay)
+        if not learning_rate_decay >= 0:
+            raise ValueError(f"learning_rate_decay must be non-negative, got {learning_rate_decay}")
+        self.learning_rate_decay = float(learning_rate_decay)
         self.checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
         self.evaluate_every = evaluate_every
         self.estimator = estimator
@@ -155,6 +162,7 @@ class Trainer:
         weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
         with tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not self.progress) as bar:
             for epoch in range(start + 1, self.epochs + 1):
+                self._set_learning_rate(optimizer, epoch)
                 began = time.perf_counter()
                 loss = self._train_epoch(model, train, optimizer, weights, generators, epoch)
                 record = {"epoch": epoch, "loss": loss, "seconds": time.perf_counter() - began}
@@ -177,6 +185,12 @@ class Trainer:
         if split.shape[0] == 0:
             raise ValueError(f"{name} must hold at least one example, got shape {tuple(split.shape)}")
         return split
+
+    def _set_learning_rate(self, optimizer: torch.optim.Optimizer, epoch: int) -> None:
+        """``lr = initial_lr / (1 + learning_rate_decay · (epoch − 1))`` in every parameter group."""
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+            group["lr"] = group["initial_lr"] / (1 + self.learning_rate_decay * (epoch - 1))
 
     def _train_epoch(
         self,

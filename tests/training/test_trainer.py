@@ -151,7 +151,8 @@ def test_checkpoint_round_trips_through_zoo_load(tmp_path, data):
 def test_resumed_training_is_bit_identical_to_training_in_one_go(tmp_path, data):
     def trainer(run_dir, epochs):
         optimizer = partial(torch.optim.SGD, lr=0.05, momentum=0.9)
-        return Trainer(PCD(k=2, num_chains=20), optimizer, run_dir=run_dir, epochs=epochs, batch_size=32, weight_decay=1e-3, progress=False)
+        return Trainer(PCD(k=2, num_chains=20), optimizer, run_dir=run_dir, epochs=epochs, batch_size=32, weight_decay=1e-3,
+                       learning_rate_decay=0.5, progress=False)
 
     one_go = rbm()
     trainer(tmp_path / "one_go", 4).fit(one_go, data)
@@ -263,3 +264,23 @@ def test_trainer_configs_instantiate_and_train(tmp_path, data, name, objective):
     assert optimizer.defaults["lr"] == 0.05 and optimizer.defaults["momentum"] == 0.5
     trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), estimator=AIS(num_chains=4, num_steps=5), epochs=1, evaluate_every=1, progress=False)
     assert trainer.fit(rbm(), data)["log_z"] is not None
+
+
+def test_learning_rate_decays_per_epoch_from_the_initial_rate(tmp_path, data):
+    seen = []
+
+    class Spy(CD):
+        def loss(self, model, batch, *, generator=None):
+            seen.append(optimizer_holder[0].param_groups[0]["lr"])
+            return super().loss(model, batch, generator=generator)
+
+    optimizer_holder = []
+
+    def make(params):
+        optimizer_holder[:] = [torch.optim.SGD(params, lr=0.2)]
+        return optimizer_holder[0]
+
+    Trainer(Spy(), make, run_dir=tmp_path, epochs=3, batch_size=10**6, learning_rate_decay=0.5, progress=False).fit(rbm(), data)
+    assert seen == pytest.approx([0.2, 0.2 / 1.5, 0.2 / 2.0])
+    with pytest.raises(ValueError, match="learning_rate_decay"):
+        Trainer(CD(), run_dir=tmp_path, learning_rate_decay=-1.0)

@@ -15,6 +15,21 @@ ROWS_PER_CHUNK = 1 << 16
 """Examples × particles annealed as one batch; larger data sets run in chunks of whole examples."""
 
 
+def check_kernel_bounds(model, kernel) -> None:
+    """Raise ``ValueError`` unless ``kernel`` reflects exactly at the model's latent bounds (``model.latent_lower``)."""
+    model_lower, kernel_lower = model.latent_lower, getattr(kernel, "lower", None)
+    if model_lower is None and kernel_lower is None:
+        return
+    if model_lower is None or kernel_lower is None:
+        raise ValueError(
+            f"the kernel's lower={None if kernel_lower is None else kernel_lower.tolist()} must match the bounds of "
+            f"{type(model).__name__}'s latents, lower={model_lower}, so that HMC reflects exactly where the prior's support ends"
+        )
+    expected = torch.as_tensor(model_lower, dtype=torch.float64).expand(model.num_latent)
+    if not torch.equal(kernel_lower.to(torch.float64).expand(model.num_latent), expected):
+        raise ValueError(f"the kernel's lower={kernel_lower.tolist()} must match the bounds of {type(model).__name__}'s latents, lower={model_lower}")
+
+
 def posterior_annealing_log_likelihood(
     model,
     data: torch.Tensor,
@@ -34,11 +49,7 @@ def posterior_annealing_log_likelihood(
     stochastic lower bound on ``log p(x_n)``. The stderr of the mean combines the per-example
     delta-method errors: ``sqrt(Σ_n se_n²) / B``.
     """
-    kernel_lower = getattr(model, "latent_lower", None)
-    if kernel_lower is not None and getattr(kernel, "lower", None) is None:
-        raise ValueError(
-            f"{type(model).__name__}'s latents are bounded below by {kernel_lower}; give the kernel lower={kernel_lower} so HMC reflects there"
-        )
+    check_kernel_bounds(model, kernel)
     examples_per_chunk = max(1, ROWS_PER_CHUNK // num_particles)
     chunks = torch.split(data, examples_per_chunk)
     num_steps = betas.numel() - 1

@@ -99,6 +99,11 @@ def _hamiltonian(evaluation: Evaluation, momentum: torch.Tensor) -> torch.Tensor
     return evaluation.energy.double() + 0.5 * momentum.double().square().sum(-1)
 
 
+def _acceptance(start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """Metropolis acceptance ``min(1, exp(H_start − H_end))`` ``[N]``; 0 where the trajectory diverged (``H_end`` inf or NaN)."""
+    return torch.nan_to_num(torch.exp(torch.clamp(start - end, max=0.0)), nan=0.0)
+
+
 class HMCKernel:
     """HMC transition: partial momentum refresh, L leapfrog steps, Metropolis accept/reject, momentum flip on reject.
 
@@ -156,14 +161,14 @@ class HMCKernel:
         )
         proposal, proposal_momentum, proposal_eval = integrate(momentum)
         start = _hamiltonian(current, momentum)
-        accept_prob = torch.exp(torch.clamp(start - _hamiltonian(proposal_eval, proposal_momentum), max=0.0))
+        accept_prob = _acceptance(start, _hamiltonian(proposal_eval, proposal_momentum))
         uniform = torch.rand(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
         accepted = uniform < accept_prob
         if self.flip == "standard":
             flipped = ~accepted
         else:
             _, reverse_momentum, reverse_eval = integrate(-momentum)
-            reverse_prob = torch.exp(torch.clamp(start - _hamiltonian(reverse_eval, reverse_momentum), max=0.0))
+            reverse_prob = _acceptance(start, _hamiltonian(reverse_eval, reverse_momentum))
             flip_prob = torch.clamp(reverse_prob - accept_prob, min=0.0)
             flipped = ~accepted & (uniform < accept_prob + flip_prob)
         new_momentum = torch.where(flipped[:, None], -momentum, momentum)

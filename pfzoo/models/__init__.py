@@ -1,6 +1,7 @@
 """The model zoo: energy-based and latent-variable models as ``nn.Module``s."""
 
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.bilinear_generative import BilinearGenerative
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.dbm import DBM
 from pfzoo.models.dbn import DBN
@@ -17,6 +18,7 @@ from pfzoo.models.rbm import RBM
 from pfzoo.models.registry import model_class, register_model, registered_models
 
 __all__ = [
+    "BilinearGenerative",
     "ContinuousModel",
     "DBM",
     "DBN",

@@ -16,11 +16,12 @@ class LatentPrior:
     """A factorised, normalised prior ``p(z) = Π_l p(z_l)`` over ``z ∈ ℝ^L``: what posterior annealing starts from.
 
     ``energy_and_grad(z)`` returns ``-log p(z)`` (normalised, so the annealing base has ``log Z_0 = 0``)
-    and its gradient; ``sample`` draws exactly; ``lower`` is the bound HMC reflects at (``None``: none).
+    and its gradient; ``sample`` draws exactly; ``lower`` is where HMC reflects: one bound for every latent
+    (a float), one per latent (a list of L floats, ``-inf`` where a latent is unbounded), or ``None`` (none).
     """
 
     name: str
-    lower: float | None = None
+    lower: float | list[float] | None = None
 
     def energy_and_grad(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
@@ -70,6 +71,67 @@ class ExponentialPrior(LatentPrior):
         return -torch.log1p(-uniform)
 
 
+class ProductPrior(LatentPrior):
+    """Independent blocks of latents, each under its own prior: ``z = [z_1, …, z_P]``, ``p(z) = Π_p p_p(z_p)``.
+
+    ``ProductPrior([(LaplacePrior(), Lc), (ExponentialPrior(), Ld)])`` is the bilinear model's prior over
+    ``z = [c, d]`` (HAIS eqs. 34–35). The energy is the sum of the parts' energies on their slices of the last
+    axis and the gradient their concatenation; samples concatenate the parts' samples.
+
+    ``lower`` is per latent: ``[-inf]·Lc + [0.0]·Ld`` for the example, or ``None`` if no part is bounded.
+    ``-inf`` is safe in HMC's reflection ``where(x < lower, 2·lower − x, x)``: ``x < -inf`` is never true
+    for finite x, and the discarded branch is ``-inf`` (not NaN), so unbounded latents pass through unchanged.
+
+    Args:
+        parts: ``(prior, size)`` pairs in latent order; sizes are positive integers.
+    """
+
+    def __init__(self, parts: list[tuple[LatentPrior, int]]) -> None:
+        parts = list(parts)
+        if not parts:
+            raise ValueError("parts must be a non-empty list of (prior, size) pairs")
+        lowers: list[float] = []
+        for index, part in enumerate(parts):
+            if not (isinstance(part, (tuple, list)) and len(part) == 2 and isinstance(part[0], LatentPrior)):
+                raise ValueError(f"parts[{index}] must be a (LatentPrior, size) pair, got {part!r}")
+            prior, size = part
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"parts[{index}]'s size must be a positive integer, got {size!r}")
+            if prior.lower is None:
+                lowers += [-math.inf] * size
+            elif isinstance(prior.lower, (int, float)):
+                lowers += [float(prior.lower)] * size
+            else:
+                bounds = [float(bound) for bound in prior.lower]
+                if len(bounds) != size:
+                    raise ValueError(f"parts[{index}]'s prior has {len(bounds)} lower bounds for {size} latents")
+                lowers += bounds
+        self.parts = tuple((prior, size) for prior, size in parts)
+        self.sizes = tuple(size for _, size in self.parts)
+        self.num_latent = sum(self.sizes)
+        self.name = "product(" + ",".join(f"{prior.name}:{size}" for prior, size in self.parts) + ")"
+        self.lower = lowers if any(bound > -math.inf for bound in lowers) else None
+
+    def _check_width(self, num_latent: int, name: str) -> None:
+        if num_latent != self.num_latent:
+            raise ValueError(f"{name} must be {self.num_latent} (the sum of the parts' sizes {list(self.sizes)}), got {num_latent}")
+
+    def energy_and_grad(self, z):
+        """``-log p(z) = Σ_p -log p_p(z_p)`` ``[...]`` and its gradient ``[..., L]`` for ``z [..., L]``."""
+        self._check_width(z.shape[-1], "z's last dimension")
+        energies, grads = zip(*(prior.energy_and_grad(block) for (prior, _), block in zip(self.parts, z.split(self.sizes, dim=-1))))
+        return sum(energies[1:], energies[0]), torch.cat(grads, dim=-1)
+
+    def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
+        """Exact draws ``[num_samples, L]``: each part samples its own block, in order."""
+        self._check_width(num_latent, "num_latent")
+        blocks = [prior.sample(num_samples, size, dtype=dtype, device=device, generator=generator) for prior, size in self.parts]
+        return torch.cat(blocks, dim=-1)
+
+    def __repr__(self) -> str:
+        return f"ProductPrior({self.name})"
+
+
 PRIORS = {prior.name: prior for prior in (GaussianPrior(), LaplacePrior(), ExponentialPrior())}
 
 
@@ -92,7 +154,8 @@ class LatentGenerativeModel(EnergyModel):
     - ``prior``: a :class:`LatentPrior` over the ``num_latent`` latents (the annealing base);
     - ``likelihood_energy_and_grad(x, z)``: ``-log p(x | z)`` ``[N]`` and its gradient in ``z`` ``[N, L]``
       for aligned rows ``x [N, M]``, ``z [N, L]`` (unchecked; one call per leapfrog step);
-    - ``latent_lower``: per-latent reflection bounds for HMC (``None``: unbounded);
+    - ``latent_lower``: reflection bounds for HMC, the prior's ``lower`` (a float for every latent, a list of
+      L floats with ``-inf`` where unbounded, or ``None``: unbounded); pass it as the kernel's ``lower``;
     - ``sample(n, generator=...)``: ancestral samples of x.
     """
 
@@ -101,7 +164,7 @@ class LatentGenerativeModel(EnergyModel):
     prior: LatentPrior
 
     @property
-    def latent_lower(self) -> float | None:
+    def latent_lower(self) -> float | list[float] | None:
         return self.prior.lower
 
     def likelihood_energy_and_grad(self, x: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

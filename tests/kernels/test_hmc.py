@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from pfzoo.kernels import Evaluation, HMCKernel, RandomWalkMetropolis, hais_momentum_refresh, leapfrog
+from pfzoo.kernels import Evaluation, HMCKernel, HMCState, RandomWalkMetropolis, hais_momentum_refresh, leapfrog
 
 PRECISION = torch.tensor([[2.0, 1.2], [1.2, 1.0]], dtype=torch.float64)  # correlation ≈ -0.85
 COVARIANCE = torch.linalg.inv(PRECISION)
@@ -132,3 +132,19 @@ def test_same_seed_same_chains():
         return run_kernel(HMCKernel(0.3), exact_gaussian_samples(100, g), gaussian_evaluate, 5, g)[0]
 
     assert torch.equal(run(0), run(0)) and not torch.equal(run(0), run(1))
+
+
+def test_a_diverging_trajectory_is_rejected_with_acceptance_zero_not_nan():
+    """An energy that overflows along the trajectory (inf or NaN Hamiltonian) is a rejection, so step-size adaptation
+    that averages acceptance probabilities never sees NaN."""
+
+    def evaluate(x):
+        energy = torch.where(x[:, 0] > 1.0, torch.full_like(x[:, 0], float("nan")), 0.5 * x.square().sum(-1))
+        return Evaluation(energy, x.clone())
+
+    start = torch.tensor([[0.0, 0.0], [0.0, 0.0]])
+    state = HMCState(start, torch.tensor([[100.0, 0.0], [0.01, 0.0]]))
+    kernel = HMCKernel(0.1, momentum_refresh=1e-12)
+    new_state, _, info = kernel.step(state, evaluate(start), evaluate, generator=torch.Generator().manual_seed(0))
+    assert info.accept_prob[0].item() == 0.0 and not info.accepted[0] and torch.equal(new_state.position[0], start[0])
+    assert info.accept_prob[1].item() > 0.9

@@ -38,9 +38,7 @@ def test_prior_gradients_and_samples(prior):
     assert abs(samples.mean().item() - mean) < 5 * math.sqrt(variance / samples.numel())
     assert abs(samples.var().item() - variance) < 0.03 * variance
     # normalised: the mean of exp(-E) under a wide uniform proposal integrates to 1 in one dimension
-    grid = torch.linspace(-30, 30, 600001, dtype=torch.float64).unsqueeze(1)
-    if prior.lower is not None:
-        grid = grid[grid[:, 0] >= prior.lower]
+    grid = torch.linspace(-30 if prior.lower is None else prior.lower, 30, 600001, dtype=torch.float64).unsqueeze(1)
     density = torch.exp(-prior.energy_and_grad(grid)[0])
     assert torch.trapezoid(density, grid[:, 0]).item() == pytest.approx(1.0, abs=1e-4)
 

@@ -1,4 +1,4 @@
-"""Persistent minimum probability flow (MPF) for continuous models, with connectivity sampled by HMC.
+"""Persistent minimum probability flow (MPF), with connectivity sampled by HMC (continuous models) or block Gibbs (binary).
 
 Sohl-Dickstein's thesis §2.9 (eqs. 2.25–2.26); Sohl-Dickstein, Battaglino & DeWeese 2011, "persistent
 MPF". MPF minimises the probability that flows, in an infinitesimal time, out of the data states
@@ -34,10 +34,28 @@ import math
 import torch
 from torch import nn
 
+from pfzoo.kernels.gibbs import run_gibbs
 from pfzoo.kernels.hmc import Evaluation, HMCKernel, HMCState
 from pfzoo.validation import check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
+
+
+def reversible_gibbs(model, start: torch.Tensor, num_sweeps: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """``num_sweeps`` reversible block-Gibbs sweeps of binary chains ``start [N, V]`` under ``model`` → ``[N, V]``.
+
+    RBMs: ``v → h → v`` (reversible in v). Ising models: the independent sets in palindromic order
+    ``B_1 … B_m … B_1`` (a forward-only scan leaves p invariant but is not reversible).
+    """
+    if callable(getattr(model, "gibbs_sweep", None)):
+        blocks = model.gibbs_blocks()
+        scan = blocks + blocks[-2::-1]
+        x = start
+        for _ in range(num_sweeps):
+            x = model.gibbs_sweep(x, blocks=scan, generator=generator)
+        return x
+    state, _ = run_gibbs(start, model, num_sweeps, generator=generator)
+    return state.visible
 
 
 class PersistentMPF(nn.Module):
@@ -53,6 +71,11 @@ class PersistentMPF(nn.Module):
     draws from ``p(x; θ_old)``, the independence connectivity, whose fixed point is maximum likelihood.
     Restarting the particles at the data at every refresh (a CD-like connectivity) makes the fit
     wander far from maximum likelihood on natural image patches, hence the persistence.
+
+    Binary models (RBM, Ising, Hopfield) take ``num_gibbs_sweeps`` block-Gibbs sweeps under θ_old instead:
+    an RBM's ``v → h → v`` sweep is reversible in v, and an Ising model sweeps its independent sets in the
+    palindromic order ``B_1 … B_m … B_1``, which is reversible too; E is then the free energy F (hidden units
+    summed out), as in the thesis's persistent MPF for RBMs.
 
     The step size ε adapts after every transition, ``ε ← ε exp(ā − target_acceptance)`` with ā the
     acceptance probability averaged over all N particles, so HMC keeps moving as the model sharpens
@@ -81,6 +104,7 @@ class PersistentMPF(nn.Module):
         num_leapfrog: leapfrog steps per HMC transition (≥ 1).
         resample_every: calls of :meth:`prepare` (Trainer epochs) between refreshes of θ_old (≥ 1).
         target_acceptance: mean acceptance probability ε adapts to, in (0, 1); ``None`` keeps ε fixed.
+        num_gibbs_sweeps: block-Gibbs sweeps of the particles per refresh, for binary models (≥ 1).
     """
 
     connected: torch.Tensor
@@ -94,8 +118,10 @@ class PersistentMPF(nn.Module):
         num_leapfrog: int = 10,
         resample_every: int = 1,
         target_acceptance: float | None = 0.8,
+        num_gibbs_sweeps: int = 1,
     ) -> None:
         super().__init__()
+        self.num_gibbs_sweeps = check_positive_int(num_gibbs_sweeps, "num_gibbs_sweeps")
         self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
         if not step_size > 0:
             raise ValueError(f"step_size must be positive, got {step_size}")
@@ -117,10 +143,13 @@ class PersistentMPF(nn.Module):
         Due on the first call, every ``resample_every``-th call after it, and whenever ``data`` has a
         different shape from the particles, which then restart at ``data``. A refresh makes ``log K`` a
         new function, so the Trainer then discards its optimiser's state (L-BFGS's curvature pairs).
-        ``model`` must be continuous, with the unchecked ``energy_and_grad(x) -> (E [N], ∇_x E [N, M])``
-        that drives HMC.
+        Continuous models need the unchecked ``energy_and_grad(x) -> (E [N], ∇_x E [N, M])`` that drives HMC;
+        binary models the block-Gibbs draws of an RBM or an Ising model's ``gibbs_sweep``.
         """
-        if model.binary_visible or not callable(getattr(model, "energy_and_grad", None)):
+        binary = model.binary_visible
+        if binary and not (callable(getattr(model, "gibbs_sweep", None)) or callable(getattr(model, "draw_hidden", None))):
+            raise ValueError(f"model must offer block Gibbs sampling (an RBM or Ising model), got {type(model).__name__}")
+        if not binary and not callable(getattr(model, "energy_and_grad", None)):
             raise ValueError(f"model must be a continuous model with energy_and_grad (a ContinuousModel), got {type(model).__name__}")
         model.check_visible(data, "data")
         check_generator(generator, model.device)
@@ -129,8 +158,14 @@ class PersistentMPF(nn.Module):
         self.num_prepared += 1
         if not due:
             return False
-        evaluate = lambda x: Evaluation(*model.energy_and_grad(x))  # noqa: E731
         start = data if restart else self.connected
+        self.connected = reversible_gibbs(model, start, self.num_gibbs_sweeps, generator=generator) if binary else self._advance_hmc(model, start, generator)
+        self.reference_gap = model.free_energy(data) - model.free_energy(self.connected)
+        return True
+
+    def _advance_hmc(self, model, start: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """``num_hmc_steps`` HMC transitions of the particles ``start [N, M]`` under the current model; adapts ε."""
+        evaluate = lambda x: Evaluation(*model.energy_and_grad(x))  # noqa: E731
         state, current = HMCState(start, torch.zeros_like(start)), evaluate(start)
         step_size, acceptance = self.step_size.item(), []
         for _ in range(self.num_hmc_steps):
@@ -140,13 +175,11 @@ class PersistentMPF(nn.Module):
             if self.target_acceptance is not None:
                 step_size *= math.exp(acceptance[-1] - self.target_acceptance)
         self.step_size.fill_(step_size)
-        self.connected = state.position
-        self.reference_gap = model.energy(data) - model.energy(state.position)
         logger.info(
             "persistent MPF: advanced %d particles under θ_old (mean HMC acceptance probability %.3f; step size now %.4g)",
-            data.shape[0], sum(acceptance) / len(acceptance), step_size,
+            start.shape[0], sum(acceptance) / len(acceptance), step_size,
         )
-        return True
+        return state.position
 
     def loss(
         self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None
@@ -173,7 +206,7 @@ class PersistentMPF(nn.Module):
             if indices.numel() and (indices.min() < 0 or indices.max() >= num_prepared):
                 raise ValueError(f"indices must lie in [0, {num_prepared}) (rows of the prepared data)")
             connected, reference_gap = self.connected[indices], self.reference_gap[indices]
-        exponents = 0.5 * (model.energy(batch) - model.energy(connected) - reference_gap)
+        exponents = 0.5 * (model.free_energy(batch) - model.free_energy(connected) - reference_gap)
         return torch.logsumexp(exponents, 0) - math.log(batch.shape[0])
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:

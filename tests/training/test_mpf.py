@@ -14,7 +14,7 @@ from torch import nn
 
 from pfzoo.data import DataSplits, patches
 from pfzoo.kernels import Evaluation, HMCKernel, HMCState
-from pfzoo.models import ICA, RBM, Gaussian, ProductOfExperts
+from pfzoo.models import ICA, Gaussian, LinearGenerative, ProductOfExperts
 from pfzoo.training import ExactMaximumLikelihood, PersistentMPF, Trainer
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
@@ -292,8 +292,8 @@ def test_bad_calls_raise_value_error():
     objective = PersistentMPF()
     with pytest.raises(ValueError, match="prepare"):
         objective.loss(model, data)
-    with pytest.raises(ValueError, match="continuous model"):
-        objective.prepare(RBM(3, 2), torch.ones(6, 3))
+    with pytest.raises(ValueError, match="continuous model"):  # a latent-variable model has no energy_and_grad in x
+        objective.prepare(LinearGenerative(3), torch.ones(6, 3))
     with pytest.raises(ValueError, match="data must have 3 columns"):
         objective.prepare(model, torch.zeros(6, 4, dtype=torch.float64))
     objective.prepare(model, data)

@@ -20,7 +20,11 @@ class EMHMC(nn.Module):
     E-step (:meth:`prepare`, every Trainer epoch): one persistent latent vector ``z_n`` per training example
     advances ``num_hmc_steps`` HMC transitions under the current posterior ``p(z | x_n) ∝ p(z) p(x_n | z)``
     (momentum fully resampled, ``num_leapfrog`` leapfrog steps, Metropolis accept/reject, reflection at the
-    prior's lower bound; ε adapts towards ``target_acceptance``). The latents start at prior draws.
+    prior's lower bound; ε adapts towards ``target_acceptance``). The latents start at prior draws. With
+    ``batch_hmc_steps > 0`` the latents of every minibatch also take that many transitions under the *current*
+    parameters right before its M-step, so they never lag an epoch of parameter updates behind (stale latents
+    bias the M-step; this matters once an epoch holds many optimiser steps). Those per-batch draws make
+    :meth:`loss` random: use them with first-order optimisers, and ``batch_hmc_steps=0`` with L-BFGS.
     M-step (:meth:`loss`): the complete-data negative log-likelihood ``mean_n -log p(x_n, z_n)`` on a minibatch,
     whose gradient in the parameters is a Monte Carlo estimate of the EM (Fisher-identity) gradient
     ``-∇ log p(x)`` once the chains have mixed. Constraints such as bounded basis norms are the model's
@@ -33,13 +37,24 @@ class EMHMC(nn.Module):
         step_size: initial leapfrog ε > 0.
         num_leapfrog: leapfrog steps per transition (≥ 1).
         target_acceptance: mean acceptance ε adapts to, in (0, 1); ``None`` keeps ε fixed.
+        batch_hmc_steps: HMC transitions of a minibatch's latents before its M-step (≥ 0).
     """
 
     latents: torch.Tensor
     step_size: torch.Tensor
 
-    def __init__(self, num_hmc_steps: int = 10, step_size: float = 0.05, num_leapfrog: int = 10, target_acceptance: float | None = 0.8) -> None:
+    def __init__(
+        self,
+        num_hmc_steps: int = 10,
+        step_size: float = 0.05,
+        num_leapfrog: int = 10,
+        target_acceptance: float | None = 0.8,
+        batch_hmc_steps: int = 2,
+    ) -> None:
         super().__init__()
+        if isinstance(batch_hmc_steps, bool) or not isinstance(batch_hmc_steps, int) or batch_hmc_steps < 0:
+            raise ValueError(f"batch_hmc_steps must be a non-negative integer, got {batch_hmc_steps!r}")
+        self.batch_hmc_steps = batch_hmc_steps
         self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
         if not step_size > 0:
             raise ValueError(f"step_size must be positive, got {step_size}")
@@ -59,33 +74,43 @@ class EMHMC(nn.Module):
         check_generator(generator, model.device)
         if self.latents.shape != (data.shape[0], model.num_latent):
             self.latents = model.sample_prior(data.shape[0], generator=generator)
+        acceptance = self._advance(model, data, slice(None), self.num_hmc_steps, generator)
+        logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance, self.step_size.item())
+        return True
+
+    @torch.no_grad()
+    def _advance(self, model, data: torch.Tensor, rows, num_steps: int, generator: torch.Generator | None) -> float:
+        """``num_steps`` HMC transitions of ``latents[rows]`` under the posteriors of ``data [B, M]``; adapts ε; returns
+        the mean acceptance probability."""
 
         def evaluate(z: torch.Tensor) -> Evaluation:
             prior_energy, prior_grad = model.prior.energy_and_grad(z)
             likelihood_energy, likelihood_grad = model.likelihood_energy_and_grad(data, z)
             return Evaluation(prior_energy + likelihood_energy, prior_grad + likelihood_grad)
 
-        state, current = HMCState(self.latents, torch.zeros_like(self.latents)), evaluate(self.latents)
+        latents = self.latents[rows]
+        state, current = HMCState(latents, torch.zeros_like(latents)), evaluate(latents)
         step_size, acceptance = self.step_size.item(), []
-        for _ in range(self.num_hmc_steps):
+        for _ in range(num_steps):
             kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0, lower=model.latent_lower)
             state, current, info = kernel.step(state, current, evaluate, generator=generator)
             acceptance.append(info.accept_prob.mean().item())
             if self.target_acceptance is not None:
                 step_size *= math.exp(acceptance[-1] - self.target_acceptance)
         self.step_size.fill_(step_size)
-        self.latents = state.position
-        logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", sum(acceptance) / len(acceptance), step_size)
-        return True
+        self.latents[rows] = state.position
+        return sum(acceptance) / len(acceptance)
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
         """``mean_n -log p(x_n, z_n)`` over ``batch [B, M]``, rows ``indices [B]`` of the prepared data (``None``: all, in order)."""
         if self.latents.numel() == 0:
             raise ValueError("EMHMC has no latents yet: call prepare(model, data, generator=...) first (the Trainer does)")
-        latents = self.latents if indices is None else self.latents[indices]
-        if latents.shape[0] != batch.shape[0]:
-            raise ValueError(f"batch has {batch.shape[0]} rows but {latents.shape[0]} latents were selected; pass the batch's indices")
-        return model.joint_energy(batch, latents).mean()
+        rows = slice(None) if indices is None else indices
+        if self.latents[rows].shape[0] != batch.shape[0]:
+            raise ValueError(f"batch has {batch.shape[0]} rows but {self.latents[rows].shape[0]} latents were selected; pass the batch's indices")
+        if self.batch_hmc_steps:
+            self._advance(model, batch, rows, self.batch_hmc_steps, generator)
+        return model.joint_energy(batch, self.latents[rows]).mean()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         saved = state_dict.get(prefix + "latents")
@@ -96,5 +121,5 @@ class EMHMC(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"num_hmc_steps={self.num_hmc_steps}, step_size={self.step_size.item():.4g}, num_leapfrog={self.num_leapfrog}, "
-            f"target_acceptance={self.target_acceptance}"
+            f"target_acceptance={self.target_acceptance}, batch_hmc_steps={self.batch_hmc_steps}"
         )

@@ -83,3 +83,18 @@ def test_bad_arguments_and_calls():
         EMHMC().prepare(RBM(3, 2), torch.zeros(2, 3))
     with pytest.raises(ValueError, match="max_basis_norm"):
         LinearGenerative(3, max_basis_norm=0.0)
+
+
+def test_batch_e_steps_refresh_only_the_batch_latents_and_can_be_switched_off():
+    truth, data = make_data(num_train=50)
+    for steps in (0, 3):
+        objective = EMHMC(num_hmc_steps=1, batch_hmc_steps=steps)
+        objective.prepare(truth, data.train, generator=torch.Generator().manual_seed(5))
+        before = objective.latents.clone()
+        rows = torch.arange(10, 20)
+        objective.loss(truth, data.train[rows], generator=torch.Generator().manual_seed(6), indices=rows)
+        changed = (objective.latents != before).any(-1)
+        assert not changed[:10].any() and not changed[20:].any()
+        assert changed[10:20].any() == (steps > 0)
+    with pytest.raises(ValueError, match="batch_hmc_steps"):
+        EMHMC(batch_hmc_steps=-1)

@@ -17,6 +17,7 @@ from pfzoo.validation import check_binary, check_generator, check_layer_sizes, c
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
 DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
+BASE_RATE_MEAN_FIELD_ROWS = 10_000  # data rows whose mean-field posteriors set a "base_rate" base's hidden biases
 
 
 @register_model("dbm")
@@ -358,14 +359,29 @@ class DBM(EnergyModel):
     # ---- annealing ----------------------------------------------------------------------
 
     def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "DBM":
-        """A DBM with zero weights to anneal from: all biases 0 (``"uniform"``), or visible biases at
-        the smoothed base-rate logits of ``data [N, V]`` and hidden biases 0 (``"base_rate"``)."""
+        """A DBM with zero weights to anneal from, ``"uniform"`` (all biases 0) or ``"base_rate"``.
+
+        ``"base_rate"`` puts *every* layer at its smoothed base rate under ``data [N, V]``: the
+        visible biases at the pixel means' logits (as for an RBM), each hidden layer's at the logits
+        of its mean-field posterior means averaged over the data (at most
+        ``BASE_RATE_MEAN_FIELD_ROWS`` evenly spaced rows). The hidden rates matter: a DBM can have
+        a spurious mode that uniform hidden units fall into and never leave, so AIS from hidden
+        biases 0 can miss the mode the data live in. On the 784–500–1000 MNIST DBM of
+        ``models/dbm-binarized_mnist`` (K = 10³, 100 chains), AIS from visible-only base rates ends
+        in a mode with ~436 of 1000 top units on and gives log Ẑ = 738.2; from these base rates it ends
+        with ~22 on (like the data's posterior) and gives 776.9. Both are stochastic lower bounds on
+        log Z, so the larger one is the better estimate.
+        """
         weights = [torch.zeros_like(weight) for weight in self.weights]
         biases = [torch.zeros_like(bias) for bias in self.biases]
         if kind == "base_rate":
             if data is None:
-                raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel means from")
-            biases[0] = base_rate_visible_bias(self.check_visible(data, "data"), smoothing).to(biases[0])
+                raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel and posterior means from")
+            data = self.check_visible(data, "data")
+            biases[0] = base_rate_visible_bias(data, smoothing).to(biases[0])
+            rows = data[:: -(-data.shape[0] // BASE_RATE_MEAN_FIELD_ROWS)].to(self.weights[0].dtype)
+            for layer, means in enumerate(self.mean_field(rows), start=1):
+                biases[layer] = base_rate_visible_bias(means, smoothing).to(biases[layer])
         elif kind != "uniform":
             raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
         return DBM.from_tensors([w.detach() for w in weights], [b.detach() for b in biases], max_enumeration_units=self.max_enumeration_units)

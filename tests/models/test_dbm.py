@@ -159,3 +159,14 @@ def test_free_energy_refuses_large_enumerations():
     model = DBM([5, 3, 30], max_enumeration_units=20)
     with pytest.raises(ValueError, match="max_enumeration_units"):
         model.free_energy(torch.zeros(1, 5))
+
+
+def test_base_rate_base_puts_every_layer_at_its_data_rate():
+    """Visible biases at the pixel rates, hidden biases at the mean-field posterior rates (smoothed logits)."""
+    dbm = random_dbm([6, 4, 3], seed=5)
+    data = torch.bernoulli(torch.full((40, 6), 0.3), generator=torch.Generator().manual_seed(6)).to(dbm.weights[0].dtype)
+    base = dbm.annealing_base("base_rate", data, smoothing=0.5)
+    assert all(torch.equal(weight, torch.zeros_like(weight)) for weight in base.weights)
+    expected = [data.mean(0) * 40] + [means.sum(0) for means in dbm.mean_field(data)]
+    for bias, total in zip(base.biases, expected):
+        torch.testing.assert_close(torch.sigmoid(bias), (total + 0.5) / 41.0)

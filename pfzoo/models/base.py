@@ -125,6 +125,19 @@ class EnergyModel(nn.Module):
         """
         raise NotImplementedError(f"{type(self).__name__} does not define a geometric annealing path")
 
+    annealing_path_kinds: tuple[str, ...] = ("geometric",)
+    """The kinds :meth:`annealing_path` accepts for this family."""
+
+    def annealing_path(self, kind: str, base: "EnergyModel", kernel=None):
+        """The annealing path of ``kind`` (one of :attr:`annealing_path_kinds`) from ``base`` to this model.
+
+        ``"geometric"``: :meth:`geometric_path`. Families that also offer ``"moment_averaged"``
+        (Grosse, Maddison & Salakhutdinov 2013) override this method and extend the kinds.
+        """
+        if kind not in self.annealing_path_kinds:
+            raise ValueError(f"path must be one of {list(self.annealing_path_kinds)} for {type(self).__name__}, got {kind!r}")
+        return self.geometric_path(base, kernel)
+
     def config(self) -> dict:
         """Constructor keyword arguments that rebuild a model of this shape (used by checkpoints)."""
         raise NotImplementedError

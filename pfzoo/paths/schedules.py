@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -41,7 +42,117 @@ class SigmoidSchedule(Schedule):
         return betas
 
 
-SCHEDULES: dict[str, type[Schedule]] = {"linear": LinearSchedule, "sigmoid": SigmoidSchedule}
+class GeometricSchedule(Schedule):
+    """``β_0 = 0`` and ``β_k = start^{(K−k)/(K−1)}`` for k = 1..K: log-spaced from ``start`` to 1.
+
+    Spends most distributions at small β, where a base far from the target changes fastest
+    (Neal 2001's choice for AIS; HAIS uses it too).
+    """
+
+    def __init__(self, start: float = 1e-3) -> None:
+        if not 0.0 < start < 1.0:
+            raise ValueError(f"start must lie in (0, 1), got {start}")
+        self.start = float(start)
+
+    def betas(self, num_steps: int) -> torch.Tensor:
+        if num_steps == 1:
+            return torch.tensor([0.0, 1.0], dtype=torch.float64)
+        betas = torch.cat([torch.zeros(1, dtype=torch.float64), torch.logspace(math.log10(self.start), 0.0, num_steps, dtype=torch.float64)])
+        betas[-1] = 1.0
+        return betas
+
+
+class OptimalSchedule(Schedule):
+    """The optimal piecewise-linear allocation of Grosse, Maddison & Salakhutdinov (2013, §3).
+
+    Over a partition ``0 = b_0 < b_1 < … < b_J = 1`` of the path with symmetric divergences
+    ``J_j = KL(p_{b_j}‖p_{b_{j+1}}) + KL(p_{b_{j+1}}‖p_{b_j}) = (η_{j+1} − η_j)ᵀ(s_{j+1} − s_j)``
+    between neighbouring knots (η natural parameters, s expected sufficient statistics), segment j
+    gets ``K_j ∝ √J_j`` of the K steps, spaced linearly inside it. With perfect transitions the
+    bias of log Ẑ is ``≈ Σ_j J_j / (2 K_j)``, which this allocation minimises for a given K
+    (the discrete form of the constant-speed schedule along the path's Fisher–Rao length).
+
+    Every segment keeps at least one step, so K must be at least J. Divergences come exactly from
+    a path that offers them (``OptimalSchedule.for_path`` with a Gaussian path) or estimated from a
+    pilot run's diagnostics (``OptimalSchedule.from_diagnostics``).
+
+    Args:
+        knots: float64 ``[J + 1]``, strictly increasing from 0 to 1.
+        divergences: ``[J]`` symmetric divergences of the segments, ≥ 0 (negative estimates are clamped to 0).
+    """
+
+    def __init__(self, knots: Sequence[float] | torch.Tensor, divergences: Sequence[float] | torch.Tensor) -> None:
+        knots = torch.as_tensor(knots, dtype=torch.float64).flatten().cpu()
+        divergences = torch.as_tensor(divergences, dtype=torch.float64).flatten().cpu()
+        if knots.numel() < 2 or knots[0] != 0.0 or knots[-1] != 1.0 or (knots.diff() <= 0).any():
+            raise ValueError("knots must increase strictly from 0 to 1")
+        if divergences.numel() != knots.numel() - 1:
+            raise ValueError(f"divergences must have one entry per segment ({knots.numel() - 1}), got {divergences.numel()}")
+        if not torch.isfinite(divergences).all():
+            raise ValueError("divergences must be finite")
+        self.knots = knots
+        self.divergences = divergences.clamp(min=0.0)
+
+    @classmethod
+    def for_path(cls, path, knots: Sequence[float] | torch.Tensor | int = 100) -> "OptimalSchedule":
+        """From a path's exact ``symmetric_divergences(knots)``; ``knots`` an int J means J equal segments of β."""
+        if not hasattr(path, "symmetric_divergences"):
+            raise ValueError(f"{type(path).__name__} has no exact symmetric_divergences; use OptimalSchedule.from_diagnostics with a pilot run")
+        if isinstance(knots, int):
+            knots = torch.linspace(0.0, 1.0, knots + 1, dtype=torch.float64)
+        knots = torch.as_tensor(knots, dtype=torch.float64).flatten().cpu()
+        return cls(knots, path.symmetric_divergences(knots))
+
+    @classmethod
+    def from_diagnostics(cls, diagnostics) -> "OptimalSchedule":
+        """From a pilot run's :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (its ``betas`` and
+        per-step ``symmetric_kl`` estimates), e.g. ``AIS(..., diagnostics=True)``'s ``info["diagnostics"]``."""
+        betas = torch.as_tensor(diagnostics.betas, dtype=torch.float64).cpu()
+        knots = torch.cat([torch.zeros(1, dtype=torch.float64), betas])
+        keep = torch.cat([torch.ones(1, dtype=torch.bool), knots.diff() > 0])
+        divergences = torch.as_tensor(diagnostics.symmetric_kl, dtype=torch.float64).cpu()[keep[1:]]
+        return cls(knots[keep], divergences)
+
+    def allocation(self, num_steps: int) -> torch.Tensor:
+        """Steps per segment ``[J]`` (int64, each ≥ 1, summing to K) minimising ``Σ_j J_j / (2 K_j)``.
+
+        Starts from the continuous optimum ``K_j ∝ √J_j`` rounded down (at least 1), then moves
+        single steps between segments while that lowers the cost; the cost is convex in each
+        ``K_j``, so no single move improves the result.
+        """
+        num_segments = self.divergences.numel()
+        if num_steps < num_segments:
+            raise ValueError(f"num_steps must be at least the number of segments ({num_segments}), got {num_steps}")
+        divergences = self.divergences
+        if divergences.sum() == 0:
+            divergences = torch.ones_like(divergences)
+        roots = divergences.sqrt()
+        counts = (num_steps * roots / roots.sum()).floor().clamp(min=1.0)
+        while True:
+            gain = divergences / (2 * counts * (counts + 1))  # cost saved by one more step
+            loss = torch.where(counts > 1, divergences / (2 * counts * (counts - 1).clamp(min=1)), torch.inf)  # cost of one fewer
+            total = int(counts.sum())
+            if total < num_steps:
+                counts[gain.argmax()] += 1
+            elif total > num_steps:
+                counts[loss.argmin()] -= 1
+            elif gain.max() > loss.min() * (1 + 1e-12) and gain.argmax() != loss.argmin():
+                counts[gain.argmax()] += 1
+                counts[loss.argmin()] -= 1
+            else:
+                return counts.long()
+
+    def betas(self, num_steps: int) -> torch.Tensor:
+        counts = self.allocation(num_steps)
+        pieces = [torch.zeros(1, dtype=torch.float64)]
+        for start, end, count in zip(self.knots[:-1].tolist(), self.knots[1:].tolist(), counts.tolist()):
+            pieces.append(torch.linspace(start, end, count + 1, dtype=torch.float64)[1:])
+        betas = torch.cat(pieces)
+        betas[-1] = 1.0
+        return betas
+
+
+SCHEDULES: dict[str, type[Schedule]] = {"linear": LinearSchedule, "sigmoid": SigmoidSchedule, "geometric": GeometricSchedule}
 
 ScheduleSpec = str | Schedule | Sequence[float] | torch.Tensor
 

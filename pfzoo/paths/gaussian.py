@@ -1,0 +1,159 @@
+"""Annealing paths between two Gaussians: geometric and moment averages (Grosse, Maddison & Salakhutdinov 2013).
+
+Every intermediate distribution of either path is itself a Gaussian ``N(μ_β, Σ_β)``, so the paths
+use *perfect transitions* (a fresh exact sample at each β, the idealisation the paper's analysis
+assumes) and give every quantity of the analysis in closed form: natural parameters, moments and
+the KL divergence between neighbouring distributions.
+
+Both are exponential-family paths with sufficient statistics ``s(x) = (x, xxᵀ)`` and natural
+parameters ``η = (h, −½Λ)``, ``Λ = Σ⁻¹``, ``h = Λμ``:
+
+* geometric average (eq. 2): ``η_β = (1−β) η_0 + β η_1``, i.e. ``Λ_β = (1−β)Λ_0 + βΛ_1`` and
+  ``h_β = (1−β)h_0 + βh_1``;
+* moment average (eq. 7): ``E_β[s] = (1−β) E_0[s] + β E_1[s]``, i.e. ``μ_β = (1−β)μ_0 + βμ_1`` and
+  ``Σ_β = (1−β)Σ_0 + βΣ_1 + β(1−β)ΔμΔμᵀ`` with ``Δμ = μ_1 − μ_0`` (§4.1).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+import torch
+
+from pfzoo.paths.base import AnnealingPath
+
+
+class GaussianParameters:
+    """One Gaussian on a path, float64: ``mean [M]``, ``covariance [M, M]`` and what derives from them."""
+
+    def __init__(self, mean: torch.Tensor, covariance: torch.Tensor) -> None:
+        self.mean = mean
+        self.covariance = (covariance + covariance.T) / 2
+        self.covariance_cholesky = torch.linalg.cholesky(self.covariance)
+        self.precision = torch.cholesky_inverse(self.covariance_cholesky)
+        self.precision = (self.precision + self.precision.T) / 2
+        self.linear = self.precision @ mean  # h = Λμ
+        self.log_det_covariance = 2 * self.covariance_cholesky.diagonal().log().sum()
+
+    @property
+    def second_moment(self) -> torch.Tensor:
+        """``E[xxᵀ] = Σ + μμᵀ`` ``[M, M]``."""
+        return self.covariance + torch.outer(self.mean, self.mean)
+
+
+def gaussian_kl(p: GaussianParameters, q: GaussianParameters) -> torch.Tensor:
+    """``KL(p ‖ q) = ½ [tr(Σ_q⁻¹ Σ_p) + (μ_q − μ_p)ᵀ Σ_q⁻¹ (μ_q − μ_p) − M + log det Σ_q − log det Σ_p]`` (float64 scalar)."""
+    difference = q.mean - p.mean
+    trace = (q.precision * p.covariance).sum()
+    return 0.5 * (trace + difference @ q.precision @ difference - p.mean.numel() + q.log_det_covariance - p.log_det_covariance)
+
+
+def symmetric_divergence(p: GaussianParameters, q: GaussianParameters) -> torch.Tensor:
+    """``KL(p‖q) + KL(q‖p) = (η_q − η_p)·(s_q − s_p)`` for the exponential family ``s(x) = (x, xxᵀ)`` (float64 scalar)."""
+    linear_term = (q.linear - p.linear) @ (q.mean - p.mean)
+    quadratic_term = -0.5 * ((q.precision - p.precision) * (q.second_moment - p.second_moment)).sum()
+    return linear_term + quadratic_term
+
+
+class GaussianPath(AnnealingPath):
+    """A path of Gaussians from ``base`` (β = 0) to ``target`` (β = 1), with perfect transitions.
+
+    ``log f_β(x) = h_βᵀx − ½ xᵀΛ_βx + c(β)``, where ``c(β) = −(1−β) E_0(0) − β E_1(0)`` makes
+    ``f_0 = exp(−E_0)`` and ``f_1 = exp(−E_1)`` exactly (constants in between cancel in the
+    weights). The state is ``x [N, M]``; the transition at β ignores it and draws
+    ``x ~ N(μ_β, Σ_β)`` exactly. Computation is in float64; states are in the target's dtype.
+
+    Args:
+        target, base: :class:`pfzoo.models.Gaussian` models of the same dimension.
+    """
+
+    def __init__(self, target, base) -> None:
+        from pfzoo.models.gaussian import Gaussian
+
+        for name, model in (("target", target), ("base", base)):
+            if not isinstance(model, Gaussian):
+                raise ValueError(f"{name} must be a pfzoo.models.Gaussian, got {type(model).__name__}")
+        if base.num_visible != target.num_visible:
+            raise ValueError(f"base has {base.num_visible} dimensions, target {target.num_visible}")
+        with torch.no_grad():
+            self.base = GaussianParameters(base.mean.double(), base.covariance.double())
+            self.target = GaussianParameters(target.mean.double(), target.covariance.double())
+            zero = target.mean.new_zeros(1, target.num_visible)
+            self.base_offset = -base.energy(zero.to(base.mean)).double().squeeze(0)
+            self.target_offset = -target.energy(zero).double().squeeze(0)
+            self._base_log_partition = base.log_partition().double()
+        self.dtype = target.mean.dtype
+        self._cache: dict[float, GaussianParameters] = {}
+
+    @abstractmethod
+    def _parameters(self, beta: float) -> GaussianParameters:
+        """The intermediate Gaussian at β (uncached)."""
+
+    def parameters(self, beta: float) -> GaussianParameters:
+        """The intermediate Gaussian ``N(μ_β, Σ_β)`` at β ∈ [0, 1] (the last few are cached)."""
+        beta = float(beta)
+        if not 0.0 <= beta <= 1.0:
+            raise ValueError(f"beta must lie in [0, 1], got {beta}")
+        if beta not in self._cache:
+            if len(self._cache) >= 4:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[beta] = self.base if beta == 0.0 else self.target if beta == 1.0 else self._parameters(beta)
+        return self._cache[beta]
+
+    def kl_between(self, beta_from: float, beta_to: float) -> torch.Tensor:
+        """Exact ``KL(p_{beta_from} ‖ p_{beta_to})`` (float64 scalar)."""
+        return gaussian_kl(self.parameters(beta_from), self.parameters(beta_to))
+
+    def symmetric_divergences(self, betas: torch.Tensor) -> torch.Tensor:
+        """Exact ``J_j = KL(p_j‖p_{j+1}) + KL(p_{j+1}‖p_j)`` between neighbours of ``betas [J+1]`` → float64 ``[J]``."""
+        values = [self.parameters(b) for b in betas.tolist()]
+        return torch.stack([symmetric_divergence(p, q) for p, q in zip(values[:-1], values[1:])])
+
+    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self._draw(self.base, num_chains, generator)
+
+    def base_log_partition(self) -> torch.Tensor:
+        return self._base_log_partition
+
+    def statistics(self, state: torch.Tensor) -> torch.Tensor:
+        return state
+
+    def log_f(self, x: torch.Tensor, beta: float) -> torch.Tensor:
+        """``log f_β(x)`` for ``x [N, M]`` → float64 ``[N]``."""
+        p = self.parameters(beta)
+        x = x.double()
+        offset = (1 - beta) * self.base_offset + beta * self.target_offset
+        return x @ p.linear - 0.5 * ((x @ p.precision) * x).sum(-1) + offset
+
+    def log_weight_increment(self, stats: torch.Tensor, beta_from: float, beta_to: float) -> torch.Tensor:
+        return self.log_f(stats, beta_to) - self.log_f(stats, beta_from)
+
+    def transition(self, state, stats, beta: float, *, generator: torch.Generator | None = None):
+        x = self._draw(self.parameters(beta), state.shape[0], generator)
+        return x, x
+
+    def _draw(self, p: GaussianParameters, num: int, generator) -> torch.Tensor:
+        noise = torch.randn(num, p.mean.numel(), generator=generator, dtype=torch.float64, device=p.mean.device)
+        return (p.mean + noise @ p.covariance_cholesky.T).to(self.dtype)
+
+
+class GaussianGeometricPath(GaussianPath):
+    """Geometric average of two Gaussians: ``Λ_β = (1−β)Λ_0 + βΛ_1``, ``h_β = (1−β)h_0 + βh_1`` (Grosse et al. 2013, eq. 2)."""
+
+    def _parameters(self, beta: float) -> GaussianParameters:
+        precision = (1 - beta) * self.base.precision + beta * self.target.precision
+        linear = (1 - beta) * self.base.linear + beta * self.target.linear
+        covariance = torch.cholesky_inverse(torch.linalg.cholesky((precision + precision.T) / 2))
+        return GaussianParameters(covariance @ linear, covariance)
+
+
+class GaussianMomentAveragedPath(GaussianPath):
+    """Moment average of two Gaussians: ``μ_β = (1−β)μ_0 + βμ_1``,
+    ``Σ_β = (1−β)Σ_0 + βΣ_1 + β(1−β)ΔμΔμᵀ`` (Grosse et al. 2013, §4.1): the Gaussian whose
+    ``E[x]`` and ``E[xxᵀ]`` are the β-averages of the endpoints'."""
+
+    def _parameters(self, beta: float) -> GaussianParameters:
+        difference = self.target.mean - self.base.mean
+        mean = (1 - beta) * self.base.mean + beta * self.target.mean
+        covariance = (1 - beta) * self.base.covariance + beta * self.target.covariance + beta * (1 - beta) * torch.outer(difference, difference)
+        return GaussianParameters(mean, covariance)

@@ -86,8 +86,8 @@ class GaussianPath(AnnealingPath):
         self._cache: dict[float, GaussianParameters] = {}
 
     @abstractmethod
-    def _parameters(self, beta: float) -> GaussianParameters:
-        """The intermediate Gaussian at β (uncached)."""
+    def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The intermediate Gaussians at ``betas [B]`` (float64): means ``[B, M]`` and covariances ``[B, M, M]``."""
 
     def parameters(self, beta: float) -> GaussianParameters:
         """The intermediate Gaussian ``N(μ_β, Σ_β)`` at β ∈ [0, 1] (the last few are cached)."""
@@ -97,12 +97,34 @@ class GaussianPath(AnnealingPath):
         if beta not in self._cache:
             if len(self._cache) >= 4:
                 self._cache.pop(next(iter(self._cache)))
-            self._cache[beta] = self.base if beta == 0.0 else self.target if beta == 1.0 else self._parameters(beta)
+            if beta in (0.0, 1.0):
+                self._cache[beta] = self.base if beta == 0.0 else self.target
+            else:
+                mean, covariance = self.mean_covariance(torch.tensor([beta], dtype=torch.float64, device=self.base.mean.device))
+                self._cache[beta] = GaussianParameters(mean[0], covariance[0])
         return self._cache[beta]
 
     def kl_between(self, beta_from: float, beta_to: float) -> torch.Tensor:
         """Exact ``KL(p_{beta_from} ‖ p_{beta_to})`` (float64 scalar)."""
         return gaussian_kl(self.parameters(beta_from), self.parameters(beta_to))
+
+    def kl_sum(self, betas: torch.Tensor) -> torch.Tensor:
+        """``Σ_k KL(p_{β_{k−1}} ‖ p_{β_k})`` along a schedule ``betas [K+1]`` (float64 scalar), in one batch.
+
+        Under perfect transitions ``E[log w] = log Z_1 − log Z_0 − Σ_k KL(p_{k−1} ‖ p_k)`` exactly (each
+        increment is evaluated at an exact sample of p_{k−1}), so this is the bias of ``E[log Ẑ]``.
+        """
+        betas = torch.as_tensor(betas, dtype=torch.float64, device=self.base.mean.device)
+        mean, covariance = self.mean_covariance(betas)
+        mean[0], covariance[0] = self.base.mean, self.base.covariance  # the endpoints exactly
+        mean[-1], covariance[-1] = self.target.mean, self.target.covariance
+        cholesky = torch.linalg.cholesky((covariance + covariance.transpose(-1, -2)) / 2)
+        log_det = 2 * cholesky.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        precision = torch.cholesky_inverse(cholesky)
+        difference = mean[1:] - mean[:-1]
+        trace = (precision[1:] * covariance[:-1]).sum((-1, -2))
+        mahalanobis = torch.einsum("bi,bij,bj->b", difference, precision[1:], difference)
+        return 0.5 * (trace + mahalanobis - mean.shape[-1] + log_det[1:] - log_det[:-1]).sum()
 
     def symmetric_divergences(self, betas: torch.Tensor) -> torch.Tensor:
         """Exact ``J_j = KL(p_j‖p_{j+1}) + KL(p_{j+1}‖p_j)`` between neighbours of ``betas [J+1]`` → float64 ``[J]``."""
@@ -140,11 +162,12 @@ class GaussianPath(AnnealingPath):
 class GaussianGeometricPath(GaussianPath):
     """Geometric average of two Gaussians: ``Λ_β = (1−β)Λ_0 + βΛ_1``, ``h_β = (1−β)h_0 + βh_1`` (Grosse et al. 2013, eq. 2)."""
 
-    def _parameters(self, beta: float) -> GaussianParameters:
-        precision = (1 - beta) * self.base.precision + beta * self.target.precision
-        linear = (1 - beta) * self.base.linear + beta * self.target.linear
-        covariance = torch.cholesky_inverse(torch.linalg.cholesky((precision + precision.T) / 2))
-        return GaussianParameters(covariance @ linear, covariance)
+    def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        betas = betas.to(torch.float64)[:, None]
+        precision = (1 - betas[:, :, None]) * self.base.precision + betas[:, :, None] * self.target.precision
+        linear = (1 - betas) * self.base.linear + betas * self.target.linear
+        covariance = torch.cholesky_inverse(torch.linalg.cholesky((precision + precision.transpose(-1, -2)) / 2))
+        return (covariance @ linear[:, :, None]).squeeze(-1), covariance
 
 
 class GaussianMomentAveragedPath(GaussianPath):
@@ -152,8 +175,10 @@ class GaussianMomentAveragedPath(GaussianPath):
     ``Σ_β = (1−β)Σ_0 + βΣ_1 + β(1−β)ΔμΔμᵀ`` (Grosse et al. 2013, §4.1): the Gaussian whose
     ``E[x]`` and ``E[xxᵀ]`` are the β-averages of the endpoints'."""
 
-    def _parameters(self, beta: float) -> GaussianParameters:
+    def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        betas = betas.to(torch.float64)[:, None]
         difference = self.target.mean - self.base.mean
-        mean = (1 - beta) * self.base.mean + beta * self.target.mean
-        covariance = (1 - beta) * self.base.covariance + beta * self.target.covariance + beta * (1 - beta) * torch.outer(difference, difference)
-        return GaussianParameters(mean, covariance)
+        mean = (1 - betas) * self.base.mean + betas * self.target.mean
+        weights = betas[:, :, None]
+        covariance = (1 - weights) * self.base.covariance + weights * self.target.covariance + weights * (1 - weights) * torch.outer(difference, difference)
+        return mean, covariance

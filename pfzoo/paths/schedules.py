@@ -69,10 +69,12 @@ class OptimalSchedule(Schedule):
     ``J_j = KL(p_{b_j}‖p_{b_{j+1}}) + KL(p_{b_{j+1}}‖p_{b_j}) = (η_{j+1} − η_j)ᵀ(s_{j+1} − s_j)``
     between neighbouring knots (η natural parameters, s expected sufficient statistics), segment j
     gets ``K_j ∝ √J_j`` of the K steps, spaced linearly inside it. With perfect transitions the
-    bias of log Ẑ is ``≈ Σ_j J_j / (2 K_j)``, which this allocation minimises for a given K
-    (the discrete form of the constant-speed schedule along the path's Fisher–Rao length).
+    bias of log Ẑ is ``≈ Σ_j J_j / (2 K_j)``, which this allocation minimises for a given K.
 
-    Every segment keeps at least one step, so K must be at least J. Divergences come exactly from
+    The β's are placed at equal steps of the cumulative length ``ℓ(b_j) = Σ_{i<j} √J_i``,
+    interpolated linearly inside segments (constant speed along the path's Fisher–Rao length),
+    so K need not be a multiple of, or larger than, J; segments with zero divergence are stepped
+    over. Divergences come exactly from
     a path that offers them (``OptimalSchedule.for_path`` with a Gaussian path) or estimated from a
     pilot run's diagnostics (``OptimalSchedule.from_diagnostics``).
 
@@ -113,42 +115,17 @@ class OptimalSchedule(Schedule):
         divergences = torch.as_tensor(diagnostics.symmetric_kl, dtype=torch.float64).cpu()[keep[1:]]
         return cls(knots[keep], divergences)
 
-    def allocation(self, num_steps: int) -> torch.Tensor:
-        """Steps per segment ``[J]`` (int64, each ≥ 1, summing to K) minimising ``Σ_j J_j / (2 K_j)``.
-
-        Starts from the continuous optimum ``K_j ∝ √J_j`` rounded down (at least 1), then moves
-        single steps between segments while that lowers the cost; the cost is convex in each
-        ``K_j``, so no single move improves the result.
-        """
-        num_segments = self.divergences.numel()
-        if num_steps < num_segments:
-            raise ValueError(f"num_steps must be at least the number of segments ({num_segments}), got {num_steps}")
-        divergences = self.divergences
-        if divergences.sum() == 0:
-            divergences = torch.ones_like(divergences)
-        roots = divergences.sqrt()
-        counts = (num_steps * roots / roots.sum()).floor().clamp(min=1.0)
-        while True:
-            gain = divergences / (2 * counts * (counts + 1))  # cost saved by one more step
-            loss = torch.where(counts > 1, divergences / (2 * counts * (counts - 1).clamp(min=1)), torch.inf)  # cost of one fewer
-            total = int(counts.sum())
-            if total < num_steps:
-                counts[gain.argmax()] += 1
-            elif total > num_steps:
-                counts[loss.argmin()] -= 1
-            elif gain.max() > loss.min() * (1 + 1e-12) and gain.argmax() != loss.argmin():
-                counts[gain.argmax()] += 1
-                counts[loss.argmin()] -= 1
-            else:
-                return counts.long()
-
     def betas(self, num_steps: int) -> torch.Tensor:
-        counts = self.allocation(num_steps)
-        pieces = [torch.zeros(1, dtype=torch.float64)]
-        for start, end, count in zip(self.knots[:-1].tolist(), self.knots[1:].tolist(), counts.tolist()):
-            pieces.append(torch.linspace(start, end, count + 1, dtype=torch.float64)[1:])
-        betas = torch.cat(pieces)
-        betas[-1] = 1.0
+        lengths = self.divergences.sqrt()
+        if lengths.sum() == 0:
+            lengths = self.knots.diff()  # no divergence anywhere: linear in β
+        cumulative = torch.cat([torch.zeros(1, dtype=torch.float64), lengths.cumsum(0)])
+        targets = torch.linspace(0.0, 1.0, num_steps + 1, dtype=torch.float64) * cumulative[-1]
+        # the segment each target falls in: the last knot at or below it (zero-length segments are skipped)
+        segment = (torch.searchsorted(cumulative, targets, right=True) - 1).clamp(0, lengths.numel() - 1)
+        fraction = ((targets - cumulative[segment]) / lengths[segment].clamp(min=torch.finfo(torch.float64).tiny)).clamp(0.0, 1.0)
+        betas = self.knots[segment] + fraction * self.knots.diff()[segment]
+        betas[0], betas[-1] = 0.0, 1.0
         return betas
 
 

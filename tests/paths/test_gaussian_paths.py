@@ -136,3 +136,12 @@ def test_bad_arguments_raise(endpoints):
         target.annealing_path("spline", base)
     with pytest.raises(ValueError, match="kernel must be None"):
         target.annealing_path("moment_averaged", base, kernel=object())
+
+
+@pytest.mark.parametrize("path_class", [GaussianGeometricPath, GaussianMomentAveragedPath])
+def test_batched_kl_sum_matches_the_stepwise_sum(endpoints, path_class):
+    target, base = endpoints
+    path = path_class(target, base)
+    betas = make_betas("sigmoid", 17)
+    stepwise = sum(path.kl_between(a, b) for a, b in zip(betas[:-1].tolist(), betas[1:].tolist()))
+    torch.testing.assert_close(path.kl_sum(betas), stepwise)

@@ -49,31 +49,34 @@ def test_geometric_schedule_is_log_spaced_after_zero():
 
 
 def test_optimal_schedule_allocates_steps_in_proportion_to_root_divergence():
-    schedule = OptimalSchedule([0.0, 0.5, 0.75, 1.0], [16.0, 4.0, 0.0])  # √J = 4, 2, 0
-    counts = schedule.allocation(63)
-    assert counts.tolist() == [41, 21, 1]  # one step each up front, the 60 spare split 2:1:0
-    betas = schedule.betas(63)
-    assert betas.shape == (64,) and betas[0] == 0.0 and betas[-1] == 1.0 and (betas.diff() > 0).all()
-    torch.testing.assert_close(betas[1:42].diff(), torch.full((40,), 0.5 / 41, dtype=torch.float64))
-    assert betas[41].item() == pytest.approx(0.5) and betas[62].item() == pytest.approx(0.75)
+    schedule = OptimalSchedule([0.0, 0.5, 0.75, 1.0], [16.0, 4.0, 0.0])  # √J = 4, 2, 0: lengths 4 + 2 + 0
+    betas = schedule.betas(60)
+    assert betas.shape == (61,) and betas[0] == 0.0 and betas[-1] == 1.0 and (betas.diff() > 0).all()
+    torch.testing.assert_close(betas[:41], torch.linspace(0, 0.5, 41, dtype=torch.float64))  # 40 steps in the first segment
+    torch.testing.assert_close(betas[40:60], torch.linspace(0.5, 0.75, 21, dtype=torch.float64)[:-1])  # 20 in the second
+    assert betas[59].item() == pytest.approx(0.7375)  # and the divergence-free last segment is stepped over
+    # fewer steps than segments is fine
+    assert OptimalSchedule(torch.linspace(0, 1, 11, dtype=torch.float64), torch.ones(10)).betas(2).tolist() == [0.0, 0.5, 1.0]
 
 
-def test_optimal_schedule_minimises_the_first_order_cost():
-    """Σ_j J_j / (2 K_j) at the allocation is no larger than at any other allocation tried (perturbations by ±1)."""
+def test_optimal_schedule_beats_other_schedules_on_the_first_order_cost():
+    """Σ_k J(β_{k−1}, β_k) / 2 with J the piecewise-constant-speed divergence is smallest for the optimal schedule."""
+    knots = torch.linspace(0, 1, 5, dtype=torch.float64)
     divergences = torch.tensor([9.0, 1.0, 0.25, 4.0], dtype=torch.float64)
-    schedule = OptimalSchedule(torch.linspace(0, 1, 5, dtype=torch.float64), divergences)
-    counts = schedule.allocation(200)
+    schedule = OptimalSchedule(knots, divergences)
+    speed = (divergences.sqrt() / knots.diff())  # √J per unit β inside each segment
 
-    def cost(allocation):
-        return (divergences / (2 * allocation)).sum().item()
+    def cost(betas):
+        fine = torch.linspace(0, 1, 100_001, dtype=torch.float64)[:-1] + 0.5e-5  # midpoints of a fine grid
+        step_of = torch.searchsorted(betas, fine, right=True) - 1
+        widths = betas.diff()[step_of]
+        local = speed[(fine * 4).long().clamp(max=3)]
+        return (local.square() * widths * 1e-5).sum().item() / 2  # Σ_k (∫ speed)² / 2 ≈ Σ_k J_k / 2
 
-    for i in range(4):
-        for j in range(4):
-            if i != j and counts[j] > 1:
-                moved = counts.clone().double()
-                moved[i] += 1
-                moved[j] -= 1
-                assert cost(counts.double()) <= cost(moved) + 1e-12
+    optimal = cost(schedule.betas(50))
+    for other in ("linear", "sigmoid", "geometric"):
+        assert optimal < cost(make_betas(other, 50))
+    assert optimal == pytest.approx((divergences.sqrt().sum().item()) ** 2 / (2 * 50), rel=0.02)
 
 
 def test_optimal_schedule_from_diagnostics_uses_pilot_betas_and_estimates():
@@ -94,7 +97,6 @@ def test_optimal_schedule_from_diagnostics_uses_pilot_betas_and_estimates():
         (lambda: OptimalSchedule([0.0, 0.5, 0.5, 1.0], [1.0, 1.0, 1.0]), "knots"),
         (lambda: OptimalSchedule([0.0, 1.0], [1.0, 2.0]), "one entry per segment"),
         (lambda: OptimalSchedule([0.0, 1.0], [float("nan")]), "finite"),
-        (lambda: OptimalSchedule([0.0, 0.5, 1.0], [1.0, 1.0]).betas(1), "at least the number of segments"),
         (lambda: OptimalSchedule.for_path(object()), "symmetric_divergences"),
     ],
 )

@@ -38,6 +38,8 @@ class AIS(Estimator):
             ``None`` = the model's default (block Gibbs for RBMs).
         posterior_samples: proposals per example for ``log f(v)`` in :meth:`log_likelihood` when
             the model's free energy is intractable (DBM: mean-field proposal; DBN: recognition model).
+        path: the kind of annealing path, one of the model's ``annealing_path_kinds``: "geometric"
+            (every model) or "moment_averaged" (Grosse, Maddison & Salakhutdinov 2013; Gaussians).
 
     For a directed latent-variable model (:class:`~pfzoo.models.latent.LatentGenerativeModel`, e.g.
     :class:`~pfzoo.models.LinearGenerative`), :meth:`log_likelihood` instead anneals each example's
@@ -54,8 +56,12 @@ class AIS(Estimator):
         base_smoothing: float = 1.0,
         kernel=None,
         posterior_samples: int = 100,
+        path: str = "geometric",
     ) -> None:
         super().__init__()
+        if not isinstance(path, str):
+            raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
+        self.path = path
         self.posterior_samples = check_positive_int(posterior_samples, "posterior_samples")
         self.num_chains = check_positive_int(num_chains, "num_chains")
         if num_chains < 2:
@@ -81,7 +87,7 @@ class AIS(Estimator):
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds the base-rate base distribution."""
         check_generator(generator, model.device)
         base = model.annealing_base(self.base, data, smoothing=self.base_smoothing)
-        path = model.geometric_path(base, kernel=self.kernel)
+        path = model.annealing_path(self.path, base, kernel=self.kernel)
         initial = path.sample_base(self.num_chains, generator=generator)
         result = anneal(path, self.betas, initial, generator=generator, progress=progress)
         log_weights = result.log_weights + path.base_log_partition()

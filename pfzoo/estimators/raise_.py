@@ -50,6 +50,7 @@ class RAISE(Estimator):
         base_smoothing: pseudo-count for the base rates.
         num_examples: size of the random subset for control variates; ``None`` = every example.
         control_variate_samples: proposals per example for ``c(v)`` when ``log f(v)`` is intractable.
+        path: the kind of annealing path (see :class:`~pfzoo.estimators.AIS`); its transitions must be reversible.
     """
 
     def __init__(
@@ -61,8 +62,12 @@ class RAISE(Estimator):
         base_smoothing: float = 1.0,
         num_examples: int | None = None,
         control_variate_samples: int = 10,
+        path: str = "geometric",
     ) -> None:
         super().__init__()
+        if not isinstance(path, str):
+            raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
+        self.path = path
         self.num_chains = check_positive_int(num_chains, "num_chains")
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
@@ -106,7 +111,7 @@ class RAISE(Estimator):
             subset = torch.randperm(num_data, generator=generator, device=model.device)[: self.num_examples].sort().values
             chosen = data[subset]
         base = model.annealing_base(self.base, data if base_data is None else base_data, smoothing=self.base_smoothing)
-        path = model.geometric_path(base)
+        path = model.annealing_path(self.path, base)
         log_weights = self._reverse_anneal(model, path, chosen, generator=generator, progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean

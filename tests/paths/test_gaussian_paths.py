@@ -145,3 +145,14 @@ def test_batched_kl_sum_matches_the_stepwise_sum(endpoints, path_class):
     betas = make_betas("sigmoid", 17)
     stepwise = sum(path.kl_between(a, b) for a, b in zip(betas[:-1].tolist(), betas[1:].tolist()))
     torch.testing.assert_close(path.kl_sum(betas), stepwise)
+
+
+@pytest.mark.parametrize("kind", ["geometric", "moment_averaged"])
+def test_ais_estimator_runs_either_path_on_a_gaussian(endpoints, kind):
+    from pfzoo.estimators import AIS
+
+    target, _ = endpoints
+    estimate = AIS(num_chains=4000, num_steps=50, base="isotropic", path=kind)(target, generator=torch.Generator().manual_seed(5))
+    assert abs(estimate.log_z - target.log_partition().item()) < 3 * estimate.stderr
+    with pytest.raises(ValueError, match="path must be one of"):
+        AIS(num_chains=10, num_steps=5, base="isotropic", path="spline")(target)

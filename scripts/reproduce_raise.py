@@ -203,7 +203,7 @@ def zoo_folder(name: str, zoo_dir: Path) -> Path:
     return zoo_dir / (f"{family}-binarized_mnist" if family in ("dbm", "dbn") else f"{family}-binarized_mnist-{name}")
 
 
-def export_to_zoo(name: str, checkpoint: Path, entry: dict, zoo_dir: Path, settings: dict) -> Path:
+def export_to_zoo(name: str, checkpoint: Path, entry: dict, zoo_dir: Path, settings: dict, sweep: dict | None = None) -> Path:
     """Save the trained model (with its training config) into the zoo and write its model card from the measured numbers."""
     model = zoo.load(checkpoint)
     family = model.registry_name
@@ -245,9 +245,15 @@ with control variates; CSL {settings['csl_chains']} × {settings['csl_samples']}
                      f"the test log-likelihood is only bracketed, not pinned down.**\n")
         elif gap < -1.0:
             card += (f"\n**Note: with base-rate initialisation RAISE is {-gap:.1f} nats above AIS at K = {settings['steps']:,}. RAISE bounds "
-                     f"the annealing model's likelihood, not this model's: here the annealing model fits the test digits better "
-                     f"than the model does (RAISE §3; common for under-trained models), so the two do not bracket the model's "
-                     f"log-likelihood.**\n")
+                     f"the annealing model's likelihood, not this model's, so either the annealing model fits the test digits "
+                     f"better than the model does (RAISE §3; common for under-trained models) or AIS's log Ẑ overshot (a "
+                     f"heavy-tailed weight: look at its ESS). Either way the two do not bracket the model's log-likelihood here.**\n")
+    if sweep is not None:
+        card += "\n## AIS and RAISE against K (base rates)\n\n| K | AIS | RAISE | AIS − RAISE |\n|---:|---:|---:|---:|\n"
+        card += "".join(f"| {row['steps']:,} | {row['ais']:.2f} ± {row['ais_stderr']:.2f} | {row['raise']:.2f} ± {row['raise_stderr']:.2f} | "
+                        f"{row['ais'] - row['raise']:+.2f} |\n" for row in sweep["rows"])
+        card += (f"\nAIS {sweep['settings']['sweep_ais_chains']} chains; RAISE {sweep['settings']['raise_chains']} chains on the same "
+                 f"{sweep['settings']['sweep_raise_examples']} test digits at every K (control variates); see `estimators/raise/table.md`.\n")
     (folder / "README.md").write_text(card)
     return folder
 
@@ -320,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
             results["models"] = {**latest["models"], name: results["models"][name]}
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         if args.export_zoo is not None:
-            folder = export_to_zoo(name, checkpoint, results["models"][name], args.export_zoo, settings)
+            folder = export_to_zoo(name, checkpoint, results["models"][name], args.export_zoo, settings, results["sweeps"].get(name))
             print(f"{name}: exported to {folder}", flush=True)
     if args.sweep_steps:
         sweep_settings = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}

@@ -2,6 +2,7 @@
 
     python scripts/reproduce_paths.py            # reports/paths/{README.md,results.json,gaussians.png}
     python scripts/reproduce_paths.py --quick    # smoke run: reports/paths/quick/
+    python scripts/reproduce_paths.py --part b   # only the MNIST RBMs (needs binarized MNIST under the data root)
 
 Part (a), two Gaussians at distance d: base N(0, 1), target N(d, 1). For the geometric-average (GA) and
 moment-averaged (MA) paths (:class:`pfzoo.paths.GaussianGeometricPath`, :class:`pfzoo.paths.GaussianMomentAveragedPath`)
@@ -12,7 +13,12 @@ fixed accuracy: the smallest K whose bias of E[log w] is at most ``--accuracy`` 
 Σ_k KL(p_{k−1} ‖ p_k), computed in closed form (:meth:`pfzoo.paths.GaussianPath.kl_sum`). The paper's result:
 K grows like d² for GA under either schedule and like (log d)² for MA with the optimal schedule.
 
-Each K found is then *measured*: AIS with perfect transitions and ``--chains`` chains at that K, reporting
+Part (b), MNIST RBMs (``--part b``; the zoo's CD1(20) RBM, whose log Z is exact by enumeration, and CD25(500)):
+log Ẑ by AIS from the data base rates against K along the geometric path and along the moment-averaged spline
+(``AIS(path="moment_averaged")``: knot RBMs fitted to interpolated moments, geometric averages between them), with
+the spline's fitting time reported as its extra cost.
+
+Each K found in part (a) is then *measured*: AIS with perfect transitions and ``--chains`` chains at that K, reporting
 log Ẑ − log Z (within its standard error: AIS is unbiased in Z) and the observed E[log w] deficit against the
 closed-form bias.
 """
@@ -36,7 +42,7 @@ from pfzoo.models import Gaussian
 from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, make_betas
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_report import REPO, load_average, machine_description  # noqa: E402
+from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
 
 PATHS = {"GA": GaussianGeometricPath, "MA": GaussianMomentAveragedPath}
 SCHEDULES = ("linear", "optimal")
@@ -158,6 +164,93 @@ def plot(rows: list[dict], accuracy: float, path: Path) -> None:
     plt.close(figure)
 
 
+RBM_MODELS = {"cd1-20": "rbm-binarized_mnist-cd1-20", "cd25-500": "rbm-binarized_mnist-cd25-500"}
+RBM_PATHS = ("geometric", "moment_averaged")
+
+
+def rbm_experiment(data_root: Path, step_counts, chains: int, seed: int, log) -> dict:
+    """log Ẑ against K for the zoo's MNIST RBMs along the geometric and the moment-averaged spline paths (base rates)."""
+    from pfzoo import zoo
+    from pfzoo.data import binarized_mnist
+
+    train = binarized_mnist(data_root).train
+    out = {}
+    for name, folder in RBM_MODELS.items():
+        model = zoo.load(REPO / "models" / folder / "checkpoint.pt")
+        exact = model.log_partition().item() if model.num_hidden <= 20 else None
+        base = model.annealing_base("base_rate", train)
+        entry = {"exact_log_z": exact, "paths": {}}
+        for kind in RBM_PATHS:
+            began = time.perf_counter()
+            with torch.no_grad():
+                path = model.annealing_path(kind, base)
+            build_seconds = round(time.perf_counter() - began, 1)
+            rows = []
+            for num_steps in step_counts:
+                generator = torch.Generator().manual_seed(seed)
+                began = time.perf_counter()
+                result = anneal(path, make_betas("linear", num_steps), path.sample_base(chains, generator=generator), generator=generator)
+                summary = summarize_log_weights(result.log_weights)
+                log_z = (path.base_log_partition() + summary.log_mean).item()
+                rows.append({"steps": num_steps, "log_z": log_z, "stderr": summary.stderr.item(), "ess": summary.ess.item(),
+                             "seconds": round(time.perf_counter() - began, 1)})
+                error = "" if exact is None else f", error {log_z - exact:+.3f}"
+                log(f"{name} {kind} K = {num_steps:,}: log Ẑ {log_z:.3f} ± {summary.stderr.item():.3f}{error} ({rows[-1]['seconds']} s)")
+            entry["paths"][kind] = {"build_seconds": build_seconds, "rows": rows}
+        out[name] = entry
+    return out
+
+
+def plot_rbms(rbms: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(1, len(rbms), figsize=(5.5 * len(rbms), 4))
+    for axis, (name, entry) in zip(axes if len(rbms) > 1 else [axes], rbms.items()):
+        for kind, data in entry["paths"].items():
+            steps = [r["steps"] for r in data["rows"]]
+            axis.errorbar(steps, [r["log_z"] for r in data["rows"]], yerr=[r["stderr"] for r in data["rows"]], marker="o", capsize=3,
+                          label="geometric" if kind == "geometric" else "moment-averaged spline")
+        if entry["exact_log_z"] is not None:
+            axis.axhline(entry["exact_log_z"], color="black", linestyle=":", label="exact")
+        axis.set_xscale("log")
+        axis.set_xlabel("K (linear schedule)")
+        axis.set_ylabel("log Ẑ")
+        axis.set_title(f"MNIST RBM {name}")
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def render_rbms(results: dict) -> str:
+    rbms = results.get("rbms")
+    if not rbms:
+        return ""
+    settings = results["rbm_settings"]
+    lines = ["", "## (b) MNIST RBMs: geometric path against the moment-averaged spline", "",
+             f"AIS from the data base rates, {settings['chains']} chains, linear schedule; log Ẑ ± stderr (ESS). The spline's "
+             "knot fitting is its extra cost, paid once per model.", ""]
+    for name, entry in rbms.items():
+        exact = entry["exact_log_z"]
+        lines += [f"### {name}" + ("" if exact is None else f" (exact log Z = {exact:.3f})"), "",
+                  "| K | geometric | moment-averaged spline |", "|---:|---:|---:|"]
+        by_kind = {kind: {r["steps"]: r for r in data["rows"]} for kind, data in entry["paths"].items()}
+        for steps in sorted(by_kind["geometric"]):
+            cells = []
+            for kind in RBM_PATHS:
+                r = by_kind[kind][steps]
+                error = "" if exact is None else f", error {r['log_z'] - exact:+.2f}"
+                cells.append(f"{r['log_z']:.2f} ± {r['stderr']:.2f} (ESS {r['ess']:.0f}{error}; {r['seconds']} s)")
+            lines.append(f"| {steps:,} | " + " | ".join(cells) + " |")
+        lines += ["", f"Path construction: geometric {entry['paths']['geometric']['build_seconds']} s, "
+                      f"moment-averaged spline {entry['paths']['moment_averaged']['build_seconds']} s.", ""]
+    lines.append("![log Z against K](rbms.png)")
+    return "\n".join(lines) + "\n"
+
+
 def render(results: dict) -> str:
     settings = results["settings"]
     rows = results["gaussians"]
@@ -213,6 +306,10 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=2000, help="AIS chains of the measured runs")
     parser.add_argument("--max-measured-steps", type=int, default=30_000, help="measure AIS only where K is at most this")
     parser.add_argument("--knots-per-side", type=int, default=200, help="optimal schedule: knots from 0 to ½ (mirrored)")
+    parser.add_argument("--part", choices=("a", "b", "all"), default="all", help="a: two Gaussians; b: MNIST RBMs")
+    parser.add_argument("--rbm-steps", type=int, nargs="+", default=[100, 1000, 10000], help="part (b): K values")
+    parser.add_argument("--rbm-chains", type=int, default=100, help="part (b): AIS chains")
+    parser.add_argument("--data-root", type=Path, default=None, help="part (b): folder holding binarized_mnist/")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out-dir", type=Path, default=None, help="output folder (default reports/paths[/quick])")
@@ -222,23 +319,35 @@ def main(argv=None) -> None:
         args.distances, args.chains, args.max_measured_steps = [2, 8, 32], 200, 2000
     out = args.out_dir or (REPO / "reports" / "paths" / ("quick" if args.quick else ""))
     out.mkdir(parents=True, exist_ok=True)
-    knots = dense_knots(args.knots_per_side)
-    rows = gaussian_experiment(args.distances, args.accuracy, knots, args.chains, args.max_measured_steps, args.seed,
-                               lambda line: print(line, flush=True))
+    previous = json.loads((out / "results.json").read_text()) if (out / "results.json").is_file() else {}
     results = {
+        **previous,
         "date": datetime.date.today().isoformat(),
         "pfzoo": pfzoo.__version__,
         "torch": torch.__version__,
         "machine": machine_description(),
         "load_average": load_average(),
-        "settings": {"accuracy": args.accuracy, "distances": args.distances, "chains": args.chains, "seed": args.seed,
-                     "max_measured_steps": args.max_measured_steps, "knots": knots.tolist()},
-        "gaussians": rows,
-        "growth": growth_summary(rows),
     }
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    if args.part in ("a", "all"):
+        knots = dense_knots(args.knots_per_side)
+        rows = gaussian_experiment(args.distances, args.accuracy, knots, args.chains, args.max_measured_steps, args.seed, log)
+        results.update(settings={"accuracy": args.accuracy, "distances": args.distances, "chains": args.chains, "seed": args.seed,
+                                 "max_measured_steps": args.max_measured_steps, "knots": knots.tolist()},
+                       gaussians=rows, growth=growth_summary(rows))
+        plot(rows, args.accuracy, out / "gaussians.png")
+    if args.part in ("b", "all"):
+        data_root = args.data_root or default_data_root()
+        if not (data_root / "binarized_mnist").is_dir():
+            parser.error(f"part (b) needs {data_root}/binarized_mnist; pass --data-root or set PFZOO_DATA")
+        steps = [10, 100] if args.quick else args.rbm_steps
+        results.update(rbm_settings={"steps": steps, "chains": args.rbm_chains, "seed": args.seed},
+                       rbms=rbm_experiment(data_root, steps, args.rbm_chains, args.seed, log))
+        plot_rbms(results["rbms"], out / "rbms.png")
+    if "gaussians" not in results:
+        parser.error("no part (a) results to render: run with --part a (or all) first")
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    plot(rows, args.accuracy, out / "gaussians.png")
-    (out / "README.md").write_text(render(results))
+    (out / "README.md").write_text(render(results) + render_rbms(results))
     print(f"written to {out}")
 
 

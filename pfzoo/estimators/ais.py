@@ -40,6 +40,10 @@ class AIS(Estimator):
             the model's free energy is intractable (DBM: mean-field proposal; DBN: recognition model).
         path: the kind of annealing path, one of the model's ``annealing_path_kinds``: "geometric"
             (every model) or "moment_averaged" (Grosse, Maddison & Salakhutdinov 2013; Gaussians).
+        diagnostics: also return, in ``info["diagnostics"]`` of the log Z estimate, the per-step
+            :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (increments of log w, ESS
+            along the path, symmetric-KL estimates and their cost functional); feed them to
+            :meth:`pfzoo.paths.OptimalSchedule.from_diagnostics` for a schedule fitted to the path.
 
     For a directed latent-variable model (:class:`~pfzoo.models.latent.LatentGenerativeModel`, e.g.
     :class:`~pfzoo.models.LinearGenerative`), :meth:`log_likelihood` instead anneals each example's
@@ -57,8 +61,10 @@ class AIS(Estimator):
         kernel=None,
         posterior_samples: int = 100,
         path: str = "geometric",
+        diagnostics: bool = False,
     ) -> None:
         super().__init__()
+        self.diagnostics = bool(diagnostics)
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
         self.path = path
@@ -89,7 +95,7 @@ class AIS(Estimator):
         base = model.annealing_base(self.base, data, smoothing=self.base_smoothing)
         path = model.annealing_path(self.path, base, kernel=self.kernel)
         initial = path.sample_base(self.num_chains, generator=generator)
-        result = anneal(path, self.betas, initial, generator=generator, progress=progress)
+        result = anneal(path, self.betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         return PartitionEstimate(
@@ -98,7 +104,8 @@ class AIS(Estimator):
             log_weights=log_weights,
             ess=summary.ess.item(),
             kind=BoundKind.UNBIASED_Z,
-            info={"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps, "base": self.base},
+            info={"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps, "base": self.base,
+                  "path": self.path, **({"diagnostics": result.diagnostics} if self.diagnostics else {})},
         )
 
     def log_likelihood(

@@ -12,11 +12,43 @@ from pfzoo.paths.base import AnnealingPath
 _PROGRESS_UPDATES = 100
 
 
+class AnnealingDiagnostics(NamedTuple):
+    """Where a path spends its distributions: per-step statistics of one annealing run, float64 CPU ``[K]``.
+
+    With ``Δ_k(x) = log f_{β_k}(x) − log f_{β_{k−1}}(x)`` evaluated at the chains ``x_{k−1}`` (which
+    stand in for ``p_{k−1}``):
+
+    betas: ``β_k``, the distribution each step moves to.
+    increment_mean: ``mean Δ_k``; their sum is the mean final log weight.
+    increment_var: ``var Δ_k`` over chains. To second order in the step it is the symmetric
+        divergence ``J_k = KL(p_{k−1}‖p_k) + KL(p_k‖p_{k−1})`` (for a geometric path
+        ``(β_k − β_{k−1})² Var_{p_{k−1}}[log f_1 − log f_0]``, the Fisher metric along the path;
+        Grosse, Maddison & Salakhutdinov 2013, §3), provided the chains are near equilibrium.
+    ess: effective sample size ``(Σ w)² / Σ w²`` of the log weights accumulated up to step k.
+    """
+
+    betas: torch.Tensor
+    increment_mean: torch.Tensor
+    increment_var: torch.Tensor
+    ess: torch.Tensor
+
+    @property
+    def symmetric_kl(self) -> torch.Tensor:
+        """Per-step estimates of ``J_k`` ``[K]`` (the increment variances; see the class docstring)."""
+        return self.increment_var
+
+    @property
+    def cost_functional(self) -> float:
+        """``½ Σ_k J_k ≈ Σ_k KL(p_{k−1}‖p_k)``: with perfect transitions the bias of ``E[log w]`` (Grosse et al. 2013, eq. 4)."""
+        return 0.5 * self.increment_var.sum().item()
+
+
 class AnnealingResult(NamedTuple):
-    """log_weights: float64 ``[N]``; state: the chains after the last transition."""
+    """log_weights: float64 ``[N]``; state: the chains after the last transition; diagnostics: when asked for."""
 
     log_weights: torch.Tensor
     state: Any
+    diagnostics: AnnealingDiagnostics | None = None
 
 
 @torch.no_grad()
@@ -27,6 +59,7 @@ def anneal(
     *,
     generator: torch.Generator | None = None,
     progress: ProgressCallback | None = None,
+    diagnostics: bool = False,
 ) -> AnnealingResult:
     """Run annealed importance sampling along ``betas`` (Neal 2001, eqs. 3–4).
 
@@ -36,18 +69,32 @@ def anneal(
 
     The transition after the last increment would not change the weights and is skipped.
     ``betas`` (float64 ``[K + 1]``) may run in either direction: RAISE anneals from 1 down to 0.
-    Log weights accumulate in float64.
+    Log weights accumulate in float64. With ``diagnostics`` the result also carries
+    :class:`AnnealingDiagnostics` (a few reductions over the chains per step, kept on the device
+    until the end; the weights and the random stream are the same either way).
     """
     betas_list = betas.tolist()
     num_steps = len(betas_list) - 1
     stats = path.statistics(state)
     log_weights = None
     report_every = max(1, num_steps // _PROGRESS_UPDATES)
+    per_step = [] if diagnostics else None
     for k in range(1, num_steps + 1):
         increment = path.log_weight_increment(stats, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
+        if per_step is not None:
+            per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights)]))
         if k < num_steps:
             state, stats = path.transition(state, stats, betas_list[k], generator=generator)
         if progress is not None and (k % report_every == 0 or k == num_steps):
             progress(k, num_steps)
-    return AnnealingResult(log_weights=log_weights, state=state)
+    summary = None
+    if per_step is not None:
+        columns = torch.stack(per_step).double().cpu()
+        summary = AnnealingDiagnostics(betas.double().cpu()[1:], columns[:, 0], columns[:, 1], columns[:, 2])
+    return AnnealingResult(log_weights=log_weights, state=state, diagnostics=summary)
+
+
+def _effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:
+    """``(Σ w)² / Σ w²`` from log weights ``[N]``, computed in log space."""
+    return torch.exp(2 * torch.logsumexp(log_weights, 0) - torch.logsumexp(2 * log_weights, 0))

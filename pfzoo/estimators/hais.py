@@ -24,7 +24,7 @@ class HAIS(AIS):
         num_chains: particles N (the paper uses 200).
         num_steps: intermediate distributions K.
         step_size: leapfrog ε (the paper uses 0.2).
-        schedule, base, base_smoothing: as :class:`AIS`; bases "isotropic" (N(0, I)) or "fitted"
+        schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "isotropic" (N(0, I)) or "fitted"
             (a Gaussian fitted to ``data``).
         num_leapfrog, momentum_refresh, flip, lower: as :class:`~pfzoo.kernels.HMCKernel`.
     """
@@ -42,6 +42,7 @@ class HAIS(AIS):
         momentum_refresh: float | None = None,
         flip: str = "standard",
         lower: float | list[float] | None = None,
+        diagnostics: bool = False,
     ) -> None:
         kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=momentum_refresh, flip=flip, lower=lower)
-        super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel)
+        super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel, diagnostics=diagnostics)

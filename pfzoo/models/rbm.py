@@ -214,6 +214,29 @@ class RBM(BipartiteModel):
             return RBM.from_tensors(zeros_w, base_rate_visible_bias(self.check_visible(data, "data"), smoothing), zeros_c)
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
 
+    annealing_path_kinds = ("geometric", "moment_averaged")
+
+    def annealing_path(self, kind: str, base: "RBM", kernel=None, *, num_knots: int = 5, generator: torch.Generator | None = None):
+        """``"geometric"`` (:meth:`geometric_path`) or ``"moment_averaged"``: the spline of Grosse, Maddison &
+        Salakhutdinov (2013, §4.2) through ``num_knots`` interior knot RBMs at evenly spaced β, fitted by
+        :func:`~pfzoo.paths.fit_moment_averaged_knots` (target moments from Gibbs chains; ``generator``
+        defaults to a fixed seed so the path is reproducible).
+        """
+        from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, fit_moment_averaged_knots
+
+        if kind not in self.annealing_path_kinds:
+            raise ValueError(f"path must be one of {list(self.annealing_path_kinds)} for RBM, got {kind!r}")
+        if kind == "geometric":
+            return self.geometric_path(base, kernel)
+        if kernel is not None:
+            raise ValueError("kernel must be None for the moment-averaged RBM path: it uses block Gibbs transitions")
+        check_positive_int(num_knots, "num_knots")
+        knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
+        if generator is None:
+            generator = torch.Generator(device=self.device).manual_seed(0)
+        knots = fit_moment_averaged_knots(self, base, knot_betas, generator=generator)
+        return RBMSplinePath(knots, knot_betas)
+
     def propose_path_state(
         self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None
     ) -> PathStateProposal:

@@ -132,6 +132,15 @@ def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
     }
     if estimate.log_z is not None:
         fields.update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
+        diagnostics = estimate.log_z.info.get("diagnostics")
+        if diagnostics is not None:  # the per-step arrays, for plotting where the path spends its distributions
+            fields["path_diagnostics"] = {
+                "cost_functional": diagnostics.cost_functional,
+                "betas": diagnostics.betas.tolist(),
+                "increment_mean": diagnostics.increment_mean.tolist(),
+                "increment_var": diagnostics.increment_var.tolist(),
+                "ess": diagnostics.ess.tolist(),
+            }
     return fields
 
 
@@ -143,6 +152,9 @@ def format_evaluation(result: dict[str, Any]) -> str:
         exact = f"   (exact {result['exact_log_z']:.4f})" if "exact_log_z" in result else ""
         ess = f"  (ESS {upper['ess']:.1f})" if upper["ess"] is not None else ""
         lines.append(f"log Z                = {upper['log_z']:.4f} ± {upper['log_z_stderr']:.4f}{ess}{exact}")
+        if "path_diagnostics" in upper:
+            lines.append(f"path cost ½ΣJ_k      = {upper['path_diagnostics']['cost_functional']:.4f} nats "
+                         f"(≈ the bias of E[log w]; per-step increments and ESS in evaluation.json)")
     exact = f"   (exact {result['exact_test_log_likelihood']:.4f})" if "exact_test_log_likelihood" in result else ""
     if "upper" in result:
         lines.append(f"upper estimate       = {upper['test_log_likelihood']:.4f} ± {upper['test_log_likelihood_stderr']:.4f}  ({upper['kind']})")

@@ -273,3 +273,13 @@ def test_rbm_trains_by_minibatch_mpf(tmp_path):
     data = instantiate(cfg.dataset)
     start = RBM.from_tensors(torch.zeros(64, 12), base_rate_visible_bias(data.train), torch.zeros(12))
     assert model.log_prob(data.test).mean() > start.log_prob(data.test).mean() + 0.5
+
+
+def test_evaluate_reports_path_diagnostics_when_asked(tmp_path):
+    cfg = composed("evaluate", [f"run_dir={tmp_path}", "progress=false", "estimator.num_steps=100", "estimator.diagnostics=true", "num_test=50"])
+    report = app.evaluate(cfg)
+    diagnostics = report["path_diagnostics"]
+    assert len(diagnostics["increment_var"]) == len(diagnostics["ess"]) == len(diagnostics["betas"]) == 100
+    assert diagnostics["cost_functional"] == pytest.approx(0.5 * sum(diagnostics["increment_var"]))
+    assert json.loads(json.dumps(report))["path_diagnostics"]["betas"][-1] == 1.0  # JSON-ready, as evaluation.json needs
+    assert "path cost" in app.format_evaluation(report)

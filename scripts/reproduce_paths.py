@@ -233,8 +233,8 @@ def render_rbms(results: dict) -> str:
     lines = ["", "## (b) MNIST RBMs: geometric path against the moment-averaged spline", "",
              f"AIS from the data base rates, {settings['chains']} chains, linear schedule; log Ẑ ± stderr (ESS). log Ẑ is a "
              "stochastic lower bound on log Z, so without an exact value the larger estimate is the more accurate one. "
-             "Per step the spline costs J + 2 matrix products against 2 (its statistics at every knot); the knot "
-             "fitting is its extra cost, paid once per model.", ""]
+             "Per step the spline costs three matrix products against two (its statistics span one segment: both "
+             "ends' hidden inputs); the knot fitting is its extra cost, paid once per model.", ""]
     for name, entry in rbms.items():
         exact = entry["exact_log_z"]
         lines += [f"### {name}" + ("" if exact is None else f" (exact log Z = {exact:.3f})"), "",

@@ -39,7 +39,7 @@ class AIS(Estimator):
         posterior_samples: proposals per example for ``log f(v)`` in :meth:`log_likelihood` when
             the model's free energy is intractable (DBM: mean-field proposal; DBN: recognition model).
         path: the kind of annealing path, one of the model's ``annealing_path_kinds``: "geometric"
-            (every model) or "moment_averaged" (Grosse, Maddison & Salakhutdinov 2013; Gaussians).
+            (every model) or "moment_averaged" (Grosse, Maddison & Salakhutdinov 2013; Gaussians and RBMs).
         diagnostics: also return, in ``info["diagnostics"]`` of the log Z estimate, the per-step
             :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (increments of log w, ESS
             along the path, symmetric-KL estimates and their cost functional); feed them to

@@ -216,11 +216,21 @@ class RBM(BipartiteModel):
 
     annealing_path_kinds = ("geometric", "moment_averaged")
 
-    def annealing_path(self, kind: str, base: "RBM", kernel=None, *, num_knots: int = 5, generator: torch.Generator | None = None):
-        """``"geometric"`` (:meth:`geometric_path`) or ``"moment_averaged"``: the spline of Grosse, Maddison &
-        Salakhutdinov (2013, §4.2) through ``num_knots`` interior knot RBMs at evenly spaced β, fitted by
-        :func:`~pfzoo.paths.fit_moment_averaged_knots` (target moments from Gibbs chains; ``generator``
-        defaults to a fixed seed so the path is reproducible).
+    def annealing_path(
+        self, kind: str, base: "RBM", kernel=None, *, num_knots: int = 5, generator: torch.Generator | None = None, **fit_options
+    ):
+        """The annealing path of ``kind`` from the ``W = 0`` RBM ``base`` (β = 0) to this RBM (β = 1).
+
+        ``"geometric"``: :meth:`geometric_path` (``num_knots``, ``generator`` and ``fit_options`` unused).
+        ``"moment_averaged"``: the moment-averaged spline of Grosse, Maddison & Salakhutdinov (2013, §4.2),
+        :class:`~pfzoo.paths.RBMSplinePath` through ``num_knots`` interior knot RBMs at evenly spaced
+        ``b_j = j / (num_knots + 1)``, fitted by :func:`~pfzoo.paths.fit_moment_averaged_knots` (target moments
+        from Gibbs chains; ``fit_options`` are passed on, e.g. ``num_chains``, ``iterations``). Even spacing in β
+        is even spacing in moment space along the MA path (its moments are linear in β), so every knot
+        is fitted to the same share of the moment change; the knots cannot be concentrated where the
+        path bends without knowing the path first. ``generator`` drives the fitting and defaults to a
+        fresh generator seeded with 0, so the same model and base always give the same path. Fitting
+        costs a few hundred Gibbs sweeps of ``num_chains`` chains per knot, paid once per path.
         """
         from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, fit_moment_averaged_knots
 
@@ -234,7 +244,7 @@ class RBM(BipartiteModel):
         knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
         if generator is None:
             generator = torch.Generator(device=self.device).manual_seed(0)
-        knots = fit_moment_averaged_knots(self, base, knot_betas, generator=generator)
+        knots = fit_moment_averaged_knots(self, base, knot_betas, generator=generator, **fit_options)
         return RBMSplinePath(knots, knot_betas)
 
     def propose_path_state(

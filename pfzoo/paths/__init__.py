@@ -5,11 +5,11 @@ from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 from pfzoo.paths.geometric import RBMGeometricPath
 from pfzoo.paths.ising import IsingGeometricPath
 from pfzoo.paths.gaussian import GaussianGeometricPath, GaussianMomentAveragedPath, GaussianPath
-from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, fit_moment_averaged_knots, rbm_moments
+from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, exact_rbm_moments, fit_moment_averaged_knots, rbm_moments
 from pfzoo.paths.schedules import GeometricSchedule, LinearSchedule, OptimalSchedule, Schedule, SigmoidSchedule, make_betas
 
 __all__ = [
     "AnnealingPath", "GaussianGeometricPath", "GaussianMomentAveragedPath", "GaussianPath", "GaussianRBMGeometricPath",
     "IsingGeometricPath", "RBMGeometricPath", "Schedule", "LinearSchedule", "SigmoidSchedule", "GeometricSchedule",
-    "OptimalSchedule", "make_betas", "RBMSplinePath", "fit_moment_averaged_knots", "rbm_moments",
+    "OptimalSchedule", "make_betas", "RBMSplinePath", "fit_moment_averaged_knots", "rbm_moments", "exact_rbm_moments",
 ]

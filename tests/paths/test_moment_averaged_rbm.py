@@ -4,119 +4,255 @@ import itertools
 
 import pytest
 import torch
+from scipy import stats as scipy_stats
 
 from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import RBM
-from pfzoo.paths import RBMSplinePath, fit_moment_averaged_knots, make_betas
+from pfzoo.paths import RBMSplinePath, exact_rbm_moments, fit_moment_averaged_knots, make_betas, rbm_moments
 
-STATES = torch.tensor(list(itertools.product([0.0, 1.0], repeat=6)), dtype=torch.float64)
-
-
-def tiny_rbm(seed=0, scale=2.0):
-    generator = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(scale * torch.randn(6, 3, generator=generator, dtype=torch.float64),
-                            torch.randn(6, generator=generator, dtype=torch.float64), torch.randn(3, generator=generator, dtype=torch.float64))
+V, H = 6, 3
+STATES = torch.tensor(list(itertools.product([0.0, 1.0], repeat=V)), dtype=torch.float64)  # [64, V]
+HIDDEN_STATES = torch.tensor(list(itertools.product([0.0, 1.0], repeat=H)), dtype=torch.float64)  # [8, H]
+KNOT_BETAS = torch.tensor([0.0, 0.3, 0.6, 1.0], dtype=torch.float64)
 
 
-def exact_moments(rbm):
-    """(E[v], E[h], E[vhᵀ]) by enumerating the visible states."""
-    log_p = -rbm.free_energy(STATES).double()
-    p = (log_p - torch.logsumexp(log_p, 0)).exp()
-    hidden = torch.sigmoid(STATES @ rbm.weight + rbm.hidden_bias).detach()
-    return p @ STATES, p @ hidden, (STATES * p[:, None]).T @ hidden
+def random_rbm(seed=0, scale=2.0, shape=(V, H), dtype=torch.float64, bias_scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return RBM.from_tensors(scale * torch.randn(*shape, generator=g, dtype=dtype), bias_scale * torch.randn(shape[0], generator=g, dtype=dtype),
+                            bias_scale * torch.randn(shape[1], generator=g, dtype=dtype))
 
 
-def moment_distance(moments, goal):
-    return sum((a - b).abs().max().item() for a, b in zip(moments, goal))
+def geometric_rbm(target, base, b):
+    """The geometric path's RBM at b: W = b W_1, biases interpolated."""
+    return RBM.from_tensors(b * target.weight.detach(), torch.lerp(base.visible_bias, target.visible_bias, b).detach(),
+                            torch.lerp(base.hidden_bias, target.hidden_bias, b).detach())
 
 
-@pytest.fixture
+def moment_error(moments, goal):
+    """Largest absolute deviation over all entries of (E[v], E[h], E[vhᵀ])."""
+    return max((a - b).abs().max().item() for a, b in zip(moments, goal))
+
+
+def state_index(v):
+    return (v.double() @ (2.0 ** torch.arange(V - 1, -1, -1, dtype=torch.float64))).long()
+
+
+@pytest.fixture(scope="module")
 def spline():
-    target = tiny_rbm()
+    target = random_rbm()
     base = target.annealing_base("uniform")
-    knot_betas = torch.tensor([0.0, 0.3, 0.6, 1.0], dtype=torch.float64)
-    knots = fit_moment_averaged_knots(target, base, knot_betas, target_moments=exact_moments(target), num_chains=4000, iterations=1000,
+    knots = fit_moment_averaged_knots(target, base, KNOT_BETAS, target_moments=exact_rbm_moments(target), num_chains=1000, iterations=600,
                                       generator=torch.Generator().manual_seed(1))
-    return target, base, knots, knot_betas
+    return target, base, knots, RBMSplinePath(knots, KNOT_BETAS)
 
 
-def test_log_f_is_each_knot_rbm_at_its_knot_and_the_interpolated_rbm_between(spline):
-    target, base, knots, knot_betas = spline
-    path = RBMSplinePath(knots, knot_betas)
-    stats = path.statistics(STATES)
-    for knot, beta in zip(knots, knot_betas.tolist()):
-        torch.testing.assert_close(path.log_f(stats, beta), -knot.free_energy(STATES).double())
-    weight, visible_bias, hidden_bias = path.interpolated(0.45)  # halfway between the knots at 0.3 and 0.6
+def arbitrary_spline(dtype=torch.float64, shape=(V, H), scale=2.0):
+    """A spline through unfitted knots (the path's mechanics do not depend on how knots were found)."""
+    target = random_rbm(5, scale=scale, shape=shape, dtype=dtype)
+    knots = [target.annealing_base("uniform")]
+    for j, b in enumerate(KNOT_BETAS[1:-1].tolist()):
+        noise = random_rbm(10 + j, scale=0.5, shape=shape, dtype=dtype)
+        knots.append(RBM.from_tensors(b * target.weight + noise.weight, b * target.visible_bias + noise.visible_bias,
+                                      b * target.hidden_bias + noise.hidden_bias))
+    knots.append(target)
+    return knots, RBMSplinePath(knots, KNOT_BETAS)
+
+
+# ---- the path's densities and increments ----------------------------------------------------
+
+
+def test_log_f_is_each_knot_rbm_at_its_knot_and_the_interpolated_rbm_between():
+    knots, path = arbitrary_spline()
+    for knot, beta in zip(knots, KNOT_BETAS.tolist()):
+        torch.testing.assert_close(path.log_f(STATES, beta), -knot.free_energy(STATES).detach(), rtol=0, atol=1e-12)
     halfway = RBM.from_tensors((knots[1].weight + knots[2].weight) / 2, (knots[1].visible_bias + knots[2].visible_bias) / 2,
                                (knots[1].hidden_bias + knots[2].hidden_bias) / 2)
-    torch.testing.assert_close(weight, halfway.weight)
-    torch.testing.assert_close(path.log_f(stats, 0.45), -halfway.free_energy(STATES).double())
-    # increments inside a segment and across knots are differences of log f
-    for beta_from, beta_to in ((0.31, 0.32), (0.25, 0.65), (0.9, 1.0)):
-        torch.testing.assert_close(path.log_weight_increment(stats, beta_from, beta_to),
-                                   path.log_f(stats, beta_to) - path.log_f(stats, beta_from), rtol=1e-10, atol=1e-10)
-    torch.testing.assert_close(path.base_log_partition(), base.log_partition().double())
+    for got, expected in zip(path.interpolated(0.45), (halfway.weight, halfway.visible_bias, halfway.hidden_bias)):
+        torch.testing.assert_close(got, expected.detach())
+    torch.testing.assert_close(path.log_f(STATES, 0.45), -halfway.free_energy(STATES).detach(), rtol=0, atol=1e-12)
+    assert path.base_log_partition().item() == pytest.approx(knots[0].log_partition().item(), abs=1e-12)
 
 
-def test_fitted_knots_match_the_averaged_moments_better_than_the_geometric_path(spline):
-    target, base, knots, knot_betas = spline
-    s0, s1 = exact_moments(base), exact_moments(target)
-    for knot, b in zip(knots[1:-1], knot_betas[1:-1].tolist()):
-        goal = [(1 - b) * a + b * c for a, c in zip(s0, s1)]
-        geometric = RBM.from_tensors(b * target.weight, torch.lerp(base.visible_bias, target.visible_bias, b),
-                                     torch.lerp(base.hidden_bias, target.hidden_bias, b))
-        fitted_error, geometric_error = moment_distance(exact_moments(knot), goal), moment_distance(exact_moments(geometric), goal)
-        assert fitted_error < 0.15 * geometric_error and fitted_error < 0.04
+@pytest.mark.parametrize(
+    "beta_from, beta_to",
+    [(0.0, 0.1), (0.31, 0.32), (0.3, 0.45), (0.25, 0.3), (0.25, 0.65), (0.0, 1.0), (0.9, 1.0), (0.6, 0.3), (0.95, 0.05), (0.4, 0.4),
+     (0.5, 0.5 + 1e-9)],
+)
+@pytest.mark.parametrize("stats_beta", [0.0, 0.45, 1.0])
+def test_increments_are_differences_of_log_f_within_and_across_knots(beta_from, beta_to, stats_beta):
+    """Whatever segment the statistics were computed for, increments split at knots equal log f_to − log f_from."""
+    _, path = arbitrary_spline()
+    stats = path.statistics(STATES, path.locate(stats_beta)[0])
+    expected = path.log_f(STATES, beta_to) - path.log_f(STATES, beta_from)
+    torch.testing.assert_close(path.log_weight_increment(stats, beta_from, beta_to), expected, rtol=1e-9, atol=1e-12)
 
 
-def test_ais_along_the_spline_is_within_its_stderr_of_the_exact_log_z(spline):
-    target, _, knots, knot_betas = spline
-    path = RBMSplinePath(knots, knot_betas)
+@pytest.mark.parametrize("num_steps", [7, 5000])
+def test_float32_increments_telescope_to_the_end_point_difference(num_steps):
+    """Per-step increments of a float32 path on a fixed state sum to log f_1 − log f_0 (float64) to high accuracy."""
+    knots, path = arbitrary_spline(torch.float32, shape=(40, 30), scale=1.0)
+    knots64 = [RBM.from_tensors(k.weight.double(), k.visible_bias.double(), k.hidden_bias.double()) for k in knots]
+    v = (torch.rand(8, 40, generator=torch.Generator().manual_seed(3)) < 0.5).float()
+    stats = path.statistics(v)
+    betas = make_betas("linear", num_steps).tolist()
+    total = sum(path.log_weight_increment(stats, b0, b1) for b0, b1 in zip(betas[:-1], betas[1:]))
+    exact = (knots64[0].free_energy(v.double()) - knots64[-1].free_energy(v.double())).detach()
+    assert (total - exact).abs().max().item() < 1e-3
+
+
+# ---- transitions -----------------------------------------------------------------------------
+
+
+def exact_transition_matrix(path, beta):
+    """T[v, v'] = Σ_h p_β(h | v) p_β(v' | h) of one block Gibbs sweep of the interpolated RBM, [64, 64]."""
+    weight, visible_bias, hidden_bias = (x.double() for x in path.interpolated(beta))
+    hidden_probs = torch.sigmoid(STATES @ weight + hidden_bias)  # [64, H]
+    p_h = (HIDDEN_STATES[None] * hidden_probs[:, None] + (1 - HIDDEN_STATES[None]) * (1 - hidden_probs[:, None])).prod(-1)  # [64, 8]
+    visible_probs = torch.sigmoid(HIDDEN_STATES @ weight.T + visible_bias)  # [8, V]
+    p_v = (STATES[None] * visible_probs[:, None] + (1 - STATES[None]) * (1 - visible_probs[:, None])).prod(-1)  # [8, 64]
+    return p_h @ p_v
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.2, 0.3, 0.45, 1.0])
+def test_transition_kernel_leaves_p_beta_invariant_and_is_sampled_by_transition(beta):
+    _, path = arbitrary_spline()
+    pi = torch.softmax(path.log_f(STATES, beta), 0)
+    kernel = exact_transition_matrix(path, beta)
+    torch.testing.assert_close(pi @ kernel, pi, rtol=0, atol=1e-12)
+    # path.transition draws from the row of that kernel, also from statistics of another segment
+    start_index = 37
+    start = STATES[start_index].expand(40_000, -1).clone()
+    moved, new_stats = path.transition(start, path.statistics(start, 2), beta, generator=torch.Generator().manual_seed(4))
+    counts = torch.bincount(state_index(moved), minlength=64).double()
+    expected = 40_000 * kernel[start_index]
+    keep = expected > 0
+    assert scipy_stats.chisquare(counts[keep].numpy(), expected[keep].numpy() * counts.sum().item() / expected[keep].sum().item()).pvalue > 1e-4
+    assert new_stats.segment == path.locate(beta)[0]
+    torch.testing.assert_close(path.log_weight_increment(new_stats, beta, 0.7), path.log_f(moved, 0.7) - path.log_f(moved, beta),
+                               rtol=1e-9, atol=1e-12)
+
+
+# ---- moments and the fitted knots ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(V, H), (3, 5)])
+def test_exact_moments_match_joint_enumeration(shape):
+    rbm = random_rbm(7, scale=1.5, shape=shape)
+    vs = torch.tensor(list(itertools.product([0.0, 1.0], repeat=shape[0])), dtype=torch.float64)
+    hs = torch.tensor(list(itertools.product([0.0, 1.0], repeat=shape[1])), dtype=torch.float64)
+    v, h = vs.repeat_interleave(len(hs), 0), hs.repeat(len(vs), 1)
+    p = torch.softmax(-rbm.energy(v, h).detach(), 0)
+    expected = (p @ v, p @ h, (v * p[:, None]).T @ h)
+    for got, want in zip(exact_rbm_moments(rbm), expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+
+
+def test_rao_blackwellised_moments_from_exact_samples():
+    rbm = random_rbm(8, scale=1.0)
+    p = torch.softmax(-rbm.free_energy(STATES).detach(), 0)
+    samples = STATES[torch.multinomial(p, 50_000, replacement=True, generator=torch.Generator().manual_seed(5))]
+    assert moment_error(rbm_moments(rbm, samples), exact_rbm_moments(rbm)) < 0.015  # ≤ 0.5/√50000 ≈ 0.0022 sd per entry
+
+
+def test_fitted_knots_match_the_averaged_moments_much_better_than_the_geometric_path(spline):
+    target, base, knots, _ = spline
+    s0, s1 = exact_rbm_moments(base), exact_rbm_moments(target)
+    for knot, b in zip(knots[1:-1], KNOT_BETAS[1:-1].tolist()):
+        goal = [torch.lerp(a, c, b) for a, c in zip(s0, s1)]
+        fitted, geometric = moment_error(exact_rbm_moments(knot), goal), moment_error(exact_rbm_moments(geometric_rbm(target, base, b)), goal)
+        assert fitted < 0.02 and fitted < 0.15 * geometric, (b, fitted, geometric)  # measured: 0.003 vs 0.16, 0.008 vs 0.13
+    assert knots[0] is base and knots[-1] is target
+
+
+def test_target_moments_from_gibbs_chains_are_accurate():
+    target = random_rbm(4, scale=1.0)
+    base = target.annealing_base("uniform")
+    knots = fit_moment_averaged_knots(target, base, [0.0, 0.5, 1.0], num_chains=2000, burn_in=100, moment_sweeps=50, iterations=400,
+                                      generator=torch.Generator().manual_seed(6))
+    goal = [torch.lerp(a, c, 0.5) for a, c in zip(exact_rbm_moments(base), exact_rbm_moments(target))]
+    assert moment_error(exact_rbm_moments(knots[1]), goal) < 0.02
+
+
+def test_same_seed_gives_identical_knots_and_another_seed_different_ones():
+    target = random_rbm(4, scale=1.0)
+    base = target.annealing_base("uniform")
+
+    def fit(seed):
+        return fit_moment_averaged_knots(target, base, KNOT_BETAS, num_chains=100, burn_in=20, moment_sweeps=5, iterations=20,
+                                         generator=torch.Generator().manual_seed(seed))
+
+    first, second, other = fit(0), fit(0), fit(1)
+    for a, b in zip(first, second):
+        assert torch.equal(a.weight, b.weight) and torch.equal(a.visible_bias, b.visible_bias) and torch.equal(a.hidden_bias, b.hidden_bias)
+    assert not torch.equal(first[1].weight, other[1].weight)
+
+
+# ---- AIS along the spline ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_steps", [200, 47])  # with K = 47 the steps k/47 straddle the knots 0.3 and 0.6
+def test_ais_along_the_spline_is_within_three_stderr_of_the_exact_log_z(spline, num_steps):
+    target, _, _, path = spline
     generator = torch.Generator().manual_seed(2)
-    result = anneal(path, make_betas("linear", 200), path.sample_base(3000, generator=generator), generator=generator)
+    result = anneal(path, make_betas("linear", num_steps), path.sample_base(2000, generator=generator), generator=generator)
     summary = summarize_log_weights(result.log_weights + path.base_log_partition())
-    assert abs(summary.log_mean.item() - target.log_partition().item()) < 3 * summary.stderr.item()
+    exact = target.log_partition().item()
+    assert abs(summary.log_mean.item() - exact) < 3 * summary.stderr.item() and summary.ess.item() > 200
 
 
-def test_transition_leaves_the_interpolated_rbm_invariant(spline):
-    """Many chains from the exact p_β, one transition: the empirical distribution stays p_β (χ² over the 64 states)."""
-    _, _, knots, knot_betas = spline
-    path = RBMSplinePath(knots, knot_betas)
-    stats = path.statistics(STATES)
-    log_p = path.log_f(stats, 0.45)
-    p = (log_p - torch.logsumexp(log_p, 0)).exp()
+def test_reverse_annealing_from_exact_target_samples_estimates_the_inverse_ratio(spline):
+    """RAISE's direction: from exact samples of p_1 down to β = 0, E[w] = Z_0 / Z_1 (steps straddle the knots)."""
+    target, _, _, path = spline
     generator = torch.Generator().manual_seed(3)
-    start = STATES[torch.multinomial(p, 100_000, replacement=True, generator=generator)]
-    moved, _ = path.transition(start, path.statistics(start), 0.45, generator=generator)
-    counts = torch.zeros(64, dtype=torch.float64).index_add_(0, (moved @ (2.0 ** torch.arange(5, -1, -1, dtype=torch.float64))).long(),
-                                                             torch.ones(100_000, dtype=torch.float64))
-    expected = 100_000 * p
-    chi_square = ((counts - expected).square() / expected).sum().item()
-    assert chi_square < 63 + 5 * (2 * 63) ** 0.5  # 63 degrees of freedom, 5 sd
+    p = torch.softmax(-target.free_energy(STATES).detach(), 0)
+    start = STATES[torch.multinomial(p, 2000, replacement=True, generator=generator)]
+    result = anneal(path, make_betas("linear", 47).flip(0), start, generator=generator)
+    summary = summarize_log_weights(result.log_weights)
+    expected = (path.base_log_partition() - target.log_partition()).item()
+    assert abs(summary.log_mean.item() - expected) < 3 * summary.stderr.item() and summary.ess.item() > 200
 
 
 def test_rbm_annealing_path_builds_a_reproducible_spline():
-    target = tiny_rbm(4, scale=1.0)
+    target = random_rbm(4, scale=1.0)
     base = target.annealing_base("uniform")
-    first = target.annealing_path("moment_averaged", base, num_knots=2)
-    second = target.annealing_path("moment_averaged", base, num_knots=2)
+    options = dict(num_knots=2, num_chains=200, burn_in=50, moment_sweeps=10, iterations=50)
+    first, second = target.annealing_path("moment_averaged", base, **options), target.annealing_path("moment_averaged", base, **options)
     assert isinstance(first, RBMSplinePath) and torch.equal(first.weights, second.weights)
     assert first.knot_betas.tolist() == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
+    seeded = target.annealing_path("moment_averaged", base, generator=torch.Generator().manual_seed(0), **options)
+    assert torch.equal(first.weights, seeded.weights)
+    assert "moment_averaged" in RBM.annealing_path_kinds
+
+
+# ---- errors ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda t, b: RBMSplinePath([b, t], [0.0, 0.5]), "increase strictly"),
-        (lambda t, b: RBMSplinePath([b], [0.0]), "one knot RBM per knot"),
-        (lambda t, b: RBMSplinePath([t, b], [0.0, 1.0]), "zero weights"),
-        (lambda t, b: fit_moment_averaged_knots(t, t, [0.0, 1.0]), "zero weights"),
+        (lambda t, b: RBMSplinePath([b, t], [0.0, 0.5]), "knot_betas must increase strictly from 0 to 1"),
+        (lambda t, b: RBMSplinePath([b, t, t], [0.0, 0.6, 0.4, 1.0][:3]), "knot_betas must increase strictly"),
+        (lambda t, b: RBMSplinePath([b], [0.0]), "knot_betas must hold at least two"),
+        (lambda t, b: RBMSplinePath([b, t], [0.0, 0.5, 1.0]), "one RBM per knot"),
+        (lambda t, b: RBMSplinePath([t, b], [0.0, 1.0]), r"knots\[0\] \(the base\) must have zero weights"),
+        (lambda t, b: RBMSplinePath([b, random_rbm(shape=(V, H + 1))], [0.0, 1.0]), r"knots\[1\] has weight shape"),
+        (lambda t, b: RBMSplinePath([b, random_rbm(dtype=torch.float32)], [0.0, 1.0]), r"knots\[1\] is torch.float32"),
+        (lambda t, b: RBMSplinePath([b, t], [0.0, 1.0]).log_weight_increment(None, 0.0, 1.5), "beta_to must lie in"),
+        (lambda t, b: fit_moment_averaged_knots(t, t, [0.0, 1.0]), "base must have zero weights"),
+        (lambda t, b: fit_moment_averaged_knots(t, random_rbm(shape=(V, H + 1)).annealing_base("uniform"), [0.0, 1.0]), "base has weight shape"),
+        (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 0.5, 1.0]), "knot_betas must increase strictly"),
+        (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], target_moments=(torch.zeros(V), torch.zeros(H + 1), torch.zeros(V, H))),
+         r"target_moments: E\[h\] must have shape"),
+        (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], num_chains=0), "num_chains must be a positive integer"),
+        (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], learning_rate=-1.0), "learning_rate must be"),
+        (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], momentum=1.0), "momentum must lie in"),
         (lambda t, b: t.annealing_path("moment_averaged", b, kernel=object()), "kernel must be None"),
+        (lambda t, b: t.annealing_path("moment_averaged", b, num_knots=0), "num_knots must be a positive integer"),
         (lambda t, b: t.annealing_path("spline", b), "path must be one of"),
     ],
 )
 def test_bad_arguments_raise(make, message):
-    target = tiny_rbm()
+    target = random_rbm()
     with pytest.raises(ValueError, match=message):
         make(target, target.annealing_base("uniform"))

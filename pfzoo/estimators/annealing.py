@@ -24,7 +24,9 @@ class AnnealingDiagnostics(NamedTuple):
         divergence ``J_k = KL(p_{k−1}‖p_k) + KL(p_k‖p_{k−1})`` (for a geometric path
         ``(β_k − β_{k−1})² Var_{p_{k−1}}[log f_1 − log f_0]``, the Fisher metric along the path;
         Grosse, Maddison & Salakhutdinov 2013, §3), provided the chains are near equilibrium.
-    ess: effective sample size ``(Σ w)² / Σ w²`` of the log weights accumulated up to step k.
+    ess: effective sample size ``(Σ w)² / Σ w²`` of the log weights accumulated up to step k
+        (with ``group_size``: per group of that many consecutive chains, averaged over the groups —
+        RAISE's chains of one example).
     """
 
     betas: torch.Tensor
@@ -60,6 +62,7 @@ def anneal(
     generator: torch.Generator | None = None,
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
+    group_size: int | None = None,
 ) -> AnnealingResult:
     """Run annealed importance sampling along ``betas`` (Neal 2001, eqs. 3–4).
 
@@ -83,7 +86,8 @@ def anneal(
         increment = path.log_weight_increment(stats, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
         if per_step is not None:
-            per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights)]))
+            grouped = log_weights if group_size is None else log_weights.view(-1, group_size)
+            per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(grouped).mean()]))
         if k < num_steps:
             state, stats = path.transition(state, stats, betas_list[k], generator=generator)
         if progress is not None and (k % report_every == 0 or k == num_steps):
@@ -96,5 +100,5 @@ def anneal(
 
 
 def _effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:
-    """``(Σ w)² / Σ w²`` from log weights ``[N]``, computed in log space."""
-    return torch.exp(2 * torch.logsumexp(log_weights, 0) - torch.logsumexp(2 * log_weights, 0))
+    """``(Σ w)² / Σ w²`` over the last dim of log weights ``[..., N]``, computed in log space."""
+    return torch.exp(2 * torch.logsumexp(log_weights, -1) - torch.logsumexp(2 * log_weights, -1))

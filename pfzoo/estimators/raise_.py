@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from pfzoo.estimators.annealing import anneal
+from pfzoo.estimators.annealing import AnnealingDiagnostics, anneal
 from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate, ProgressCallback, sample_stderr
 from pfzoo.estimators.importance import exact_free_energy_affordable, importance_log_marginal
 from pfzoo.logmath import summarize_log_weights
@@ -51,6 +51,9 @@ class RAISE(Estimator):
         num_examples: size of the random subset for control variates; ``None`` = every example.
         control_variate_samples: proposals per example for ``c(v)`` when ``log f(v)`` is intractable.
         path: the kind of annealing path (see :class:`~pfzoo.estimators.AIS`); its transitions must be reversible.
+        diagnostics: also return ``info["diagnostics"]``, the reverse path's
+            :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (steps in the order run, β descending;
+            increments pooled over all examples' chains, ESS per example over its chains, averaged).
     """
 
     def __init__(
@@ -63,8 +66,10 @@ class RAISE(Estimator):
         num_examples: int | None = None,
         control_variate_samples: int = 10,
         path: str = "geometric",
+        diagnostics: bool = False,
     ) -> None:
         super().__init__()
+        self.diagnostics = bool(diagnostics)
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
         self.path = path
@@ -112,7 +117,7 @@ class RAISE(Estimator):
             chosen = data[subset]
         base = model.annealing_base(self.base, data if base_data is None else base_data, smoothing=self.base_smoothing)
         path = model.annealing_path(self.path, base)
-        log_weights = self._reverse_anneal(model, path, chosen, generator=generator, progress=progress)
+        log_weights, diagnostics = self._reverse_anneal(model, path, chosen, generator=generator, progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean
         info = {
@@ -122,6 +127,7 @@ class RAISE(Estimator):
             "base": self.base,
             "log_weights": log_weights,
             "per_example_stderr": summary.stderr,
+            **({"diagnostics": diagnostics} if self.diagnostics else {}),
         }
         noise_variance = (summary.stderr**2).mean().item()  # mean per-example variance of the RAISE estimates
         if subset is None:
@@ -146,22 +152,26 @@ class RAISE(Estimator):
         )
 
     @torch.no_grad()
-    def _reverse_anneal(self, model, path, data: torch.Tensor, *, generator, progress) -> torch.Tensor:
-        """float64 log weights ``[B, M]`` of M reverse chains per example, examples × chains batched."""
+    def _reverse_anneal(self, model, path, data: torch.Tensor, *, generator, progress) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
+        """float64 log weights ``[B, M]`` of M reverse chains per example, examples × chains batched, and the
+        diagnostics pooled over the batches (``None`` unless asked for)."""
         descending = torch.flip(self.betas, dims=[0])
         examples_per_batch = max(1, _CHAIN_ROWS_PER_BATCH // self.num_chains)
         batches = torch.split(data, examples_per_batch)
-        log_weights = []
+        log_weights, parts = [], []
         for index, batch in enumerate(batches):
             proposal = model.propose_path_state(batch, num_samples=self.num_chains, generator=generator)
             state, _ = path.transition(proposal.state, path.statistics(proposal.state), 1.0, generator=generator)
             batch_progress = None
             if progress is not None:
                 batch_progress = _offset_progress(progress, index, len(batches))
-            result = anneal(path, descending, state, generator=generator, progress=batch_progress)
+            result = anneal(path, descending, state, generator=generator, progress=batch_progress,
+                            diagnostics=self.diagnostics, group_size=self.num_chains)
             weights = proposal.log_weight + result.log_weights - path.base_log_partition()
             log_weights.append(weights.view(batch.shape[0], self.num_chains))
-        return torch.cat(log_weights)
+            if result.diagnostics is not None:
+                parts.append((result.diagnostics, batch.shape[0]))
+        return torch.cat(log_weights), _pool_diagnostics(parts, self.num_chains)
 
     def _control_variate(self, model: EnergyModel, data: torch.Tensor, *, generator) -> torch.Tensor:
         """``c(v)`` ``[B]``: exact ``log f(v)`` when affordable, else its importance-sampling estimate."""
@@ -169,6 +179,21 @@ class RAISE(Estimator):
             with torch.no_grad():
                 return model.unnormalized_log_prob(data).double()
         return importance_log_marginal(model, data, max(2, self.control_variate_samples), generator=generator).log_marginal
+
+
+def _pool_diagnostics(parts: list[tuple[AnnealingDiagnostics, int]], num_chains: int) -> AnnealingDiagnostics | None:
+    """Combine per-batch diagnostics weighted by their examples: pooled increment mean and variance, mean per-example ESS."""
+    if not parts:
+        return None
+    counts = torch.tensor([examples for _, examples in parts], dtype=torch.float64)[:, None]
+    rows = counts * num_chains
+    means = torch.stack([d.increment_mean for d, _ in parts])
+    second = torch.stack([d.increment_var * (n * num_chains - 1) / (n * num_chains) + d.increment_mean.square() for d, n in parts])
+    mean = (rows * means).sum(0) / rows.sum()
+    total = rows.sum()
+    variance = ((rows * second).sum(0) / total - mean.square()) * total / (total - 1)
+    ess = (counts * torch.stack([d.ess for d, _ in parts])).sum(0) / counts.sum()
+    return AnnealingDiagnostics(parts[0][0].betas, mean, variance, ess)
 
 
 def _offset_progress(progress: ProgressCallback, index: int, count: int) -> ProgressCallback:

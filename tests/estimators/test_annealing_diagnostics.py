@@ -78,3 +78,34 @@ def test_pilot_diagnostics_give_a_better_schedule():
     linear_cost = exact_path_kls(path, make_betas("linear", 40)).sum().item()
     optimal_cost = exact_path_kls(path, schedule.betas(40)).sum().item()
     assert optimal_cost < 0.85 * linear_cost  # measured: 0.159 against 0.221
+
+
+def test_raise_diagnostics_pool_batches_and_report_per_example_ess(monkeypatch):
+    from pfzoo.estimators import RAISE, raise_
+
+    rbm = tiny_rbm(9)
+    data = torch.bernoulli(torch.full((6, 6), 0.4), generator=torch.Generator().manual_seed(10)).double()
+    estimator = RAISE(num_chains=50, num_steps=20, base="uniform", diagnostics=True)
+    whole = estimator.log_likelihood(rbm, data, generator=torch.Generator().manual_seed(11)).info["diagnostics"]
+    monkeypatch.setattr(raise_, "_CHAIN_ROWS_PER_BATCH", 100)  # two examples per batch: three batches
+    split = estimator.log_likelihood(rbm, data, generator=torch.Generator().manual_seed(11)).info["diagnostics"]
+    assert whole.betas.tolist() == make_betas("linear", 20).flip(0)[1:].tolist()  # β descending
+    assert ((whole.ess >= 1.0 - 1e-9) & (whole.ess <= 50 * (1 + 1e-9))).all()  # per example: at most its 50 chains
+    torch.testing.assert_close(split.increment_mean, whole.increment_mean, rtol=0.2, atol=0.05)
+    assert whole.cost_functional > 0
+
+
+def test_pooled_increment_statistics_equal_those_of_the_whole_batch():
+    from pfzoo.estimators.annealing import AnnealingDiagnostics
+    from pfzoo.estimators.raise_ import _pool_diagnostics
+
+    increments = torch.randn(3, 10 * 4, generator=torch.Generator().manual_seed(12), dtype=torch.float64)  # 3 steps, 10 examples × 4 chains
+    first, second = increments[:, :12], increments[:, 12:]  # 3 and 7 examples
+
+    def summary(block):
+        return AnnealingDiagnostics(torch.ones(3, dtype=torch.float64), block.mean(1), block.var(1), torch.full((3,), float(block.shape[1] // 4)))
+
+    pooled = _pool_diagnostics([(summary(first), 3), (summary(second), 7)], num_chains=4)
+    torch.testing.assert_close(pooled.increment_mean, increments.mean(1))
+    torch.testing.assert_close(pooled.increment_var, increments.var(1))
+    torch.testing.assert_close(pooled.ess, torch.full((3,), (3 * 3 + 7 * 7) / 10, dtype=torch.float64))

@@ -38,7 +38,7 @@ from torch.nn import functional as F
 from torch.nn.utils import parametrize
 
 import pfzoo
-from pfzoo.data import patches
+from pfzoo.data import DataSplits, patches
 from pfzoo.estimators import AIS, HAIS
 from pfzoo.kernels import RandomWalkMetropolis
 from pfzoo.models import Gaussian, ProductOfExperts
@@ -94,6 +94,24 @@ def require_matplotlib():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def load_patch_splits(script: str, source: str, data_root: Path, num_train: int, num_test: int, seed: int) -> tuple[DataSplits, str]:
+    """Whitened 36-D patches (train ``[num_train, 36]``, test ``[num_test, 36]``) and a sentence describing them for a report.
+
+    Exits with a message naming ``script`` and ``--data-root`` when the van Hateren images are asked for and missing.
+    """
+    try:
+        splits = patches(source, root=data_root, num_train=num_train, num_test=num_test, seed=seed)
+    except FileNotFoundError as error:
+        sys.exit(f"{script}: {error}\nPass --data-root <folder that holds natural_images/>.")
+    images = "scikit-learn's two embedded photos (china.jpg, flower.jpg)" if source == "embedded" else f"the images in {data_root / 'natural_images'}"
+    text = (
+        f"`pfzoo.data.patches(source={source!r}, num_train={num_train}, num_test={num_test}, seed={seed})`: "
+        f"16×16 patches of {images}, log(x + 1), training pixel mean removed, projected on the top 36 principal components "
+        "of the training patches and whitened (train covariance = I); train and test patches come from disjoint image blocks."
+    )
+    return splits, text
 
 
 def make_estimator(name: str, num_chains: int, num_steps: int):
@@ -518,18 +536,9 @@ def main(argv: list[str] | None = None) -> None:
     load_at_start = load_average()
 
     began = time.perf_counter()
-    try:
-        splits = patches(args.source, root=args.data_root, num_train=num_train, num_test=num_test, seed=args.seed)
-    except FileNotFoundError as error:
-        sys.exit(f"reproduce_hais.py: {error}\nFor this script, pass --data-root <folder that holds natural_images/>.")
+    splits, data_text = load_patch_splits("reproduce_hais.py", args.source, args.data_root, num_train, num_test, args.seed)
     train, test = splits.train, splits.test
     data_seconds = time.perf_counter() - began
-    images = "scikit-learn's two embedded photos (china.jpg, flower.jpg)" if args.source == "embedded" else f"the images in {args.data_root / 'natural_images'}"
-    data_text = (
-        f"`pfzoo.data.patches(source={args.source!r}, num_train={num_train}, num_test={num_test}, seed={args.seed})`: "
-        f"16×16 patches of {images}, log(x + 1), training pixel mean removed, projected on the top 36 principal components "
-        "of the training patches and whitened (train covariance = I); train and test patches come from disjoint image blocks."
-    )
     print(f"data: train {tuple(train.shape)}, test {tuple(test.shape)} ({data_seconds:.1f} s)", flush=True)
 
     # Models.

@@ -49,13 +49,12 @@ from pathlib import Path
 import torch
 
 import pfzoo
-from pfzoo.data import patches
 from pfzoo.estimators import HAIS
 from pfzoo.kernels import HMCKernel
 from pfzoo.models import BilinearGenerative, Gaussian, LinearGenerative, MeanCovarianceRBM
 from pfzoo.training import EMHMC, MPF, PersistentMPF, Trainer
 
-from reproduce_hais import describe_poe, train_poe  # noqa: E402
+from reproduce_hais import describe_poe, load_patch_splits, train_poe  # noqa: E402
 from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
 
 DIM = 36
@@ -592,18 +591,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(seed)  # nothing below draws from the global stream; set anyway
 
     began = time.perf_counter()
-    try:
-        splits = patches(args.source, root=args.data_root, num_train=s["num_train"], num_test=s["num_test"], seed=seed)
-    except FileNotFoundError as error:
-        sys.exit(f"reproduce_models.py: {error}\nPass --data-root <folder that holds natural_images/>.")
+    splits, data_text = load_patch_splits("reproduce_models.py", args.source, args.data_root, s["num_train"], s["num_test"], seed)
     train, test = splits.train, splits.test
     data_seconds = time.perf_counter() - began
-    images = "scikit-learn's two embedded photos (china.jpg, flower.jpg)" if args.source == "embedded" else f"the images in {args.data_root / 'natural_images'}"
-    data_text = (
-        f"`pfzoo.data.patches(source={args.source!r}, num_train={s['num_train']}, num_test={s['num_test']}, seed={seed})`: "
-        f"16×16 patches of {images}, log(x + 1), training pixel mean removed, projected on the top 36 principal components "
-        "of the training patches and whitened; train and test patches come from disjoint image blocks."
-    )
     duplicates = {name: 1 - torch.unique(split, dim=0).shape[0] / split.shape[0] for name, split in (("train", train), ("test", test))}
     norms = test.norm(dim=1)
     data_check = (

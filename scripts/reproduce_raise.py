@@ -241,7 +241,7 @@ def export_to_zoo(name: str, checkpoint: Path, entry: dict, zoo_dir: Path, setti
     )
     card = f"""# {family}-binarized_mnist ({MODELS[name]['label']})
 
-Trained and measured by `python scripts/reproduce_raise.py` ({entry['trained_on']}).
+Trained and measured by `python scripts/reproduce_raise.py`; last measured {entry['trained_on']} (`--from-zoo` re-measures without retraining).
 
 | | |
 |---|---|

@@ -50,10 +50,11 @@ PCD_SGD = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.5", "train
 # Epoch e at lr / (1 + 0.2 (e - 1)), for the PCD RBMs. At a constant rate PCD-20 stops short of its optimum (exact test
 # log-likelihood -149.10 against -142.39 with decay) and the annealing model beats it on test digits: RAISE at K = 10^4
 # came out 2.0 nats *above* exact (-0.002 with decay). PCD-500 at a constant rate: RAISE / AIS (base rates) -127.75 /
-# -131.22, RAISE above AIS; with decay -96.04 / -94.19, a bracket. CD1-20 keeps the constant rate: CD-1 RBMs put much of their mass
-# away from the digits, where the annealing model does not follow them, and shorter or decayed CD-1 training made that
-# worse (exact / RAISE excess at K = 10^4 on 50 digits: 50 epochs constant -151.27 / +4.4; with this decay -161.95 /
-# +11.1; 10 epochs constant -165.34 / +10.9).
+# -131.22, RAISE above AIS; with decay -96.04 / -94.19, a bracket. CD1-20 keeps the constant rate: CD-1 RBMs put much
+# of their mass away from the digits, where the annealing model does not follow them, and shorter, decayed or more
+# weight-decayed CD-1 training made that worse or no better (exact / RAISE excess at K = 10^4 on 50 digits: 50 epochs
+# constant -151.27 / +4.4; with this decay -161.95 / +11.1; 10 epochs constant -165.34 / +10.9; weight decay 0.001 /
+# 0.003: -150.97 / +7.1, -150.84 / +4.2).
 DECAY = ["trainer.learning_rate_decay=0.2"]
 
 MODELS: dict[str, dict] = {
@@ -177,6 +178,18 @@ def format_sweeps(results: dict) -> str:
     return "\n" + "\n".join(lines) if lines else ""
 
 
+def chains_note(row: dict, settings: dict) -> str:
+    """`` (N chains)`` for an AIS cell that ran another chain count than the settings', else ``""``."""
+    chains = row.get("chains", settings["ais_chains"])
+    return f" ({chains:,} chains)" if chains != settings["ais_chains"] else ""
+
+
+def repo_relative(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (results.json must not name local folders)."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO) if resolved.is_relative_to(REPO) else path)
+
+
 COLUMNS = [("exact", "exact"), ("csl", "CSL"), ("raise_uniform", "RAISE uniform"), ("raise_base_rate", "RAISE base rate"),
            ("ais_uniform", "AIS uniform"), ("ais_base_rate", "AIS base rate")]
 
@@ -201,8 +214,7 @@ def format_table(results: dict, settings: dict) -> str:
                 elif key == "exact":
                     cells.append(f"{row['mean']:.2f}")
                 else:
-                    chains = row.get("chains", s["ais_chains"])
-                    cells.append(f"{row['mean']:.2f} ± {row['stderr']:.2f}" + (f" ({chains:,} chains)" if chains != s["ais_chains"] else ""))
+                    cells.append(f"{row['mean']:.2f} ± {row['stderr']:.2f}" + chains_note(row, s))
             lines.append(f"| {MODELS[name]['label']}, K = {steps:,} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -236,7 +248,7 @@ def export_to_zoo(name: str, checkpoint: Path, entry: dict, zoo_dir: Path, setti
     overrides = " ".join(shlex.quote(o) for o in training_overrides(name, quick=False))
     rows = "\n".join(
         f"| {key.replace('_', ' ').replace('@', ', K = ')} | {row['mean']:.2f}" + ("" if key == "exact" else f" ± {row['stderr']:.2f}")
-        + (f" ({row['chains']:,} chains)" if row.get("chains", settings["ais_chains"]) != settings["ais_chains"] else "") + " |"
+        + chains_note(row, settings) + " |"
         for key, row in entry["estimates"].items()
     )
     card = f"""# {family}-binarized_mnist ({MODELS[name]['label']})
@@ -258,7 +270,7 @@ Trained and measured by `python scripts/reproduce_raise.py`; last measured {entr
 
 K = {settings['steps']:,}; AIS {settings['ais_chains']} chains; RAISE {settings['raise_chains']} chains × {settings['raise_examples']} digits
 with control variates; CSL {settings['csl_chains']} × {settings['csl_samples']} samples. Evaluate again with e.g.
-`python scripts/evaluate.py model={family} dataset=binarized_mnist checkpoint={folder.relative_to(REPO) if folder.is_relative_to(REPO) else folder}/checkpoint.pt estimator=bracket`.
+`python scripts/evaluate.py model={family} dataset=binarized_mnist checkpoint={repo_relative(folder)}/checkpoint.pt estimator=bracket`.
 """
     estimates = entry["estimates"]
     if "ais_base_rate" in estimates and "raise_base_rate" in estimates:
@@ -339,11 +351,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name}: measuring", flush=True)
         generator = torch.Generator().manual_seed(args.seed)
         estimates = measure(model, data, settings, generator, lambda line: print(line, flush=True),
-                            ais_chains=MODELS[name].get("ais_chains"), only=args.only)
+                            ais_chains=None if args.quick else MODELS[name].get("ais_chains"), only=args.only)
         if args.only is not None:  # re-measured cells replace their old values; the others are kept
             estimates = {**results["models"].get(name, {}).get("estimates", {}), **estimates}
+        kept = zoo_folder(name, args.export_zoo) / "checkpoint.pt" if args.export_zoo is not None else checkpoint  # not a scratch run's
         results["models"][name] = {
-            "checkpoint": str(checkpoint.resolve().relative_to(REPO) if checkpoint.resolve().is_relative_to(REPO) else checkpoint),
+            "checkpoint": repo_relative(kept),
             "config": model.config(),
             "estimates": estimates,
             "trained_on": f"{datetime.date.today().isoformat()}, {machine_description()}",
@@ -357,9 +370,6 @@ def main(argv: list[str] | None = None) -> None:
         if args.export_zoo is not None:
             folder = export_to_zoo(name, checkpoint, results["models"][name], args.export_zoo, settings, results["sweeps"].get(name))
             print(f"{name}: exported to {folder}", flush=True)
-            exported = (folder / "checkpoint.pt").resolve()  # the copy that is kept, not the scratch run's
-            results["models"][name]["checkpoint"] = str(exported.relative_to(REPO) if exported.is_relative_to(REPO) else exported)
-            results_file.write_text(json.dumps(results, indent=2) + "\n")
     if args.sweep_steps:
         sweep_settings = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}
         for name in args.sweep_models:

@@ -125,8 +125,7 @@ class AIS(Estimator):
         kernel = self.kernel if self.kernel is not None else HMCKernel(DEFAULT_LATENT_STEP_SIZE)
         if isinstance(kernel, HMCKernel) and kernel.lower is None and model.latent_lower is not None:
             # reflect where the prior's support ends (e.g. the bilinear model's d ≥ 0), keeping the kernel's settings
-            kernel = HMCKernel(kernel.step_size, num_leapfrog=kernel.num_leapfrog, momentum_refresh=kernel.momentum_refresh,
-                               flip=kernel.flip, lower=model.latent_lower)
+            kernel = kernel.reflecting_at(model.latent_lower)
         info = {"estimator": type(self).__name__, "mode": "per-example annealing from the prior to the posterior"}
         return posterior_annealing_log_likelihood(
             model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info

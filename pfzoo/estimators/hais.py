@@ -26,7 +26,9 @@ class HAIS(AIS):
         step_size: leapfrog ε (the paper uses 0.2).
         schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "isotropic" (N(0, I)) or "fitted"
             (a Gaussian fitted to ``data``).
-        num_leapfrog, momentum_refresh, flip, lower: as :class:`~pfzoo.kernels.HMCKernel`.
+        num_leapfrog, momentum_refresh, flip, lower, stiffness: as :class:`~pfzoo.kernels.HMCKernel`. With
+            stiffness s > 0 the leapfrog step at β is ``ε / √(1 + β s)``: ε sized for the base distribution, s for
+            how much stiffer the target is.
     """
 
     def __init__(
@@ -42,7 +44,9 @@ class HAIS(AIS):
         momentum_refresh: float | None = None,
         flip: str = "standard",
         lower: float | list[float] | None = None,
+        stiffness: float = 0.0,
         diagnostics: bool = False,
     ) -> None:
-        kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=momentum_refresh, flip=flip, lower=lower)
+        kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=momentum_refresh, flip=flip, lower=lower,
+                           stiffness=stiffness)
         super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel, diagnostics=diagnostics)

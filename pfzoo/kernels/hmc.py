@@ -117,6 +117,12 @@ class HMCKernel:
             ``max(0, P_leap(Fζ) − P_leap(ζ)) / (1 − P_leap(ζ))``, which keeps the same net probability
             exchange between ζ and Fζ; costs one more leapfrog trajectory per transition.
         lower: optional lower bounds (a number or ``[D]``) at which trajectories reflect, e.g. 0 for x ≥ 0.
+        stiffness: s ≥ 0, for annealing: the kernel used at inverse temperature β (:meth:`at`) steps
+            ``ε_β = ε / √(1 + β s)``. Set s so that the largest curvature of ``E_β`` grows as ``1 + β s`` (e.g.
+            s = λ_max(ΦᵀΦ) / σ_n² for a linear generative model's posterior over its latents). The leapfrog is
+            stable while ε·√curvature < 2, so one ε then keeps the same stability margin at every β. An ε that
+            is good for the prior would otherwise be rejected nearly always near β = 1. 0 (default) = one ε
+            everywhere.
     """
 
     def __init__(
@@ -127,10 +133,15 @@ class HMCKernel:
         momentum_refresh: float | None = None,
         flip: str = "standard",
         lower: float | list[float] | torch.Tensor | None = None,
+        stiffness: float = 0.0,
     ) -> None:
         if not step_size > 0:
             raise ValueError(f"step_size must be positive, got {step_size}")
+        if not (isinstance(stiffness, (int, float)) and math.isfinite(stiffness) and stiffness >= 0):
+            raise ValueError(f"stiffness must be a finite number >= 0, got {stiffness!r}")
         self.step_size = float(step_size)
+        self.stiffness = float(stiffness)
+        self._refresh_setting = momentum_refresh
         self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
         refresh = hais_momentum_refresh(self.step_size) if momentum_refresh is None else float(momentum_refresh)
         if not 0.0 < refresh <= 1.0:
@@ -140,6 +151,19 @@ class HMCKernel:
             raise ValueError(f"flip must be 'standard' or 'reduced', got {flip!r}")
         self.flip = flip
         self.lower = None if lower is None else torch.as_tensor(lower, dtype=torch.float64)
+
+    def at(self, beta: float) -> HMCKernel:
+        """The kernel for the annealing distribution at inverse temperature ``beta``: step ``ε / √(1 + β s)``
+        (HAIS's default refresh ``1 − 0.5^ε`` follows the smaller step); ``self`` when s = 0."""
+        if self.stiffness == 0.0:
+            return self
+        return HMCKernel(self.step_size / math.sqrt(1.0 + beta * self.stiffness), num_leapfrog=self.num_leapfrog,
+                         momentum_refresh=self._refresh_setting, flip=self.flip, lower=self.lower)
+
+    def reflecting_at(self, lower: float | list[float] | torch.Tensor) -> HMCKernel:
+        """The same kernel with trajectories reflecting at ``lower``."""
+        return HMCKernel(self.step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=self._refresh_setting,
+                         flip=self.flip, lower=lower, stiffness=self.stiffness)
 
     def init_state(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> HMCState:
         """Chains at ``position [N, D]`` with momenta drawn from N(0, I)."""

@@ -31,6 +31,10 @@ class RandomWalkMetropolis:
             raise ValueError(f"scale must be positive, got {scale}")
         self.scale = float(scale)
 
+    def at(self, beta: float) -> RandomWalkMetropolis:
+        """The kernel for inverse temperature ``beta``: this one (the proposal does not depend on β)."""
+        return self
+
     def init_state(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         return position
 

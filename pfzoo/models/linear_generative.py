@@ -104,6 +104,13 @@ class LinearGenerative(LatentGenerativeModel):
         return energy, -(residual @ self.basis) / variance
 
     @torch.no_grad()
+    def likelihood_stiffness(self) -> float:
+        """``λ_max(ΦᵀΦ) / σ_n²``: the largest curvature of ``-log p(x | z)`` in z, the same for every x. Annealing from
+        the prior to the posterior, ``E_β(z)`` is at most that much (times β) stiffer than the prior: pass it as
+        ``HAIS(..., stiffness=...)`` for per-example HAIS."""
+        return (torch.linalg.matrix_norm(self.basis.double(), ord=2).square() / self.noise_std**2).item()
+
+    @torch.no_grad()
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Ancestral samples ``x = Φz + σ_n ε``, ``[num_samples, M]``."""
         check_positive_int(num_samples, "num_samples")

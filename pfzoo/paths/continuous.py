@@ -76,5 +76,5 @@ class ContinuousGeometricPath(AnnealingPath):
         self, state: Any, stats: ContinuousPathStatistics, beta: float, *, generator: torch.Generator | None = None
     ) -> tuple[Any, ContinuousPathStatistics]:
         evaluate = lambda x: self._evaluation(self._statistics_at(x), beta)  # noqa: E731
-        state, evaluation, _ = self.kernel.step(state, self._evaluation(stats, beta), evaluate, generator=generator)
+        state, evaluation, _ = self.kernel.at(beta).step(state, self._evaluation(stats, beta), evaluate, generator=generator)
         return state, evaluation.extras

@@ -65,5 +65,5 @@ class PosteriorPath(AnnealingPath):
 
     def transition(self, state: Any, stats: PosteriorPathStatistics, beta: float, *, generator: torch.Generator | None = None):
         evaluate = lambda z: self._evaluation(self._statistics_at(z), beta)  # noqa: E731
-        state, evaluation, _ = self.kernel.step(state, self._evaluation(stats, beta), evaluate, generator=generator)
+        state, evaluation, _ = self.kernel.at(beta).step(state, self._evaluation(stats, beta), evaluate, generator=generator)
         return state, evaluation.extras

@@ -175,3 +175,17 @@ def test_plain_ais_uses_a_default_hmc_kernel_and_bounded_latents_need_a_reflecti
         posterior_annealing_log_likelihood(bounded, data, num_particles=2, betas=betas, kernel=HMCKernel(0.1))
     with pytest.raises(ValueError, match="lower"):  # reflecting latents whose prior is unbounded is refused too
         posterior_annealing_log_likelihood(model, data, num_particles=2, betas=betas, kernel=HMCKernel(0.1, lower=0.0))
+
+
+def test_stiffness_keeps_hais_tight_when_the_posterior_is_much_narrower_than_the_prior():
+    """σ_n = 0.2: the posterior is up to λ_max(ΦᵀΦ)/σ_n² ≈ 200 times stiffer than the prior. A leapfrog step sized for the
+    prior (ε = 1) is rejected near β = 1 and the bound falls well short; scaled by the model's stiffness it is tight."""
+    basis = torch.randn(6, 4, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    model = LinearGenerative.from_tensors(basis, prior="gaussian", noise_std=0.2)
+    data = model.sample(20, generator=torch.Generator().manual_seed(9))
+    exact = model.log_prob(data).mean().item()
+    settings = dict(num_chains=20, num_steps=500, step_size=1.0, schedule="geometric")
+    fixed = HAIS(**settings).log_likelihood(model, data, generator=torch.Generator().manual_seed(10))
+    scaled = HAIS(**settings, stiffness=model.likelihood_stiffness()).log_likelihood(model, data, generator=torch.Generator().manual_seed(10))
+    assert abs(scaled.mean - exact) < 3 * scaled.stderr + 0.05, (scaled.mean, scaled.stderr, exact)
+    assert fixed.mean < exact - 1.0, (fixed.mean, exact)

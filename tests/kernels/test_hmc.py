@@ -126,6 +126,23 @@ def test_hais_refresh_rule_and_bad_arguments():
         RandomWalkMetropolis(-1.0)
 
 
+def test_stiffness_shrinks_the_step_with_beta():
+    """At β the kernel steps ε / √(1 + β s); HAIS's default refresh follows that step, a fixed refresh stays fixed."""
+    kernel = HMCKernel(0.4, stiffness=3.0, lower=0.0)
+    assert kernel.at(0.0).step_size == pytest.approx(0.4)
+    hot = kernel.at(1.0)
+    assert hot.step_size == pytest.approx(0.2) and hot.momentum_refresh == pytest.approx(hais_momentum_refresh(0.2))
+    assert hot.stiffness == 0.0 and torch.equal(hot.lower, kernel.lower)
+    assert HMCKernel(0.4, stiffness=3.0, momentum_refresh=0.3).at(1.0).momentum_refresh == 0.3
+    plain = HMCKernel(0.4)
+    assert plain.at(0.7) is plain
+    reflecting = kernel.reflecting_at(-1.0)
+    assert reflecting.stiffness == 3.0 and reflecting.lower.item() == -1.0 and reflecting.step_size == 0.4
+    for bad in (-1.0, float("nan"), "1"):
+        with pytest.raises(ValueError, match="stiffness"):
+            HMCKernel(0.1, stiffness=bad)
+
+
 def test_same_seed_same_chains():
     def run(seed):
         g = torch.Generator().manual_seed(seed)

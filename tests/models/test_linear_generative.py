@@ -52,6 +52,13 @@ def test_likelihood_gradient_matches_autograd():
     torch.testing.assert_close(grad, auto)
 
 
+def test_likelihood_stiffness_is_the_largest_curvature_of_the_likelihood_energy():
+    model = random_model("laplace")
+    x = torch.randn(1, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    hessian = torch.autograd.functional.hessian(lambda z: model.likelihood_energy_and_grad(x, z.unsqueeze(0))[0].sum(), torch.zeros(3, dtype=torch.float64))
+    assert model.likelihood_stiffness() == pytest.approx(torch.linalg.eigvalsh(hessian).max().item())
+
+
 def test_gaussian_prior_marginal_is_the_closed_form_and_sampling_matches_it():
     model = random_model("gaussian")
     covariance = model.basis.detach() @ model.basis.detach().T + 0.09 * torch.eye(5, dtype=torch.float64)

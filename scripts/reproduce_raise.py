@@ -194,6 +194,15 @@ COLUMNS = [("exact", "exact"), ("csl", "CSL"), ("raise_uniform", "RAISE uniform"
            ("ais_uniform", "AIS uniform"), ("ais_base_rate", "AIS base rate")]
 
 
+IMPOSSIBLE_NOTE = ("‡ above 0 nats: no binary digit has probability above 1, so this estimate failed (for AIS, its log Ẑ "
+                   "fell at least that many nats short of log Z).")
+
+
+def impossible_mark(row: dict) -> str:
+    """' ‡' when a mean log-likelihood is above 0 (see :data:`IMPOSSIBLE_NOTE`), else ''."""
+    return " ‡" if row["mean"] > 0 else ""
+
+
 def format_table(results: dict, settings: dict) -> str:
     lines = [
         "| model | " + " | ".join(title for _, title in COLUMNS) + " |",
@@ -214,7 +223,7 @@ def format_table(results: dict, settings: dict) -> str:
                 elif key == "exact":
                     cells.append(f"{row['mean']:.2f}")
                 else:
-                    cells.append(f"{row['mean']:.2f} ± {row['stderr']:.2f}" + chains_note(row, s))
+                    cells.append(f"{row['mean']:.2f} ± {row['stderr']:.2f}" + chains_note(row, s) + impossible_mark(row))
             lines.append(f"| {MODELS[name]['label']}, K = {steps:,} | " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -228,6 +237,8 @@ def format_table(results: dict, settings: dict) -> str:
         f"started at training digits. ± is each estimator's own standard error (not the test-set sampling error). "
         f"AIS is biased upward (log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds.",
     ]
+    if any(row["mean"] > 0 for entry in results["models"].values() for row in entry["estimates"].values()):
+        lines += ["", IMPOSSIBLE_NOTE]
     return "\n".join(lines)
 
 
@@ -248,7 +259,7 @@ def export_to_zoo(name: str, checkpoint: Path, entry: dict, zoo_dir: Path, setti
     overrides = " ".join(shlex.quote(o) for o in training_overrides(name, quick=False))
     rows = "\n".join(
         f"| {key.replace('_', ' ').replace('@', ', K = ')} | {row['mean']:.2f}" + ("" if key == "exact" else f" ± {row['stderr']:.2f}")
-        + chains_note(row, settings) + " |"
+        + chains_note(row, settings) + impossible_mark(row) + " |"
         for key, row in entry["estimates"].items()
     )
     card = f"""# {family}-binarized_mnist ({MODELS[name]['label']})
@@ -269,7 +280,7 @@ Trained and measured by `python scripts/reproduce_raise.py`; last measured {entr
 {rows}
 
 K = {settings['steps']:,}; AIS {settings['ais_chains']} chains; RAISE {settings['raise_chains']} chains × {settings['raise_examples']} digits
-with control variates; CSL {settings['csl_chains']} × {settings['csl_samples']} samples. Evaluate again with e.g.
+with control variates; CSL {settings['csl_chains']} × {settings['csl_samples']} samples.{' ' + IMPOSSIBLE_NOTE if '‡' in rows else ''} Evaluate again with e.g.
 `python scripts/evaluate.py model={family} dataset=binarized_mnist checkpoint={repo_relative(folder)}/checkpoint.pt estimator=bracket`.
 """
     estimates = entry["estimates"]

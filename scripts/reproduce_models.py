@@ -497,9 +497,9 @@ def write_readme(path: Path, meta: dict, rows: list[dict], order: dict, sweep: l
     if laplace is not None and ica is not None:
         c = laplace["check"]
         ica_same = sum(ica["subset_per_example"][: c["patches"]]) / c["patches"]
-        lines += ["", f"The noise σ_n = {NOISE_STD} alone costs a Laplace model {ica_same - c['exact']:.2f} nats on these patches: ICA's "
-                      f"exact value there is {ica_same:.3f}, the same density blurred by the noise {c['exact']:.3f}. The sparse-coding "
-                      "and bilinear models carry that noise; ICA, the noiseless limit, does not."]
+        lines += ["", f"Blurring ICA's density by the noise σ_n = {NOISE_STD} changes its log-likelihood on these patches by "
+                      f"{c['exact'] - ica_same:+.2f} nats (ICA exact {ica_same:.3f}, blurred {c['exact']:.3f}): what the noise alone "
+                      "does to the sparse-coding and bilinear models, which carry it, against ICA, the noiseless limit."]
     trends = []
     for r in rows:
         losses = (r.get("training") or {}).get("losses") or []

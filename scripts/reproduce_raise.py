@@ -171,7 +171,9 @@ def format_sweeps(results: dict) -> str:
                          f"{row['raise']:.2f} ± {row['raise_stderr']:.2f} | {row['ais'] - row['raise']:+.2f} |")
         lines += [
             "",
-            f"AIS: {s['sweep_ais_chains']} chains, log f(v) by importance sampling with {s['posterior_samples']} proposals on all test digits. "
+            f"AIS: {s['sweep_ais_chains']} chains, log f(v) "
+            + (f"by importance sampling with {s['posterior_samples']} proposals" if name.split("-")[0] in ("dbm", "dbn") else "exact (hidden units summed out)")
+            + " on all test digits. "
             f"RAISE: {s['raise_chains']} chains on the same {s['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
             "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small.",
         ]

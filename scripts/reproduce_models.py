@@ -141,18 +141,11 @@ SCHEDULE_TEXT = {"linear": "linear β", "geometric": f"geometric β from {GEOMET
 
 class RecordingHMC(HMCKernel):
     """HAIS's kernel, unchanged, that also keeps the mean acceptance probability of every transition (in order), also
-    those of the kernels it hands out for each β (:meth:`HMCKernel.at`)."""
+    those of the kernels it hands out for each β (:meth:`HMCKernel.at` copies share the list)."""
 
-    def __init__(self, *args, acceptance: list[float] | None = None, **kwargs) -> None:
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.acceptance: list[float] = [] if acceptance is None else acceptance
-
-    def at(self, beta: float) -> HMCKernel:
-        kernel = super().at(beta)
-        if kernel is self:
-            return self
-        return RecordingHMC(kernel.step_size, num_leapfrog=kernel.num_leapfrog, momentum_refresh=kernel.momentum_refresh,
-                            flip=kernel.flip, lower=kernel.lower, acceptance=self.acceptance)
+        self.acceptance: list[float] = []
 
     def step(self, state, current, evaluate, *, generator=None):
         state, evaluation, info = super().step(state, current, evaluate, generator=generator)

@@ -52,8 +52,8 @@ PCD_SGD = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.5", "train
 # at K = 10^4 came out 2.0 nats *above* exact (-0.002 with decay). PCD-500 at a constant rate: RAISE / AIS (base rates)
 # -127.75 / -131.22, RAISE above AIS; with decay -96.04 / -94.19, a bracket. The DBM likewise (see its entry). CD1-20
 # keeps the constant rate: CD-1 RBMs put much of their mass away from the digits, where the annealing model does not
-# follow them, and shorter, decayed or more weight-decayed CD-1 training made that worse or no better (exact / RAISE excess at K = 10^4 on 50 digits: 50 epochs
-# constant -151.27 / +4.4; with this decay -161.95 / +11.1; 10 epochs constant -165.34 / +10.9; weight decay 0.001 /
+# follow them, and shorter, decayed or more weight-decayed CD-1 training made that worse or no better (exact / RAISE
+# excess at K = 10^4 on 50 digits: 50 epochs constant -151.27 / +4.4; with this decay -161.95 / +11.1; 10 epochs constant -165.34 / +10.9; weight decay 0.001 /
 # 0.003: -150.97 / +7.1, -150.84 / +4.2; lr 0.1, momentum 0.5, no weight decay, 5 epochs: -167.64 / +3.7).
 DECAY = ["trainer.learning_rate_decay=0.2"]
 
@@ -172,7 +172,7 @@ def format_sweeps(results: dict) -> str:
         lines += [
             "",
             f"AIS: {s['sweep_ais_chains']} chains, log f(v) "
-            + (f"by importance sampling with {s['posterior_samples']} proposals" if name.split("-")[0] in ("dbm", "dbn") else "exact (hidden units summed out)")
+            + (f"by importance sampling with {s['posterior_samples']} proposals" if model_family(name) != "rbm" else "exact (hidden units summed out)")
             + " on all test digits. "
             f"RAISE: {s['raise_chains']} chains on the same {s['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
             "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small.",
@@ -244,9 +244,14 @@ def format_table(results: dict, settings: dict) -> str:
     return "\n".join(lines)
 
 
+def model_family(name: str) -> str:
+    """``"rbm"``, ``"dbm"`` or ``"dbn"`` for a key of :data:`MODELS`."""
+    return "rbm" if name.split("-")[0] in ("cd1", "pcd", "cd25") else name.split("-")[0]
+
+
 def zoo_folder(name: str, zoo_dir: Path) -> Path:
     """The zoo folder of model ``name``: ``<zoo>/<family>-binarized_mnist[-<name>]``."""
-    family = "rbm" if name.split("-")[0] in ("cd1", "pcd", "cd25") else name.split("-")[0]
+    family = model_family(name)
     return zoo_dir / (f"{family}-binarized_mnist" if family in ("dbm", "dbn") else f"{family}-binarized_mnist-{name}")
 
 

@@ -10,6 +10,7 @@ accepted positions. Hamiltonian ``H(x, p) = E(x) + ½|p|²`` with unit mass.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -154,16 +155,22 @@ class HMCKernel:
 
     def at(self, beta: float) -> HMCKernel:
         """The kernel for the annealing distribution at inverse temperature ``beta``: step ``ε / √(1 + β s)``
-        (HAIS's default refresh ``1 − 0.5^ε`` follows the smaller step); ``self`` when s = 0."""
+        (HAIS's default refresh ``1 − 0.5^ε`` follows the smaller step); ``self`` when s = 0. A shallow copy, so a
+        subclass's extra state (e.g. a recorder's list) is shared with it."""
         if self.stiffness == 0.0:
             return self
-        return HMCKernel(self.step_size / math.sqrt(1.0 + beta * self.stiffness), num_leapfrog=self.num_leapfrog,
-                         momentum_refresh=self._refresh_setting, flip=self.flip, lower=self.lower)
+        kernel = copy.copy(self)
+        kernel.step_size = self.step_size / math.sqrt(1.0 + beta * self.stiffness)
+        if self._refresh_setting is None:
+            kernel.momentum_refresh = hais_momentum_refresh(kernel.step_size)
+        kernel.stiffness = 0.0
+        return kernel
 
     def reflecting_at(self, lower: float | list[float] | torch.Tensor) -> HMCKernel:
-        """The same kernel with trajectories reflecting at ``lower``."""
-        return HMCKernel(self.step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=self._refresh_setting,
-                         flip=self.flip, lower=lower, stiffness=self.stiffness)
+        """The same kernel (a shallow copy) with trajectories reflecting at ``lower`` (a number or ``[D]``)."""
+        kernel = copy.copy(self)
+        kernel.lower = torch.as_tensor(lower, dtype=torch.float64)
+        return kernel
 
     def init_state(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> HMCState:
         """Chains at ``position [N, D]`` with momenta drawn from N(0, I)."""

@@ -42,6 +42,28 @@ class SigmoidSchedule(Schedule):
         return betas
 
 
+class PowerSchedule(Schedule):
+    """``β_k = 1 − (1 − k/K)^p``: denser towards β = 1 as the power p grows (p = 1 is linear).
+
+    Step k's width is ``≈ p (1 − k/K)^{p−1} / K``: the last steps run many transitions at nearly the
+    target's temperature, where the modes of a sharply trained model separate. On the zoo's CD-1 MNIST
+    RBM with 20 hidden units, p = 5 at K = 10⁴ cuts RAISE's excess over the exact log-likelihood from
+    3.8 to 1.4 nats (300 test digits) and shrinks the AIS–RAISE gap of the 500-unit PCD RBM from 1.5 to
+    0.4 (``estimators/raise/table.md``). A model whose hard part lies near the base gets too few steps there.
+    """
+
+    def __init__(self, power: float = 3.0) -> None:
+        if not 1.0 <= power < math.inf:
+            raise ValueError(f"power must be a finite number of at least 1, got {power}")
+        self.power = float(power)
+
+    def betas(self, num_steps: int) -> torch.Tensor:
+        remaining = torch.linspace(1.0, 0.0, num_steps + 1, dtype=torch.float64)
+        betas = 1.0 - remaining**self.power
+        betas[0], betas[-1] = 0.0, 1.0
+        return betas
+
+
 class GeometricSchedule(Schedule):
     """``β_0 = 0`` and ``β_k = start^{(K−k)/(K−1)}`` for k = 1..K: log-spaced from ``start`` to 1.
 
@@ -129,21 +151,40 @@ class OptimalSchedule(Schedule):
         return betas
 
 
-SCHEDULES: dict[str, type[Schedule]] = {"linear": LinearSchedule, "sigmoid": SigmoidSchedule, "geometric": GeometricSchedule}
+SCHEDULES: dict[str, type[Schedule]] = {
+    "linear": LinearSchedule, "sigmoid": SigmoidSchedule, "geometric": GeometricSchedule, "power": PowerSchedule,
+}
 
 ScheduleSpec = str | Schedule | Sequence[float] | torch.Tensor
 
 
+def schedule_from_name(name: str) -> Schedule:
+    """A :data:`SCHEDULES` entry by name, optionally with its one argument after a colon: ``"linear"``,
+    ``"power:5"`` (``PowerSchedule(5.0)``), ``"sigmoid:8"`` (``SigmoidSchedule(8.0)``), ``"geometric:1e-4"``."""
+    kind, colon, argument = name.partition(":")
+    if kind not in SCHEDULES:
+        raise ValueError(f"unknown schedule {name!r}; expected one of {sorted(SCHEDULES)} (optionally '<name>:<number>'), "
+                         "a Schedule or a β sequence")
+    if not colon:
+        return SCHEDULES[kind]()
+    try:
+        value = float(argument)
+    except ValueError:
+        raise ValueError(f"schedule {name!r}: the argument after ':' must be a number, got {argument!r}") from None
+    if kind == "linear":
+        raise ValueError(f"schedule {name!r}: 'linear' takes no argument")
+    return SCHEDULES[kind](value)
+
+
 def make_betas(schedule: ScheduleSpec, num_steps: int | None) -> torch.Tensor:
-    """Resolve a schedule given by name, :class:`Schedule` or explicit β sequence to float64 ``[K + 1]``.
+    """Resolve a schedule given by name (see :func:`schedule_from_name`), :class:`Schedule` or explicit β sequence
+    to float64 ``[K + 1]``.
 
     An explicit sequence must start at 0, end at 1 and never decrease; ``num_steps`` must then be
     ``None`` or equal to its length minus one.
     """
     if isinstance(schedule, str):
-        if schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {schedule!r}; expected one of {sorted(SCHEDULES)}, a Schedule or a β sequence")
-        schedule = SCHEDULES[schedule]()
+        schedule = schedule_from_name(schedule)
     if isinstance(schedule, Schedule):
         if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
             raise ValueError(f"num_steps must be a positive integer, got {num_steps!r}")

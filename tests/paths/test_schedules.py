@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from pfzoo.paths import GeometricSchedule, LinearSchedule, OptimalSchedule, SigmoidSchedule, make_betas
+from pfzoo.paths import GeometricSchedule, LinearSchedule, OptimalSchedule, PowerSchedule, SigmoidSchedule, make_betas
 
 
-@pytest.mark.parametrize("schedule", ["linear", "sigmoid", "geometric", LinearSchedule(), SigmoidSchedule(scale=8.0), GeometricSchedule(0.1),
+@pytest.mark.parametrize("schedule", ["linear", "sigmoid", "geometric", "power", PowerSchedule(5.0), LinearSchedule(), SigmoidSchedule(scale=8.0), GeometricSchedule(0.1),
                                       OptimalSchedule([0.0, 0.3, 1.0], [4.0, 1.0])])
 def test_named_schedules_run_from_zero_to_one(schedule):
     betas = make_betas(schedule, 100)
@@ -19,6 +19,20 @@ def test_sigmoid_schedule_is_denser_at_both_ends():
     assert torch.allclose(steps, steps.flip(0))
 
 
+def test_power_schedule_steps_shrink_towards_the_target():
+    torch.testing.assert_close(PowerSchedule(1.0).betas(7), LinearSchedule().betas(7))
+    torch.testing.assert_close(PowerSchedule(2.0).betas(4), torch.tensor([0.0, 7 / 16, 3 / 4, 15 / 16, 1.0], dtype=torch.float64))
+    steps = PowerSchedule(5.0).betas(1000).diff()
+    assert (steps.diff() <= 0).all()
+    assert steps[-1] < 1e-12 < steps[0] / 1e6  # the last step is (1/K)^p, the first ≈ p/K
+
+
+def test_schedule_names_take_one_argument_after_a_colon():
+    torch.testing.assert_close(make_betas("power:5", 10), PowerSchedule(5.0).betas(10))
+    torch.testing.assert_close(make_betas("sigmoid:8", 10), SigmoidSchedule(8.0).betas(10))
+    torch.testing.assert_close(make_betas("geometric:1e-4", 10), GeometricSchedule(1e-4).betas(10))
+
+
 def test_explicit_schedule():
     betas = make_betas([0.0, 0.5, 0.5, 1.0], None)
     assert betas.tolist() == [0.0, 0.5, 0.5, 1.0]
@@ -29,6 +43,9 @@ def test_explicit_schedule():
     "schedule, num_steps, message",
     [
         ("cosine", 10, "unknown schedule"),
+        ("power:five", 10, "must be a number"),
+        ("power:0.5", 10, "power must be a finite number of at least 1"),
+        ("linear:2", 10, "takes no argument"),
         ("linear", 0, "num_steps"),
         ([0.0, 0.6, 0.4, 1.0], None, "non-decreasing"),
         ([0.1, 1.0], None, "start at 0"),
@@ -93,6 +110,8 @@ def test_optimal_schedule_from_diagnostics_uses_pilot_betas_and_estimates():
     "make, message",
     [
         (lambda: GeometricSchedule(start=0.0), "start"),
+        (lambda: PowerSchedule(power=0.5), "power must be a finite number of at least 1"),
+        (lambda: PowerSchedule(power=float("inf")), "power must be a finite number"),
         (lambda: OptimalSchedule([0.0, 0.5], [1.0]), "knots"),
         (lambda: OptimalSchedule([0.0, 0.5, 0.5, 1.0], [1.0, 1.0, 1.0]), "knots"),
         (lambda: OptimalSchedule([0.0, 1.0], [1.0, 2.0]), "one entry per segment"),

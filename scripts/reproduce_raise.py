@@ -96,6 +96,11 @@ def train(name: str, runs_dir: Path, data_root: Path, quick: bool) -> Path:
     return Path(result["checkpoint"])
 
 
+def has_exact_likelihood(model) -> bool:
+    """Whether the exact test log-likelihood is affordable: at most 2^20 states to enumerate for log Z, exact log f(v)."""
+    return model.log_partition_cost is not None and model.log_partition_cost <= 20 and exact_free_energy_affordable(model)
+
+
 def measure(model, data, settings: dict, generator: torch.Generator, log, *, ais_chains: dict | None = None,
             only: list[str] | None = None) -> dict:
     """The estimates of the table for one model; each entry ``{mean, stderr, seconds, ...}``.
@@ -117,7 +122,7 @@ def measure(model, data, settings: dict, generator: torch.Generator, log, *, ais
             rows[key].update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
         log(f"  {key:<18} {estimate.mean:10.3f} ± {estimate.stderr:.3f}   ({rows[key]['seconds']} s)")
 
-    if (only is None or "exact" in only) and model.log_partition_cost is not None and model.log_partition_cost <= 20 and exact_free_energy_affordable(model):
+    if (only is None or "exact" in only) and has_exact_likelihood(model):
         began = time.perf_counter()
         with torch.no_grad():
             exact = model.log_prob(test).mean().item()
@@ -180,7 +185,6 @@ def schedule_pilot(model, data, schedules: list[str], settings: dict, seed: int,
     steps, pilot_digits = settings["steps"], settings["pilot_examples"]
     subset = torch.randperm(data.valid.shape[0], generator=torch.Generator().manual_seed(seed + 3))[:pilot_digits]
     validation = data.valid[subset]
-    exact_available = model.log_partition_cost is not None and model.log_partition_cost <= 20 and exact_free_energy_affordable(model)
     rows = []
     for spec in schedules:
         began = time.perf_counter()
@@ -196,7 +200,7 @@ def schedule_pilot(model, data, schedules: list[str], settings: dict, seed: int,
     chosen = min(rows, key=lambda row: abs(row["ais"] - row["raise"]))["schedule"]
     log(f"  chosen: {chosen}; measuring the test set with it")
     exact = None
-    if exact_available:
+    if has_exact_likelihood(model):
         with torch.no_grad():
             exact = {"validation": model.log_prob(validation).mean().item(), "test": model.log_prob(data.test).mean().item()}
     generator = torch.Generator().manual_seed(seed)

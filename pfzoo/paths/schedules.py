@@ -48,8 +48,8 @@ class PowerSchedule(Schedule):
     Step k's width is ``≈ p (1 − k/K)^{p−1} / K``: the last steps run many transitions at nearly the
     target's temperature, where the modes of a sharply trained model separate. On the zoo's CD-1 MNIST
     RBM with 20 hidden units, p = 5 at K = 10⁴ cuts RAISE's excess over the exact log-likelihood from
-    3.8 to 1.4 nats (300 test digits) and shrinks the AIS–RAISE gap of the 500-unit PCD RBM from 1.5 to
-    0.4 (``estimators/raise/table.md``). A model whose hard part lies near the base gets too few steps there.
+    3.8 to 1.4 nats (300 test digits) and shrinks the AIS–RAISE gap of the 500-unit PCD RBM on the test
+    set from 1.9 to 0.4 (``estimators/raise/table.md``). A model whose hard part lies near the base gets too few steps there.
     """
 
     def __init__(self, power: float = 3.0) -> None:

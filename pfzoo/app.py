@@ -19,9 +19,7 @@ from tqdm.auto import tqdm
 
 from pfzoo import zoo
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
-from pfzoo.estimators.bracket import BracketEstimate
-from pfzoo.estimators.importance import exact_free_energy_affordable
-from pfzoo.models import DBN
+from pfzoo.models.capabilities import Capability
 from pfzoo.training import GreedyTrainer
 
 logger = logging.getLogger(__name__)
@@ -51,7 +49,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         model.init_from_data(data.train.to(device))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator)
-    if isinstance(model, DBN) and not isinstance(trainer, GreedyTrainer):
+    if Capability.LAYERWISE in model.capabilities and not isinstance(trainer, GreedyTrainer):
         trainer = GreedyTrainer.from_trainer(trainer)  # DBNs train layer by layer; trainer.epochs counts per layer
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
@@ -85,6 +83,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         )
     test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
     estimator = instantiate(cfg.estimator).to(device)
+    estimator.check(model)  # refuse in one line before any work
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
     with tqdm(desc=type(estimator).__name__, unit="step", disable=not cfg.progress) as bar:
@@ -105,16 +104,20 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         "estimator": OmegaConf.to_container(cfg.estimator, resolve=True),
         "seconds": time.perf_counter() - started,
     }
-    if isinstance(estimate, BracketEstimate):
+    upper = getattr(estimate, "upper", None)  # a bracket reports its upper estimate and the gap beside the lower one
+    if upper is not None:
         result.update(likelihood_fields(estimate.lower))
-        result["upper"] = likelihood_fields(estimate.upper)
-        result.update(gap=estimate.gap, gap_stderr=estimate.gap_stderr, warning=estimate.warning)
-        if estimate.warning:
-            logger.warning("%s", estimate.warning)
+        result["upper"] = likelihood_fields(upper)
+        result.update(gap=estimate.gap, gap_stderr=estimate.gap_stderr)
     else:
         result.update(likelihood_fields(estimate))
+    result["warnings"] = list(estimate.warnings)
+    for warning in estimate.warnings:
+        logger.warning("%s", warning)
     size = model.log_partition_cost
-    if size is not None and size <= cfg.exact_max_units and exact_free_energy_affordable(model) and (model.free_energy_cost or 0) <= cfg.exact_max_units:
+    offered = model.capabilities
+    if (Capability.EXACT_LOG_Z in offered and Capability.EXACT_FREE_ENERGY in offered and size is not None
+            and size <= cfg.exact_max_units and (model.free_energy_cost or 0) <= cfg.exact_max_units):
         with torch.no_grad():
             exact_log_z = model.log_partition()
             result["exact_log_z"] = exact_log_z.item()
@@ -130,9 +133,14 @@ def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
         "test_log_likelihood_stderr": estimate.stderr,
         "test_log_likelihood_data_stderr": estimate.data_stderr,
     }
-    if estimate.log_z is not None:
-        fields.update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
-        diagnostics = estimate.log_z.info.get("diagnostics")
+    if "acceptance" in estimate.info:
+        fields["acceptance"] = estimate.info["acceptance"]
+    if estimate.partition is not None:
+        partition = estimate.partition
+        fields.update(log_z=partition.log_z, log_z_stderr=partition.stderr, ess=partition.ess)
+        if "acceptance" in partition.info:
+            fields["acceptance"] = partition.info["acceptance"]
+        diagnostics = partition.info.get("diagnostics")
         if diagnostics is not None:  # the per-step arrays, for plotting where the path spends its distributions
             fields["path_diagnostics"] = {
                 "cost_functional": diagnostics.cost_functional,
@@ -142,6 +150,16 @@ def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
                 "ess": diagnostics.ess.tolist(),
             }
     return fields
+
+
+def format_training(result: dict[str, Any]) -> str:
+    """A human-readable report of :func:`train`'s result."""
+    metrics = ", ".join(f"{key} {value:.4g}" for key, value in result["metrics"].items() if isinstance(value, float))
+    return "\n".join([
+        f"final epoch: {metrics}",
+        f"metrics written to {result['metrics_file']}",
+        f"checkpoint written to {result['checkpoint']}",
+    ])
 
 
 def format_evaluation(result: dict[str, Any]) -> str:
@@ -159,14 +177,15 @@ def format_evaluation(result: dict[str, Any]) -> str:
     if "upper" in result:
         lines.append(f"upper estimate       = {upper['test_log_likelihood']:.4f} ± {upper['test_log_likelihood_stderr']:.4f}  ({upper['kind']})")
         lines.append(f"gap upper − lower    = {result['gap']:.4f} ± {result['gap_stderr']:.4f}")
-        if result["warning"]:
-            lines.append(f"WARNING: {result['warning']}")
     label = "lower estimate      " if "upper" in result else "test log-likelihood "
     lines.append(f"{label} = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}")
     lines.append(
         f"  over {result['num_test']} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
         f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
     )
+    if "acceptance" in upper:
+        lines.append("  kernel acceptance along the schedule: " + " ".join(f"{a:.2f}" for a in upper["acceptance"]))
     if result["kind"] != BoundKind.EXACT.value:
         lines.append(f"  estimator: {json.dumps(result['estimator'])}")
+    lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)

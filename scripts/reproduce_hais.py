@@ -230,8 +230,8 @@ def run(model, name: str, estimator_name: str, num_steps: int, num_chains: int, 
         "stderr": estimate.stderr,
         "error": error,
         "error_over_stderr": error / estimate.stderr if estimate.stderr > 0 else math.copysign(math.inf, error),
-        "log_z": estimate.log_z.log_z,
-        "ess": estimate.log_z.ess,
+        "log_z": estimate.partition.log_z,
+        "ess": estimate.partition.ess,
         "seconds": seconds,
     }
 

@@ -354,7 +354,7 @@ def evaluate_energy_model(model, test: torch.Tensor, train: torch.Tensor, chains
             "data_stderr": estimate.data_stderr, "kind": estimate.kind.value, "seconds": seconds,
             "estimator": f"HAIS log Z from N(0, I), {step_text(chosen['step_size'], chosen['stiffness'])}, {SCHEDULE_TEXT[chosen['schedule']]}",
             "num_steps": steps, "chains": chains, "test_patches": test.shape[0],
-            "log_z": estimate.log_z.log_z, "log_z_stderr": estimate.log_z.stderr, "ess": estimate.log_z.ess,
+            "log_z": estimate.partition.log_z, "log_z_stderr": estimate.partition.stderr, "ess": estimate.partition.ess,
             **acceptance_summary(estimator.kernel.acceptance, estimator.num_steps)}
 
 

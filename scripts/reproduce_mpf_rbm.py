@@ -123,8 +123,8 @@ def main() -> None:
             "train_seconds": seconds,
             "test_log_likelihood": estimate.mean,
             "stderr": estimate.stderr,
-            "log_z": estimate.log_z.log_z,
-            "log_z_stderr": estimate.log_z.stderr,
+            "log_z": estimate.partition.log_z,
+            "log_z_stderr": estimate.partition.stderr,
             "ais_seconds": time.perf_counter() - began,
         }
         samples[name] = gibbs_samples(model, args.gibbs_sweeps, generator)

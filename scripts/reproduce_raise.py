@@ -118,8 +118,8 @@ def measure(model, data, settings: dict, generator: torch.Generator, log, *, ais
         began = time.perf_counter()
         estimate = run()
         rows[key] = {"mean": estimate.mean, "stderr": estimate.stderr, "seconds": round(time.perf_counter() - began, 1), **extra}
-        if estimate.log_z is not None:
-            rows[key].update(log_z=estimate.log_z.log_z, log_z_stderr=estimate.log_z.stderr, ess=estimate.log_z.ess)
+        if estimate.partition is not None:
+            rows[key].update(log_z=estimate.partition.log_z, log_z_stderr=estimate.partition.stderr, ess=estimate.partition.ess)
         log(f"  {key:<18} {estimate.mean:10.3f} ± {estimate.stderr:.3f}   ({rows[key]['seconds']} s)")
 
     if (only is None or "exact" in only) and has_exact_likelihood(model):
@@ -157,7 +157,7 @@ def bracket_sweep(model, data, step_counts: list[int], settings: dict, seed: int
         upper = ais.log_likelihood(model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(seed + 1))
         reverse = RAISE(settings["raise_chains"], steps, base="base_rate", num_examples=settings["sweep_raise_examples"])
         lower = reverse.log_likelihood(model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(seed + 2))
-        row = {"steps": steps, "ais": upper.mean, "ais_stderr": upper.stderr, "ais_log_z": upper.log_z.log_z, "ais_ess": upper.log_z.ess,
+        row = {"steps": steps, "ais": upper.mean, "ais_stderr": upper.stderr, "ais_log_z": upper.partition.log_z, "ais_ess": upper.partition.ess,
                "raise": lower.mean, "raise_stderr": lower.stderr, "seconds": round(time.perf_counter() - began, 1)}
         rows.append(row)
         log(f"  K = {steps:>7,}: AIS {row['ais']:.2f} ± {row['ais_stderr']:.2f} (log Ẑ {row['ais_log_z']:.2f}, ESS {row['ais_ess']:.1f}), "
@@ -192,7 +192,7 @@ def schedule_pilot(model, data, schedules: list[str], settings: dict, seed: int,
         upper = ais.log_likelihood(model, validation, base_data=data.train, generator=torch.Generator().manual_seed(seed + 1))
         reverse = RAISE(settings["raise_chains"], steps, schedule=spec, base="base_rate")
         lower = reverse.log_likelihood(model, validation, base_data=data.train, generator=torch.Generator().manual_seed(seed + 2))
-        row = {"schedule": spec, "ais": upper.mean, "ais_stderr": upper.stderr, "ais_ess": upper.log_z.ess,
+        row = {"schedule": spec, "ais": upper.mean, "ais_stderr": upper.stderr, "ais_ess": upper.partition.ess,
                "raise": lower.mean, "raise_stderr": lower.stderr, "seconds": round(time.perf_counter() - began, 1)}
         rows.append(row)
         log(f"  {spec:<10} AIS {row['ais']:.2f} ± {row['ais_stderr']:.2f} (ESS {row['ais_ess']:.1f}), RAISE {row['raise']:.2f} ± "
@@ -208,7 +208,7 @@ def schedule_pilot(model, data, schedules: list[str], settings: dict, seed: int,
     upper = ais.log_likelihood(model, data.test, base_data=data.train, generator=generator)
     reverse = RAISE(settings["raise_chains"], steps, schedule=chosen, base="base_rate", num_examples=settings["raise_examples"])
     lower = reverse.log_likelihood(model, data.test, base_data=data.train, generator=generator)
-    test = {"ais": upper.mean, "ais_stderr": upper.stderr, "ais_ess": upper.log_z.ess, "raise": lower.mean, "raise_stderr": lower.stderr}
+    test = {"ais": upper.mean, "ais_stderr": upper.stderr, "ais_ess": upper.partition.ess, "raise": lower.mean, "raise_stderr": lower.stderr}
     log(f"  test set ({chosen}): AIS {test['ais']:.2f} ± {test['ais_stderr']:.2f}, RAISE {test['raise']:.2f} ± {test['raise_stderr']:.2f}"
         + (f", exact {exact['test']:.2f}" if exact else ""))
     return {"rows": rows, "chosen": chosen, "test": test, "exact": exact}

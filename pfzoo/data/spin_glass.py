@@ -166,8 +166,8 @@ def sample_spin_glass(
     ``num_samples - (R - 1) C`` chains. Each sweep is :meth:`Ising.gibbs_sweep` over the model's
     independent sets (two blocks on an even-sided lattice).
     """
-    if not isinstance(model, Ising):
-        raise ValueError(f"model must be a pfzoo.models.Ising, got {type(model).__name__}")
+    if not callable(getattr(model, "gibbs_sweep", None)):
+        raise ValueError(f"model must be a fully visible binary model with gibbs_sweep (an Ising model), got {type(model).__name__}")
     check_positive_int(num_samples, "num_samples")
     check_positive_int(num_chains, "num_chains")
     _check_non_negative_int(burn_in, "burn_in")

@@ -1,7 +1,10 @@
-"""Partition-function and log-likelihood estimators."""
+"""Partition-function and log-likelihood estimators: partition estimators (``est(model)``) and likelihood
+estimators (``est.log_likelihood(model, data)``), each checking once what it needs of a model."""
 
 from pfzoo.estimators.ais import AIS
-from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate
+from pfzoo.estimators.base import (
+    BoundKind, Estimator, LikelihoodEstimate, LikelihoodEstimator, PartitionEstimate, PartitionEstimator, applicable_estimators,
+)
 from pfzoo.estimators.bracket import Bracket, BracketEstimate
 from pfzoo.estimators.csl import CSL
 from pfzoo.estimators.exact import Exact
@@ -10,16 +13,6 @@ from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.estimators.raise_ import RAISE
 
 __all__ = [
-    "AIS",
-    "BoundKind",
-    "Bracket",
-    "BracketEstimate",
-    "CSL",
-    "Estimator",
-    "Exact",
-    "HAIS",
-    "LikelihoodEstimate",
-    "PartitionEstimate",
-    "RAISE",
-    "importance_log_marginal",
+    "AIS", "BoundKind", "Bracket", "BracketEstimate", "CSL", "Estimator", "Exact", "HAIS", "LikelihoodEstimate",
+    "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE", "applicable_estimators", "importance_log_marginal",
 ]

@@ -5,58 +5,66 @@ from __future__ import annotations
 import torch
 
 from pfzoo.estimators.annealing import anneal
-from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate, ProgressCallback
+from pfzoo.estimators.base import (
+    BoundKind, LikelihoodEstimate, PartitionEstimate, PartitionEstimator, ProgressCallback, reliability_warnings,
+)
 from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood
 from pfzoo.kernels.hmc import HMCKernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
-from pfzoo.models.latent import LatentGenerativeModel
+from pfzoo.models.capabilities import Capability
+from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.validation import check_generator, check_positive_int
-
 
 DEFAULT_LATENT_STEP_SIZE = 0.2
 """Leapfrog step of the default HMC kernel over a generative model's latents (HAIS's ε)."""
 
+ANNEALING_NEED = "an annealing path (block-Gibbs conditionals, a differentiable energy over real vectors, or a binary energy)"
 
-class AIS(Estimator):
-    """AIS estimate of ``log Z`` along the model's geometric path from a tractable base.
+
+class AIS(PartitionEstimator):
+    """AIS estimate of ``log Z`` along the model's annealing path from a tractable base.
 
     ``Ẑ = Z_0 · mean_i w_i`` is unbiased for Z, so ``log Ẑ`` is a stochastic lower bound on
     ``log Z`` and log-likelihoods computed from it are biased upward. All chains run as one
     batch; the standard error is the delta-method one of :func:`pfzoo.logmath.summarize_log_weights`.
+    Paths, bases and default transitions come from :mod:`pfzoo.paths.registry`: block Gibbs for RBMs,
+    DBMs, DBNs and Ising models, HAIS's HMC for energies over real vectors, single-bit-flip Metropolis for
+    binary energies without conditionals.
 
     Args:
         num_chains: N, independent annealing chains (≥ 2).
         num_steps: K, intermediate distributions (ignored when ``schedule`` is an explicit β sequence).
         schedule: "linear", "sigmoid", a :class:`~pfzoo.paths.Schedule`, or an explicit β sequence.
-        base: the model family's base distribution, see its ``annealing_base``: for binary RBMs
-            "uniform" or "base_rate" (needs ``data``); for continuous models "isotropic" or "fitted".
-        base_smoothing: pseudo-count for data-fitted bases.
-        kernel: transition kernel for models whose path takes one (continuous models:
+        base: "auto" (the family's best tractable base: data base rates for binary families, a Gaussian
+            fitted to the data for continuous ones; the data-free base without data) or one of the family's
+            base names ("base_rate", "uniform"; "fitted", "isotropic").
+        base_smoothing: pseudo-count for data-fitted binary bases.
+        kernel: transition kernel for families whose path takes one (models over real vectors:
             :class:`~pfzoo.kernels.HMCKernel`, :class:`~pfzoo.kernels.RandomWalkMetropolis`);
-            ``None`` = the model's default (block Gibbs for RBMs).
+            ``None`` = the family's default.
         posterior_samples: proposals per example for ``log f(v)`` in :meth:`log_likelihood` when
             the model's free energy is intractable (DBM: mean-field proposal; DBN: recognition model).
-        path: the kind of annealing path, one of the model's ``annealing_path_kinds``: "geometric"
-            (every model) or "moment_averaged" (Grosse, Maddison & Salakhutdinov 2013; Gaussians and RBMs).
+        path: the kind of annealing path: "geometric" (every family) or "moment_averaged" (Gaussians, RBMs).
         diagnostics: also return, in ``info["diagnostics"]`` of the log Z estimate, the per-step
             :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (increments of log w, ESS
             along the path, symmetric-KL estimates and their cost functional); feed them to
             :meth:`pfzoo.paths.OptimalSchedule.from_diagnostics` for a schedule fitted to the path.
 
-    For a directed latent-variable model (:class:`~pfzoo.models.latent.LatentGenerativeModel`, e.g.
-    :class:`~pfzoo.models.LinearGenerative`), :meth:`log_likelihood` instead anneals each example's
-    latents from the prior to the posterior with ``num_chains`` particles per example (HAIS eqs. 27–29):
-    a stochastic lower bound on ``log p(x)``.
+    For a latent-variable generative model (:class:`~pfzoo.models.LinearGenerative`, ...),
+    :meth:`log_likelihood` instead anneals each example's latents from the prior to the posterior with
+    ``num_chains`` particles per example (HAIS eqs. 27–29): a stochastic lower bound on ``log p(x)``.
     """
+
+    config_name = "ais"
 
     def __init__(
         self,
         num_chains: int = 100,
         num_steps: int | None = 1000,
         schedule: ScheduleSpec = "linear",
-        base: str = "uniform",
+        base: str = "auto",
         base_smoothing: float = 1.0,
         kernel=None,
         posterior_samples: int = 100,
@@ -67,6 +75,8 @@ class AIS(Estimator):
         self.diagnostics = bool(diagnostics)
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
+        if not isinstance(base, str):
+            raise ValueError(f"base must be 'auto' or a base name such as 'base_rate' or 'fitted', got {type(base).__name__}")
         self.path = path
         self.posterior_samples = check_positive_int(posterior_samples, "posterior_samples")
         self.num_chains = check_positive_int(num_chains, "num_chains")
@@ -82,6 +92,14 @@ class AIS(Estimator):
     def num_steps(self) -> int:
         return self.betas.numel() - 1
 
+    def missing_for_partition(self, model: EnergyModel) -> str | None:
+        return None if registry.is_annealable(model) else ANNEALING_NEED
+
+    def missing(self, model: EnergyModel) -> str | None:
+        if Capability.LATENT_GENERATIVE in model.capabilities:
+            return None  # per-example annealing over the latents
+        return super().missing(model)
+
     def forward(
         self,
         model: EnergyModel,
@@ -90,22 +108,31 @@ class AIS(Estimator):
         generator: torch.Generator | None = None,
         progress: ProgressCallback | None = None,
     ) -> PartitionEstimate:
-        """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds the base-rate base distribution."""
+        """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
+        self.check_partition(model)
         check_generator(generator, model.device)
-        base = model.annealing_base(self.base, data, smoothing=self.base_smoothing)
-        path = model.annealing_path(self.path, base, kernel=self.kernel)
+        path, base = registry.build(
+            model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
+        )
         initial = path.sample_base(self.num_chains, generator=generator)
         result = anneal(path, self.betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
+        ess = summary.ess.item()
+        info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps,
+                "base": base if self.base == base else f"{base} ({self.base})", "path": self.path}
+        if result.acceptance is not None:
+            info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
+        if self.diagnostics:
+            info["diagnostics"] = result.diagnostics
         return PartitionEstimate(
             log_z=summary.log_mean.item(),
             stderr=summary.stderr.item(),
             log_weights=log_weights,
-            ess=summary.ess.item(),
+            ess=ess,
             kind=BoundKind.UNBIASED_Z,
-            info={"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps, "base": self.base,
-                  "path": self.path, **({"diagnostics": result.diagnostics} if self.diagnostics else {})},
+            info=info,
+            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas),
         )
 
     def log_likelihood(
@@ -117,13 +144,14 @@ class AIS(Estimator):
         generator: torch.Generator | None = None,
         progress: ProgressCallback | None = None,
     ) -> LikelihoodEstimate:
-        """As :meth:`Estimator.log_likelihood`; for latent-variable generative models, per-example annealing over the latents."""
-        if not isinstance(model, LatentGenerativeModel):
+        """As :meth:`PartitionEstimator.log_likelihood`; for latent-variable generative models, per-example annealing over the latents."""
+        self.check(model)
+        if Capability.LATENT_GENERATIVE not in model.capabilities:
             return super().log_likelihood(model, data, base_data=base_data, generator=generator, progress=progress)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         kernel = self.kernel if self.kernel is not None else HMCKernel(DEFAULT_LATENT_STEP_SIZE)
-        if isinstance(kernel, HMCKernel) and kernel.lower is None and model.latent_lower is not None:
+        if getattr(kernel, "lower", "absent") is None and model.latent_lower is not None:
             # reflect where the prior's support ends (e.g. the bilinear model's d ≥ 0), keeping the kernel's settings
             kernel = kernel.reflecting_at(model.latent_lower)
         info = {"estimator": type(self).__name__, "mode": "per-example annealing from the prior to the posterior"}

@@ -10,6 +10,7 @@ from pfzoo.estimators.base import ProgressCallback
 from pfzoo.paths.base import AnnealingPath
 
 _PROGRESS_UPDATES = 100
+ACCEPTANCE_SEGMENTS = 10
 
 
 class AnnealingDiagnostics(NamedTuple):
@@ -46,11 +47,18 @@ class AnnealingDiagnostics(NamedTuple):
 
 
 class AnnealingResult(NamedTuple):
-    """log_weights: float64 ``[N]``; state: the chains after the last transition; diagnostics: when asked for."""
+    """log_weights: float64 ``[N]``; state: the chains after the last transition; diagnostics: when asked for.
+
+    acceptance: the kernel's mean acceptance probability in each of up to :data:`ACCEPTANCE_SEGMENTS` equal
+    stretches of the steps (float64 CPU ``[S]``), ``None`` for paths whose moves always accept (exact Gibbs,
+    perfect transitions). segment_betas: the β at the end of each stretch ``[S]``.
+    """
 
     log_weights: torch.Tensor
     state: Any
     diagnostics: AnnealingDiagnostics | None = None
+    acceptance: torch.Tensor | None = None
+    segment_betas: torch.Tensor | None = None
 
 
 @torch.no_grad()
@@ -72,9 +80,11 @@ def anneal(
 
     The transition after the last increment would not change the weights and is skipped.
     ``betas`` (float64 ``[K + 1]``) may run in either direction: RAISE anneals from 1 down to 0.
-    Log weights accumulate in float64. With ``diagnostics`` the result also carries
-    :class:`AnnealingDiagnostics` (a few reductions over the chains per step, kept on the device
-    until the end; the weights and the random stream are the same either way).
+    Log weights accumulate in float64. The kernels' acceptance probabilities are summed per stretch
+    of steps on the device and reported once at the end (no host sync in the loop). With
+    ``diagnostics`` the result also carries :class:`AnnealingDiagnostics` (a few reductions over the
+    chains per step, kept on the device until the end; the weights and the random stream are the same
+    either way).
     """
     betas_list = betas.tolist()
     num_steps = len(betas_list) - 1
@@ -82,6 +92,8 @@ def anneal(
     log_weights = None
     report_every = max(1, num_steps // _PROGRESS_UPDATES)
     per_step = [] if diagnostics else None
+    num_segments = max(1, min(ACCEPTANCE_SEGMENTS, num_steps - 1))
+    acceptance_sums, acceptance_counts = None, [0] * num_segments
     for k in range(1, num_steps + 1):
         increment = path.log_weight_increment(stats, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
@@ -89,14 +101,26 @@ def anneal(
             grouped = log_weights if group_size is None else log_weights.view(-1, group_size)
             per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(grouped).mean()]))
         if k < num_steps:
-            state, stats = path.transition(state, stats, betas_list[k], generator=generator)
+            state, stats, info = path.transition(state, stats, betas_list[k], generator=generator)
+            if info is not None:
+                segment = min(num_segments - 1, (k - 1) * num_segments // max(1, num_steps - 1))
+                if acceptance_sums is None:
+                    acceptance_sums = torch.zeros(num_segments, dtype=torch.float64, device=info.accept_prob.device)
+                acceptance_sums[segment] += info.accept_prob.double().mean()
+                acceptance_counts[segment] += 1
         if progress is not None and (k % report_every == 0 or k == num_steps):
             progress(k, num_steps)
     summary = None
     if per_step is not None:
         columns = torch.stack(per_step).double().cpu()
         summary = AnnealingDiagnostics(betas.double().cpu()[1:], columns[:, 0], columns[:, 1], columns[:, 2])
-    return AnnealingResult(log_weights=log_weights, state=state, diagnostics=summary)
+    acceptance = segment_betas = None
+    if acceptance_sums is not None:
+        counts = torch.tensor(acceptance_counts, dtype=torch.float64)
+        acceptance = acceptance_sums.cpu() / counts.clamp(min=1)
+        ends = [min(num_steps - 1, (s + 1) * max(1, num_steps - 1) // num_segments) for s in range(num_segments)]
+        segment_betas = torch.tensor([betas_list[max(1, e)] for e in ends], dtype=torch.float64)
+    return AnnealingResult(log_weights, state, summary, acceptance, segment_betas)
 
 
 def _effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,12 @@
-"""Estimator base class and the result types every estimator returns."""
+"""Estimator protocols, the result types every estimator returns, and the one reduction of per-example values.
+
+Two protocols: partition estimators (:class:`PartitionEstimator`, ``est(model, data=..., generator=g)`` →
+:class:`PartitionEstimate`) and likelihood estimators (:class:`LikelihoodEstimator`,
+``est.log_likelihood(model, data, base_data=..., generator=g)`` → :class:`LikelihoodEstimate`). A
+partition estimator is also a likelihood estimator (``log p(v) = log f(v) − log Ẑ``). Each estimator
+states what it needs of a model (:meth:`Estimator.check`) and refuses, once and in one line, a model
+that lacks it, naming the estimators that do apply.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +18,19 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from pfzoo.estimators.importance import exact_free_energy_affordable, importance_log_marginal
+from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability, MissingCapability, describe, join_alternatives
 from pfzoo.validation import check_generator, check_matrix
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while an estimator runs; the app turns it into a progress bar."""
+
+MIN_ESS_FRACTION = 0.05
+"""An importance-weighted estimate whose ESS is below this fraction of its chains (or below 2) is flagged."""
+
+MIN_ACCEPTANCE = 0.05
+"""A kernel whose mean acceptance falls below this in some stretch of the schedule is flagged."""
 
 
 class BoundKind(str, enum.Enum):
@@ -36,7 +51,9 @@ class PartitionEstimate:
     log_weights: float64 ``[N]`` per-chain log importance weights, or ``None`` (exact).
     ess: effective sample size of the weights, or ``None``.
     kind: :class:`BoundKind` of the estimate.
-    info: estimator settings and diagnostics (chains, steps, schedule, base, ...).
+    info: estimator settings and diagnostics (chains, steps, schedule, base, ``acceptance`` per stretch of
+        the schedule where the kernel can reject, ...).
+    warnings: one line per reason not to trust the estimate (small ESS, collapsed acceptance); empty when none.
     """
 
     log_z: float
@@ -45,6 +62,7 @@ class PartitionEstimate:
     ess: float | None
     kind: BoundKind
     info: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,28 +73,93 @@ class LikelihoodEstimate:
     stderr: standard error of ``mean`` due to the estimator's randomness (what to compare with
         an exact answer on the same data).
     per_example: float64 ``[B]``.
-    log_z: the partition-function estimate used, if any.
-    data_stderr: ``sd(per_example) / sqrt(B)``, the sampling error of the mean as an estimate of
-        the expected log-likelihood under the data distribution.
+    partition: the partition-function estimate used, if any.
+    data_stderr: ``sd(per_example) / sqrt(n)`` with n the size of the data set evaluated, the sampling
+        error of the mean as an estimate of the expected log-likelihood under the data distribution.
     kind: :class:`BoundKind`.
     info: estimator settings and diagnostics.
+    warnings: one line per reason not to trust the estimate; empty when none.
     """
 
     mean: float
     stderr: float
     per_example: torch.Tensor
-    log_z: PartitionEstimate | None
+    partition: PartitionEstimate | None
     data_stderr: float
     kind: BoundKind
     info: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+_ESTIMATORS: dict[str, type["Estimator"]] = {}
 
 
 class Estimator(nn.Module):
-    """A partition-function / log-likelihood estimator, pluggable into any model that offers what it needs.
+    """What every estimator shares: a config name, the capability check and its refusal.
 
-    ``est(model, data=..., generator=g)`` returns a :class:`PartitionEstimate`;
-    ``est.log_likelihood(model, data, generator=g)`` returns a :class:`LikelihoodEstimate`.
-    Estimators never print; pass ``progress`` to follow long runs.
+    Subclasses set :attr:`config_name` (the ``conf/estimator`` file that selects them, used in refusals
+    to name what applies instead) and implement :meth:`missing`. Estimators never print; pass
+    ``progress`` to follow long runs.
+    """
+
+    config_name: str | None = None
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("config_name"):
+            _ESTIMATORS[cls.config_name] = cls
+
+    def missing(self, model: EnergyModel) -> str | None:
+        """What :meth:`log_likelihood` needs and ``model`` lacks, in words ("a differentiable energy over real
+        vectors"), or ``None`` when it applies."""
+        raise NotImplementedError
+
+    def applies_to(self, model: EnergyModel) -> bool:
+        return self.missing(model) is None
+
+    def check(self, model: EnergyModel) -> None:
+        """Raise :class:`~pfzoo.models.MissingCapability` (one line) unless :meth:`log_likelihood` applies to ``model``:
+        "<Estimator> needs <what>; <Model> <is ...> — use estimator=<those that apply>"."""
+        need = self.missing(model)
+        if need is not None:
+            raise self.refusal(need, model)
+
+    def refusal(self, need: str, model: EnergyModel) -> MissingCapability:
+        message = f"{type(self).__name__} needs {need}; {type(model).__name__} {describe(model)}"
+        others = [f"estimator={name}" for name in applicable_estimators(model) if name != self.config_name]
+        return MissingCapability(message + (f" — use {join_alternatives(others)}" if others else ""))
+
+
+def applicable_estimators(model: EnergyModel) -> list[str]:
+    """Config names of the estimators (in their default settings) whose :meth:`Estimator.check` accepts ``model``."""
+    names = []
+    for name, cls in sorted(_ESTIMATORS.items()):
+        try:
+            applies = cls().applies_to(model)
+        except (TypeError, ValueError):  # an estimator that needs constructor arguments is not a default choice
+            applies = False
+        if applies:
+            names.append(name)
+    return names
+
+
+class LikelihoodEstimator(Estimator):
+    """``log_likelihood(model, data, *, base_data, generator, progress) -> LikelihoodEstimate``."""
+
+    def log_likelihood(
+        self,
+        model: EnergyModel,
+        data: torch.Tensor,
+        *,
+        base_data: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> LikelihoodEstimate:
+        raise NotImplementedError
+
+
+class PartitionEstimator(LikelihoodEstimator):
+    """``est(model, *, data, generator, progress) -> PartitionEstimate``, and log-likelihoods through ``log Ẑ``.
 
     ``posterior_samples``: for models without an affordable exact free energy (DBM, DBN),
     :meth:`log_likelihood` estimates ``log f(v)`` by importance sampling with this many proposals
@@ -84,6 +167,27 @@ class Estimator(nn.Module):
     """
 
     posterior_samples: int | None = None
+
+    def missing_for_partition(self, model: EnergyModel) -> str | None:
+        """What :meth:`forward` needs and ``model`` lacks, or ``None``."""
+        raise NotImplementedError
+
+    def check_partition(self, model: EnergyModel) -> None:
+        """Raise :class:`~pfzoo.models.MissingCapability` (one line) unless :meth:`forward` applies to ``model``."""
+        need = self.missing_for_partition(model)
+        if need is not None:
+            raise self.refusal(need, model)
+
+    def missing(self, model: EnergyModel) -> str | None:
+        need = self.missing_for_partition(model)
+        if need is not None:
+            return need
+        offered = model.capabilities
+        if Capability.EXACT_FREE_ENERGY not in offered and not (
+            self.posterior_samples is not None and Capability.POSTERIOR_PROPOSAL in offered
+        ):
+            return "an exact free energy or a proposal for the latent units (posterior_samples)"
+        return None
 
     def forward(
         self,
@@ -112,34 +216,76 @@ class Estimator(nn.Module):
         ``base_data`` (default: ``data``) is what a data-dependent base distribution is fitted to;
         pass the training set so test examples do not inform the estimate.
         """
-        check_matrix(data, "data", width=model.num_visible, device=model.device)
+        self.check(model)
+        model.check_visible(data, "data")
         check_generator(generator, model.device)
         estimate = self(model, data=data if base_data is None else base_data, generator=generator, progress=progress)
         info: dict[str, Any] = {}
-        if exact_free_energy_affordable(model):
+        if Capability.EXACT_FREE_ENERGY in model.capabilities:
             with torch.no_grad():
                 log_marginal = model.unnormalized_log_prob(data).double()
             marginal_variance = 0.0
-        elif self.posterior_samples is not None:
+        else:
             marginal = importance_log_marginal(model, data, self.posterior_samples, generator=generator)
             log_marginal = marginal.log_marginal
             marginal_variance = (marginal.stderr**2).sum().item() / data.shape[0] ** 2
             info["posterior_samples"] = self.posterior_samples
-        else:
-            raise ValueError(
-                f"{type(model).__name__}'s free energy is not exactly computable at this size; "
-                f"use an estimator with posterior_samples set (e.g. AIS) or RAISE"
-            )
         per_example = log_marginal - estimate.log_z
         return LikelihoodEstimate(
             mean=per_example.mean().item(),
             stderr=math.sqrt(estimate.stderr**2 + marginal_variance),
             per_example=per_example,
-            log_z=estimate,
+            partition=estimate,
             data_stderr=sample_stderr(per_example),
             kind=estimate.kind,
             info=info,
+            warnings=estimate.warnings,
         )
+
+
+def reduce_per_example(
+    per_example: torch.Tensor,
+    per_example_stderr: torch.Tensor,
+    *,
+    kind: BoundKind,
+    info: dict[str, Any],
+    warnings: tuple[str, ...] = (),
+) -> LikelihoodEstimate:
+    """The :class:`LikelihoodEstimate` of independent per-example estimates ``[B]`` with their standard errors ``[B]``:
+    mean over the examples, stderr ``sqrt(Σ_n se_n²) / B``, data stderr ``sd / sqrt(B)``."""
+    return LikelihoodEstimate(
+        mean=per_example.mean().item(),
+        stderr=math.sqrt(per_example_stderr.double().square().sum().item()) / per_example.numel(),
+        per_example=per_example,
+        partition=None,
+        data_stderr=sample_stderr(per_example),
+        kind=kind,
+        info={**info, "per_example_stderr": per_example_stderr},
+        warnings=warnings,
+    )
+
+
+def reliability_warnings(
+    ess: float | None, num_chains: int, acceptance: torch.Tensor | None = None, segment_betas: torch.Tensor | None = None
+) -> tuple[str, ...]:
+    """One line per reason an importance-weighted estimate may be wrong: an ESS below
+    :data:`MIN_ESS_FRACTION` of the chains (the weights are dominated by a few chains and the delta-method
+    stderr understates the error), or a kernel's acceptance below :data:`MIN_ACCEPTANCE` somewhere on the
+    schedule (the chains stopped moving, so the weights describe where they started)."""
+    warnings = []
+    if ess is not None and ess < max(2.0, MIN_ESS_FRACTION * num_chains):
+        warnings.append(
+            f"ESS {ess:.1f} of {num_chains} chains: a few chains carry the weight, so the stderr understates the error; "
+            f"anneal longer (num_steps) or with more chains"
+        )
+    if acceptance is not None and acceptance.numel() and acceptance.min().item() < MIN_ACCEPTANCE:
+        worst = int(acceptance.argmin())
+        where = f" near β = {segment_betas[worst].item():.3g}" if segment_betas is not None else ""
+        warnings.append(
+            f"kernel acceptance fell to {acceptance[worst].item():.3f}{where}: the chains barely move there; "
+            f"reduce the step size (or raise stiffness) and anneal again"
+        )
+    return tuple(warnings)
 
 
 def sample_stderr(values: torch.Tensor) -> float:

@@ -7,15 +7,16 @@ import math
 import torch
 from torch.nn import functional as F
 
-from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate, ProgressCallback, sample_stderr
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, reduce_per_example
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability
 from pfzoo.validation import check_generator, check_matrix, check_positive_int
 
 _PROGRESS_UPDATES = 100
 
 
-class CSL(Estimator):
+class CSL(LikelihoodEstimator):
     """``log p̂(v) = log (1/S) Σ_s p(v | h_s)`` with ``h_s`` the first hidden layer along the model's own Gibbs chains.
 
     If the ``h_s`` were exact samples of the model's marginal ``p(h)``, the average would be unbiased
@@ -30,8 +31,9 @@ class CSL(Estimator):
     error: the per-example estimate is the mean over chains of each chain's average of
     ``p(v | h)``, with the delta-method error over chains.
 
-    Models provide ``hidden_chain(initial_visible, *, generator)`` (an endless iterator of ``[C, H1]``
-    states) and ``visible_logits(hidden) -> [S, V]``, the logits of ``p(v = 1 | h¹)``: RBM, DBM and DBN do.
+    Models with :attr:`~pfzoo.models.Capability.HIDDEN_CHAIN` provide ``hidden_chain(initial_visible, *, generator)``
+    (an endless iterator of ``[C, H1]`` states) and ``visible_logits(hidden) -> [S, V]``, the logits of
+    ``p(v = 1 | h¹)``: RBM, DBM and DBN do.
 
     Args:
         num_chains: C, independent chains (≥ 2).
@@ -39,6 +41,8 @@ class CSL(Estimator):
         burn_in: sweeps discarded at the start of each chain.
         thin: sweeps between kept samples.
     """
+
+    config_name = "csl"
 
     def __init__(self, num_chains: int = 10, samples_per_chain: int = 1000, burn_in: int = 100, thin: int = 1) -> None:
         super().__init__()
@@ -51,8 +55,8 @@ class CSL(Estimator):
         self.burn_in = burn_in
         self.thin = check_positive_int(thin, "thin")
 
-    def forward(self, model: EnergyModel, **kwargs) -> PartitionEstimate:
-        raise TypeError("CSL estimates log-likelihoods of data, not log Z: call csl.log_likelihood(model, data, base_data=train)")
+    def missing(self, model: EnergyModel) -> str | None:
+        return None if Capability.HIDDEN_CHAIN in model.capabilities else Capability.HIDDEN_CHAIN.value
 
     @torch.no_grad()
     def log_likelihood(
@@ -65,6 +69,7 @@ class CSL(Estimator):
         progress: ProgressCallback | None = None,
     ) -> LikelihoodEstimate:
         """CSL estimates for ``data [B, V]``; chains start at rows of ``base_data`` (default ``data``)."""
+        self.check(model)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device)
@@ -87,19 +92,6 @@ class CSL(Estimator):
                 progress(sweep, total)
         chain_estimates = log_sums - math.log(self.samples_per_chain)
         summary = summarize_log_weights(chain_estimates, dim=1)
-        per_example = summary.log_mean
-        return LikelihoodEstimate(
-            mean=per_example.mean().item(),
-            stderr=math.sqrt((summary.stderr**2).sum().item()) / data.shape[0],
-            per_example=per_example,
-            log_z=None,
-            data_stderr=sample_stderr(per_example),
-            kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-            info={
-                "estimator": "CSL",
-                "num_chains": self.num_chains,
-                "samples_per_chain": self.samples_per_chain,
-                "burn_in": self.burn_in,
-                "thin": self.thin,
-            },
-        )
+        info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,
+                "burn_in": self.burn_in, "thin": self.thin}
+        return reduce_per_example(summary.log_mean, summary.stderr, kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info)

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import torch
 
-from pfzoo.estimators.base import BoundKind, Estimator, PartitionEstimate, ProgressCallback
+from pfzoo.estimators.base import BoundKind, PartitionEstimate, PartitionEstimator, ProgressCallback
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability
 
 
-class Exact(Estimator):
+class Exact(PartitionEstimator):
     """``log Z`` from the model's own exact :meth:`~pfzoo.models.EnergyModel.log_partition`.
 
-    Raises ``NotImplementedError`` for models without one, and ``ValueError`` when the model
-    is too large to enumerate.
+    Applies to models with :attr:`~pfzoo.models.Capability.EXACT_LOG_Z` at their size (closed forms,
+    and binary models within their ``max_enumeration_units``); log-likelihoods also need an exact free energy.
     """
+
+    config_name = "exact"
+
+    def missing_for_partition(self, model: EnergyModel) -> str | None:
+        return None if Capability.EXACT_LOG_Z in model.capabilities else Capability.EXACT_LOG_Z.value
 
     def forward(
         self,
@@ -23,5 +29,7 @@ class Exact(Estimator):
         generator: torch.Generator | None = None,
         progress: ProgressCallback | None = None,
     ) -> PartitionEstimate:
-        log_z = model.log_partition().item()
+        self.check_partition(model)
+        with torch.no_grad():
+            log_z = model.log_partition().item()
         return PartitionEstimate(log_z=log_z, stderr=0.0, log_weights=None, ess=None, kind=BoundKind.EXACT, info={"estimator": "exact"})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pfzoo.estimators.ais import AIS
 from pfzoo.kernels.hmc import HMCKernel
+from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability
 from pfzoo.paths.schedules import ScheduleSpec
 
 
@@ -24,12 +26,14 @@ class HAIS(AIS):
         num_chains: particles N (the paper uses 200).
         num_steps: intermediate distributions K.
         step_size: leapfrog ε (the paper uses 0.2).
-        schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "isotropic" (N(0, I)) or "fitted"
-            (a Gaussian fitted to ``data``).
+        schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "auto", "isotropic" (N(0, I)) or
+            "fitted" (a Gaussian fitted to ``data``; what "auto" picks when data are given).
         num_leapfrog, momentum_refresh, flip, lower, stiffness: as :class:`~pfzoo.kernels.HMCKernel`. With
             stiffness s > 0 the leapfrog step at β is ``ε / √(1 + β s)``: ε sized for the base distribution, s for
             how much stiffer the target is.
     """
+
+    config_name = "hais"
 
     def __init__(
         self,
@@ -38,7 +42,7 @@ class HAIS(AIS):
         step_size: float = 0.2,
         *,
         schedule: ScheduleSpec = "linear",
-        base: str = "isotropic",
+        base: str = "auto",
         base_smoothing: float = 1.0,
         num_leapfrog: int = 1,
         momentum_refresh: float | None = None,
@@ -50,3 +54,6 @@ class HAIS(AIS):
         kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=momentum_refresh, flip=flip, lower=lower,
                            stiffness=stiffness)
         super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel, diagnostics=diagnostics)
+
+    def missing_for_partition(self, model: EnergyModel) -> str | None:
+        return None if Capability.REAL_ENERGY in model.capabilities else Capability.REAL_ENERGY.value

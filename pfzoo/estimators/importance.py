@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import torch
 
+from pfzoo.estimators.batching import example_batches
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.validation import check_positive_int
@@ -18,12 +19,6 @@ class MarginalEstimate(NamedTuple):
 
     log_marginal: torch.Tensor
     stderr: torch.Tensor
-
-
-def exact_free_energy_affordable(model: EnergyModel) -> bool:
-    """Whether ``model.free_energy`` is exact and within the model's enumeration limit."""
-    cost = model.free_energy_cost
-    return cost is not None and cost <= getattr(model, "max_enumeration_units", cost)
 
 
 @torch.no_grad()
@@ -40,9 +35,8 @@ def importance_log_marginal(
     check_positive_int(num_samples, "num_samples")
     if num_samples < 2:
         raise ValueError(f"num_samples must be at least 2 to report a standard error, got {num_samples}")
-    examples_per_chunk = max(1, _ROWS_PER_CHUNK // num_samples)
     estimates, stderrs = [], []
-    for chunk in torch.split(data, examples_per_chunk):
+    for chunk in example_batches(data, num_samples, max_rows=_ROWS_PER_CHUNK):
         log_weight = model.propose_path_state(chunk, num_samples=num_samples, generator=generator).log_weight
         summary = summarize_log_weights(log_weight.view(chunk.shape[0], num_samples), dim=1)
         estimates.append(summary.log_mean)

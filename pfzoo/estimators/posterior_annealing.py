@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from pfzoo.estimators.annealing import anneal
-from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, ProgressCallback, sample_stderr
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, ProgressCallback, reduce_per_example, reliability_warnings
+from pfzoo.estimators.batching import example_batches
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.paths.posterior import PosteriorPath
 
@@ -50,10 +49,9 @@ def posterior_annealing_log_likelihood(
     delta-method errors: ``sqrt(Σ_n se_n²) / B``.
     """
     check_kernel_bounds(model, kernel)
-    examples_per_chunk = max(1, ROWS_PER_CHUNK // num_particles)
-    chunks = torch.split(data, examples_per_chunk)
+    chunks = example_batches(data, num_particles, max_rows=ROWS_PER_CHUNK)
     num_steps = betas.numel() - 1
-    log_means, stderrs = [], []
+    log_means, stderrs, acceptances = [], [], []
     for index, chunk in enumerate(chunks):
         rows = chunk.repeat_interleave(num_particles, dim=0)
         path = PosteriorPath(model, rows, kernel)
@@ -63,13 +61,15 @@ def posterior_annealing_log_likelihood(
         summary = summarize_log_weights(result.log_weights.view(chunk.shape[0], num_particles), dim=1)
         log_means.append(summary.log_mean)
         stderrs.append(summary.stderr)
-    per_example, per_example_stderr = torch.cat(log_means), torch.cat(stderrs)
-    return LikelihoodEstimate(
-        mean=per_example.mean().item(),
-        stderr=math.sqrt(per_example_stderr.square().sum().item()) / data.shape[0],
-        per_example=per_example,
-        log_z=None,
-        data_stderr=sample_stderr(per_example),
-        kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-        info={**(info or {}), "num_particles": num_particles, "num_steps": num_steps, "per_example_stderr": per_example_stderr},
+        if result.acceptance is not None:
+            acceptances.append(result.acceptance * chunk.shape[0])
+            segment_betas = result.segment_betas
+    info = {**(info or {}), "num_particles": num_particles, "num_steps": num_steps}
+    acceptance = None
+    if acceptances:
+        acceptance = torch.stack(acceptances).sum(0) / data.shape[0]
+        info.update(acceptance=acceptance.tolist(), acceptance_betas=segment_betas.tolist())
+    warnings = reliability_warnings(None, num_particles, acceptance, segment_betas if acceptances else None)
+    return reduce_per_example(
+        torch.cat(log_means), torch.cat(stderrs), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info, warnings=warnings
     )

@@ -7,17 +7,20 @@ import math
 import torch
 
 from pfzoo.estimators.annealing import AnnealingDiagnostics, anneal
-from pfzoo.estimators.base import BoundKind, Estimator, LikelihoodEstimate, PartitionEstimate, ProgressCallback, sample_stderr
-from pfzoo.estimators.importance import exact_free_energy_affordable, importance_log_marginal
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, reliability_warnings, sample_stderr
+from pfzoo.estimators.batching import example_batches
+from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability
+from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.validation import check_generator, check_matrix, check_positive_int
 
 _CHAIN_ROWS_PER_BATCH = 1 << 15  # examples × chains annealed as one tensor
 
 
-class RAISE(Estimator):
+class RAISE(LikelihoodEstimator):
     """Per-example stochastic lower bounds on ``log p_ann(v)``, the annealing model's log-likelihood.
 
     The *annealing model* is the distribution of the final state of forward AIS along the same
@@ -46,7 +49,7 @@ class RAISE(Estimator):
         num_chains: M, reverse chains per test example (≥ 2).
         num_steps: K, intermediate distributions (ignored for an explicit β sequence).
         schedule: "linear", "sigmoid", a :class:`~pfzoo.paths.Schedule`, or an explicit β sequence.
-        base: the base distribution at β = 0: "uniform" or "base_rate" (fitted to ``base_data``).
+        base: the base distribution at β = 0: "auto" (the data base rates of ``base_data``), "base_rate" or "uniform".
         base_smoothing: pseudo-count for the base rates.
         num_examples: size of the random subset for control variates; ``None`` = every example.
         control_variate_samples: proposals per example for ``c(v)`` when ``log f(v)`` is intractable.
@@ -56,12 +59,14 @@ class RAISE(Estimator):
             increments pooled over all examples' chains, ESS per example over its chains, averaged).
     """
 
+    config_name = "raise"
+
     def __init__(
         self,
         num_chains: int = 10,
         num_steps: int | None = 1000,
         schedule: ScheduleSpec = "linear",
-        base: str = "base_rate",
+        base: str = "auto",
         base_smoothing: float = 1.0,
         num_examples: int | None = None,
         control_variate_samples: int = 10,
@@ -87,8 +92,13 @@ class RAISE(Estimator):
     def num_steps(self) -> int:
         return self.betas.numel() - 1
 
-    def forward(self, model: EnergyModel, **kwargs) -> PartitionEstimate:
-        raise TypeError("RAISE estimates log-likelihoods of data, not log Z: call raise_estimator.log_likelihood(model, data)")
+    def missing(self, model: EnergyModel) -> str | None:
+        """RAISE runs the forward chain backwards from the data, so it needs block-Gibbs transitions (each its own
+        reversal) on an annealing path and a proposal for the latent part of the state."""
+        offered = model.capabilities
+        if Capability.BLOCK_GIBBS in offered and Capability.POSTERIOR_PROPOSAL in offered and registry.is_annealable(model):
+            return None
+        return "reversible block-Gibbs transitions on an annealing path and a proposal for the latent units"
 
     def log_likelihood(
         self,
@@ -104,6 +114,7 @@ class RAISE(Estimator):
         ``per_example`` holds the estimates for the examples RAISE ran on (all of them, or the
         subset listed in ``info["subset"]``). ``base_data`` (default ``data``) fits the base rates.
         """
+        self.check(model)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         if base_data is not None:
@@ -115,8 +126,8 @@ class RAISE(Estimator):
         else:
             subset = torch.randperm(num_data, generator=generator, device=model.device)[: self.num_examples].sort().values
             chosen = data[subset]
-        base = model.annealing_base(self.base, data if base_data is None else base_data, smoothing=self.base_smoothing)
-        path = model.annealing_path(self.path, base)
+        path, base = registry.build(model, kind=self.path, base=self.base, data=data if base_data is None else base_data,
+                                    smoothing=self.base_smoothing, by="RAISE")
         log_weights, diagnostics = self._reverse_anneal(model, path, chosen, generator=generator, progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean
@@ -124,7 +135,7 @@ class RAISE(Estimator):
             "estimator": "RAISE",
             "num_chains": self.num_chains,
             "num_steps": self.num_steps,
-            "base": self.base,
+            "base": base if self.base == base else f"{base} ({self.base})",
             "log_weights": log_weights,
             "per_example_stderr": summary.stderr,
             **({"diagnostics": diagnostics} if self.diagnostics else {}),
@@ -145,10 +156,11 @@ class RAISE(Estimator):
             mean=mean,
             stderr=stderr,
             per_example=per_example,
-            log_z=None,
+            partition=None,
             data_stderr=sample_stderr(per_example) * math.sqrt(per_example.numel() / num_data),
             kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
             info=info,
+            warnings=reliability_warnings(summary.ess.mean().item(), self.num_chains),
         )
 
     @torch.no_grad()
@@ -156,12 +168,11 @@ class RAISE(Estimator):
         """float64 log weights ``[B, M]`` of M reverse chains per example, examples × chains batched, and the
         diagnostics pooled over the batches (``None`` unless asked for)."""
         descending = torch.flip(self.betas, dims=[0])
-        examples_per_batch = max(1, _CHAIN_ROWS_PER_BATCH // self.num_chains)
-        batches = torch.split(data, examples_per_batch)
+        batches = example_batches(data, self.num_chains, max_rows=_CHAIN_ROWS_PER_BATCH)
         log_weights, parts = [], []
         for index, batch in enumerate(batches):
             proposal = model.propose_path_state(batch, num_samples=self.num_chains, generator=generator)
-            state, _ = path.transition(proposal.state, path.statistics(proposal.state), 1.0, generator=generator)
+            state, _, _ = path.transition(proposal.state, path.statistics(proposal.state), 1.0, generator=generator)
             batch_progress = None
             if progress is not None:
                 batch_progress = _offset_progress(progress, index, len(batches))
@@ -175,7 +186,7 @@ class RAISE(Estimator):
 
     def _control_variate(self, model: EnergyModel, data: torch.Tensor, *, generator) -> torch.Tensor:
         """``c(v)`` ``[B]``: exact ``log f(v)`` when affordable, else its importance-sampling estimate."""
-        if exact_free_energy_affordable(model):
+        if Capability.EXACT_FREE_ENERGY in model.capabilities:
             with torch.no_grad():
                 return model.unnormalized_log_prob(data).double()
         return importance_log_marginal(model, data, max(2, self.control_variate_samples), generator=generator).log_marginal

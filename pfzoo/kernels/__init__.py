@@ -1,15 +1,18 @@
-"""MCMC transition kernels.
+"""MCMC transition kernels, all with ``step(state, target, *, beta, generator) -> (state, info)``.
 
-Block Gibbs (:func:`block_gibbs_step`) follows ``step(state, target, *, beta, generator)``; the
-position-space kernels (:class:`HMCKernel`, :class:`RandomWalkMetropolis`) take the energy as an
-``evaluate`` function plus the cached evaluation of the current state (see :mod:`pfzoo.kernels.hmc`).
+Gibbs kernels (:class:`BlockGibbs`, :class:`SweepGibbs`) take a model with exact conditionals as the
+target; position-space kernels (:class:`HMCKernel`, :class:`RandomWalkMetropolis`,
+:class:`BitFlipMetropolis`) take a :class:`PositionTarget` (see :mod:`pfzoo.kernels.hmc`).
 """
 
-from pfzoo.kernels.gibbs import GibbsInfo, GibbsState, block_gibbs_step, run_gibbs
-from pfzoo.kernels.hmc import Evaluation, HMCInfo, HMCKernel, HMCState, hais_momentum_refresh, leapfrog, refresh_momentum
-from pfzoo.kernels.metropolis import MetropolisInfo, RandomWalkMetropolis
+from pfzoo.kernels.gibbs import BlockGibbs, GibbsInfo, GibbsState, SweepGibbs, gibbs_kernel, run_gibbs
+from pfzoo.kernels.hmc import (
+    EnergyTarget, Evaluation, HMCInfo, HMCKernel, HMCState, PositionTarget, hais_momentum_refresh, leapfrog, refresh_momentum,
+)
+from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisInfo, MetropolisState, RandomWalkMetropolis
 
 __all__ = [
-    "Evaluation", "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState", "MetropolisInfo",
-    "RandomWalkMetropolis", "block_gibbs_step", "hais_momentum_refresh", "leapfrog", "refresh_momentum", "run_gibbs",
+    "BitFlipMetropolis", "BlockGibbs", "EnergyTarget", "Evaluation", "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState",
+    "MetropolisInfo", "MetropolisState", "PositionTarget", "RandomWalkMetropolis", "SweepGibbs", "gibbs_kernel",
+    "hais_momentum_refresh", "leapfrog", "refresh_momentum", "run_gibbs",
 ]

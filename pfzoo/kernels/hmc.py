@@ -1,18 +1,19 @@
 """Hamiltonian Monte Carlo: leapfrog integration, partial momentum refresh, Metropolis accept/reject,
 standard or reduced momentum flips, and reflection at lower bounds.
 
-A kernel here does not evaluate a model itself: it receives the energy as a function
-``evaluate(x) -> Evaluation`` and the cached :class:`Evaluation` of the current positions, so each
-leapfrog step costs exactly one energy-and-gradient evaluation, and whatever per-state statistics
-the caller attaches (``Evaluation.extras``, e.g. an annealing path's statistics) travel with the
-accepted positions. Hamiltonian ``H(x, p) = E(x) + ½|p|²`` with unit mass.
+Every kernel follows one contract, ``step(state, target, *, beta, generator) -> (state, info)``. For the
+position-space kernels (HMC here, :mod:`pfzoo.kernels.metropolis`) the target is a
+:class:`PositionTarget`: ``statistics(x)`` evaluates whatever per-state quantities give the energy at
+any β (one energy-and-gradient evaluation), ``evaluation(stats, beta)`` turns them into the energy and
+gradient of ``E_β``. The state carries the statistics of its positions, so each leapfrog step costs
+exactly one evaluation and a change of β none. Hamiltonian ``H(x, p) = E_β(x) + ½|p|²`` with unit mass.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Protocol
 
 import torch
 
@@ -27,19 +28,31 @@ class Evaluation(NamedTuple):
     extras: Any = None
 
 
+class PositionTarget(Protocol):
+    """What a position-space kernel needs of the distribution ``p_β(x) ∝ exp(−E_β(x))`` it leaves invariant."""
+
+    def statistics(self, x: torch.Tensor) -> Any:
+        """Per-state quantities of positions ``x [N, D]`` from which the energy at any β follows."""
+
+    def evaluation(self, stats: Any, beta: float) -> Evaluation:
+        """Energy ``E_β [N]`` and gradient ``∇_x E_β [N, D]`` from ``stats``, with ``extras = stats``."""
+
+
 class HMCState(NamedTuple):
-    """position ``[N, D]`` and momentum ``[N, D]`` of N chains."""
+    """position ``[N, D]``, momentum ``[N, D]`` and the target's statistics of the positions."""
 
     position: torch.Tensor
     momentum: torch.Tensor
+    stats: Any
 
 
 class HMCInfo(NamedTuple):
-    """accept_prob ``[N]`` of the leapfrog proposal; accepted and flipped ``[N]`` booleans."""
+    """accept_prob ``[N]`` of the leapfrog proposal; accepted and flipped ``[N]`` booleans; the step size used at this β."""
 
     accept_prob: torch.Tensor
     accepted: torch.Tensor
     flipped: torch.Tensor
+    step_size: float
 
 
 Evaluate = Callable[[torch.Tensor], Evaluation]
@@ -118,7 +131,7 @@ class HMCKernel:
             ``max(0, P_leap(Fζ) − P_leap(ζ)) / (1 − P_leap(ζ))``, which keeps the same net probability
             exchange between ζ and Fζ; costs one more leapfrog trajectory per transition.
         lower: optional lower bounds (a number or ``[D]``) at which trajectories reflect, e.g. 0 for x ≥ 0.
-        stiffness: s ≥ 0, for annealing: the kernel used at inverse temperature β (:meth:`at`) steps
+        stiffness: s ≥ 0, for annealing: at inverse temperature β the kernel steps (:meth:`step_size_at`)
             ``ε_β = ε / √(1 + β s)``. Set s so that the largest curvature of ``E_β`` grows as ``1 + β s`` (e.g.
             s = λ_max(ΦᵀΦ) / σ_n² for a linear generative model's posterior over its latents). The leapfrog is
             stable while ε·√curvature < 2, so one ε then keeps the same stability margin at every β. An ε that
@@ -153,18 +166,15 @@ class HMCKernel:
         self.flip = flip
         self.lower = None if lower is None else torch.as_tensor(lower, dtype=torch.float64)
 
-    def at(self, beta: float) -> HMCKernel:
-        """The kernel for the annealing distribution at inverse temperature ``beta``: step ``ε / √(1 + β s)``
-        (HAIS's default refresh ``1 − 0.5^ε`` follows the smaller step); ``self`` when s = 0. A shallow copy, so a
-        subclass's extra state (e.g. a recorder's list) is shared with it."""
+    def step_size_at(self, beta: float) -> float:
+        """The leapfrog step at inverse temperature ``beta``: ``ε / √(1 + β s)``."""
         if self.stiffness == 0.0:
-            return self
-        kernel = copy.copy(self)
-        kernel.step_size = self.step_size / math.sqrt(1.0 + beta * self.stiffness)
-        if self._refresh_setting is None:
-            kernel.momentum_refresh = hais_momentum_refresh(kernel.step_size)
-        kernel.stiffness = 0.0
-        return kernel
+            return self.step_size
+        return self.step_size / math.sqrt(1.0 + beta * self.stiffness)
+
+    def refresh_at(self, step_size: float) -> float:
+        """γ for a transition of step ``step_size``: the setting, or HAIS's ``1 − 0.5^ε`` following the step."""
+        return hais_momentum_refresh(step_size) if self._refresh_setting is None else self.momentum_refresh
 
     def reflecting_at(self, lower: float | list[float] | torch.Tensor) -> HMCKernel:
         """The same kernel (a shallow copy) with trajectories reflecting at ``lower`` (a number or ``[D]``)."""
@@ -172,23 +182,24 @@ class HMCKernel:
         kernel.lower = torch.as_tensor(lower, dtype=torch.float64)
         return kernel
 
-    def init_state(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> HMCState:
-        """Chains at ``position [N, D]`` with momenta drawn from N(0, I)."""
+    def init_state(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> HMCState:
+        """Chains at ``position [N, D]`` with momenta drawn from N(0, I) and the target's statistics."""
         momentum = torch.randn(position.shape, generator=generator, device=position.device, dtype=position.dtype)
-        return HMCState(position, momentum)
-
-    @staticmethod
-    def position(state: HMCState) -> torch.Tensor:
-        return state.position
+        return HMCState(position, momentum, target.statistics(position))
 
     def step(
-        self, state: HMCState, current: Evaluation, evaluate: Evaluate, *, generator: torch.Generator | None = None
-    ) -> tuple[HMCState, Evaluation, HMCInfo]:
-        """One transition leaving ``p(x, p) ∝ exp(−E(x) − ½|p|²)`` invariant → ``(state, evaluation, info)``."""
-        momentum = refresh_momentum(state.momentum, self.momentum_refresh, generator=generator)
-        lower = None if self.lower is None else self.lower.to(state.position)
+        self, state: HMCState, target: PositionTarget, *, beta: float = 1.0, generator: torch.Generator | None = None
+    ) -> tuple[HMCState, HMCInfo]:
+        """One transition leaving ``p(x, p) ∝ exp(−E_β(x) − ½|p|²)`` invariant → ``(state, info)``."""
+        step_size = self.step_size_at(beta)
+        momentum = refresh_momentum(state.momentum, self.refresh_at(step_size), generator=generator)
+        if self.lower is not None and self.lower.device != state.position.device:
+            self.lower = self.lower.to(state.position.device)  # once, not every transition
+        lower = None if self.lower is None else self.lower.to(state.position.dtype)
+        current = target.evaluation(state.stats, beta)
+        evaluate = lambda x: target.evaluation(target.statistics(x), beta)  # noqa: E731
         integrate = lambda p: leapfrog(  # noqa: E731
-            state.position, p, current, evaluate, step_size=self.step_size, num_steps=self.num_leapfrog, lower=lower
+            state.position, p, current, evaluate, step_size=step_size, num_steps=self.num_leapfrog, lower=lower
         )
         proposal, proposal_momentum, proposal_eval = integrate(momentum)
         start = _hamiltonian(current, momentum)
@@ -204,6 +215,25 @@ class HMCKernel:
             flipped = ~accepted & (uniform < accept_prob + flip_prob)
         new_momentum = torch.where(flipped[:, None], -momentum, momentum)
         new_state = HMCState(
-            select(accepted, proposal, state.position), select(accepted, proposal_momentum, new_momentum)
+            select(accepted, proposal, state.position),
+            select(accepted, proposal_momentum, new_momentum),
+            select(accepted, proposal_eval.extras, state.stats),
         )
-        return new_state, select(accepted, proposal_eval, current), HMCInfo(accept_prob, accepted, flipped)
+        return new_state, HMCInfo(accept_prob, accepted, flipped, step_size)
+
+
+class EnergyTarget:
+    """A model's own density tempered by β, ``E_β = β E``, as a :class:`PositionTarget`; statistics ``(E [N], ∇E [N, D])``.
+
+    ``model`` offers ``energy_and_grad(x) -> (energy [N], grad [N, D])`` (every continuous model does).
+    """
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def statistics(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model.energy_and_grad(x)
+
+    def evaluation(self, stats: tuple[torch.Tensor, torch.Tensor], beta: float) -> Evaluation:
+        energy, grad = stats
+        return Evaluation(beta * energy, beta * grad, stats)

@@ -1,10 +1,12 @@
 """The model zoo: energy-based and latent-variable models as ``nn.Module``s."""
 
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability, MissingCapability
 from pfzoo.models.bilinear_generative import BilinearGenerative
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.dbm import DBM
 from pfzoo.models.dbn import DBN
+from pfzoo.models.energy_function import EnergyFunction
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.models.gaussian_rbm import GaussianBernoulliRBM
 from pfzoo.models.hopfield import Hopfield
@@ -19,9 +21,11 @@ from pfzoo.models.registry import model_class, register_model, registered_models
 
 __all__ = [
     "BilinearGenerative",
+    "Capability",
     "ContinuousModel",
     "DBM",
     "DBN",
+    "EnergyFunction",
     "EnergyModel",
     "Gaussian",
     "GaussianBernoulliRBM",
@@ -31,6 +35,7 @@ __all__ = [
     "LatentGenerativeModel",
     "LinearGenerative",
     "MeanCovarianceRBM",
+    "MissingCapability",
     "ProductOfExperts",
     "RBM",
     "model_class",

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.validation import check_binary, check_matrix
 
 
@@ -28,8 +29,9 @@ class EnergyModel(nn.Module):
 
     Subclasses implement :meth:`energy` (of a full state, latents included) and
     :meth:`free_energy` (latents summed or integrated out where tractable). Models whose
-    partition function is exactly computable override :meth:`log_partition`; models that
-    can be annealed override :meth:`annealing_base` and :meth:`geometric_path`.
+    partition function is exactly computable override :meth:`log_partition`. A family declares
+    what it offers in :attr:`family_capabilities` (see :mod:`pfzoo.models.capabilities`) and, if it
+    can be annealed, the key of its paths in :mod:`pfzoo.paths.registry` as :attr:`path_family`.
 
     Attributes:
         num_visible: width ``V`` of the visible vector.
@@ -39,6 +41,31 @@ class EnergyModel(nn.Module):
     num_visible: int
     binary_visible: bool = True
     registry_name: str  # set by pfzoo.models.registry.register_model
+    family_capabilities: frozenset[Capability] = frozenset()
+    """What every model of the family offers; :attr:`capabilities` adds what depends on the size."""
+    path_family: str | None = None
+    """The key of the family's annealing paths and bases in :mod:`pfzoo.paths.registry` (``None``: not annealable)."""
+    max_enumeration_units: int | None = None
+    """The most binary units an exact sum may enumerate (families that enumerate set it)."""
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """:attr:`family_capabilities` plus, at this size, :attr:`Capability.EXACT_LOG_Z`,
+        :attr:`Capability.CLOSED_FORM_LOG_Z` and :attr:`Capability.EXACT_FREE_ENERGY` where they hold."""
+        offered = set(self.family_capabilities)
+        limit = self.max_enumeration_units
+        log_z_cost, free_energy_cost = self.log_partition_cost, self.free_energy_cost
+        if log_z_cost is not None and (log_z_cost == 0 or limit is None or log_z_cost <= limit):
+            offered.add(Capability.EXACT_LOG_Z)
+            if log_z_cost == 0 and Capability.REAL_ENERGY in offered:
+                offered.add(Capability.CLOSED_FORM_LOG_Z)
+        if free_energy_cost is not None and (free_energy_cost == 0 or limit is None or free_energy_cost <= limit):
+            offered.add(Capability.EXACT_FREE_ENERGY)
+        return frozenset(offered)
+
+    def forward(self, v: torch.Tensor) -> torch.Tensor:
+        """``log p*(v) = -F(v)`` for ``v [B, V]`` → ``[B]``, the unnormalised log density (so ``model(v)``, hooks and DDP work)."""
+        return self.unnormalized_log_prob(v)
 
     def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
         """Raise ``ValueError`` unless ``v`` is a finite ``[B, V]`` tensor on the model's device (binary if the model is)."""
@@ -114,29 +141,11 @@ class EnergyModel(nn.Module):
     def init_from_data(self, data: torch.Tensor) -> None:
         """Data-dependent initialisation before training (``data [N, V]``); by default nothing."""
 
-    def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None) -> "EnergyModel":
-        """A tractable model of the same family to anneal from (``log Z`` known exactly)."""
+    def annealing_base(self, kind: str, data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "EnergyModel":
+        """A tractable model of the same family (``log Z`` known exactly) to anneal from; ``kind`` is one of the
+        family's base names registered in :mod:`pfzoo.paths.registry`. Families whose bases are of another
+        family (continuous models anneal from Gaussians) leave this to their path registration."""
         raise NotImplementedError(f"{type(self).__name__} does not define an annealing base distribution")
-
-    def geometric_path(self, base: "EnergyModel", kernel=None):
-        """The geometric-average annealing path from ``base`` (β = 0) to this model (β = 1).
-
-        ``kernel`` selects the transition for families that offer a choice (``None``: the default).
-        """
-        raise NotImplementedError(f"{type(self).__name__} does not define a geometric annealing path")
-
-    annealing_path_kinds: tuple[str, ...] = ("geometric",)
-    """The kinds :meth:`annealing_path` accepts for this family."""
-
-    def annealing_path(self, kind: str, base: "EnergyModel", kernel=None):
-        """The annealing path of ``kind`` (one of :attr:`annealing_path_kinds`) from ``base`` to this model.
-
-        ``"geometric"``: :meth:`geometric_path`. Families that also offer ``"moment_averaged"``
-        (Grosse, Maddison & Salakhutdinov 2013) override this method and extend the kinds.
-        """
-        if kind not in self.annealing_path_kinds:
-            raise ValueError(f"path must be one of {list(self.annealing_path_kinds)} for {type(self).__name__}, got {kind!r}")
-        return self.geometric_path(base, kernel)
 
     def config(self) -> dict:
         """Constructor keyword arguments that rebuild a model of this shape (used by checkpoints)."""

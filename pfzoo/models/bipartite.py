@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pfzoo.models.base import EnergyModel
+from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.validation import check_beta, check_binary, check_generator
 
 
@@ -17,7 +17,6 @@ class BipartiteModel(EnergyModel):
     """
 
     num_hidden: int
-    path_class: type  # the geometric path of the family, built as path_class(target=model, base=base)
 
     def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
         """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
@@ -45,8 +44,9 @@ class BipartiteModel(EnergyModel):
         check_generator(generator, self.device)
         return self.draw_visible(h, beta=self.check_sampler_beta(beta), generator=generator)
 
-    def geometric_path(self, base: "BipartiteModel", kernel=None):
-        """Parameter-interpolation path from ``base`` (``W = 0``) with exact block Gibbs transitions."""
-        if kernel is not None:
-            raise ValueError(f"kernel must be None for {type(self).__name__}: its path uses exact block Gibbs transitions")
-        return self.path_class(target=self, base=base)
+    def propose_path_state(
+        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None
+    ) -> PathStateProposal:
+        """The path state is ``v`` itself (hidden units are summed out), weight ``log f(v) = -F(v)`` exactly."""
+        with torch.no_grad():
+            return PathStateProposal(v.repeat_interleave(num_samples, dim=0), -self.free_energy(v).double().repeat_interleave(num_samples))

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
@@ -43,6 +44,11 @@ class DBM(EnergyModel):
             ``2**max_enumeration_units`` states.
         generator: random generator for the initial weights.
     """
+
+    family_capabilities = frozenset({
+        Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.MEAN_FIELD,
+    })
+    path_family = "dbm"
 
     def __init__(
         self,
@@ -385,19 +391,6 @@ class DBM(EnergyModel):
         elif kind != "uniform":
             raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
         return DBM.from_tensors([w.detach() for w in weights], [b.detach() for b in biases], max_enumeration_units=self.max_enumeration_units)
-
-    def geometric_path(self, base: "DBM", kernel=None):
-        """Geometric path from ``base`` (zero weights) over the even layers, odd layers summed out.
-
-        The path of the even/odd RBMs (:class:`~pfzoo.paths.RBMGeometricPath`): its states are
-        the concatenated even layers ``[N, Σ n_even]``, its transition one odd/even Gibbs sweep.
-        """
-        if kernel is not None:
-            raise ValueError("kernel must be None for DBM: its path uses exact odd/even block Gibbs transitions")
-        if not isinstance(base, DBM) or base.layer_sizes != self.layer_sizes:
-            raise ValueError(f"base must be a DBM with layer_sizes {self.layer_sizes}")
-        target_rbm, base_rbm = self.even_odd_rbm(), base.even_odd_rbm()
-        return target_rbm.geometric_path(base_rbm)
 
     @torch.no_grad()
     def propose_path_state(

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
@@ -51,6 +52,11 @@ class DBN(EnergyModel):
             ``2**max_enumeration_units`` states.
         generator: random generator for the initial weights.
     """
+
+    family_capabilities = frozenset({
+        Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.LAYERWISE,
+    })
+    path_family = "dbn"
 
     def __init__(
         self,
@@ -421,12 +427,6 @@ class DBN(EnergyModel):
         else:
             raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
         return RBM.from_tensors(zeros_w, visible_bias, zeros_c, max_enumeration_units=self.max_enumeration_units)
-
-    def geometric_path(self, base: RBM, kernel=None):
-        """The top RBM's geometric path (:class:`~pfzoo.paths.RBMGeometricPath`) from ``base``; states ``h^{L-1} [N, n_{L-1}]``."""
-        if not isinstance(base, RBM) or base.weight.shape != self.top.weight.shape:
-            raise ValueError(f"base must be an RBM of the top RBM's shape {tuple(self.top.weight.shape)} (see annealing_base)")
-        return self.top.geometric_path(base, kernel=kernel)
 
     @torch.no_grad()
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:

@@ -31,6 +31,8 @@ class Gaussian(ContinuousModel):
             (μ = 0, Λ = I) is deterministic.
     """
 
+    path_family = "gaussian"
+
     def __init__(self, num_visible: int, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
         self.num_visible = check_positive_int(num_visible, "num_visible")
@@ -146,30 +148,6 @@ class Gaussian(ContinuousModel):
     def log_partition(self) -> torch.Tensor:
         """``log Z = (M/2) log 2π − ½ log det Λ = (M/2) log 2π − Σ_i log L_ii`` (float64 scalar, differentiable)."""
         return 0.5 * self.num_visible * _LOG_2PI - self.precision_log_cholesky.double().diagonal().sum()
-
-    # ---- annealing paths ----------------------------------------------------------------
-
-    annealing_path_kinds = ("geometric", "moment_averaged")
-
-    def annealing_path(self, kind: str, base, kernel=None):
-        """``"geometric"`` or ``"moment_averaged"`` path from the Gaussian ``base``, with perfect transitions
-        (:class:`~pfzoo.paths.GaussianGeometricPath`, :class:`~pfzoo.paths.GaussianMomentAveragedPath`).
-
-        A ``kernel`` (e.g. HMC) is only accepted for the geometric path, which then runs
-        :meth:`geometric_path`'s generic continuous path instead of exact draws.
-        """
-        from pfzoo.paths.gaussian import GaussianGeometricPath, GaussianMomentAveragedPath
-
-        if kind not in self.annealing_path_kinds:
-            raise ValueError(f"path must be one of {list(self.annealing_path_kinds)} for Gaussian, got {kind!r}")
-        if kernel is not None:
-            if kind != "geometric":
-                raise ValueError("kernel must be None for the moment-averaged Gaussian path: it draws each intermediate Gaussian exactly")
-            return self.geometric_path(base, kernel)
-        if not isinstance(base, Gaussian):
-            raise ValueError(f"base must be a Gaussian for the exact Gaussian paths, got {type(base).__name__}")
-        path_class = GaussianGeometricPath if kind == "geometric" else GaussianMomentAveragedPath
-        return path_class(target=self, base=base)
 
     @torch.no_grad()
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:

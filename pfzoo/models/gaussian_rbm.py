@@ -9,10 +9,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from pfzoo.models.bipartite import BipartiteModel
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
-from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_matrix, check_positive_int
 
@@ -49,7 +49,8 @@ class GaussianBernoulliRBM(BipartiteModel):
         generator: random generator for the initial weights.
     """
 
-    path_class = GaussianRBMGeometricPath
+    family_capabilities = frozenset({Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.POSTERIOR_PROPOSAL})
+    path_family = "gaussian_rbm"
 
     binary_visible = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
@@ -49,6 +50,11 @@ class Ising(EnergyModel):
         max_enumeration_units: exact ``log Z`` refuses to enumerate more than ``2**max_enumeration_units`` states.
         generator: random generator for the initial couplings.
     """
+
+    family_capabilities = frozenset({
+        Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.POSTERIOR_PROPOSAL,
+    })
+    path_family = "ising"
 
     def __init__(
         self,
@@ -220,14 +226,6 @@ class Ising(EnergyModel):
                 raise ValueError("annealing_base(kind='base_rate') needs data [N, D] to take unit means from")
             return Ising.from_tensors(zeros, base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
-
-    def geometric_path(self, base: "Ising", kernel=None):
-        """Parameter interpolation from ``base`` (``J = 0``) with block Gibbs sweeps as transitions."""
-        from pfzoo.paths.ising import IsingGeometricPath  # the path module imports nothing from models
-
-        if kernel is not None:
-            raise ValueError("kernel must be None for Ising models: the path uses exact Gibbs sweeps")
-        return IsingGeometricPath(target=self, base=base)
 
     def propose_path_state(self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None) -> PathStateProposal:
         """The path state is ``x`` itself (no latents), weight ``-E(x)`` exactly."""

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel
 
 _LOG_2 = math.log(2.0)
@@ -158,6 +159,9 @@ class LatentGenerativeModel(EnergyModel):
       L floats with ``-inf`` where unbounded, or ``None``: unbounded); pass it as the kernel's ``lower``;
     - ``sample(n, generator=...)``: ancestral samples of x.
     """
+
+    family_capabilities = frozenset({Capability.LATENT_GENERATIVE})
+
 
     binary_visible = False
     num_latent: int

@@ -8,11 +8,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from pfzoo.models.base import PathStateProposal
 from pfzoo.models.bipartite import BipartiteModel
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
-from pfzoo.paths.geometric import RBMGeometricPath
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_positive_int
 
@@ -36,7 +35,11 @@ class RBM(BipartiteModel):
         generator: random generator for the initial weights.
     """
 
-    path_class = RBMGeometricPath
+    family_capabilities = frozenset({
+        Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.HIDDEN_CHAIN,
+        Capability.POSTERIOR_PROPOSAL,
+    })
+    path_family = "rbm"
 
     def __init__(
         self,
@@ -213,46 +216,6 @@ class RBM(BipartiteModel):
                 raise ValueError("annealing_base(kind='base_rate') needs data [N, V] to take pixel means from")
             return RBM.from_tensors(zeros_w, base_rate_visible_bias(self.check_visible(data, "data"), smoothing), zeros_c)
         raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
-
-    annealing_path_kinds = ("geometric", "moment_averaged")
-
-    def annealing_path(
-        self, kind: str, base: "RBM", kernel=None, *, num_knots: int = 5, generator: torch.Generator | None = None, **fit_options
-    ):
-        """The annealing path of ``kind`` from the ``W = 0`` RBM ``base`` (β = 0) to this RBM (β = 1).
-
-        ``"geometric"``: :meth:`geometric_path` (``num_knots``, ``generator`` and ``fit_options`` unused).
-        ``"moment_averaged"``: the moment-averaged spline of Grosse, Maddison & Salakhutdinov (2013, §4.2),
-        :class:`~pfzoo.paths.RBMSplinePath` through ``num_knots`` interior knot RBMs at evenly spaced
-        ``b_j = j / (num_knots + 1)``, fitted by :func:`~pfzoo.paths.fit_moment_averaged_knots` (target moments
-        from Gibbs chains; ``fit_options`` are passed on, e.g. ``num_chains``, ``iterations``). Even spacing in β
-        is even spacing in moment space along the MA path (its moments are linear in β), so every knot
-        is fitted to the same share of the moment change; the knots cannot be concentrated where the
-        path bends without knowing the path first. ``generator`` drives the fitting and defaults to a
-        fresh generator seeded with 0, so the same model and base always give the same path. Fitting
-        costs a few hundred Gibbs sweeps of ``num_chains`` chains per knot, paid once per path.
-        """
-        from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, fit_moment_averaged_knots
-
-        if kind not in self.annealing_path_kinds:
-            raise ValueError(f"path must be one of {list(self.annealing_path_kinds)} for RBM, got {kind!r}")
-        if kind == "geometric":
-            return self.geometric_path(base, kernel)
-        if kernel is not None:
-            raise ValueError("kernel must be None for the moment-averaged RBM path: it uses block Gibbs transitions")
-        check_positive_int(num_knots, "num_knots")
-        knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
-        if generator is None:
-            generator = torch.Generator(device=self.device).manual_seed(0)
-        knots = fit_moment_averaged_knots(self, base, knot_betas, generator=generator, **fit_options)
-        return RBMSplinePath(knots, knot_betas)
-
-    def propose_path_state(
-        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None
-    ) -> PathStateProposal:
-        """The path state is ``v`` itself (hidden units are summed out), weight ``log f(v) = -F(v)`` exactly."""
-        with torch.no_grad():
-            return PathStateProposal(v.repeat_interleave(num_samples, dim=0), -self.free_energy(v).double().repeat_interleave(num_samples))
 
     @torch.no_grad()
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:

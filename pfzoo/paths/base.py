@@ -11,6 +11,9 @@ import torch
 class AnnealingPath(ABC):
     """A family of unnormalised densities ``f_β``, β ∈ [0, 1], from a tractable base (β = 0) to the target (β = 1).
 
+    Paths are built by :func:`pfzoo.paths.registry.build` from a model and a base; they depend on
+    models, never the reverse.
+
     Paths work on *statistics* of a state: whatever per-state quantities let ``log f_β`` be
     evaluated at any β cheaply (for an RBM, ``vW + c`` and ``b·v``). The engine computes them
     once per state, uses them for the weight increment, and hands them to :meth:`transition`,
@@ -34,5 +37,9 @@ class AnnealingPath(ABC):
         """``log f_{beta_to}(x) - log f_{beta_from}(x)`` per chain, float64 ``[N]``."""
 
     @abstractmethod
-    def transition(self, state: Any, stats: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any]:
-        """One step of a Markov kernel leaving ``f_β`` invariant → ``(new_state, new_stats)``."""
+    def transition(self, state: Any, stats: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any, Any]:
+        """One step of a Markov kernel leaving ``f_β`` invariant → ``(new_state, new_stats, info)``.
+
+        ``info`` is the kernel's (:mod:`pfzoo.kernels`): ``None`` for exact Gibbs and perfect transitions
+        (always accepted), else a NamedTuple with ``accept_prob [N]`` that the engine averages per β segment.
+        """

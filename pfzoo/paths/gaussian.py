@@ -21,6 +21,8 @@ from abc import abstractmethod
 import torch
 
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.continuous import ContinuousGeometricPath, gaussian_base
+from pfzoo.paths.registry import refuse_kernel, register_family, register_path
 
 
 class GaussianParameters:
@@ -68,10 +70,8 @@ class GaussianPath(AnnealingPath):
     """
 
     def __init__(self, target, base) -> None:
-        from pfzoo.models.gaussian import Gaussian
-
         for name, model in (("target", target), ("base", base)):
-            if not isinstance(model, Gaussian):
+            if getattr(model, "path_family", None) != "gaussian":
                 raise ValueError(f"{name} must be a pfzoo.models.Gaussian, got {type(model).__name__}")
         if base.num_visible != target.num_visible:
             raise ValueError(f"base has {base.num_visible} dimensions, target {target.num_visible}")
@@ -152,7 +152,7 @@ class GaussianPath(AnnealingPath):
 
     def transition(self, state, stats, beta: float, *, generator: torch.Generator | None = None):
         x = self._draw(self.parameters(beta), state.shape[0], generator)
-        return x, x
+        return x, x, None
 
     def _draw(self, p: GaussianParameters, num: int, generator) -> torch.Tensor:
         noise = torch.randn(num, p.mean.numel(), generator=generator, dtype=torch.float64, device=p.mean.device)
@@ -182,3 +182,21 @@ class GaussianMomentAveragedPath(GaussianPath):
         weights = betas[:, :, None]
         covariance = (1 - weights) * self.base.covariance + weights * self.target.covariance + weights * (1 - weights) * torch.outer(difference, difference)
         return mean, covariance
+
+
+register_family("gaussian", bases=("fitted", "isotropic"), make_base=gaussian_base, free_base="isotropic")
+
+
+@register_path("gaussian", "geometric")
+def gaussian_geometric_path(model, base, kernel) -> GaussianPath | ContinuousGeometricPath:
+    """Perfect transitions (exact draws of each intermediate Gaussian); with a ``kernel`` (e.g. HMC) the generic
+    continuous path instead, which is how kernels are checked against a closed form."""
+    if kernel is not None:
+        return ContinuousGeometricPath(target=model, base=base, kernel=kernel)
+    return GaussianGeometricPath(target=model, base=base)
+
+
+@register_path("gaussian", "moment_averaged")
+def gaussian_moment_averaged_path(model, base, kernel) -> GaussianMomentAveragedPath:
+    refuse_kernel(model, kernel)
+    return GaussianMomentAveragedPath(target=model, base=base)

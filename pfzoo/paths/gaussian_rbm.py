@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.registry import refuse_kernel, register_family, register_path, same_family_base
 from pfzoo.sampling import bernoulli
 
 
@@ -104,4 +105,13 @@ class GaussianRBMGeometricPath(AnnealingPath):
         mean = self.base_visible_bias + beta * (h @ self.visible_weight.T + self.visible_bias_delta)
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         v = mean + self.sigma * noise
-        return v, self.statistics(v)
+        return v, self.statistics(v), None
+
+
+register_family("gaussian_rbm", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")
+
+
+@register_path("gaussian_rbm", "geometric")
+def gaussian_rbm_geometric_path(model, base, kernel) -> GaussianRBMGeometricPath:
+    refuse_kernel(model, kernel)
+    return GaussianRBMGeometricPath(target=model, base=base)

@@ -9,6 +9,7 @@ from torch.nn import functional as F
 
 from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.registry import refuse_kernel, register_family, register_path, same_family_base
 from pfzoo.sampling import bernoulli
 
 
@@ -79,9 +80,38 @@ class RBMGeometricPath(AnnealingPath):
 
     def transition(
         self, v: torch.Tensor, stats: RBMPathStatistics, beta: float, *, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, RBMPathStatistics]:
+    ) -> tuple[torch.Tensor, RBMPathStatistics, None]:
+        """One block Gibbs sweep of the interpolated RBM at β (:class:`~pfzoo.kernels.BlockGibbs` fused with the
+        statistics: the hidden input ``vW`` of the current state is reused, so a step costs two matrix products)."""
         hidden_probs = torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta).sigmoid_()
         h = bernoulli(hidden_probs, generator=generator)
         visible_input = torch.addmm(self.visible_bias_delta, h, self.weight.T)
         v = bernoulli(torch.add(self.base_visible_bias, visible_input, alpha=beta).sigmoid_(), generator=generator)
-        return v, self.statistics(v)
+        return v, self.statistics(v), None
+
+
+# The RBM family and the deep models whose paths are RBM paths: a DBM's over its even layers with the odd
+# ones summed out (the even/odd RBM), a DBN's over its top RBM (log Z_DBN = log Z_top).
+register_family("rbm", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")
+register_family("dbm", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")
+register_family("dbn", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")
+
+
+@register_path("rbm", "geometric")
+def rbm_geometric_path(model, base, kernel) -> RBMGeometricPath:
+    refuse_kernel(model, kernel)
+    return RBMGeometricPath(target=model, base=base)
+
+
+@register_path("dbm", "geometric")
+def dbm_geometric_path(model, base, kernel) -> RBMGeometricPath:
+    """States ``(v, h², h⁴, …) [N, Σ n_even]``; one transition is one odd/even Gibbs sweep."""
+    refuse_kernel(model, kernel)
+    return RBMGeometricPath(target=model.even_odd_rbm(), base=base.even_odd_rbm())
+
+
+@register_path("dbn", "geometric")
+def dbn_geometric_path(model, base, kernel) -> RBMGeometricPath:
+    """The top RBM's path from ``base`` (an RBM of its shape); states ``h^{L-1} [N, n_{L-1}]``."""
+    refuse_kernel(model, kernel)
+    return RBMGeometricPath(target=model.top, base=base)

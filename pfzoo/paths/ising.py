@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
+from pfzoo.models.ising import independent_sets
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.registry import refuse_kernel, register_family, register_path, same_family_base
 from pfzoo.sampling import bernoulli
 
 
@@ -24,8 +26,6 @@ class IsingGeometricPath(AnnealingPath):
     """
 
     def __init__(self, target, base) -> None:
-        from pfzoo.models.ising import independent_sets
-
         if base.coupling.shape != target.coupling.shape:
             raise ValueError(f"base Ising model has {base.num_units} units, target {target.num_units}")
         if torch.any(base.symmetric_coupling != 0):
@@ -55,4 +55,13 @@ class IsingGeometricPath(AnnealingPath):
         for block in self.scan:
             logits = beta * (x @ self.coupling[:, block] + self.bias[block]) + (1 - beta) * self.base_bias[block]
             x[:, block] = bernoulli(torch.sigmoid(logits), generator=generator)
-        return x, self.statistics(x)
+        return x, self.statistics(x), None
+
+
+register_family("ising", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")
+
+
+@register_path("ising", "geometric")
+def ising_geometric_path(model, base, kernel) -> IsingGeometricPath:
+    refuse_kernel(model, kernel)
+    return IsingGeometricPath(target=model, base=base)

@@ -27,7 +27,9 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.logmath import softplus_difference
+from pfzoo.models.rbm import RBM
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.registry import refuse_kernel, register_path
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_positive_int
 
@@ -207,7 +209,7 @@ class RBMSplinePath(AnnealingPath):
 
     def transition(
         self, v: torch.Tensor, stats: RBMSplineStatistics, beta: float, *, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, RBMSplineStatistics]:
+    ) -> tuple[torch.Tensor, RBMSplineStatistics, None]:
         """One block Gibbs sweep of the RBM θ(β) → ``(v' [N, V], statistics of v' in β's segment)``."""
         j, t = self.locate(check_beta(beta))
         stats = self._in_segment(stats, j)
@@ -215,7 +217,7 @@ class RBMSplinePath(AnnealingPath):
         weight = torch.add(self.weights[j], self.weight_deltas[j], alpha=t)
         visible_bias = torch.add(self.visible_biases[j], self.visible_bias_deltas[j], alpha=t)
         v = bernoulli(torch.addmm(visible_bias, h, weight.T).sigmoid_(), generator=generator)
-        return v, self.statistics(v, j)
+        return v, self.statistics(v, j), None
 
 
 # ---- moments and knot fitting ------------------------------------------------------------
@@ -319,10 +321,8 @@ def fit_moment_averaged_knots(
     Returns:
         ``J + 1`` RBMs, the first ``base`` and the last ``target`` themselves.
     """
-    from pfzoo.models.rbm import RBM
-
     knot_betas = _check_knot_betas(knot_betas)
-    if not isinstance(target, RBM) or not isinstance(base, RBM):
+    if target.path_family != "rbm" or base.path_family != "rbm":
         raise ValueError(f"target and base must be binary RBMs, got {type(target).__name__} and {type(base).__name__}")
     if base.weight.shape != target.weight.shape:
         raise ValueError(f"base has weight shape {tuple(base.weight.shape)}, target {tuple(target.weight.shape)}; they must match")
@@ -377,3 +377,25 @@ def fit_moment_averaged_knots(
         knots.append(knot)
     knots.append(target)
     return knots
+
+
+@register_path("rbm", "moment_averaged")
+def rbm_moment_averaged_path(
+    model, base, kernel, *, num_knots: int = 5, generator: torch.Generator | None = None, **fit_options
+) -> RBMSplinePath:
+    """The moment-averaged spline of Grosse, Maddison & Salakhutdinov (2013, §4.2) from the ``W = 0`` RBM ``base``.
+
+    :class:`RBMSplinePath` through ``num_knots`` interior knot RBMs at evenly spaced ``b_j = j / (num_knots + 1)``,
+    fitted by :func:`fit_moment_averaged_knots` (target moments from Gibbs chains; ``fit_options`` are passed on,
+    e.g. ``num_chains``, ``iterations``). Even spacing in β is even spacing in moment space along the MA path (its
+    moments are linear in β), so every knot is fitted to the same share of the moment change. ``generator`` drives
+    the fitting and defaults to a fresh generator seeded with 0, so the same model and base always give the same
+    path. Fitting costs a few hundred Gibbs sweeps of ``num_chains`` chains per knot, paid once per path.
+    """
+    refuse_kernel(model, kernel)
+    check_positive_int(num_knots, "num_knots")
+    knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
+    if generator is None:
+        generator = torch.Generator(device=model.device).manual_seed(0)
+    knots = fit_moment_averaged_knots(model, base, knot_betas, generator=generator, **fit_options)
+    return RBMSplinePath(knots, knot_betas)

@@ -19,6 +19,22 @@ class PosteriorPathStatistics(NamedTuple):
     likelihood_grad: torch.Tensor
 
 
+class PosteriorEnergyTarget:
+    """``E_β(z) = −log p(z) − β log p(x_n | z)`` per chain as a :class:`~pfzoo.kernels.PositionTarget`."""
+
+    def __init__(self, model, rows: torch.Tensor) -> None:
+        self.model = model
+        self.rows = rows
+
+    def statistics(self, z: torch.Tensor) -> PosteriorPathStatistics:
+        prior_energy, prior_grad = self.model.prior.energy_and_grad(z)
+        likelihood_energy, likelihood_grad = self.model.likelihood_energy_and_grad(self.rows, z)
+        return PosteriorPathStatistics(prior_energy, likelihood_energy, prior_grad, likelihood_grad)
+
+    def evaluation(self, stats: PosteriorPathStatistics, beta: float) -> Evaluation:
+        return Evaluation(stats.prior_energy + beta * stats.likelihood_energy, stats.prior_grad + beta * stats.likelihood_grad, stats)
+
+
 class PosteriorPath(AnnealingPath):
     """``f_β(z) = p(z) p(x_n | z)^β`` for chain n's data row ``x_n`` (HAIS eqs. 27–29).
 
@@ -38,32 +54,22 @@ class PosteriorPath(AnnealingPath):
         self.model = model
         self.rows = rows
         self.kernel = kernel
+        self.density = PosteriorEnergyTarget(model, rows)
 
     def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> Any:
         if num_chains != self.rows.shape[0]:
             raise ValueError(f"num_chains must equal the number of data rows ({self.rows.shape[0]}), got {num_chains}")
-        return self.kernel.init_state(self.model.sample_prior(num_chains, generator=generator), generator=generator)
+        return self.kernel.init_state(self.model.sample_prior(num_chains, generator=generator), self.density, generator=generator)
 
     def base_log_partition(self) -> torch.Tensor:
         return torch.zeros((), dtype=torch.float64, device=self.rows.device)
 
-    def _statistics_at(self, z: torch.Tensor) -> PosteriorPathStatistics:
-        prior_energy, prior_grad = self.model.prior.energy_and_grad(z)
-        likelihood_energy, likelihood_grad = self.model.likelihood_energy_and_grad(self.rows, z)
-        return PosteriorPathStatistics(prior_energy, likelihood_energy, prior_grad, likelihood_grad)
-
     def statistics(self, state: Any) -> PosteriorPathStatistics:
-        return self._statistics_at(self.kernel.position(state))
-
-    @staticmethod
-    def _evaluation(stats: PosteriorPathStatistics, beta: float) -> Evaluation:
-        energy = stats.prior_energy + beta * stats.likelihood_energy
-        return Evaluation(energy, stats.prior_grad + beta * stats.likelihood_grad, stats)
+        return state.stats
 
     def log_weight_increment(self, stats: PosteriorPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         return (beta_from - beta_to) * stats.likelihood_energy.double()
 
     def transition(self, state: Any, stats: PosteriorPathStatistics, beta: float, *, generator: torch.Generator | None = None):
-        evaluate = lambda z: self._evaluation(self._statistics_at(z), beta)  # noqa: E731
-        state, evaluation, _ = self.kernel.at(beta).step(state, self._evaluation(stats, beta), evaluate, generator=generator)
-        return state, evaluation.extras
+        state, info = self.kernel.step(state, self.density, beta=beta, generator=generator)
+        return state, state.stats, info

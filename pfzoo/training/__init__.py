@@ -9,6 +9,7 @@ from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
+from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
 from pfzoo.training.trainer import Trainer
@@ -22,9 +23,11 @@ __all__ = [
     "GreedyTrainer",
     "PCD",
     "MPF",
+    "Objective",
     "PersistentMPF",
     "PseudoLikelihood",
     "Trainer",
+    "applicable_trainers",
     "compose_dbm",
     "outer_product_rule",
     "perceptron_rule",

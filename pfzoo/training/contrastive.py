@@ -12,9 +12,10 @@ the negatives ``ṽ`` come from.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from pfzoo.kernels.gibbs import run_gibbs
+from pfzoo.models.capabilities import Capability
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_positive_int
 
 
@@ -23,7 +24,14 @@ def _free_energy_gap(model, batch: torch.Tensor, negatives: torch.Tensor) -> tor
     return model.free_energy(batch).mean() - model.free_energy(negatives.detach()).mean()
 
 
-class CD(nn.Module):
+def _missing_gibbs_chain(model) -> str | None:
+    offered = model.capabilities
+    if Capability.VISIBLE_GIBBS_CHAIN in offered and Capability.EXACT_FREE_ENERGY in offered:
+        return None
+    return f"{Capability.VISIBLE_GIBBS_CHAIN.value} and {Capability.EXACT_FREE_ENERGY.value}"
+
+
+class CD(Objective):
     """CD-k: negatives from ``k`` block-Gibbs sweeps started at the batch.
 
     Works with any bipartite model offering ``check_visible``, ``free_energy`` and the
@@ -33,9 +41,13 @@ class CD(nn.Module):
         k: Gibbs sweeps per update (≥ 1).
     """
 
+    config_name = "cd"
+
     def __init__(self, k: int = 1) -> None:
         super().__init__()
         self.k = check_positive_int(k, "k")
+
+    missing = staticmethod(_missing_gibbs_chain)
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the CD-k update."""
@@ -48,7 +60,7 @@ class CD(nn.Module):
         return f"k={self.k}"
 
 
-class PCD(nn.Module):
+class PCD(Objective):
     """PCD-k (stochastic maximum likelihood): negatives from persistent chains advanced ``k`` sweeps per update.
 
     The chains ``[num_chains, V]`` are a registered buffer, so they are part of ``state_dict()``
@@ -61,6 +73,8 @@ class PCD(nn.Module):
     """
 
     chains: torch.Tensor
+    config_name = "pcd"
+    missing = staticmethod(_missing_gibbs_chain)
 
     def __init__(self, k: int = 1, num_chains: int = 100) -> None:
         super().__init__()

@@ -20,7 +20,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
+from pfzoo.training.objective import Objective
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_generator, check_positive_int
@@ -34,12 +36,11 @@ ProgressCallback = Callable[[int, int], None]
 
 
 def _check_dbm(model, name: str = "model") -> DBM:
-    if not isinstance(model, DBM):
-        raise ValueError(f"{name} must be a pfzoo.models.DBM, got {type(model).__name__}")
+    require(model, Capability.MEAN_FIELD, by=f"DBM training ({name})", alternatives=["trainer=cd", "pcd", "mpf"])
     return model
 
 
-class DBMPersistentMeanField(nn.Module):
+class DBMPersistentMeanField(Objective):
     """PCD with a mean-field positive phase for DBMs (Salakhutdinov & Hinton 2009, Algorithm 1).
 
     For a batch ``v [B, V]`` the objective returns the surrogate
@@ -86,6 +87,11 @@ class DBMPersistentMeanField(nn.Module):
 
     chains: torch.Tensor
     pretrained: torch.Tensor
+
+    config_name = "dbm_pcd"
+
+    def missing(self, model) -> str | None:
+        return None if Capability.MEAN_FIELD in model.capabilities else Capability.MEAN_FIELD.value
 
     def __init__(
         self,

@@ -6,15 +6,17 @@ import logging
 import math
 
 import torch
-from torch import nn
 
-from pfzoo.kernels.hmc import Evaluation, HMCKernel, HMCState
+from pfzoo.kernels.hmc import HMCKernel, HMCState
+from pfzoo.models.capabilities import Capability
+from pfzoo.paths.posterior import PosteriorEnergyTarget
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
 
 
-class EMHMC(nn.Module):
+class EMHMC(Objective):
     """Stochastic EM for ``p(x) = ∫ p(x | z) p(z) dz`` with persistent HMC samples of each example's posterior.
 
     E-step (:meth:`prepare`, every Trainer epoch): one persistent latent vector ``z_n`` per training example
@@ -42,6 +44,11 @@ class EMHMC(nn.Module):
 
     latents: torch.Tensor
     step_size: torch.Tensor
+
+    config_name = "em_hmc"
+
+    def missing(self, model) -> str | None:
+        return None if Capability.LATENT_GENERATIVE in model.capabilities else Capability.LATENT_GENERATIVE.value
 
     def __init__(
         self,
@@ -83,17 +90,13 @@ class EMHMC(nn.Module):
         """``num_steps`` HMC transitions of ``latents[rows]`` under the posteriors of ``data [B, M]``; adapts ε; returns
         the mean acceptance probability."""
 
-        def evaluate(z: torch.Tensor) -> Evaluation:
-            prior_energy, prior_grad = model.prior.energy_and_grad(z)
-            likelihood_energy, likelihood_grad = model.likelihood_energy_and_grad(data, z)
-            return Evaluation(prior_energy + likelihood_energy, prior_grad + likelihood_grad)
-
+        posterior = PosteriorEnergyTarget(model, data)  # at β = 1: -log p(z) - log p(x | z)
         latents = self.latents[rows]
-        state, current = HMCState(latents, torch.zeros_like(latents)), evaluate(latents)
+        state = HMCState(latents, torch.zeros_like(latents), posterior.statistics(latents))
         step_size, acceptance = self.step_size.item(), []
         for _ in range(num_steps):
             kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0, lower=model.latent_lower)
-            state, current, info = kernel.step(state, current, evaluate, generator=generator)
+            state, info = kernel.step(state, posterior, beta=1.0, generator=generator)
             acceptance.append(info.accept_prob.mean().item())
             if self.target_acceptance is not None:
                 step_size *= math.exp(acceptance[-1] - self.target_acceptance)

@@ -22,6 +22,7 @@ from torch import nn
 
 from pfzoo.data.splits import DataSplits
 from pfzoo.estimators.base import Estimator, ProgressCallback
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbn import DBN
 from pfzoo.sampling import bernoulli
 from pfzoo.training.contrastive import CD
@@ -145,8 +146,7 @@ class GreedyTrainer(Trainer):
         layer's last-epoch metrics, and, when the estimator ran, ``test_log_likelihood``,
         ``test_log_likelihood_stderr`` and ``log_z``.
         """
-        if not isinstance(model, DBN):
-            raise ValueError(f"model must be a pfzoo.models.DBN for greedy layer-wise training, got {type(model).__name__}")
+        require(model, Capability.LAYERWISE, by="greedy layer-wise training")
         train = self._prepare(model, data.train, "data.train")
         test = self._prepare(model, data.test, "data.test")
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,7 @@ class GreedyTrainer(Trainer):
         return {
             "test_log_likelihood": estimate.mean,
             "test_log_likelihood_stderr": estimate.stderr,
-            "log_z": None if estimate.log_z is None else estimate.log_z.log_z,
+            "log_z": None if estimate.partition is None else estimate.partition.log_z,
         }
 
 
@@ -230,7 +230,8 @@ def train_greedy(
         progress: optional ``progress(layers_done, num_layers)`` called after each layer.
         show_progress: tqdm bars of the per-layer Trainers.
     """
-    if isinstance(model, DBN):
+    if isinstance(model, torch.nn.Module):
+        require(model, Capability.LAYERWISE, by="train_greedy")
         dbn = model
     else:
         dbn = DBN(list(model), init_std=init_std, generator=torch.Generator().manual_seed(seed))

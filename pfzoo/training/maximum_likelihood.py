@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
+
+from pfzoo.models.capabilities import Capability
+from pfzoo.training.objective import Objective
 
 
-class ExactMaximumLikelihood(nn.Module):
+class ExactMaximumLikelihood(Objective):
     """Loss ``−mean_n log p(x_n) = mean_n E(x_n) + log Z`` (float64 ``log Z``), for complete POE / ICA / Gaussian models.
 
     Only for models whose :meth:`~pfzoo.models.EnergyModel.log_partition` is a closed form that
@@ -14,10 +16,11 @@ class ExactMaximumLikelihood(nn.Module):
     ``torch.optim.LBFGS`` on the full data set.
     """
 
+    config_name = "ml"
+
+    def missing(self, model) -> str | None:
+        return None if Capability.CLOSED_FORM_LOG_Z in model.capabilities else Capability.CLOSED_FORM_LOG_Z.value
+
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        if model.log_partition_cost != 0:
-            raise ValueError(
-                f"ExactMaximumLikelihood needs a closed-form log Z; {type(model).__name__} "
-                f"(log_partition_cost={model.log_partition_cost}) has none: use an MPF or contrastive objective"
-            )
+        self.check(model)
         return model.energy(batch).mean() + model.log_partition().to(batch.dtype)

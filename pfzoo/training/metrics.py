@@ -6,7 +6,7 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.models.base import EnergyModel
-from pfzoo.models.dbm import DBM
+from pfzoo.models.capabilities import Capability
 from pfzoo.validation import check_binary, check_generator, check_matrix
 
 PSEUDO_LIKELIHOOD_MAX_UNITS = 10
@@ -19,14 +19,14 @@ RECONSTRUCTION_MEAN_FIELD_ITERATIONS = 10
 
 def has_reconstruction(model: EnergyModel) -> bool:
     """Whether :func:`reconstruction_error` applies: an RBM-like model (``hidden_probs``/``visible_probs``) or a DBM."""
-    return (hasattr(model, "hidden_probs") and hasattr(model, "visible_probs")) or isinstance(model, DBM)
+    return (hasattr(model, "hidden_probs") and hasattr(model, "visible_probs")) or Capability.MEAN_FIELD in model.capabilities
 
 
 def pseudo_likelihood_is_affordable(model: EnergyModel, max_units: int = PSEUDO_LIKELIHOOD_MAX_UNITS) -> bool:
     """Whether :func:`pseudo_log_likelihood` is cheap: binary visible units and an exact free energy of at
     most ``2^max_units`` terms per example (and within the model's own ``max_enumeration_units``)."""
     cost = model.free_energy_cost
-    limit = min(max_units, getattr(model, "max_enumeration_units", max_units))
+    limit = min(max_units, model.max_enumeration_units or max_units)
     return bool(model.binary_visible) and cost is not None and cost <= limit
 
 
@@ -41,7 +41,7 @@ def reconstruction_error(model: EnergyModel, v: torch.Tensor) -> float:
     DBM this is exactly the RBM's reconstruction. A diagnostic of how much the (approximate) posterior
     retains about ``v``, not a likelihood.
     """
-    if isinstance(model, DBM) and not hasattr(model, "hidden_probs"):
+    if Capability.MEAN_FIELD in model.capabilities and not hasattr(model, "hidden_probs"):
         check_binary(v, "v", width=model.num_visible, device=model.device)
         first = model.mean_field(v, num_iterations=RECONSTRUCTION_MEAN_FIELD_ITERATIONS)[0]
         reconstruction = torch.sigmoid(first @ model.weights[0].T + model.biases[0])

@@ -9,13 +9,14 @@ config trains every model family.
 from __future__ import annotations
 
 import torch
-from torch import nn
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
+from pfzoo.training.objective import Objective
 from pfzoo.training.persistent_mpf import PersistentMPF
 
 
-class MPF(nn.Module):
+class MPF(Objective):
     """Route to ``binary`` for models with binary visible units and to ``continuous`` otherwise.
 
     Has the epoch-stateful Trainer interface (``prepare`` and ``loss(..., indices=...)``) because
@@ -25,6 +26,15 @@ class MPF(nn.Module):
         binary: the bit-flip objective (default ``BitFlipMPF()``: all single flips).
         continuous: the persistent-HMC objective (default ``PersistentMPF()``).
     """
+
+    config_name = "mpf"
+    trainer_configs = ("mpf", "mpf_adam", "mpf_sgd")
+
+    def missing(self, model) -> str | None:
+        offered = model.capabilities
+        if Capability.REAL_ENERGY in offered or (Capability.BINARY_STATES in offered and Capability.EXACT_FREE_ENERGY in offered):
+            return None
+        return f"binary states with an exact free energy, or {Capability.REAL_ENERGY.value}"
 
     def __init__(self, binary: BitFlipMPF | None = None, continuous: PersistentMPF | None = None) -> None:
         super().__init__()

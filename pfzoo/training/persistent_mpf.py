@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from pfzoo.kernels.gibbs import run_gibbs
-from pfzoo.kernels.hmc import Evaluation, HMCKernel, HMCState
+from pfzoo.kernels.hmc import EnergyTarget, HMCKernel, HMCState
 from pfzoo.validation import check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -165,12 +165,12 @@ class PersistentMPF(nn.Module):
 
     def _advance_hmc(self, model, start: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """``num_hmc_steps`` HMC transitions of the particles ``start [N, M]`` under the current model; adapts ε."""
-        evaluate = lambda x: Evaluation(*model.energy_and_grad(x))  # noqa: E731
-        state, current = HMCState(start, torch.zeros_like(start)), evaluate(start)
+        target = EnergyTarget(model)
+        state = HMCState(start, torch.zeros_like(start), target.statistics(start))
         step_size, acceptance = self.step_size.item(), []
         for _ in range(self.num_hmc_steps):
             kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
-            state, current, info = kernel.step(state, current, evaluate, generator=generator)
+            state, info = kernel.step(state, target, beta=1.0, generator=generator)
             acceptance.append(info.accept_prob.mean().item())
             if self.target_acceptance is not None:
                 step_size *= math.exp(acceptance[-1] - self.target_acceptance)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.training.bit_flip_mpf import sampled_units
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_positive_int
 
 
-class PseudoLikelihood(nn.Module):
+class PseudoLikelihood(Objective):
     """Minimise the negative log pseudo-likelihood ``-(1/B) Σ_n Σ_i log p(x_ni | x_n,-i)``.
 
     For a binary model ``p(x_i | x_{-i}) = σ(F(x⁽ⁱ⁾) - F(x))`` with ``x⁽ⁱ⁾`` the state with unit i flipped,
@@ -22,6 +23,14 @@ class PseudoLikelihood(nn.Module):
         num_units: ``None`` sums over all D units; an integer k samples k units per example with
             replacement and scales by D/k (unbiased; random, so for minibatch optimisers only).
     """
+
+    config_name = "pseudolikelihood"
+
+    def missing(self, model) -> str | None:
+        offered = model.capabilities
+        if Capability.BINARY_STATES in offered and Capability.EXACT_FREE_ENERGY in offered:
+            return None
+        return f"{Capability.BINARY_STATES.value} and {Capability.EXACT_FREE_ENERGY.value}"
 
     def __init__(self, num_units: int | None = None) -> None:
         super().__init__()

@@ -144,8 +144,14 @@ class Trainer:
         dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
         fresh, with a warning, when it does not); ``config`` (a plain dict, e.g. the resolved Hydra
         config) is stored in every checkpoint. Raises ``FloatingPointError`` when the loss becomes
-        NaN or infinite; the checkpoint on disk is then the last good one.
+        NaN or infinite; the checkpoint on disk is then the last good one. An objective or estimator that
+        does not apply to ``model`` is refused (:class:`~pfzoo.models.MissingCapability`) before anything runs.
         """
+        check = getattr(self.objective, "check", None)
+        if callable(check):
+            check(model)
+        if self.estimator is not None:
+            self.estimator.check(model)
         train = self._prepare(model, data.train, "data.train")
         test = self._prepare(model, data.test, "data.test")
         self.objective.to(model.device)
@@ -245,7 +251,7 @@ class Trainer:
             estimate = self.estimator.log_likelihood(model, test, base_data=train, generator=generator)
             record["test_log_likelihood"] = estimate.mean
             record["test_log_likelihood_stderr"] = estimate.stderr
-            record["log_z"] = None if estimate.log_z is None else estimate.log_z.log_z
+            record["log_z"] = None if estimate.partition is None else estimate.partition.log_z
         return record
 
     def _save(self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator], epoch: int, config: dict | None) -> None:

@@ -1,0 +1,85 @@
+"""The command line: compose a config, run the app, report, and turn every user error into one line and exit 2.
+
+``scripts/train.py`` and ``scripts/evaluate.py`` call :func:`check_overrides` and :func:`execute`; tests
+call :func:`compose` and :func:`execute` in-process. What counts as a user error: anything the app raises
+as ``ValueError`` (bad values, a model lacking what an estimator or trainer needs), ``FloatingPointError``
+(training diverged under the given settings), ``FileNotFoundError`` (a missing checkpoint or data file),
+``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
+instantiation errors. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pfzoo import app
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
+TASKS = ("train", "evaluate")
+USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
+EXIT_USAGE = 2
+
+logger = logging.getLogger("pfzoo")
+
+
+def one_line(error: BaseException) -> str:
+    """The innermost cause of ``error`` as one line (Hydra wraps constructor errors in several lines of context)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def compose(task: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """The composed config of ``task`` ("train" or "evaluate") with command-line ``overrides``; raises on bad overrides."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return hydra_compose(config_name=task, overrides=list(overrides))
+
+
+def execute(task: str, cfg: DictConfig) -> int:
+    """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user error."""
+    try:
+        if task == "train":
+            result = app.train(cfg)
+        else:
+            result = app.evaluate(cfg)
+    except USER_ERRORS as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    if task == "train":
+        print(app.format_training(result))
+    else:
+        output = Path(cfg.run_dir) / cfg.output
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(result, indent=2) + "\n")
+        print(app.format_evaluation(result))
+        print(f"results written to {output}")
+    return 0
+
+
+def check_overrides(task: str, argv: Sequence[str]) -> None:
+    """Exit with :data:`EXIT_USAGE` and one line when ``argv``'s overrides do not compose (unknown group option, bad syntax).
+
+    Hydra's own flags (``-m``, ``--cfg``, ``hydra.*``) are left to Hydra.
+    """
+    overrides = [arg for arg in argv if not arg.startswith("-") and not arg.startswith("hydra.") and "=" in arg]
+    if len(overrides) != len([arg for arg in argv if not arg.startswith("-")]):
+        return  # something only Hydra understands (e.g. a multirun sweep's extra syntax); let it report
+    try:
+        cfg = compose(task, [arg for arg in overrides if "," not in arg.split("=", 1)[1]])
+        OmegaConf.to_container(cfg, resolve=True)
+    except USER_ERRORS as error:
+        print(f"error: {one_line(error)}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)

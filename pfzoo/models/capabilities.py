@@ -1,0 +1,80 @@
+"""What a model offers, declared by the model, and the one-sentence refusal when a consumer needs what it lacks.
+
+Estimators, paths and trainers never ask a model for its class: they ask for capabilities
+(``Capability.REAL_ENERGY in model.capabilities``) and, when one is missing, raise
+:class:`MissingCapability` through :func:`require`, naming the consumer, what it needs, what the
+model is and what to use instead, e.g.
+
+    HAIS needs a differentiable energy over real vectors; RBM has binary states — use estimator=ais, csl, exact or raise
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Iterable
+
+
+class Capability(str, enum.Enum):
+    """One thing a model offers; the value is how a refusal names it."""
+
+    BINARY_STATES = "binary states"
+    REAL_ENERGY = "a differentiable energy over real vectors"
+    BLOCK_GIBBS = "exact block-Gibbs conditionals at inverse temperature β"
+    VISIBLE_GIBBS_CHAIN = "a Gibbs chain over its visible units with the other units summed out"
+    HIDDEN_CHAIN = "Gibbs chains over a first hidden layer with a Bernoulli p(v | h)"
+    POSTERIOR_PROPOSAL = "a proposal for its latent units given the visible ones"
+    LATENT_GENERATIVE = "a prior over latents and a likelihood p(x | z) (a latent-variable generative model)"
+    EXACT_LOG_Z = "an exact log Z at its size (closed form or enumeration)"
+    CLOSED_FORM_LOG_Z = "a closed-form, differentiable log Z"
+    EXACT_FREE_ENERGY = "an exact free energy at its size"
+    MEAN_FIELD = "a mean-field posterior over several hidden layers (a DBM)"
+    LAYERWISE = "a stack of RBMs trained layer by layer (a DBN)"
+
+
+class MissingCapability(ValueError):
+    """A consumer (estimator, path, trainer) was given a model that lacks what it needs; the message is one line."""
+
+
+def describe(model) -> str:
+    """What the model is, in a few words, for a refusal: "has binary states", "is over real vectors", ..."""
+    offered = model.capabilities
+    if Capability.LATENT_GENERATIVE in offered:
+        return "is a latent-variable generative model"
+    if Capability.BINARY_STATES in offered:
+        return "has binary states"
+    if Capability.REAL_ENERGY in offered:
+        return "is an energy over real vectors without latents"
+    return "is real-valued with binary hidden units"
+
+
+def require(model, *needed: Capability, by: str, alternatives: Iterable[str] = (), any_of: bool = False) -> None:
+    """Raise :class:`MissingCapability` unless ``model`` offers every capability in ``needed`` (or one of them, ``any_of``).
+
+    ``by`` names the consumer ("HAIS"); ``alternatives`` are what to use instead ("estimator=ais").
+    """
+    offered = model.capabilities
+    missing = [need for need in needed if need not in offered]
+    if not missing or (any_of and len(missing) < len(needed)):
+        return
+    need = " or ".join(m.value for m in missing) if any_of else " and ".join(m.value for m in missing)
+    raise MissingCapability(refusal(by, need, model, alternatives))
+
+
+def refusal(by: str, need: str, model, alternatives: Iterable[str] = ()) -> str:
+    """The one-line refusal: "<by> needs <need>; <Model> <what it is> — use <alternatives>"."""
+    alternatives = list(alternatives)
+    message = f"{by} needs {need}; {type(model).__name__} {describe(model)}"
+    if alternatives:
+        message += f" — use {join_alternatives(alternatives)}"
+    return message
+
+
+def join_alternatives(names: list[str]) -> str:
+    """``["estimator=ais", "estimator=raise"]`` → "estimator=ais or raise" (one prefix, listed once)."""
+    if not names:
+        return ""
+    prefix, _, first = names[0].partition("=")
+    if first and all(name.startswith(prefix + "=") for name in names):
+        values = [name.split("=", 1)[1] for name in names]
+        return f"{prefix}=" + (values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1])
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]

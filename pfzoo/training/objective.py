@@ -1,0 +1,56 @@
+"""What every training objective shares: a config name, what it needs of a model, and the one-line refusal.
+
+The :class:`~pfzoo.training.Trainer` calls :meth:`Objective.check` once, before the first epoch; a
+model that lacks what the objective needs is refused with a :class:`~pfzoo.models.MissingCapability`
+naming the trainer configs that do apply ("CD needs a Gibbs chain over its visible units ...; ICA is an
+energy over real vectors without latents — use trainer=ml, mpf or mpf_adam").
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from pfzoo.models.capabilities import MissingCapability, describe, join_alternatives
+
+_OBJECTIVES: dict[str, type["Objective"]] = {}
+TRAINER_CONFIGS: dict[str, tuple[str, ...]] = {}
+"""Objective config name → the ``conf/trainer`` files that use it (filled by :meth:`Objective.__init_subclass__`)."""
+
+
+class Objective(nn.Module):
+    """A loss ``loss(model, batch, *, generator) -> scalar`` whose gradient is the training update.
+
+    Subclasses set :attr:`config_name` (and :attr:`trainer_configs`, the ``conf/trainer`` files that select
+    them) and implement :meth:`missing`.
+    """
+
+    config_name: str | None = None
+    trainer_configs: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("config_name"):
+            _OBJECTIVES[cls.config_name] = cls
+            TRAINER_CONFIGS[cls.config_name] = cls.trainer_configs or (cls.config_name,)
+
+    def missing(self, model) -> str | None:
+        """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""
+        return None
+
+    def check(self, model) -> None:
+        """Raise :class:`~pfzoo.models.MissingCapability` (one line) unless the objective applies to ``model``."""
+        need = self.missing(model)
+        if need is None:
+            return
+        message = f"{type(self).__name__} needs {need}; {type(model).__name__} {describe(model)}"
+        others = [f"trainer={name}" for name in applicable_trainers(model) if name not in self.trainer_configs + (self.config_name,)]
+        raise MissingCapability(message + (f" — use {join_alternatives(others)}" if others else ""))
+
+
+def applicable_trainers(model) -> list[str]:
+    """The ``conf/trainer`` names whose objective (in its default settings) applies to ``model``."""
+    names = []
+    for name, cls in sorted(_OBJECTIVES.items()):
+        if cls().missing(model) is None:
+            names.extend(TRAINER_CONFIGS[name])
+    return sorted(set(names))

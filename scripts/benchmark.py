@@ -123,7 +123,7 @@ def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=1
     filters = torch.eye(dim, device=device) + 0.3 * torch.randn(dim, dim, generator=g, device=device) / dim**0.5
     shape = 1.5 + 2.0 * torch.rand(dim, generator=g, device=device)
     model = ProductOfExperts.from_tensors(filters, shape, expert="student_t")
-    estimator = HAIS(num_chains, num_steps, 0.2).to(device)
+    estimator = HAIS(num_chains, num_steps, 0.2, base="isotropic").to(device)
     synchronize(device)
     start = time.perf_counter()
     estimate = estimator(model, generator=g)  # one long run: warm-up is a negligible part of it

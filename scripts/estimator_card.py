@@ -35,8 +35,16 @@ from pfzoo.estimators import AIS
 from pfzoo.models import RBM
 from pfzoo.training import CD, Trainer
 
-import run_report  # noqa: E402
-from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo import reporting
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 BASES = ("uniform", "base_rate")
 SCHEDULES = ("linear", "sigmoid")
 NUM_BASE_SAMPLES = 1000  # exact model samples the base rates of a random RBM are fitted to
@@ -140,10 +148,10 @@ def mnist_problem(root: Path) -> Problem:
 # ---- measurement ------------------------------------------------------------------------------
 
 
-def pick_threads(requested: str) -> tuple[int, dict]:
+def choose_threads(requested: str) -> tuple[int, dict]:
     """``requested`` threads, or with "auto" the faster of 1 and 2 on a short 784×20 AIS run."""
     model = RBM(784, 20, init_std=0.1, generator=torch.Generator().manual_seed(0))
-    return run_report.pick_threads(requested, lambda steps: AIS(100, steps)(model, generator=torch.Generator().manual_seed(0)))
+    return reporting.pick_threads(requested, lambda steps: AIS(100, steps)(model, generator=torch.Generator().manual_seed(0)))
 
 
 def run_row(problem: Problem, base: str, schedule: str, num_steps: int, num_chains: int, first_seed: int) -> list[dict]:
@@ -448,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     repeats = args.repeats or (2 if args.quick else 10)
     mnist_repeats = args.mnist_repeats or (2 if args.quick else 4)
     stem = "ais-quick" if args.quick else "ais"
-    threads, thread_benchmark = pick_threads(args.threads)
+    threads, thread_benchmark = choose_threads(args.threads)
     torch.set_num_threads(threads)
     print(f"torch threads: {threads} {thread_benchmark or ''}", flush=True)
 

@@ -23,6 +23,7 @@ estimate per (model, estimator, N), so its standard error is that of log Ẑ.
 
 from __future__ import annotations
 
+import os
 import argparse
 import datetime
 import json
@@ -44,8 +45,16 @@ from pfzoo.kernels import RandomWalkMetropolis
 from pfzoo.models import Gaussian, ProductOfExperts
 from pfzoo.training import ExactMaximumLikelihood
 
-import run_report  # noqa: E402
-from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo import reporting
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 DIM = 36
 STEP_SIZE = 0.2  # HAIS ε (paper)
 METROPOLIS_SCALE = 0.1  # random-walk proposal σ (paper's baseline)
@@ -116,19 +125,19 @@ def load_patch_splits(script: str, source: str, data_root: Path, num_train: int,
 
 def make_estimator(name: str, num_chains: int, num_steps: int):
     if name == "hais":
-        return HAIS(num_chains, num_steps, STEP_SIZE)
+        return HAIS(num_chains, num_steps, STEP_SIZE, base="isotropic")
     if name == "ais-hmc-resampled":
-        return HAIS(num_chains, num_steps, STEP_SIZE, momentum_refresh=1.0)
+        return HAIS(num_chains, num_steps, STEP_SIZE, base="isotropic", momentum_refresh=1.0)
     if name == "ais-metropolis":
         return AIS(num_chains, num_steps, base="isotropic", kernel=RandomWalkMetropolis(METROPOLIS_SCALE))
     raise ValueError(name)
 
 
-def pick_threads(requested: str) -> tuple[int, dict]:
+def choose_threads(requested: str) -> tuple[int, dict]:
     """``requested`` threads, or with "auto" the faster of 1 and 2 on a short HAIS run of a random 36×36 POE."""
     model = ProductOfExperts(DIM, DIM, "laplace", generator=torch.Generator().manual_seed(0))
     model.requires_grad_(False)
-    return run_report.pick_threads(requested, lambda steps: HAIS(200, steps)(model, generator=torch.Generator().manual_seed(0)))
+    return reporting.pick_threads(requested, lambda steps: HAIS(200, steps)(model, generator=torch.Generator().manual_seed(0)))
 
 
 # ---- models -----------------------------------------------------------------------------------
@@ -530,7 +539,7 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     total_began = time.perf_counter()
-    threads, thread_benchmark = pick_threads(args.threads)
+    threads, thread_benchmark = choose_threads(args.threads)
     torch.set_num_threads(threads)
     print(f"torch threads: {threads} {thread_benchmark or ''}", flush=True)
     load_at_start = load_average()

@@ -32,7 +32,9 @@ from pfzoo.data import corrupt, random_patterns
 from pfzoo.models import Hopfield
 from pfzoo.training import BitFlipMPF, outer_product_rule, perceptron_rule
 
-from run_report import REPO, load_average, machine_description  # noqa: E402
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
 
 PATTERN_COUNTS = [1, 2, 4, 8, 12, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80, 90, 100, 110, 120]
 

@@ -36,7 +36,9 @@ from pfzoo.data import sample_spin_glass, spin_glass_model
 from pfzoo.models import Ising
 from pfzoo.training import CD, BitFlipMPF, PseudoLikelihood
 
-from run_report import REPO, load_average, machine_description  # noqa: E402
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
 
 THESIS = {  # Table 3.1 as quoted in the issue: ε_J and wall time (seconds), 10×10 lattice, 20,000 samples
     "MPF": ("0.0172", "~60"),

@@ -39,6 +39,7 @@ log Ẑ are stochastic lower bounds, so the largest one is the tightest; the pil
 
 from __future__ import annotations
 
+import os
 import argparse
 import copy
 import datetime
@@ -62,7 +63,15 @@ from pfzoo.models import BilinearGenerative, Gaussian, LinearGenerative, MeanCov
 from pfzoo.training import EMHMC, MPF, PersistentMPF, Trainer
 
 from reproduce_hais import describe_poe, load_patch_splits, train_poe  # noqa: E402
-from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 
 DIM = 36
 NOISE_STD = 0.1  # σ_n of the linear and bilinear generative models (the paper's)

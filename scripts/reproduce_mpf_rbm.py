@@ -17,6 +17,7 @@ Each is then evaluated by AIS (base-rate base, ``--ais-steps`` intermediate dist
 
 from __future__ import annotations
 
+import os
 import argparse
 import datetime
 import json
@@ -34,7 +35,15 @@ from pfzoo.models import RBM
 from pfzoo.sampling import bernoulli
 from pfzoo.training import CD, BitFlipMPF, Trainer
 
-from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 
 
 def train(name: str, objective, learning_rate: float, momentum: float, data: DataSplits, args) -> tuple[RBM, float]:

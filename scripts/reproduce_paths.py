@@ -25,11 +25,11 @@ closed-form bias.
 
 from __future__ import annotations
 
+import os
 import argparse
 import datetime
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -41,8 +41,15 @@ from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import Gaussian
 from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, make_betas
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 
 PATHS = {"GA": GaussianGeometricPath, "MA": GaussianMomentAveragedPath}
 SCHEDULES = ("linear", "optimal")

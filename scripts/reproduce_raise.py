@@ -29,11 +29,11 @@ It writes ``<output>/table.md`` (the paper's layout, with K and chain counts sta
 
 from __future__ import annotations
 
+import os
 import argparse
 import datetime
 import json
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -46,8 +46,15 @@ from pfzoo.estimators import AIS, CSL, RAISE
 from pfzoo.estimators.importance import exact_free_energy_affordable
 from pfzoo.paths import schedule_from_name
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_report import REPO, default_data_root, load_average, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 
 COMMON_TRAINING = ["dataset=binarized_mnist", "seed=0", "trainer.progress=false", "trainer.checkpoint_every=5"]
 SGD = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.9", "trainer.weight_decay=0.0002"]

@@ -15,10 +15,10 @@ The zoo's CD1(20) is the first recipe. Writes ``<output>/README.md`` and ``<outp
 
 from __future__ import annotations
 
+import os
 import argparse
 import datetime
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -29,9 +29,16 @@ from pfzoo import app, zoo
 from pfzoo.data import binarized_mnist
 from pfzoo.estimators import RAISE
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reproduce_raise import COMMON_TRAINING, MODELS, parse_schedule  # noqa: E402
-from run_report import REPO, default_data_root, machine_description  # noqa: E402
+from pfzoo.data.root import resolve_data_root
+from pfzoo.reporting import machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def default_data_root() -> Path:
+    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
+    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
 
 CD1_20 = ["model=rbm", "model.num_hidden=20", "trainer=cd", "trainer.objective.k=1"]
 SGD_ZOO = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.9", "trainer.weight_decay=0.0002"]

@@ -1,22 +1,17 @@
-"""Helpers the reproduction and card scripts share: where the reference data live and what machine ran them."""
+"""What the reproduction, card and benchmark scripts record beside their numbers: the machine and its load.
+
+A report's wall times mean little without the machine that took them; these helpers describe it.
+They never print.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
 import time
-from pathlib import Path
 from typing import Callable
 
 import torch
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def default_data_root() -> Path:
-    """``$PFZOO_DATA``, else ``<repo>/../shared/data``."""
-    env = os.environ.get("PFZOO_DATA")
-    return Path(env).expanduser() if env else REPO.parent / "shared" / "data"
 
 
 def load_average() -> list[float] | None:
@@ -31,10 +26,11 @@ def machine_description() -> str:
     """E.g. "2-core AMD EPYC ... CPU, Linux 6.x, Python 3.11.7"."""
     cpu = platform.processor() or platform.machine()
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     return f"{os.cpu_count()}-core {cpu} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"

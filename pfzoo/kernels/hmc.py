@@ -13,19 +13,12 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 
+from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
 from pfzoo.validation import check_positive_int
-
-
-class Evaluation(NamedTuple):
-    """energy ``[N]``, grad ``[N, D]`` (``None`` when not needed) and extras (a tuple of ``[N, ...]`` tensors, or ``None``)."""
-
-    energy: torch.Tensor
-    grad: torch.Tensor | None
-    extras: Any = None
 
 
 class PositionTarget(Protocol):
@@ -55,9 +48,6 @@ class HMCInfo(NamedTuple):
     step_size: float
 
 
-Evaluate = Callable[[torch.Tensor], Evaluation]
-
-
 def hais_momentum_refresh(step_size: float) -> float:
     """HAIS's refresh fraction ``γ = 1 − 0.5^ε``: half the momentum power is replaced per unit time (HAIS §2.3)."""
     return 1.0 - 0.5**step_size
@@ -69,53 +59,6 @@ def refresh_momentum(momentum: torch.Tensor, refresh: float, *, generator: torch
     if refresh == 1.0:
         return noise
     return math.sqrt(1.0 - refresh) * momentum + math.sqrt(refresh) * noise
-
-
-def select(mask: torch.Tensor, new: Any, old: Any) -> Any:
-    """Per chain, ``new`` where ``mask [N]`` else ``old``; works on tensors and (nested) tuples of ``[N, ...]`` tensors."""
-    if new is None:
-        return None
-    if isinstance(new, torch.Tensor):
-        return torch.where(mask.view(-1, *([1] * (new.dim() - 1))), new, old)
-    return type(new)(*(select(mask, n, o) for n, o in zip(new, old)))
-
-
-def leapfrog(
-    position: torch.Tensor,
-    momentum: torch.Tensor,
-    current: Evaluation,
-    evaluate: Evaluate,
-    *,
-    step_size: float,
-    num_steps: int = 1,
-    lower: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, Evaluation]:
-    """``num_steps`` leapfrog steps of size ε for ``H = E(x) + ½|p|²`` (HAIS eqs. 19–21) → ``(x, p, evaluation)``.
-
-    Volume preserving and exactly reversible: flipping the momentum of the result and integrating
-    again returns the start. With ``lower [D]``, a position step that crosses ``x_i = lower_i`` is
-    reflected (``x_i ← 2 lower_i − x_i``, ``p_i ← −p_i``), which keeps both properties.
-    """
-    momentum = momentum - (0.5 * step_size) * current.grad
-    evaluation = current
-    for step in range(num_steps):
-        position = position + step_size * momentum
-        if lower is not None:
-            crossed = position < lower
-            position = torch.where(crossed, 2 * lower - position, position)
-            momentum = torch.where(crossed, -momentum, momentum)
-        evaluation = evaluate(position)
-        momentum = momentum - (step_size if step < num_steps - 1 else 0.5 * step_size) * evaluation.grad
-    return position, momentum, evaluation
-
-
-def _hamiltonian(evaluation: Evaluation, momentum: torch.Tensor) -> torch.Tensor:
-    return evaluation.energy.double() + 0.5 * momentum.double().square().sum(-1)
-
-
-def _acceptance(start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
-    """Metropolis acceptance ``min(1, exp(H_start − H_end))`` ``[N]``; 0 where the trajectory diverged (``H_end`` inf or NaN)."""
-    return torch.nan_to_num(torch.exp(torch.clamp(start - end, max=0.0)), nan=0.0)
 
 
 class HMCKernel:
@@ -202,15 +145,15 @@ class HMCKernel:
             state.position, p, current, evaluate, step_size=step_size, num_steps=self.num_leapfrog, lower=lower
         )
         proposal, proposal_momentum, proposal_eval = integrate(momentum)
-        start = _hamiltonian(current, momentum)
-        accept_prob = _acceptance(start, _hamiltonian(proposal_eval, proposal_momentum))
+        start = hamiltonian(current, momentum)
+        accept_prob = acceptance(start, hamiltonian(proposal_eval, proposal_momentum))
         uniform = torch.rand(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
         accepted = uniform < accept_prob
         if self.flip == "standard":
             flipped = ~accepted
         else:
             _, reverse_momentum, reverse_eval = integrate(-momentum)
-            reverse_prob = _acceptance(start, _hamiltonian(reverse_eval, reverse_momentum))
+            reverse_prob = acceptance(start, hamiltonian(reverse_eval, reverse_momentum))
             flip_prob = torch.clamp(reverse_prob - accept_prob, min=0.0)
             flipped = ~accepted & (uniform < accept_prob + flip_prob)
         new_momentum = torch.where(flipped[:, None], -momentum, momentum)

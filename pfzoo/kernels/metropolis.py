@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pfzoo.kernels.hmc import PositionTarget, select
+from pfzoo.hamiltonian import select
+from pfzoo.kernels.hmc import PositionTarget
 from pfzoo.validation import check_positive_int
 
 

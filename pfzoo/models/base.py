@@ -100,6 +100,12 @@ class EnergyModel(nn.Module):
         flipped = flipped.scatter(2, units.unsqueeze(-1), 1 - chosen)
         return self.free_energy(flipped.reshape(-1, width)).reshape(num_rows, num_flips) - self.free_energy(v).unsqueeze(1)
 
+    def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Samples of the visible units ``[num_samples, V]``, without grad: exact where the family allows (Gaussian,
+        complete ICA, the directed generative models), else MCMC whose steps each family documents (Gibbs sweeps
+        for the Boltzmann machines, HMC for energies over real vectors)."""
+        raise NotImplementedError(f"{type(self).__name__} has no sampler")
+
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z`` as a float64 scalar, where the model allows it."""
         raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")

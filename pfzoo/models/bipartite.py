@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from pfzoo.models.base import EnergyModel, PathStateProposal
-from pfzoo.validation import check_beta, check_binary, check_generator
+from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
 
 
 class BipartiteModel(EnergyModel):
@@ -43,6 +44,21 @@ class BipartiteModel(EnergyModel):
         self.check_hidden(h)
         check_generator(generator, self.device)
         return self.draw_visible(h, beta=self.check_sampler_beta(beta), generator=generator)
+
+    @torch.no_grad()
+    def sample(self, num_samples: int, *, num_steps: int = 1000, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Approximate samples of the visible units ``[num_samples, V]`` by MCMC: ``num_samples`` independent chains
+        start from uniformly random hidden states, draw ``v ~ p(v | h)``, then run ``num_steps`` block Gibbs sweeps
+        (``h ~ p(h | v)``, ``v ~ p(v | h)``); returns the last visible states. Exact only in the limit of many
+        sweeps; strongly trained models mix slowly, so check convergence (e.g. two seeds' statistics)."""
+        check_positive_int(num_samples, "num_samples")
+        check_positive_int(num_steps, "num_steps")
+        check_generator(generator, self.device)
+        hidden = bernoulli(torch.full((num_samples, self.num_hidden), 0.5, device=self.device, dtype=self.dtype), generator=generator)
+        visible = self.draw_visible(hidden, generator=generator)
+        for _ in range(num_steps):
+            visible = self.draw_visible(self.draw_hidden(visible, generator=generator), generator=generator)
+        return visible
 
     def propose_path_state(
         self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None

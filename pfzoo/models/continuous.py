@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
+from pfzoo.validation import check_generator, check_positive_int
 
 
 class ContinuousModel(EnergyModel):
@@ -47,3 +49,35 @@ class ContinuousModel(EnergyModel):
         the work of the two (for a product of experts, the projection ``x Φᵀ``) and skip validation.
         """
         return self.energy(x), self.energy_grad(x)
+
+    @torch.no_grad()
+    def sample(
+        self,
+        num_samples: int,
+        *,
+        num_steps: int = 1000,
+        step_size: float = 0.1,
+        num_leapfrog: int = 10,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Approximate samples ``[num_samples, M]`` by MCMC: ``num_samples`` independent chains started at
+        ``N(0, I)``, each run ``num_steps`` standard HMC transitions (momentum resampled, ``num_leapfrog``
+        leapfrog steps of ``step_size``, Metropolis test; Neal 2011); returns their last states. Families with
+        exact samplers (Gaussian, complete ICA) override this. Whether the chains mixed is the caller's to
+        check (e.g. compare two seeds' moments)."""
+        check_positive_int(num_samples, "num_samples")
+        check_positive_int(num_steps, "num_steps")
+        check_positive_int(num_leapfrog, "num_leapfrog")
+        if not step_size > 0:
+            raise ValueError(f"step_size must be positive, got {step_size}")
+        check_generator(generator, self.device)
+        evaluate = lambda x: Evaluation(*self.energy_and_grad(x))  # noqa: E731
+        x = torch.randn(num_samples, self.num_visible, generator=generator, device=self.device, dtype=self.dtype)
+        current = evaluate(x)
+        for _ in range(num_steps):
+            momentum = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
+            proposal, proposal_momentum, proposed = leapfrog(x, momentum, current, evaluate, step_size=step_size, num_steps=num_leapfrog)
+            accept_prob = acceptance(hamiltonian(current, momentum), hamiltonian(proposed, proposal_momentum))
+            accepted = torch.rand(accept_prob.shape, generator=generator, device=x.device, dtype=torch.float64) < accept_prob
+            x, current = select(accepted, proposal, x), select(accepted, proposed, current)
+        return x

@@ -245,7 +245,12 @@ class DBM(EnergyModel):
         return self.even_odd_rbm().draw_visible(odd_state, beta=beta, generator=generator)
 
     @torch.no_grad()
-    def sample(
+    def sample(self, num_samples: int, *, num_steps: int = 1000, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Approximate samples of the visible layer ``[num_samples, V]``: :meth:`sample_layers`'s first layer (MCMC
+        with ``num_steps`` sweeps from random states; see there)."""
+        return self.sample_layers(num_samples, num_steps, generator=generator)[0]
+
+    def sample_layers(
         self,
         num_samples: int,
         num_steps: int = 1000,

@@ -62,5 +62,12 @@ class EnergyFunction(ContinuousModel):
             raise ValueError(f"the wrapped net must map x [B, {self.num_visible}] to energies [B], got {found} for B = {x.shape[0]}")
         return energy
 
+    def sample(self, num_samples: int, *, generator: torch.Generator | None = None, **hmc_options) -> torch.Tensor:
+        """HMC samples for real-valued energies (see :meth:`ContinuousModel.sample`); binary energies have no sampler here
+        (anneal them with ``AIS``, whose final chains are approximate samples)."""
+        if self.binary_visible:
+            raise NotImplementedError("EnergyFunction(binary=True) has no sampler: AIS's final chains are approximate samples")
+        return super().sample(num_samples, generator=generator, **hmc_options)
+
     def config(self) -> dict:
         raise NotImplementedError("EnergyFunction wraps a user's network: save the network itself, not a pfzoo checkpoint")

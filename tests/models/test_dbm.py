@@ -94,7 +94,7 @@ def test_importance_sampling_with_the_mean_field_proposal_is_unbiased(model):
 
 def test_gibbs_samples_follow_the_exact_marginal_of_v():
     model = random_dbm([4, 3, 3], seed=11)
-    samples = model.sample(20000, num_steps=30, generator=torch.Generator().manual_seed(1))[0]
+    samples = model.sample_layers(20000, num_steps=30, generator=torch.Generator().manual_seed(1))[0]
     index = (samples @ (2 ** torch.arange(3, -1, -1, dtype=torch.float64))).long()
     counts = torch.bincount(index, minlength=16).double()
     expected = model.log_prob(all_states(4)).exp() * samples.shape[0]
@@ -119,8 +119,8 @@ def test_hidden_chain_and_conditional_log_prob():
 
 def test_same_seed_same_samples():
     model = random_dbm([5, 4, 3], seed=0)
-    a = model.sample(10, 5, generator=torch.Generator().manual_seed(4))
-    b = model.sample(10, 5, generator=torch.Generator().manual_seed(4))
+    a = model.sample_layers(10, 5, generator=torch.Generator().manual_seed(4))
+    b = model.sample_layers(10, 5, generator=torch.Generator().manual_seed(4))
     assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 

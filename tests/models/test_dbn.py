@@ -12,7 +12,7 @@ from pfzoo.estimators import AIS
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import DBN, RBM
 from pfzoo.models.rbm import base_rate_visible_bias
-from pfzoo.paths import RBMGeometricPath
+from pfzoo.paths import RBMGeometricPath, build
 
 P_VALUE_FLOOR = 1e-4  # fixed seeds; a correct sampler fails a χ² test with probability 1e-4
 SHAPES = [[6, 4, 3], [5, 4, 3, 2]]
@@ -226,7 +226,7 @@ def test_sample_draws_visible_vectors_from_the_model():
     sizes = [5, 4, 3, 2]
     params = random_parameters(sizes, seed=8)
     dbn = DBN.from_tensors(*params).float()
-    layers = dbn.sample(20000, 40, generator=torch.Generator().manual_seed(2))
+    layers = dbn.sample_layers(20000, 40, generator=torch.Generator().manual_seed(2))
     assert [tuple(x.shape) for x in layers] == [(20000, n) for n in sizes]
     assert chi_square_p_value(layers[0], exact_marginal(sizes, params, 0)) > P_VALUE_FLOOR
     assert chi_square_p_value(torch.cat(layers[2:], 1), exact_marginal_pair(sizes, params)) > P_VALUE_FLOOR
@@ -244,8 +244,8 @@ def exact_marginal_pair(sizes, params):
 def test_sample_from_initial_visible_is_reproducible():
     dbn = random_dbn([5, 4, 3, 2], seed=9)
     start = torch.ones(6, 5, dtype=torch.float64)
-    a = dbn.sample(6, 3, initial_visible=start, generator=torch.Generator().manual_seed(4))
-    b = dbn.sample(6, 3, initial_visible=start, generator=torch.Generator().manual_seed(4))
+    a = dbn.sample_layers(6, 3, initial_visible=start, generator=torch.Generator().manual_seed(4))
+    b = dbn.sample_layers(6, 3, initial_visible=start, generator=torch.Generator().manual_seed(4))
     assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 
@@ -299,8 +299,9 @@ def test_annealing_bases_and_path():
     means = torch.sigmoid(torch.sigmoid(data @ params[0][0] + params[2][0]) @ params[0][1] + params[2][1])
     assert torch.allclose(base.visible_bias, base_rate_visible_bias(means, 0.5), atol=1e-12)
     assert (base.weight == 0).all() and (base.hidden_bias == 0).all()
-    path = dbn.geometric_path(base)
-    assert isinstance(path, RBMGeometricPath)
+    path, name = build(dbn, base="base_rate", data=data, smoothing=0.5)
+    assert isinstance(path, RBMGeometricPath) and name == "base_rate"
+    assert torch.equal(path.base_visible_bias, base.visible_bias.detach())
     state = path.sample_base(7, generator=torch.Generator().manual_seed(0))
     assert state.shape == (7, 3)
     assert torch.allclose(path.log_f(state, path.statistics(state), 1.0), -dbn.top.free_energy(state).detach().double())
@@ -310,7 +311,7 @@ def test_annealing_bases_and_path():
 def test_ais_estimates_top_log_partition(base):
     sizes = [6, 5, 4]
     dbn = random_dbn(sizes, scale=1.0, seed=13, dtype=torch.float32)
-    data = dbn.sample(300, 50, generator=torch.Generator().manual_seed(5))[0]
+    data = dbn.sample_layers(300, 50, generator=torch.Generator().manual_seed(5))[0]
     estimate = AIS(num_chains=200, num_steps=300, base=base)(dbn, data=data, generator=torch.Generator().manual_seed(6))
     exact = dbn.log_partition().item()
     assert estimate.stderr < 0.05, "stderr too large to make this a useful check"
@@ -345,15 +346,15 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="kind must be"):
         dbn.annealing_base("gaussian")
     with pytest.raises(ValueError, match="initial_visible must have 5 rows"):
-        dbn.sample(5, 2, initial_visible=torch.zeros(4, 6))
+        dbn.sample_layers(5, 2, initial_visible=torch.zeros(4, 6))
     with pytest.raises(ValueError, match="num_samples"):
-        dbn.sample(0)
+        dbn.sample_layers(0)
     with pytest.raises(ValueError, match="layer 2"):
         dbn.energy(torch.zeros(2, 6), torch.zeros(2, 4), torch.zeros(2, 2))
     with pytest.raises(ValueError, match="expected 3 layer states"):
         dbn.energy(torch.zeros(2, 6), torch.zeros(2, 4))
-    with pytest.raises(ValueError, match="base must be an RBM"):
-        dbn.geometric_path(RBM(6, 4))
+    with pytest.raises(ValueError, match=r"base RBM has shape \(6, 4\), target \(4, 3\)"):
+        RBMGeometricPath(target=dbn.top, base=RBM(6, 4))
     with pytest.raises(ValueError, match="generator"):
         dbn.propose_path_state(torch.zeros(2, 6), generator=1)
 

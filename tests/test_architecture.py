@@ -1,0 +1,115 @@
+"""The package's shape: no import cycles, dependencies point one way, no model-class checks outside pfzoo/models."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pfzoo.models
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pfzoo"
+
+# app → training → estimators → paths → kernels → models → utilities (DESIGN.md). A module may import its own layer
+# and the layers below it. data generates from models (the spin glass samples an Ising model), so it sits above them.
+LAYERS = {
+    "validation": 0, "logmath": 0, "sampling": 0, "hamiltonian": 0, "reporting": 0,
+    "models": 1, "data": 2, "kernels": 2, "paths": 3, "estimators": 4, "zoo": 4, "training": 5, "app": 6, "cli": 7,
+    "__init__": 0, "__main__": 8,
+}
+
+
+def modules() -> list[str]:
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def imported_modules(name: str) -> set[str]:
+    """Every pfzoo module ``name`` imports, at any depth of its code (function-level imports included)."""
+    path = PACKAGE.parent / (name.replace(".", "/") + ".py")
+    if not path.exists():
+        path = PACKAGE.parent / name.replace(".", "/") / "__init__.py"
+    known = set(modules())
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pfzoo"):
+            for alias in node.names:
+                candidate = f"{node.module}.{alias.name}"
+                found.add(candidate if candidate in known else node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("pfzoo"))
+    return {module for module in found if module in known and module != name}
+
+
+def layer(name: str) -> int:
+    parts = name.split(".")
+    return LAYERS[parts[1]] if len(parts) > 1 else 0
+
+
+def test_no_import_cycle_in_the_package():
+    graph = {name: imported_modules(name) for name in modules()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for neighbour in graph[node]:
+            if neighbour.endswith("__init__") or neighbour == "pfzoo":
+                continue
+            if state.get(neighbour) == 1 and not _is_package_of(neighbour, node):
+                cycle = stack[stack.index(neighbour):] + [neighbour]
+                pytest.fail("import cycle: " + " → ".join(cycle))
+            if neighbour not in state:
+                visit(neighbour)
+        stack.pop()
+        state[node] = 2
+
+    for name in graph:
+        if name not in state:
+            visit(name)
+
+
+def _is_package_of(package: str, module: str) -> bool:
+    """A package's ``__init__`` re-exports its modules; a module importing a sibling through the package is no cycle."""
+    return module.startswith(package + ".")
+
+
+def test_dependencies_point_one_way():
+    upward = [
+        f"{name} imports {imported}"
+        for name in modules() if "." in name
+        for imported in imported_modules(name)
+        if "." in imported and layer(imported) > layer(name)
+    ]
+    assert upward == []
+
+
+def test_every_module_imports_on_its_own():
+    script = (
+        "import importlib, sys\n"
+        f"for name in {modules()!r}:\n"
+        "    for loaded in [m for m in sys.modules if m.startswith('pfzoo')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    importlib.import_module(name)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_no_model_class_checks_outside_the_models_package():
+    model_classes = {name for name in pfzoo.models.__all__ if isinstance(getattr(pfzoo.models, name), type)}
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "models":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass"):
+                classes = node.args[1]
+                names = [c.id for c in (classes.elts if isinstance(classes, ast.Tuple) else [classes]) if isinstance(c, ast.Name)]
+                offenders += [f"{path.relative_to(PACKAGE)}:{node.lineno} {n}" for n in names if n in model_classes]
+    assert offenders == []

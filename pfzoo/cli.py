@@ -36,7 +36,8 @@ def one_line(error: BaseException) -> str:
     """The innermost cause of ``error`` as one line (Hydra wraps constructor errors in several lines of context)."""
     while error.__cause__ is not None:
         error = error.__cause__
-    text = " ".join(str(error).split())
+    text = str(error).split("Config search path")[0]  # Hydra appends every search path: noise on one line
+    text = " ".join(text.split())
     return text or type(error).__name__
 
 

@@ -58,12 +58,8 @@ class Bracket(LikelihoodEstimator):
         self.gap_threshold = float(gap_threshold)
 
     def missing(self, model: EnergyModel) -> str | None:
+        """Both sides must apply: what the first side that does not apply needs."""
         return self.upper.missing(model) or self.lower.missing(model)
-
-    def check(self, model: EnergyModel) -> None:
-        """Both sides must apply; the refusal is that of the side that does not."""
-        self.upper.check(model)
-        self.lower.check(model)
 
     def log_likelihood(
         self,

@@ -7,7 +7,7 @@ import math
 import torch
 from torch.nn import functional as F
 
-from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, reduce_per_example
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, sample_stderr
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -90,8 +90,29 @@ class CSL(LikelihoodEstimator):
                 log_sums = torch.logaddexp(log_sums, log_prob)
             if progress is not None and (sweep % report_every == 0 or sweep == total):
                 progress(sweep, total)
-        chain_estimates = log_sums - math.log(self.samples_per_chain)
-        summary = summarize_log_weights(chain_estimates, dim=1)
+        chain_estimates = log_sums - math.log(self.samples_per_chain)  # [B, C]
+        per_example = summarize_log_weights(chain_estimates, dim=1).log_mean
         info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,
                 "burn_in": self.burn_in, "thin": self.thin}
-        return reduce_per_example(summary.log_mean, summary.stderr, kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info)
+        return LikelihoodEstimate(
+            mean=per_example.mean().item(),
+            stderr=shared_chain_stderr(chain_estimates, per_example),
+            per_example=per_example,
+            partition=None,
+            data_stderr=sample_stderr(per_example),
+            kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
+            info=info,
+        )
+
+
+def shared_chain_stderr(chain_estimates: torch.Tensor, per_example: torch.Tensor) -> float:
+    """Standard error of ``mean_n log (1/C) Σ_c w_nc`` when every example is scored by the same C chains.
+
+    The examples' errors are then correlated (a chain that over-visits a mode raises every example near
+    it), so the per-example delta-method errors cannot be added in quadrature. Linearising each
+    ``log mean_c w_nc`` around its value, the mean over examples is ``(1/C) Σ_c z_c`` with
+    ``z_c = mean_n (w_nc / mean_c' w_nc') − 1``, an average of C independent chain terms:
+    stderr ``sd(z) / √C``. ``chain_estimates [B, C]`` are ``log w_nc``, ``per_example [B]`` their log-means.
+    """
+    z = torch.exp(chain_estimates - per_example[:, None]).mean(0)
+    return (z.std(unbiased=True) / math.sqrt(z.numel())).item()

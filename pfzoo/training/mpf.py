@@ -25,21 +25,46 @@ class MPF(Objective):
     Args:
         binary: the bit-flip objective (default ``BitFlipMPF()``: all single flips).
         continuous: the persistent-HMC objective (default ``PersistentMPF()``).
+        branches: the branches this configuration is meant for; a model of another branch is refused rather
+            than trained with default settings that appear nowhere in its config (``trainer=mpf_sgd`` sets up
+            minibatch bit flips for wide binary models, ``trainer=mpf_adam`` persistent MPF for the mcRBM).
     """
 
     config_name = "mpf"
     trainer_configs = ("mpf", "mpf_adam", "mpf_sgd")
+    BRANCH_CONFIGS = {"binary": ("mpf", "mpf_sgd"), "continuous": ("mpf", "mpf_adam")}
 
-    def missing(self, model) -> str | None:
-        offered = model.capabilities
-        if Capability.REAL_ENERGY in offered or (Capability.BINARY_STATES in offered and Capability.EXACT_FREE_ENERGY in offered):
-            return None
-        return f"binary states with an exact free energy, or {Capability.REAL_ENERGY.value}"
-
-    def __init__(self, binary: BitFlipMPF | None = None, continuous: PersistentMPF | None = None) -> None:
+    def __init__(
+        self, binary: BitFlipMPF | None = None, continuous: PersistentMPF | None = None, branches: tuple[str, ...] | list[str] = ("binary", "continuous")
+    ) -> None:
         super().__init__()
         self.binary = BitFlipMPF() if binary is None else binary
         self.continuous = PersistentMPF() if continuous is None else continuous
+        branches = tuple(branches)
+        if not branches or any(branch not in self.BRANCH_CONFIGS for branch in branches):
+            raise ValueError(f"branches must be a non-empty subset of {list(self.BRANCH_CONFIGS)}, got {list(branches)}")
+        self.branches = branches
+
+    @staticmethod
+    def branch(model) -> str | None:
+        """"binary" (bit flips), "continuous" (persistent HMC) or ``None`` (neither applies) for ``model``."""
+        offered = model.capabilities
+        if Capability.BINARY_STATES in offered and Capability.EXACT_FREE_ENERGY in offered:
+            return "binary"
+        return "continuous" if Capability.REAL_ENERGY in offered else None
+
+    def missing(self, model) -> str | None:
+        branch = self.branch(model)
+        if branch is None:
+            return f"binary states with an exact free energy, or {Capability.REAL_ENERGY.value}"
+        if branch not in self.branches:
+            wanted = "binary states with an exact free energy" if "binary" in self.branches else Capability.REAL_ENERGY.value
+            return f"{wanted} in this configuration (branches={list(self.branches)})"
+        return None
+
+    def configs_for(self, model) -> tuple[str, ...]:
+        branch = self.branch(model)
+        return () if branch is None else self.BRANCH_CONFIGS[branch]
 
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
         """Refresh the persistent connectivity of a continuous model when due; nothing to do for binary models."""

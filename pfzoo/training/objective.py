@@ -13,8 +13,6 @@ from torch import nn
 from pfzoo.models.capabilities import MissingCapability, describe, join_alternatives
 
 _OBJECTIVES: dict[str, type["Objective"]] = {}
-TRAINER_CONFIGS: dict[str, tuple[str, ...]] = {}
-"""Objective config name → the ``conf/trainer`` files that use it (filled by :meth:`Objective.__init_subclass__`)."""
 
 
 class Objective(nn.Module):
@@ -31,11 +29,14 @@ class Objective(nn.Module):
         super().__init_subclass__(**kwargs)
         if cls.__dict__.get("config_name"):
             _OBJECTIVES[cls.config_name] = cls
-            TRAINER_CONFIGS[cls.config_name] = cls.trainer_configs or (cls.config_name,)
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""
         return None
+
+    def configs_for(self, model) -> tuple[str, ...]:
+        """The ``conf/trainer`` files of this objective that suit ``model`` (all of them unless a subclass narrows it)."""
+        return self.trainer_configs or (self.config_name,)
 
     def check(self, model) -> None:
         """Raise :class:`~pfzoo.models.MissingCapability` (one line) unless the objective applies to ``model``."""
@@ -43,14 +44,15 @@ class Objective(nn.Module):
         if need is None:
             return
         message = f"{type(self).__name__} needs {need}; {type(model).__name__} {describe(model)}"
-        others = [f"trainer={name}" for name in applicable_trainers(model) if name not in self.trainer_configs + (self.config_name,)]
+        others = [f"trainer={name}" for name in applicable_trainers(model)]
         raise MissingCapability(message + (f" — use {join_alternatives(others)}" if others else ""))
 
 
 def applicable_trainers(model) -> list[str]:
     """The ``conf/trainer`` names whose objective (in its default settings) applies to ``model``."""
     names = []
-    for name, cls in sorted(_OBJECTIVES.items()):
-        if cls().missing(model) is None:
-            names.extend(TRAINER_CONFIGS[name])
+    for cls in _OBJECTIVES.values():
+        objective = cls()
+        if objective.missing(model) is None:
+            names.extend(objective.configs_for(model))
     return sorted(set(names))

@@ -21,7 +21,7 @@ from torch import nn
 from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability, MissingCapability, describe, join_alternatives
-from pfzoo.validation import check_generator, check_matrix
+from pfzoo.validation import check_generator
 
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(done, total)`` while an estimator runs; the app turns it into a progress bar."""
@@ -231,38 +231,41 @@ class PartitionEstimator(LikelihoodEstimator):
             marginal_variance = (marginal.stderr**2).sum().item() / data.shape[0] ** 2
             info["posterior_samples"] = self.posterior_samples
         per_example = log_marginal - estimate.log_z
-        return LikelihoodEstimate(
-            mean=per_example.mean().item(),
-            stderr=math.sqrt(estimate.stderr**2 + marginal_variance),
-            per_example=per_example,
-            partition=estimate,
-            data_stderr=sample_stderr(per_example),
-            kind=estimate.kind,
-            info=info,
-            warnings=estimate.warnings,
+        return likelihood_estimate(
+            per_example, stderr=math.sqrt(estimate.stderr**2 + marginal_variance), kind=estimate.kind, info=info,
+            partition=estimate, warnings=estimate.warnings,
         )
 
 
-def reduce_per_example(
+def likelihood_estimate(
     per_example: torch.Tensor,
-    per_example_stderr: torch.Tensor,
     *,
+    stderr: float,
     kind: BoundKind,
     info: dict[str, Any],
+    mean: float | None = None,
+    num_data: int | None = None,
+    partition: PartitionEstimate | None = None,
     warnings: tuple[str, ...] = (),
 ) -> LikelihoodEstimate:
-    """The :class:`LikelihoodEstimate` of independent per-example estimates ``[B]`` with their standard errors ``[B]``:
-    mean over the examples, stderr ``sqrt(Σ_n se_n²) / B``, data stderr ``sd / sqrt(B)``."""
+    """The one place a :class:`LikelihoodEstimate` is assembled from per-example estimates ``[B]``.
+
+    ``mean`` defaults to their mean (RAISE's control variates give another); ``stderr`` is the estimator's
+    own error of that mean (each estimator knows how its examples' errors combine); ``data_stderr`` is
+    always ``sd(per_example) / √n`` with n = ``num_data`` (default B), the size of the test set the mean
+    stands for — RAISE on a subset of n examples reports the sampling error of the full set's mean.
+    """
+    num_data = per_example.numel() if num_data is None else num_data
+    data_stderr = sample_stderr(per_example) * math.sqrt(per_example.numel() / num_data)
     return LikelihoodEstimate(
-        mean=per_example.mean().item(),
-        stderr=math.sqrt(per_example_stderr.double().square().sum().item()) / per_example.numel(),
-        per_example=per_example,
-        partition=None,
-        data_stderr=sample_stderr(per_example),
-        kind=kind,
-        info={**info, "per_example_stderr": per_example_stderr},
-        warnings=warnings,
+        mean=per_example.mean().item() if mean is None else mean, stderr=stderr, per_example=per_example,
+        partition=partition, data_stderr=data_stderr, kind=kind, info=info, warnings=warnings,
     )
+
+
+def independent_examples_stderr(per_example_stderr: torch.Tensor) -> float:
+    """``sqrt(Σ_n se_n²) / B``: the stderr of a mean of B estimates made with independent chains per example."""
+    return math.sqrt(per_example_stderr.double().square().sum().item()) / per_example_stderr.numel()
 
 
 def reliability_warnings(

@@ -7,7 +7,7 @@ import math
 import torch
 from torch.nn import functional as F
 
-from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, sample_stderr
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -94,14 +94,8 @@ class CSL(LikelihoodEstimator):
         per_example = summarize_log_weights(chain_estimates, dim=1).log_mean
         info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,
                 "burn_in": self.burn_in, "thin": self.thin}
-        return LikelihoodEstimate(
-            mean=per_example.mean().item(),
-            stderr=shared_chain_stderr(chain_estimates, per_example),
-            per_example=per_example,
-            partition=None,
-            data_stderr=sample_stderr(per_example),
-            kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-            info=info,
+        return likelihood_estimate(
+            per_example, stderr=shared_chain_stderr(chain_estimates, per_example), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info
         )
 
 

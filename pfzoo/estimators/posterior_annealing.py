@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 from pfzoo.estimators.annealing import anneal
-from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, ProgressCallback, reduce_per_example, reliability_warnings
+from pfzoo.estimators.base import (
+    BoundKind, LikelihoodEstimate, ProgressCallback, independent_examples_stderr, likelihood_estimate, reliability_warnings,
+)
 from pfzoo.estimators.batching import example_batches
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.paths.posterior import PosteriorPath
@@ -70,6 +72,8 @@ def posterior_annealing_log_likelihood(
         acceptance = torch.stack(acceptances).sum(0) / data.shape[0]
         info.update(acceptance=acceptance.tolist(), acceptance_betas=segment_betas.tolist())
     warnings = reliability_warnings(None, num_particles, acceptance, segment_betas if acceptances else None)
-    return reduce_per_example(
-        torch.cat(log_means), torch.cat(stderrs), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info, warnings=warnings
+    per_example_stderr = torch.cat(stderrs)
+    return likelihood_estimate(
+        torch.cat(log_means), stderr=independent_examples_stderr(per_example_stderr), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
+        info={**info, "per_example_stderr": per_example_stderr}, warnings=warnings,
     )

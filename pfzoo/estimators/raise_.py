@@ -7,7 +7,9 @@ import math
 import torch
 
 from pfzoo.estimators.annealing import AnnealingDiagnostics, anneal
-from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, reliability_warnings, sample_stderr
+from pfzoo.estimators.base import (
+    BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate, reliability_warnings,
+)
 from pfzoo.estimators.batching import example_batches
 from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.logmath import summarize_log_weights
@@ -152,14 +154,8 @@ class RAISE(LikelihoodEstimator):
             mean = control.mean().item() + difference.mean().item()
             stderr = math.sqrt(max(variance, 0.0))
             info.update(subset=subset, control_variate_mean=control.mean().item())
-        return LikelihoodEstimate(
-            mean=mean,
-            stderr=stderr,
-            per_example=per_example,
-            partition=None,
-            data_stderr=sample_stderr(per_example) * math.sqrt(per_example.numel() / num_data),
-            kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-            info=info,
+        return likelihood_estimate(
+            per_example, mean=mean, stderr=stderr, num_data=num_data, kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info,
             warnings=reliability_warnings(summary.ess.mean().item(), self.num_chains),
         )
 

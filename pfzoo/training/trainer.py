@@ -8,7 +8,7 @@ import os
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import torch
 from torch import nn
@@ -23,6 +23,7 @@ from pfzoo.zoo import load_checkpoint, save
 logger = logging.getLogger(__name__)
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
+EpochMetric = Callable[[EnergyModel], float]
 DEFAULT_OPTIMIZER: OptimizerFactory = partial(torch.optim.SGD, lr=0.05, momentum=0.5)
 CHECKPOINT_FILE = "checkpoint.pt"
 METRICS_FILE = "metrics.jsonl"
@@ -61,7 +62,14 @@ class Trainer:
     epochs, ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field
     lower bound on ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the
     likelihood. For honest likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny
-    models, AIS otherwise).
+    models, AIS otherwise). Each name of ``epoch_metrics`` adds its value.
+
+    Stopping early: a run ends before ``epochs`` when its recorded epochs meet a stopping rule, checked
+    before every epoch (so a resumed run that had already stopped trains no further): ``stop_tolerance``
+    (the last epoch changed the loss by at most that, relative) or ``max_seconds`` (the training seconds
+    summed over the epochs reached that budget). The epoch that meets a rule is checkpointed. With
+    full-batch L-BFGS an epoch's loss is the loss *before* its step (what ``LBFGS.step`` returns), so
+    the tolerance rule stops one step after the step that changed the loss by less than the tolerance.
 
     Args:
         objective: an ``nn.Module`` with ``loss(model, batch, *, generator) -> scalar``; its state
@@ -84,6 +92,13 @@ class Trainer:
         estimator: log-likelihood estimator for those evaluations, fitted with ``base_data`` = train.
         progress: show tqdm bars over epochs and batches.
         seed: root of the random streams above.
+        stop_tolerance: τ ≥ 0; stop when ``|loss_e − loss_(e−1)| ≤ τ · max(1, |loss_e|)`` (e.g. full-batch
+            L-BFGS on a convex objective that has converged); 0 = never.
+        max_seconds: stop once the epochs' training seconds sum to at least this (a wall-time budget, as in
+            comparisons of learners at equal time; the epoch count then depends on the machine); None = never.
+        epoch_metrics: ``{name: model -> float}`` evaluated after every epoch, outside the timed region, under
+            ``torch.no_grad`` and logged under ``name`` (e.g. the error of the learned parameters against a
+            known truth); None = none.
     """
 
     def __init__(
@@ -101,6 +116,9 @@ class Trainer:
         estimator: Estimator | None = None,
         progress: bool = True,
         seed: int = 0,
+        stop_tolerance: float = 0.0,
+        max_seconds: float | None = None,
+        epoch_metrics: Mapping[str, EpochMetric] | None = None,
     ) -> None:
         if not isinstance(objective, nn.Module) or not callable(getattr(objective, "loss", None)):
             raise ValueError(f"objective must be an nn.Module with a loss(model, batch, *, generator) method, got {type(objective).__name__}")
@@ -128,6 +146,17 @@ class Trainer:
         self.estimator = estimator
         self.progress = bool(progress)
         self.seed = seed
+        if not stop_tolerance >= 0 or stop_tolerance == float("inf"):
+            raise ValueError(f"stop_tolerance must be a finite non-negative number (0 = never stop early), got {stop_tolerance}")
+        self.stop_tolerance = float(stop_tolerance)
+        if max_seconds is not None and not max_seconds > 0:
+            raise ValueError(f"max_seconds must be positive or None (no time budget), got {max_seconds}")
+        self.max_seconds = None if max_seconds is None else float(max_seconds)
+        epoch_metrics = dict(epoch_metrics or {})
+        for name, metric in epoch_metrics.items():
+            if not isinstance(name, str) or not callable(metric):
+                raise ValueError(f"epoch_metrics must map names to callables model -> float, got {name!r}: {type(metric).__name__}")
+        self.epoch_metrics = epoch_metrics
 
     @property
     def checkpoint_path(self) -> Path:
@@ -168,20 +197,38 @@ class Trainer:
         weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
         with tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not self.progress) as bar:
             for epoch in range(start + 1, self.epochs + 1):
+                reason = self.stop_reason(records)
+                if reason is not None:
+                    logger.info("stopping after epoch %d of %d: %s", epoch - 1, self.epochs, reason)
+                    break
                 self._set_learning_rate(optimizer, epoch)
                 began = time.perf_counter()
                 loss = self._train_epoch(model, train, optimizer, weights, generators, epoch)
                 record = {"epoch": epoch, "loss": loss, "seconds": time.perf_counter() - began}
                 record.update(self._evaluate(model, train, test, epoch))
+                with torch.no_grad():
+                    record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
                 with self.metrics_path.open("a") as file:
                     file.write(json.dumps(record) + "\n")
                 records.append(record)
                 logger.info("epoch %d/%d: %s", epoch, self.epochs, record)
-                if epoch % self.checkpoint_every == 0 or epoch == self.epochs:
+                if epoch % self.checkpoint_every == 0 or epoch == self.epochs or self.stop_reason(records) is not None:
                     self._save(model, optimizer, generators, epoch, config)
                 bar.update()
                 bar.set_postfix(loss=f"{loss:.4g}")
         return records[-1] if records else {"epoch": start, **self._evaluate(model, train, test, start)}
+
+    def stop_reason(self, records: list[dict[str, Any]]) -> str | None:
+        """Why training should stop after the epochs ``records`` (oldest first), or None to go on."""
+        if self.stop_tolerance and len(records) >= 2:
+            change, loss = abs(records[-1]["loss"] - records[-2]["loss"]), abs(records[-1]["loss"])
+            if change <= self.stop_tolerance * max(1.0, loss):
+                return f"epoch {records[-1]['epoch']} changed the loss by {change:.3g} ≤ {self.stop_tolerance:g} · max(1, |loss|)"
+        if self.max_seconds is not None:
+            seconds = sum(record["seconds"] for record in records)
+            if seconds >= self.max_seconds:
+                return f"{seconds:.1f} training seconds reached the budget max_seconds={self.max_seconds:g}"
+        return None
 
     def _prepare(self, model: EnergyModel, split: torch.Tensor, name: str) -> torch.Tensor:
         """``split`` on the model's device and dtype, checked to be ``[N ≥ 1, V]`` (binary for binary models)."""

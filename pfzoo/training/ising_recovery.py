@@ -1,0 +1,62 @@
+"""How well a learner recovered a known Ising model: the coupling error ε_J and the correlation error ε_corr.
+
+The errors of Sohl-Dickstein's thesis, Table 3.1 (and Sohl-Dickstein, Battaglino & DeWeese 2011, Fig. 2),
+for a fully visible binary model ``E(x) = -½ xᵀJx - b·x`` fitted to samples of a true one:
+
+    ε_J    = mean over pairs i < j of (J_ij − J*_ij)²
+    ε_corr = mean over pairs i < j of (⟨x_i x_j⟩_model − ⟨x_i x_j⟩_data)²
+
+Both average over *all* D(D−1)/2 pairs, so a lattice's non-neighbours (true coupling 0) count too. The true
+model of a spin-glass data set is :func:`pfzoo.data.spin_glass_model` with the data set's arguments.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from pfzoo.validation import check_matrix
+
+
+def upper_pairs(matrix: Tensor) -> Tensor:
+    """The entries ``i < j`` of a square ``matrix [D, D]``, row by row: ``[D(D−1)/2]``."""
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"matrix must be square [D, D], got shape {tuple(matrix.shape)}")
+    rows, cols = torch.triu_indices(matrix.shape[0], matrix.shape[1], 1, device=matrix.device)
+    return matrix[rows, cols]
+
+
+def _couplings(model, name: str) -> Tensor:
+    coupling = getattr(model, "symmetric_coupling", None)
+    if not isinstance(coupling, Tensor):
+        raise ValueError(f"{name} must be a fully visible binary model with symmetric_coupling [D, D] (an Ising model), "
+                         f"got {type(model).__name__}")
+    return coupling.detach()
+
+
+def coupling_error(model, truth) -> float:
+    """ε_J: the mean square error of ``model``'s couplings against ``truth``'s over all pairs ``i < j``.
+
+    Both are Ising-family models of the same D (anything with ``symmetric_coupling [D, D]``); the difference
+    is taken in the wider of their dtypes, on ``model``'s device.
+    """
+    learned, true = _couplings(model, "model"), _couplings(truth, "truth")
+    if learned.shape != true.shape:
+        raise ValueError(f"model and truth must have the same number of units, got {learned.shape[0]} and {true.shape[0]}")
+    return (upper_pairs(learned) - upper_pairs(true.to(learned.device))).pow(2).mean().item()
+
+
+def pair_moments(samples: Tensor) -> Tensor:
+    """``⟨x_i x_j⟩`` over the rows of ``samples [N, D]`` for the pairs ``i < j``: ``[D(D−1)/2]``."""
+    check_matrix(samples, "samples")
+    if samples.shape[0] == 0:
+        raise ValueError("samples must hold at least one row")
+    return upper_pairs(samples.T @ samples / samples.shape[0])
+
+
+def correlation_error(samples: Tensor, reference: Tensor) -> float:
+    """ε_corr: the mean square error of the pairwise moments of ``samples [N, D]`` against ``reference [M, D]``."""
+    model_moments, data_moments = pair_moments(samples), pair_moments(reference)
+    if model_moments.shape != data_moments.shape:
+        raise ValueError(f"samples and reference must have the same width, got {samples.shape[1]} and {reference.shape[1]}")
+    return (model_moments - data_moments.to(model_moments)).pow(2).mean().item()

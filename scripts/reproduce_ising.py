@@ -1,23 +1,19 @@
 """Reproduce Table 3.1 of Sohl-Dickstein's thesis: learning a 10×10 lattice spin glass from 20,000 samples.
 
-    python scripts/reproduce_ising.py            # full run: reports/ising/{README.md,results.json,convergence.png}
-    python scripts/reproduce_ising.py --quick    # smoke run (6×6 lattice, 2,000 samples): reports/ising/quick/
+    python scripts/reproduce_ising.py                # full run: reports/ising/{README.md,results.json,convergence.png}
+    python scripts/reproduce_ising.py --quick        # smoke run (6×6 lattice, 2,000 samples): reports/ising/quick/
+    python scripts/reproduce_ising.py --report-only  # re-render README.md and the plot from the folder's results.json
 
-Data: a 2-D periodic lattice of binary units ``x ∈ {0,1}^100`` with nearest-neighbour couplings
-``J_ij ~ N(0, σ²)`` (:func:`pfzoo.data.spin_glass_model`), sampled by many parallel block-Gibbs chains with
-burn-in and thinning (:func:`pfzoo.data.sample_spin_glass`).
-
-Learners, each fitting a *fully connected* Ising model (all 4,950 couplings and 100 biases; the lattice
-structure is not given to them), starting from J = 0 and the biases of the independent-units fit:
-- MPF, single-bit-flip connectivity (:class:`pfzoo.training.BitFlipMPF`), full-batch L-BFGS to convergence;
-- pseudo-likelihood (:class:`pfzoo.training.PseudoLikelihood`), full-batch L-BFGS to convergence;
-- CD-1 and CD-10 (:class:`pfzoo.training.CD`, Gibbs sweeps of the current model), minibatch SGD with
-  momentum for a fixed wall-time budget.
-
-Errors, as in the thesis: ε_J, the mean square error of the learned couplings over all pairs i < j
-(lattice non-neighbours have true coupling 0); ε_corr, the mean square error over pairs i < j of the
-pairwise moments ⟨x_i x_j⟩ of samples from the learned model against those of the training data. The
-convergence plot is ε_J against training seconds (the errors are computed outside the timed region).
+Data: the spin glass of the recipes' dataset settings (:func:`pfzoo.data.spin_glass_model`: periodic lattice, couplings
+``J_ij ~ N(0, σ²)``), sampled by parallel block-Gibbs chains (:func:`pfzoo.data.sample_spin_glass`, seed + 1).
+Learners, each a recipe in conf/experiment run by the :class:`pfzoo.training.Trainer`, fit a *fully connected* Ising
+model (all 4,950 couplings and 100 biases) from J = 0 and the independent-units biases:
+- ``ising_mpf``: MPF, single-bit flips, full-batch L-BFGS (float64) until an epoch changes the loss by < 1e-10;
+- ``ising_pseudolikelihood``: pseudo-likelihood, the same L-BFGS;
+- ``ising_cd1``, ``ising_cd10``: CD-k, minibatch SGD with momentum for a budget of training seconds.
+Errors (:mod:`pfzoo.training.ising_recovery`): ε_J, the mean square coupling error over all pairs i < j, logged after
+every epoch outside the timed region; ε_corr, that of the pair moments ⟨x_i x_j⟩ of samples of the learned model
+against the training data.
 """
 
 from __future__ import annotations
@@ -28,15 +24,16 @@ import json
 import shlex
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
+from hydra.utils import instantiate
 
-from pfzoo.data import sample_spin_glass, spin_glass_model
-from pfzoo.models import Ising
-from pfzoo.training import CD, BitFlipMPF, PseudoLikelihood
-
+from pfzoo.cli import compose
+from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
 from pfzoo.reporting import load_average, machine_description
+from pfzoo.training.ising_recovery import correlation_error, coupling_error
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,81 +43,29 @@ THESIS = {  # Table 3.1 as quoted in the issue: ε_J and wall time (seconds), 10
     "CD-1": ("0.3196", "~20,000"),
     "CD-10": ("not quoted", "—"),
 }
-LBFGS_ITERATIONS = 5  # L-BFGS iterations per recorded step
-LBFGS_TOLERANCE = 1e-10  # stop L-BFGS when a step changes the loss by less than this (relative)
+# learner: (recipe, dtype, offset of its trainer seed); CD's data order and Gibbs draws come from seed + offset.
+LEARNERS = {
+    "MPF": ("ising_mpf", torch.float64, 0),
+    "pseudo-likelihood": ("ising_pseudolikelihood", torch.float64, 0),
+    "CD-1": ("ising_cd1", torch.float32, 2),
+    "CD-10": ("ising_cd10", torch.float32, 3),
+}
 
 
-def upper_pairs(model_or_matrix) -> torch.Tensor:
-    """The entries i < j of a symmetric ``[D, D]`` matrix (or of an Ising model's couplings), ``[D(D-1)/2]``."""
-    matrix = model_or_matrix.symmetric_coupling.detach() if isinstance(model_or_matrix, Ising) else model_or_matrix
-    rows, cols = torch.triu_indices(matrix.shape[0], matrix.shape[1], 1)
-    return matrix[rows, cols]
-
-
-def coupling_error(model: Ising, truth: Ising) -> float:
-    """ε_J: mean square error of the couplings over all pairs i < j."""
-    return (upper_pairs(model) - upper_pairs(truth)).pow(2).mean().item()
-
-
-def pair_moments(samples: torch.Tensor) -> torch.Tensor:
-    """⟨x_i x_j⟩ over the rows of ``samples [N, D]`` for pairs i < j."""
-    return upper_pairs(samples.T @ samples / samples.shape[0])
-
-
-def start_model(train: torch.Tensor) -> Ising:
-    """J = 0 and the independent-units biases: the common starting point of every learner."""
-    model = Ising(train.shape[1], init_std=0.0)
-    model.init_from_data(train)
-    return model
-
-
-def fit_lbfgs(objective, train: torch.Tensor, truth: Ising, *, max_steps: int) -> tuple[Ising, list]:
-    """Full-batch L-BFGS in float64 (the history kept across steps of ``LBFGS_ITERATIONS`` iterations) until a step changes
-    the loss by less than ``LBFGS_TOLERANCE`` (relative); returns the model and the trace ``[(seconds, ε_J), ...]`` per step."""
-    model = start_model(train).double()
-    train = train.double()
-    optimizer = torch.optim.LBFGS(model.parameters(), lr=1.0, max_iter=LBFGS_ITERATIONS, history_size=20, line_search_fn="strong_wolfe")
-
-    def closure():
-        optimizer.zero_grad()
-        loss = objective.loss(model, train)
-        loss.backward()
-        return loss
-
-    trace, elapsed, previous = [(0.0, coupling_error(model, truth))], 0.0, None
-    for _ in range(max_steps):
-        began = time.perf_counter()
-        optimizer.step(closure)
-        with torch.no_grad():
-            loss = objective.loss(model, train).item()
-        elapsed += time.perf_counter() - began
-        trace.append((elapsed, coupling_error(model, truth)))
-        if previous is not None and abs(previous - loss) <= LBFGS_TOLERANCE * max(1.0, abs(loss)):
-            break
-        previous = loss
-    return model.float(), trace
-
-
-def fit_cd(k: int, train: torch.Tensor, truth: Ising, *, seconds: float, learning_rate: float, seed: int) -> tuple[Ising, list]:
-    """CD-k with minibatch SGD (batch 100, momentum 0.9) for ``seconds`` of training time; the learning rate decays as
-    1/(1 + epoch/10). Returns the model and the trace ``[(seconds, ε_J), ...]`` recorded after every epoch."""
-    model = start_model(train)
-    objective = CD(k=k)
-    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate, momentum=0.9)
-    shuffle, sampling = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed + 1)
-    trace, elapsed, epoch = [(0.0, coupling_error(model, truth))], 0.0, 0
-    while elapsed < seconds:
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate / (1 + epoch / 10)
-        began = time.perf_counter()
-        for rows in torch.randperm(train.shape[0], generator=shuffle).split(100):
-            optimizer.zero_grad()
-            objective.loss(model, train[rows], generator=sampling).backward()
-            optimizer.step()
-        elapsed += time.perf_counter() - began
-        epoch += 1
-        trace.append((elapsed, coupling_error(model, truth)))
-    return model, trace
+def fit(name: str, overrides: list[str], seed: int, train: torch.Tensor, truth, run_dir: Path) -> tuple[torch.nn.Module, list, int]:
+    """Train learner ``name`` on ``train [N, D]``; returns the model (float32), its trace ``[(seconds, ε_J), ...]`` from
+    the start and its number of epochs (L-BFGS steps or CD epochs)."""
+    recipe, dtype, seed_offset = LEARNERS[name]
+    cfg = compose("train", [f"+experiment={recipe}", *overrides, f"trainer.seed={seed + seed_offset}"])
+    model = instantiate(cfg.model, num_visible=train.shape[1]).to(dtype)
+    model.init_from_data(train.to(dtype))  # J = 0 and the independent-units biases: every learner's start
+    trace = [(0.0, coupling_error(model, truth))]
+    trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None, epoch_metrics={"coupling_error": partial(coupling_error, truth=truth)})
+    trainer.fit(model, DataSplits("spin_glass", train=train, test=train[:1]))
+    records = [json.loads(line) for line in trainer.metrics_path.read_text().splitlines()]
+    for record in records:
+        trace.append((trace[-1][0] + record["seconds"], record["coupling_error"]))
+    return model.float(), trace, len(records)
 
 
 def plot(traces: dict, path: Path, title: str) -> None:
@@ -133,9 +78,7 @@ def plot(traces: dict, path: Path, title: str) -> None:
     for name, trace in traces.items():
         seconds, errors = zip(*trace[1:])
         ax.loglog(seconds, errors, label=name, marker="." if len(seconds) < 60 else None)
-    ax.set_xlabel("training time (s)")
-    ax.set_ylabel("ε_J (mean square coupling error)")
-    ax.set_title(title)
+    ax.set(xlabel="training time (s)", ylabel="ε_J (mean square coupling error)", title=title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -152,7 +95,7 @@ def main() -> None:
     parser.add_argument("--thin", type=int, default=10, help="Gibbs sweeps between kept samples of a chain")
     parser.add_argument("--cd-seconds", type=float, default=300.0, help="training-time budget of CD-1 and of CD-10")
     parser.add_argument("--cd-learning-rate", type=float, default=0.02)
-    parser.add_argument("--max-lbfgs-steps", type=int, default=400, help=f"L-BFGS steps of {LBFGS_ITERATIONS} iterations at most")
+    parser.add_argument("--max-lbfgs-steps", type=int, default=400, help="L-BFGS steps (epochs of 5 iterations) at most")
     parser.add_argument("--model-samples", type=int, default=20000, help="samples from each learned model for ε_corr")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
@@ -168,34 +111,30 @@ def main() -> None:
         write_report(json.loads((out / "results.json").read_text()), out)
         return
     torch.set_num_threads(args.threads)
-
-    truth = spin_glass_model(kind="lattice", side=args.side, coupling_std=args.coupling_std, seed=args.seed)
+    data = dict(side=args.side, coupling_std=args.coupling_std, burn_in=args.burn_in, thin=args.thin, num_train=args.num_samples, seed=args.seed)
+    overrides = [f"dataset.{key}={value}" for key, value in data.items()] + [f"seed={args.seed}"]
+    learner_overrides = {
+        "MPF": [f"trainer.epochs={args.max_lbfgs_steps}"], "pseudo-likelihood": [f"trainer.epochs={args.max_lbfgs_steps}"],
+        "CD-1": [f"trainer.max_seconds={args.cd_seconds}", f"trainer.optimizer.lr={args.cd_learning_rate}"],
+        "CD-10": [f"trainer.max_seconds={args.cd_seconds}", f"trainer.optimizer.lr={args.cd_learning_rate}"],
+    }
+    recipe = compose("train", ["+experiment=ising_mpf", *overrides])
+    dataset, lbfgs = recipe.dataset, {"lbfgs_iterations": recipe.trainer.optimizer.max_iter, "stop_tolerance": recipe.trainer.stop_tolerance}
+    truth = spin_glass_model(kind=dataset.kind, side=dataset.side, num_units=dataset.num_units, coupling_std=dataset.coupling_std,
+                             bias_std=dataset.bias_std, seed=dataset.seed)
+    gibbs = dict(num_chains=dataset.num_chains, burn_in=dataset.burn_in, thin=dataset.thin)
     began = time.perf_counter()
-    train = sample_spin_glass(
-        truth, args.num_samples, burn_in=args.burn_in, thin=args.thin, generator=torch.Generator().manual_seed(args.seed + 1)
-    )
+    train = sample_spin_glass(truth, dataset.num_train, **gibbs, generator=torch.Generator().manual_seed(args.seed + 1))
     sampling_seconds = time.perf_counter() - began
     print(f"sampled {args.num_samples} states of a {args.side}×{args.side} spin glass in {sampling_seconds:.1f} s", flush=True)
-    data_moments = pair_moments(train)
 
-    learners = {
-        "MPF": lambda: fit_lbfgs(BitFlipMPF(), train, truth, max_steps=args.max_lbfgs_steps),
-        "pseudo-likelihood": lambda: fit_lbfgs(PseudoLikelihood(), train, truth, max_steps=args.max_lbfgs_steps),
-        "CD-1": lambda: fit_cd(1, train, truth, seconds=args.cd_seconds, learning_rate=args.cd_learning_rate, seed=args.seed + 2),
-        "CD-10": lambda: fit_cd(10, train, truth, seconds=args.cd_seconds, learning_rate=args.cd_learning_rate, seed=args.seed + 3),
-    }
     results, traces = {}, {}
-    for index, (name, learn) in enumerate(learners.items()):
-        model, trace = learn()
-        samples = sample_spin_glass(
-            model, args.model_samples, burn_in=args.burn_in, thin=args.thin, generator=torch.Generator().manual_seed(args.seed + 10 + index)
-        )
-        results[name] = {
-            "coupling_error": coupling_error(model, truth),
-            "correlation_error": (pair_moments(samples) - data_moments).pow(2).mean().item(),
-            "seconds": trace[-1][0],
-            "iterations_or_epochs": len(trace) - 1,
-        }
+    for index, name in enumerate(LEARNERS):
+        run_dir = REPO / "runs" / "ising" / out.name / LEARNERS[name][0]  # git-ignored checkpoints and metrics
+        model, trace, epochs = fit(name, overrides + learner_overrides[name], args.seed, train, truth, run_dir)
+        samples = sample_spin_glass(model, args.model_samples, **gibbs, generator=torch.Generator().manual_seed(args.seed + 10 + index))
+        results[name] = {"coupling_error": coupling_error(model, truth), "correlation_error": correlation_error(samples, train),
+                         "seconds": trace[-1][0], "iterations_or_epochs": epochs}
         traces[name] = trace
         print(f"{name:18s} ε_J {results[name]['coupling_error']:.4f}  ε_corr {results[name]['correlation_error']:.2e}  "
               f"{results[name]['seconds']:.1f} s", flush=True)
@@ -206,7 +145,7 @@ def main() -> None:
         "machine": machine_description(),
         "threads": args.threads,
         "load_average": load_average(),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("out", "report_only")},
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("out", "report_only")} | lbfgs,
         "sampling_seconds": sampling_seconds,
         "results": results,
         "traces": traces,
@@ -240,7 +179,8 @@ def write_report(record: dict, out: Path) -> None:
         f"biases 0, units in {{0, 1}}. Training data: {num_samples} block-Gibbs samples (burn-in {settings['burn_in']} sweeps, "
         f"thinning {settings['thin']}), drawn in {record['sampling_seconds']:.1f} s. Every learner fits all "
         f"{side**2 * (side**2 - 1) // 2:,} couplings of a fully connected model from J = 0. MPF and pseudo-likelihood: full-batch "
-        f"L-BFGS in float64 until {LBFGS_ITERATIONS} iterations change the loss by less than {LBFGS_TOLERANCE:g} (relative); "
+        f"L-BFGS in float64 until {settings.get('lbfgs_iterations', 5)} iterations change the loss by less than "
+        f"{settings.get('stop_tolerance', 1e-10):g} (relative); "
         f"CD-k: SGD, batch 100, momentum 0.9, learning rate {settings['cd_learning_rate']}/(1 + epoch/10), for "
         f"{settings['cd_seconds']:g} s.\n\n"
         "ε_J: mean square coupling error over all pairs i < j. ε_J at MPF's time: each learner's ε_J after as many training "

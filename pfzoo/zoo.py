@@ -1,4 +1,5 @@
-"""Checkpoints: save and load models as registry name + constructor config + ``state_dict``, never a pickled module.
+"""Checkpoints: save and load models as registry name + constructor config + ``state_dict``, never a pickled module;
+export a trained model into a zoo folder with its model card.
 
 A checkpoint is a ``torch.save``d dict of tensors and plain Python values, so it loads with
 ``torch.load(..., weights_only=True)`` and loading one never runs arbitrary code::
@@ -18,6 +19,8 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,8 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.registry import model_class
 
 FORMAT = "pfzoo-checkpoint-1"
+CHECKPOINT_FILE = "checkpoint.pt"
+CARD_FILE = "README.md"
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
 
@@ -97,6 +102,59 @@ def load(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -
     model = model_class(checkpoint["model"])(**checkpoint["model_config"])
     model.load_state_dict(checkpoint["state_dict"], assign=True)
     return model
+
+
+def folder_name(family: str, dataset: str, variant: str | None = None) -> str:
+    """A zoo folder's name: ``<family>-<dataset>``, or ``<family>-<dataset>-<variant>`` for one of several models of a
+    family on a data set (e.g. ``rbm-binarized_mnist-cd1-20``). The app's pretrained lookup uses ``<family>-<dataset>``."""
+    for name, value in (("family", family), ("dataset", dataset), ("variant", variant)):
+        if value is not None and (not isinstance(value, str) or not value or "/" in value or value != value.strip()):
+            raise ValueError(f"{name} must be a non-empty name without '/' or surrounding spaces, got {value!r}")
+    return f"{family}-{dataset}" if variant is None else f"{family}-{dataset}-{variant}"
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A zoo folder's ``README.md``: what the model is, how it was made, what was measured.
+
+    title: the heading (without ``#``). summary: a paragraph under it. facts: ``(name, value)`` rows of a two-column
+    table (architecture, data, training command, file, ...). sections: ``(heading, markdown body)`` pairs, each
+    rendered as a ``##`` section. Values are markdown and written as given.
+    """
+
+    title: str
+    summary: str = ""
+    facts: Sequence[tuple[str, str]] = ()
+    sections: Sequence[tuple[str, str]] = ()
+
+    def render(self) -> str:
+        """The card as markdown: blocks separated by blank lines, ending in one newline."""
+        blocks = [f"# {self.title}"]
+        if self.summary:
+            blocks.append(self.summary)
+        if self.facts:
+            blocks.append("\n".join(["| | |", "|---|---|", *(f"| {name} | {value} |" for name, value in self.facts)]))
+        blocks += [f"## {heading}\n\n{body.strip()}" for heading, body in self.sections]
+        return "\n\n".join(block.strip("\n") for block in blocks) + "\n"
+
+
+def export(checkpoint: str | os.PathLike, folder: str | os.PathLike, *, card: ModelCard | str | None = None) -> Path:
+    """Put the model of ``checkpoint`` into the zoo folder ``folder``; returns ``<folder>/checkpoint.pt``.
+
+    The zoo's copy holds the model and the run's config but no trainer state (no optimiser state or persistent
+    chains): what users load, not what resumes training. When ``checkpoint`` already is ``<folder>/checkpoint.pt``
+    it is left untouched, so a card can be rewritten without rewriting the weights. ``card`` (a
+    :class:`ModelCard` or markdown text) is written to ``<folder>/README.md``; ``None`` leaves any card there as is.
+    """
+    source, folder = Path(checkpoint), Path(folder)
+    target = folder / CHECKPOINT_FILE
+    if not (target.is_file() and source.resolve() == target.resolve()):
+        save(target, load(source), config=load_checkpoint(source)["config"])
+    if card is not None:
+        if not isinstance(card, (ModelCard, str)):
+            raise ValueError(f"card must be a ModelCard, markdown text or None, got {type(card).__name__}")
+        (folder / CARD_FILE).write_text(card.render() if isinstance(card, ModelCard) else card)
+    return target
 
 
 def _check_plain(value: Any, name: str) -> None:

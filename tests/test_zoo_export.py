@@ -1,0 +1,98 @@
+"""pfzoo.zoo.export, model cards and folder names; the RAISE reproduction's recipes (conf/experiment/raise_*.yaml)
+compose, instantiate, and are the recipes of the zoo's binarized-MNIST checkpoints."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from pfzoo import zoo
+from pfzoo.cli import compose
+from pfzoo.models import RBM, EnergyModel
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPES = sorted(path.stem for path in (REPO / "conf" / "experiment").glob("raise_*.yaml"))
+ZOO_RECIPES = {  # zoo folder → recipe that trained it
+    "rbm-binarized_mnist-cd1-20": "raise_rbm_cd1_20", "rbm-binarized_mnist-pcd-20": "raise_rbm_pcd_20",
+    "rbm-binarized_mnist-cd1-500": "raise_rbm_cd1_500", "rbm-binarized_mnist-pcd-500": "raise_rbm_pcd_500",
+    "rbm-binarized_mnist-cd25-500": "raise_rbm_cd25_500", "dbm-binarized_mnist": "raise_dbm_500_1000", "dbn-binarized_mnist": "raise_dbn_500_1000",
+}
+
+
+def trained_rbm(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return RBM.from_tensors(torch.randn(12, 5, generator=g), torch.randn(12, generator=g), torch.randn(5, generator=g))
+
+
+def test_export_keeps_the_model_and_config_but_not_the_trainer_state(tmp_path):
+    model, config = trained_rbm(), {"seed": 0, "model": {"num_hidden": 5}}
+    run = zoo.save(tmp_path / "run" / "checkpoint.pt", model, config=config, trainer_state={"epoch": 7})
+    target = zoo.export(run, tmp_path / "zoo" / "rbm-digits", card="# card\n")
+    assert target == tmp_path / "zoo" / "rbm-digits" / "checkpoint.pt"
+    raw = zoo.load_checkpoint(target)
+    assert raw["trainer_state"] is None and raw["config"] == config
+    assert torch.equal(zoo.load(target).weight, model.weight)
+    assert (target.parent / "README.md").read_text() == "# card\n"
+
+
+def test_exporting_a_zoo_checkpoint_onto_itself_leaves_its_bytes_alone(tmp_path):
+    folder = tmp_path / "rbm-digits"
+    target = zoo.export(zoo.save(tmp_path / "run.pt", trained_rbm(), trainer_state={"epoch": 1}), folder)
+    before = target.read_bytes()
+    assert not (folder / "README.md").exists()  # no card given: none written
+    zoo.export(target, folder, card=zoo.ModelCard(title="t"))
+    assert target.read_bytes() == before and (folder / "README.md").read_text() == "# t\n"
+
+
+def test_export_refuses_a_missing_checkpoint_and_a_card_of_the_wrong_type(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        zoo.export(tmp_path / "absent.pt", tmp_path / "zoo")
+    run = zoo.save(tmp_path / "run.pt", trained_rbm())
+    with pytest.raises(ValueError, match="card"):
+        zoo.export(run, tmp_path / "zoo", card={"title": "t"})
+
+
+def test_model_card_renders_title_summary_facts_and_sections():
+    card = zoo.ModelCard(title="rbm-digits (PCD)", summary="Trained by x.", facts=[("data", "`dataset=digits`"), ("file", "`checkpoint.pt`")],
+                         sections=[("Measured", "| a | b |\n|---|---|\n| 1 | 2 |\n\nnotes"), ("More", "text\n")])
+    assert card.render() == (
+        "# rbm-digits (PCD)\n\nTrained by x.\n\n| | |\n|---|---|\n| data | `dataset=digits` |\n| file | `checkpoint.pt` |\n\n"
+        "## Measured\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nnotes\n\n## More\n\ntext\n"
+    )
+    assert zoo.ModelCard(title="t", sections=[("S", "x")]).render() == "# t\n\n## S\n\nx\n"
+
+
+def test_folder_names():
+    assert zoo.folder_name("rbm", "digits") == "rbm-digits"
+    assert zoo.folder_name("rbm", "binarized_mnist", "cd1-20") == "rbm-binarized_mnist-cd1-20"
+    for bad in ("", "a/b", " rbm"):
+        with pytest.raises(ValueError, match="family"):
+            zoo.folder_name(bad, "digits")
+
+
+def test_the_raise_recipes_exist():
+    assert set(ZOO_RECIPES.values()) <= set(RECIPES) and len(RECIPES) >= 10
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_raise_recipe_composes_and_instantiates_its_model(recipe):
+    cfg = compose("train", [f"+experiment={recipe}", "run_dir=somewhere", "data.root=/nowhere"])
+    assert cfg.dataset._target_ == "pfzoo.data.binarized_mnist" and cfg.seed == 0
+    model = instantiate(cfg.model, num_visible=784, generator=torch.Generator().manual_seed(0))
+    assert isinstance(model, EnergyModel) and model.num_visible == 784
+    instantiate(cfg.trainer, run_dir="somewhere", estimator=None)
+
+
+@pytest.mark.parametrize("folder", sorted(ZOO_RECIPES))
+def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
+    """The training config stored in the zoo's checkpoint is what ``+experiment=<recipe>`` composes (run-specific keys aside)."""
+    stored = zoo.load_checkpoint(REPO / "models" / folder / "checkpoint.pt")["config"]
+    composed = OmegaConf.to_container(compose("train", [f"+experiment={ZOO_RECIPES[folder]}", "run_dir=x", "data.root=x"]), resolve=True)
+    stored["trainer"].setdefault("learning_rate_decay", 0.0)  # older checkpoints predate the key; 0.0 is its default
+    for config in (stored, composed):
+        config["trainer"].pop("progress")
+        config["dataset"].pop("root")
+    for key in ("model", "dataset", "trainer", "seed", "device", "init_from_data"):
+        assert stored[key] == composed[key], key

@@ -6,6 +6,7 @@ dict of results, so they are testable without Hydra's command line; the scripts 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import time
@@ -24,8 +25,17 @@ from pfzoo.training import GreedyTrainer
 
 logger = logging.getLogger(__name__)
 
-ZOO_DIR = Path(__file__).resolve().parents[1] / "models"
 PRETRAINED_FILE = "checkpoint.pt"
+
+
+def default_zoo_dir() -> Path:
+    """The pretrained zoo: ``pfzoo/pretrained`` in an installed wheel, the checkout's top-level ``models/`` in an
+    editable install (setup.cfg maps the package ``pfzoo.pretrained`` onto it)."""
+    spec = importlib.util.find_spec("pfzoo.pretrained")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if Path(location).is_dir():
+            return Path(location)
+    return Path(__file__).resolve().parents[1] / "models"
 
 
 def resolve_device(name: str) -> torch.device:
@@ -58,7 +68,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
 def pretrained_checkpoint(cfg: DictConfig, dataset_name: str) -> Path:
     """The zoo's checkpoint for the configured model family and data set: ``<zoo_dir>/<model>-<dataset>/checkpoint.pt``."""
-    zoo_dir = Path(cfg.zoo_dir) if cfg.zoo_dir else ZOO_DIR
+    zoo_dir = Path(cfg.zoo_dir) if cfg.zoo_dir else default_zoo_dir()
     family = get_class(cfg.model._target_).registry_name
     path = zoo_dir / f"{family}-{dataset_name}" / PRETRAINED_FILE
     if not path.is_file():

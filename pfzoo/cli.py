@@ -1,7 +1,7 @@
 """The command line: compose a config, run the app, report, and turn every user error into one line and exit 2.
 
-``scripts/train.py`` and ``scripts/evaluate.py`` call :func:`check_overrides` and :func:`execute`; tests
-call :func:`compose` and :func:`execute` in-process. What counts as a user error: anything the app raises
+``pfzoo-train`` / ``pfzoo-evaluate``, ``python -m pfzoo {train,evaluate}`` and the thin ``scripts/train.py`` /
+``scripts/evaluate.py`` all run :func:`run`; tests call :func:`compose` and :func:`execute` in-process. What counts as a user error: anything the app raises
 as ``ValueError`` (bad values, a model lacking what an estimator or trainer needs), ``FloatingPointError``
 (training diverged under the given settings), ``FileNotFoundError`` (a missing checkpoint or data file),
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
@@ -10,12 +10,14 @@ instantiation errors. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import hydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.errors import HydraException
@@ -24,12 +26,22 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pfzoo import app
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "conf"
 TASKS = ("train", "evaluate")
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = 2
 
 logger = logging.getLogger("pfzoo")
+
+
+def config_dir() -> Path:
+    """The Hydra config folder: ``pfzoo/conf`` in an installed wheel, the checkout's top-level ``conf/`` in an
+    editable install (setup.cfg maps the package ``pfzoo.conf`` onto it)."""
+    spec = importlib.util.find_spec("pfzoo.conf")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            if (Path(location) / "train.yaml").is_file():
+                return Path(location)
+    return Path(__file__).resolve().parents[1] / "conf"
 
 
 def one_line(error: BaseException) -> str:
@@ -45,7 +57,7 @@ def compose(task: str, overrides: Sequence[str] = ()) -> DictConfig:
     """The composed config of ``task`` ("train" or "evaluate") with command-line ``overrides``; raises on bad overrides."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return hydra_compose(config_name=task, overrides=list(overrides))
 
 
@@ -84,3 +96,29 @@ def check_overrides(task: str, argv: Sequence[str]) -> None:
     except USER_ERRORS as error:
         print(f"error: {one_line(error)}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
+
+
+def run(task: str, argv: Sequence[str]) -> None:
+    """The command line of ``task``: Hydra's (``-m`` sweeps, ``--cfg``, overrides) over the packaged configs, with
+    overrides checked first so that a typo exits 2 in one line; exits with :func:`execute`'s code."""
+    if task not in TASKS:
+        print(f"error: the task must be one of {list(TASKS)}, got {task!r}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    check_overrides(task, argv)
+
+    @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
+    def job(cfg: DictConfig) -> None:
+        sys.exit(execute(task, cfg))
+
+    sys.argv = [sys.argv[0], *argv]
+    job()
+
+
+def train_main() -> None:
+    """``pfzoo-train [key=value ...]``."""
+    run("train", sys.argv[1:])
+
+
+def evaluate_main() -> None:
+    """``pfzoo-evaluate [key=value ...]``."""
+    run("evaluate", sys.argv[1:])

@@ -1,18 +1,6 @@
-"""Train a model: ``python scripts/train.py [model=rbm] [dataset=digits] [trainer=pcd] [key=value ...]``."""
+"""Train a model: ``python scripts/train.py [model=rbm] [dataset=digits] [trainer=pcd] [key=value ...]`` (= ``pfzoo-train``)."""
 
-import sys
-
-import hydra
-from omegaconf import DictConfig
-
-from pfzoo import cli
-
-
-@hydra.main(version_base="1.3", config_path="../conf", config_name="train")
-def main(cfg: DictConfig) -> None:
-    sys.exit(cli.execute("train", cfg))
-
+from pfzoo.cli import train_main
 
 if __name__ == "__main__":
-    cli.check_overrides("train", sys.argv[1:])
-    main()
+    train_main()

@@ -1,66 +1,58 @@
 """How far RAISE's annealing model lands above the exact log-likelihood of CD-1 MNIST RBMs with 20 hidden units.
 
-    python scripts/study_raise_cd1.py [--data-root DIR] [--runs-dir runs/study_raise_cd1] [--output reports/raise_cd1]
-        [--digits 300] [--steps 10000] [--schedules linear power:5]
+    python scripts/study_raise_cd1.py [--data-root DIR] [--recipes zoo decay ...] [--digits 300] [--steps 10000] [--schedules linear power:5]
+    python scripts/study_raise_cd1.py --quick                             # smoke run → reports/raise_cd1/quick/
+    python scripts/study_raise_cd1.py --render reports/raise_cd1/results.json
 
 RAISE Table 1 (Burda, Grosse & Salakhutdinov 2015) finds RAISE within a fraction of a nat of the exact
 test log-likelihood of its CD1(20) RBM at K = 10⁴. RAISE bounds the *annealing model* p_ann (the
 distribution of forward AIS's final state), not the RBM, and on test digits p_ann can beat the RBM.
-This study trains CD-1 RBMs with 20 hidden units by several recipes (Hydra overrides of
-``scripts/train.py``, the same pipeline as ``scripts/reproduce_raise.py``), computes each one's exact
+This study trains CD-1 RBMs with 20 hidden units by several recipes (``conf/experiment/<recipe>.yaml`` of
+:data:`RECIPES`; the zoo's CD1(20), ``raise_rbm_cd1_20``, is the first), computes each one's exact
 log-likelihood of the same random test digits (2^20 hidden states enumerated) and RAISE's estimate with
 each schedule, and reports the mean excess RAISE − exact per digit with its standard error over digits.
-The zoo's CD1(20) is the first recipe. Writes ``<output>/README.md`` and ``<output>/results.json``.
+Writes ``<output>/README.md`` and ``<output>/results.json``.
 """
 
 from __future__ import annotations
 
-import os
 import argparse
 import datetime
 import json
+import logging
+import os
 import time
 from pathlib import Path
 
 import torch
-from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from pfzoo import app, zoo
+from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
-from pfzoo.estimators import RAISE
-
-from reproduce_raise import COMMON_TRAINING, MODELS, parse_schedule  # noqa: E402
 from pfzoo.data.root import resolve_data_root
+from pfzoo.estimators import RAISE
+from pfzoo.paths import schedule_from_name
 from pfzoo.reporting import machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 
-
-def default_data_root() -> Path:
-    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
-    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
-
-CD1_20 = ["model=rbm", "model.num_hidden=20", "trainer=cd", "trainer.objective.k=1"]
-SGD_ZOO = ["trainer.optimizer.lr=0.05", "trainer.optimizer.momentum=0.9", "trainer.weight_decay=0.0002"]
-
-RECIPES: dict[str, dict] = {
-    "zoo": {"description": "the zoo's CD1(20): lr 0.05, momentum 0.9, weight decay 2·10⁻⁴, 50 epochs",
-            "overrides": MODELS["cd1-20"]["overrides"]},
-    "decay": {"description": "the same with the learning rate decayed as lr / (1 + 0.2 (e − 1))",
-              "overrides": [*CD1_20, *SGD_ZOO, "trainer.learning_rate_decay=0.2", "trainer.epochs=50"]},
-    "10-epochs": {"description": "the zoo's settings stopped after 10 epochs",
-                  "overrides": [*CD1_20, *SGD_ZOO, "trainer.epochs=10"]},
-    "momentum-0.5": {"description": "lr 0.1, momentum 0.5, no weight decay, 5 epochs (the test suite's CD-1 settings)",
-                     "overrides": [*CD1_20, "trainer.optimizer.lr=0.1", "trainer.optimizer.momentum=0.5", "trainer.weight_decay=0.0", "trainer.epochs=5"]},
+RECIPES: dict[str, tuple[str, str]] = {
+    "zoo": ("raise_rbm_cd1_20", "the zoo's CD1(20): lr 0.05, momentum 0.9, weight decay 2·10⁻⁴, 50 epochs"),
+    "decay": ("raise_cd1_decay", "the same with the learning rate decayed as lr / (1 + 0.2 (e − 1))"),
+    "10-epochs": ("raise_cd1_10_epochs", "the zoo's settings stopped after 10 epochs"),
+    "momentum-0.5": ("raise_cd1_momentum_0_5", "lr 0.1, momentum 0.5, no weight decay, 5 epochs (the test suite's CD-1 settings)"),
 }
-"""Training recipes (after :data:`reproduce_raise.COMMON_TRAINING`): all CD-1 with sampled reconstructions."""
+"""Name → (experiment recipe, description): all CD-1 with sampled reconstructions."""
+QUICK = {"digits": 10, "steps": 100, "chains": 2}
 
 
-def train(name: str, runs_dir: Path, data_root: Path) -> Path:
-    """Train (or reuse) recipe ``name`` in ``<runs_dir>/<name>``; returns its checkpoint."""
-    overrides = COMMON_TRAINING + RECIPES[name]["overrides"] + [f"run_dir={runs_dir / name}", f"data.root={data_root}", "resume=true"]
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=overrides)
+def train(name: str, runs_dir: Path, data_root: Path, quick: bool) -> Path:
+    """Train (or reuse) recipe ``name`` in ``<runs_dir>/<name>``; quick: one epoch. Returns its checkpoint."""
+    cfg = compose("train", [f"+experiment={RECIPES[name][0]}", "trainer.progress=false", f"run_dir={runs_dir / name}",
+                            f"data.root={data_root}", "resume=true"])
+    if quick:
+        OmegaConf.update(cfg, "trainer.epochs", 1)
     return Path(app.train(cfg)["checkpoint"])
 
 
@@ -77,6 +69,7 @@ def excess(model, digits: torch.Tensor, train: torch.Tensor, schedule: str, step
 
 
 def write_readme(path: Path, results: dict) -> None:
+    """``README.md`` from the content of results.json alone."""
     s = results["settings"]
     schedules = s["schedules"]
     lines = [
@@ -90,50 +83,72 @@ def write_readme(path: Path, results: dict) -> None:
     for name, entry in results["recipes"].items():
         cells = [f"{row['excess']:+.2f} ± {row['excess_stderr']:.2f} (median {row['median']:+.2f}, 10–90 % {row['q10']:+.1f} … {row['q90']:+.1f})"
                  for row in (entry["schedules"][schedule] for schedule in schedules)]
-        lines.append(f"| {name}: {RECIPES[name]['description']} | {entry['exact_test']:.2f} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name}: {RECIPES[name][1]} | {entry['exact_test']:.2f} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        f"RAISE: base-rate initial distribution, K = {s['steps']:,}, {s['chains']} reverse chains per digit, on the same "
-        f"{s['digits']} random test digits for every model and schedule; exact log-likelihoods by enumerating the 2^20 hidden "
-        "states. ± is the standard error of the mean over digits (RAISE's own noise per digit is far smaller). "
-        "`power:5` is β_k = 1 − (1 − k/K)^5. The check this answers, after RAISE Table 1: RAISE within 1 nat of exact at "
-        "K = 10⁴ with base rates (the paper's CD1(20) has exact −164.50).",
+        (f"RAISE: base-rate initial distribution, K = {s['steps']:,}, {s['chains']} reverse chains per digit, on the same "
+         f"{s['digits']} random test digits for every model and schedule; exact log-likelihoods by enumerating the 2^20 hidden "
+         "states. ± is the standard error of the mean over digits (RAISE's own noise per digit is far smaller). "
+         "`power:5` is β_k = 1 − (1 − k/K)^5. The check this answers, after RAISE Table 1: RAISE within 1 nat of exact at "
+         "K = 10⁴ with base rates (the paper's CD1(20) has exact −164.50)."),
         "",
-        "RAISE is a stochastic lower bound on log p_ann(v), the annealing model's log-likelihood; on exact samples of the "
-        "zoo model it stays 2.4 nats *below* exact (`tests/estimators/test_ais_mnist.py`), as it must, so a positive excess "
-        "on test digits measures how much better the annealing model fits digits than the RBM does. How large that is "
-        "depends on the training recipe far more than on the RBM's own log-likelihood.",
+        ("RAISE is a stochastic lower bound on log p_ann(v), the annealing model's log-likelihood; on exact samples of the "
+         "zoo model it stays 2.4 nats *below* exact (`tests/estimators/test_ais_mnist.py`), as it must, so a positive excess "
+         "on test digits measures how much better the annealing model fits digits than the RBM does. How large that is "
+         "depends on the training recipe far more than on the RBM's own log-likelihood."),
     ]
     path.write_text("\n".join(lines) + "\n")
+
+
+def schedule_name(spec: str) -> str:
+    """``--schedules``' argument type: a name :func:`pfzoo.paths.schedule_from_name` reads (``linear``, ``power:5``, …)."""
+    try:
+        schedule_from_name(spec)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return spec
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding binarized_mnist/ (default $PFZOO_DATA or ../shared/data)")
-    parser.add_argument("--runs-dir", type=Path, default=REPO / "runs" / "study_raise_cd1")
-    parser.add_argument("--output", type=Path, default=REPO / "reports" / "raise_cd1")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="training runs (default runs/study_raise_cd1[/quick])")
+    parser.add_argument("--output", type=Path, default=None, help="README.md and results.json (default reports/raise_cd1[/quick])")
     parser.add_argument("--recipes", nargs="+", choices=list(RECIPES), default=list(RECIPES))
     parser.add_argument("--digits", type=int, default=300, help="random test digits RAISE runs on")
     parser.add_argument("--steps", type=int, default=10_000, help="K, intermediate distributions")
     parser.add_argument("--chains", type=int, default=10, help="reverse chains per digit")
-    parser.add_argument("--schedules", type=parse_schedule, nargs="+", default=["linear", "power:5"])
+    parser.add_argument("--schedules", type=schedule_name, nargs="+", default=["linear", "power:5"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help=f"one training epoch, {QUICK['digits']} digits, K = {QUICK['steps']}: a smoke run")
+    parser.add_argument("--render", type=Path, default=None, metavar="RESULTS_JSON", help="measure nothing: rewrite README.md from results.json")
     args = parser.parse_args(argv)
+    if args.render is not None:
+        output = args.output or args.render.parent
+        output.mkdir(parents=True, exist_ok=True)
+        write_readme(output / "README.md", json.loads(args.render.read_text()))
+        print(f"rewrote {output / 'README.md'} from {args.render}")
+        return
     torch.set_num_threads(args.threads)
-    data_root = args.data_root or default_data_root()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    data_root = args.data_root or resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
     if not (data_root / "binarized_mnist").is_dir():
         parser.error(f"{data_root}/binarized_mnist is missing; pass --data-root or set PFZOO_DATA")
+    if args.quick:
+        args.digits, args.steps, args.chains = QUICK["digits"], QUICK["steps"], QUICK["chains"]
+    output = args.output or REPO / "reports" / "raise_cd1" / ("quick" if args.quick else "")
+    runs_dir = args.runs_dir or REPO / "runs" / "study_raise_cd1" / ("quick" if args.quick else "")
     data = binarized_mnist(data_root)
     digits = data.test[torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(args.seed + 7))[: args.digits]]
     settings = {"digits": args.digits, "steps": args.steps, "chains": args.chains, "schedules": args.schedules, "seed": args.seed}
     results = {"settings": settings, "measured_on": f"{datetime.date.today().isoformat()}, {machine_description()}", "recipes": {}}
-    args.output.mkdir(parents=True, exist_ok=True)
+    output.mkdir(parents=True, exist_ok=True)
     for name in args.recipes:
-        print(f"{name}: training (or reusing) in {args.runs_dir / name}", flush=True)
-        model = zoo.load(train(name, args.runs_dir, data_root)).requires_grad_(False)
+        print(f"{name}: training (or reusing) in {runs_dir / name}", flush=True)
+        model = zoo.load(train(name, runs_dir, data_root, args.quick)).requires_grad_(False)
         with torch.no_grad():
-            entry = {"overrides": RECIPES[name]["overrides"], "exact_test": model.log_prob(data.test).mean().item(), "schedules": {}}
+            entry = {"recipe": RECIPES[name][0], "exact_test": model.log_prob(data.test).mean().item(), "schedules": {}}
         for schedule in args.schedules:
             began = time.perf_counter()
             row = excess(model, digits, data.train, schedule, args.steps, args.chains, args.seed + 1)
@@ -142,9 +157,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {schedule:<8} RAISE − exact {row['excess']:+.2f} ± {row['excess_stderr']:.2f} (median {row['median']:+.2f}) "
                   f"({row['seconds']} s)", flush=True)
         results["recipes"][name] = entry
-        (args.output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-        write_readme(args.output / "README.md", results)
-    print(f"results written to {args.output}")
+        (output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        write_readme(output / "README.md", results)
+    print(f"results written to {output}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ import sys
 
 from pfzoo.cli import EXIT_USAGE, TASKS, run
 
-if len(sys.argv) < 2 or sys.argv[1] not in TASKS:
-    print(f"usage: python -m pfzoo {{{','.join(TASKS)}}} [key=value ...]", file=sys.stderr)
-    sys.exit(EXIT_USAGE)
-run(sys.argv[1], sys.argv[2:])
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in TASKS:
+        print(f"usage: python -m pfzoo {{{','.join(TASKS)}}} [key=value ...]", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    run(sys.argv[1], sys.argv[2:])

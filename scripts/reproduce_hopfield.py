@@ -6,7 +6,7 @@
 
 Capacity (Fig. 3.7, :func:`pfzoo.training.hopfield_capacity.measure_capacity`): for m random patterns of n = 64 fair
 bits, the fraction of the patterns that are fixed points of the asynchronous dynamics after learning with
-- MPF: the recipe conf/experiment/hopfield_mpf.yaml run by the :class:`pfzoo.training.Trainer` in float64 (the flow K
+- MPF: the recipe conf/experiment/hopfield_mpf.yaml run in float64 by :func:`pfzoo.training.recipe.fit_recipe` (the flow K
   of :class:`pfzoo.training.BitFlipMPF`, single-bit flips, full-batch L-BFGS from J = 0, b = 0, at most
   ``--mpf-iterations`` iterations);
 - the outer-product (Hebb) rule (:func:`pfzoo.training.outer_product_rule`);
@@ -25,17 +25,16 @@ import datetime
 import json
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
-from hydra.utils import instantiate
 
 from pfzoo.cli import compose
 from pfzoo.data import DataSplits
 from pfzoo.reporting import load_average, machine_description
 from pfzoo.training import outer_product_rule, perceptron_rule
 from pfzoo.training.hopfield_capacity import measure_capacity, measure_recall
+from pfzoo.training.recipe import fit_recipe
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,14 +42,8 @@ PATTERN_COUNTS = [1, 2, 4, 8, 12, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80, 90, 10
 
 
 def mpf_rule(cfg, patterns: torch.Tensor):
-    """A Hopfield network fitted to ``patterns [m, n]`` by the composed MPF recipe ``cfg`` (float64, checkpoints discarded)."""
-    model = instantiate(cfg.model, num_visible=patterns.shape[1]).to(patterns.dtype)
-    if cfg.init_from_data:
-        model.init_from_data(patterns)
-    with tempfile.TemporaryDirectory() as run_dir:
-        trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None)
-        trainer.fit(model, DataSplits("hopfield_patterns", train=patterns, test=patterns))
-    return model
+    """A Hopfield network fitted to ``patterns [m, n]`` by the composed MPF recipe ``cfg`` in the patterns' dtype (float64)."""
+    return fit_recipe(cfg, DataSplits("hopfield_patterns", train=patterns, test=patterns), dtype=patterns.dtype).model
 
 
 def plot(x, curves: dict, path: Path, xlabel: str, ylabel: str, title: str, vline: float | None = None) -> None:

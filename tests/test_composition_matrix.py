@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 
 from pfzoo import cli, zoo
 
-CONF = cli.CONFIG_DIR
+CONF = cli.config_dir()
 REPO = CONF.parent
 
 

@@ -3,266 +3,101 @@
     python scripts/reproduce_hais.py                       # full run: estimators/hais/{README.md,results.json,loglik_vs_steps.png}
     python scripts/reproduce_hais.py --quick               # smoke run: N ∈ {100, 1000}, less data, writes estimators/hais/quick/
     python scripts/reproduce_hais.py --source vanhateren   # the paper's images: writes estimators/hais/vanhateren/
+    python scripts/reproduce_hais.py --rerender            # measure nothing: README.md and the plot from results.json
 
-Data: whitened 36-dimensional natural image patches (:func:`pfzoo.data.patches`, the paper's preprocessing:
-16×16 patches, log, mean removed, top 36 principal components, whitened), from scikit-learn's two embedded
-photos (default) or the van Hateren image(s) in ``<data-root>/natural_images``.
-
-Models, trained by exact maximum likelihood (the paper's oracle): complete (L = M = 36) products of experts
-with Laplace and with Student-t experts (learned λ), fitted with full-batch L-BFGS on
-:class:`pfzoo.training.ExactMaximumLikelihood`, and the maximum-likelihood Gaussian (:meth:`Gaussian.fit`).
-All three have a closed-form log Z, so the exact test log-likelihood is known.
-
-Estimators, all annealing 200 particles from N(0, I) along the geometric path, at N = 10², 10³, 10⁴, 10⁵
-intermediate distributions: HAIS (one leapfrog step of ε = 0.2 per distribution, momentum partially
-refreshed and carried across distributions), AIS with one leapfrog step and the momentum fully resampled
-(``momentum_refresh=1.0``), and AIS with random-walk Metropolis (σ = 0.1). Each estimate is
-``estimator.log_likelihood(model, test, base_data=train)``, i.e. mean_n(−E(x_n)) − log Ẑ: one log Z
-estimate per (model, estimator, N), so its standard error is that of log Ẑ.
+Data: whitened 36-D natural image patches (conf/dataset/patches.yaml). Models with a closed-form log Z: the ML Gaussian
+and complete Laplace / Student-t products of experts fitted by exact maximum likelihood (conf/experiment/hais_poe_*.yaml,
+trained by pfzoo.training.Trainer in float64). Estimators, annealing 200 particles from N(0, I) along the geometric
+path at N = 10²…10⁵: HAIS (ε = 0.2), AIS with one leapfrog step and resampled momentum, AIS with random-walk Metropolis.
 """
 
 from __future__ import annotations
 
-import os
 import argparse
 import datetime
 import json
 import math
+import os
 import shlex
 import sys
 import time
 from pathlib import Path
 
 import torch
-from torch import nn
-from torch.nn import functional as F
-from torch.nn.utils import parametrize
+from hydra.utils import instantiate
 
 import pfzoo
-from pfzoo.data import DataSplits, patches
+from pfzoo import reporting
+from pfzoo.cli import compose
+from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS, HAIS
 from pfzoo.kernels import RandomWalkMetropolis
 from pfzoo.models import Gaussian, ProductOfExperts
 from pfzoo.training import ExactMaximumLikelihood
-
-from pfzoo.data.root import resolve_data_root
-from pfzoo import reporting
-from pfzoo.reporting import load_average, machine_description
+from pfzoo.training.recipe import fit_recipe
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def default_data_root() -> Path:
-    """``$PFZOO_DATA``, else ``<repo>/../shared/data`` (where the reference data sit beside a checkout)."""
-    return resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
-DIM = 36
-STEP_SIZE = 0.2  # HAIS ε (paper)
-METROPOLIS_SCALE = 0.1  # random-walk proposal σ (paper's baseline)
+STEP_SIZE, METROPOLIS_SCALE = 0.2, 0.1  # HAIS ε and the random-walk σ (the paper's)
 SEED_STRIDE = 1000  # run r (counted over models, estimators and N) uses generator seed seed + 1000·r
-TRAIN_CHUNK = 100  # L-BFGS iterations between convergence checks
-TRAIN_TOLERANCE = 1e-4  # stop when a chunk improves the training loss by less than this (nats)
-CONVERGED_NATS = 0.1  # "converged": |error| below this, and below 3 stderr, from this N on
-PAPER_SECONDS = 170.0  # the paper's reported time for N = 10⁵ with 200 particles
-ESTIMATORS = {
-    "hais": "HAIS (ε = 0.2, momentum kept, γ = 1 − 0.5^ε)",
-    "ais-hmc-resampled": "AIS, 1 leapfrog step (ε = 0.2), momentum resampled",
-    "ais-metropolis": "AIS, random-walk Metropolis (σ = 0.1)",
-}
-SHORT_NAMES = {
-    "hais": "HAIS",
-    "ais-hmc-resampled": "AIS, HMC, momentum resampled",
-    "ais-metropolis": "AIS, random-walk Metropolis",
-}
+ITERS_PER_EPOCH = 100  # the recipes' L-BFGS max_iter: one Trainer epoch
+CONVERGED_NATS, NEGLIGIBLE, PAPER_SECONDS = 0.1, 1e-6, 170.0
+ESTIMATORS = {"hais": "HAIS (ε = 0.2, momentum kept, γ = 1 − 0.5^ε)", "ais-hmc-resampled": "AIS, 1 leapfrog step (ε = 0.2), momentum resampled",
+              "ais-metropolis": "AIS, random-walk Metropolis (σ = 0.1)"}
+SHORT = {"hais": "HAIS", "ais-hmc-resampled": "AIS, HMC, momentum resampled", "ais-metropolis": "AIS, random-walk Metropolis"}
+MODELS = {"gaussian": "Gaussian (ML fit)", "poe-laplace": "POE, Laplace experts", "poe-student-t": "POE, Student-t experts"}
 OTHER_SOURCE = {
     "embedded": "the same comparison on the paper's van Hateren images is "
     "`python scripts/reproduce_hais.py --source vanhateren`, written to `vanhateren/` below this folder.",
     "vanhateren": "the same comparison on scikit-learn's embedded photos is `python scripts/reproduce_hais.py` "
     "(the default), written to the parent folder of this one.",
 }
-NEGLIGIBLE = 1e-6  # nats: errors and stderrs below this are float rounding (the Gaussian, whose target is the base)
-MODELS = {
-    "gaussian": "Gaussian (ML fit)",
-    "poe-laplace": "POE, Laplace experts",
-    "poe-student-t": "POE, Student-t experts",
-}
-
-
-# ---- setup ------------------------------------------------------------------------------------
-
-
-def require_matplotlib():
-    """The pyplot module with the Agg backend, or exit with a message (not a traceback) if matplotlib is missing."""
-    try:
-        import matplotlib
-    except ImportError:
-        sys.exit(
-            "reproduce_hais.py: matplotlib is needed for the plot but is not installed.\n"
-            "Install it with `pip install matplotlib` (or `pip install -e '.[dev]'`), or pass --no-plot."
-        )
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def load_patch_splits(script: str, source: str, data_root: Path, num_train: int, num_test: int, seed: int) -> tuple[DataSplits, str]:
-    """Whitened 36-D patches (train ``[num_train, 36]``, test ``[num_test, 36]``) and a sentence describing them for a report.
-
-    Exits with a message naming ``script`` and ``--data-root`` when the van Hateren images are asked for and missing.
-    """
-    try:
-        splits = patches(source, root=data_root, num_train=num_train, num_test=num_test, seed=seed)
-    except FileNotFoundError as error:
-        sys.exit(f"{script}: {error}\nPass --data-root <folder that holds natural_images/>.")
-    images = "scikit-learn's two embedded photos (china.jpg, flower.jpg)" if source == "embedded" else f"the images in {data_root / 'natural_images'}"
-    text = (
-        f"`pfzoo.data.patches(source={source!r}, num_train={num_train}, num_test={num_test}, seed={seed})`: "
-        f"16×16 patches of {images}, log(x + 1), training pixel mean removed, projected on the top 36 principal components "
-        "of the training patches and whitened (train covariance = I); train and test patches come from disjoint image blocks."
-    )
-    return splits, text
 
 
 def make_estimator(name: str, num_chains: int, num_steps: int):
-    if name == "hais":
-        return HAIS(num_chains, num_steps, STEP_SIZE, base="isotropic")
-    if name == "ais-hmc-resampled":
-        return HAIS(num_chains, num_steps, STEP_SIZE, base="isotropic", momentum_refresh=1.0)
     if name == "ais-metropolis":
         return AIS(num_chains, num_steps, base="isotropic", kernel=RandomWalkMetropolis(METROPOLIS_SCALE))
-    raise ValueError(name)
+    return HAIS(num_chains, num_steps, STEP_SIZE, base="isotropic", momentum_refresh=1.0 if name == "ais-hmc-resampled" else None)
 
 
-def choose_threads(requested: str) -> tuple[int, dict]:
-    """``requested`` threads, or with "auto" the faster of 1 and 2 on a short HAIS run of a random 36×36 POE."""
-    model = ProductOfExperts(DIM, DIM, "laplace", generator=torch.Generator().manual_seed(0))
-    model.requires_grad_(False)
-    return reporting.pick_threads(requested, lambda steps: HAIS(200, steps)(model, generator=torch.Generator().manual_seed(0)))
-
-
-# ---- models -----------------------------------------------------------------------------------
-
-
-class ShapeAboveHalf(nn.Module):
-    """``log_shape = log(½ + softplus(ρ))``: keeps every Student-t λ above ½ (finite Z) during L-BFGS line searches."""
-
-    def forward(self, raw: torch.Tensor) -> torch.Tensor:
-        return torch.log(0.5 + F.softplus(raw))
-
-    def right_inverse(self, log_shape: torch.Tensor) -> torch.Tensor:
-        excess = log_shape.exp() - 0.5
-        return excess + torch.log(-torch.expm1(-excess))  # softplus⁻¹
-
-
-def train_poe(expert: str, train: torch.Tensor, max_iter: int, seed: int) -> tuple[ProductOfExperts, dict]:
-    """A complete POE fitted by exact maximum likelihood with full-batch L-BFGS (float64), returned in float32.
-
-    L-BFGS runs in chunks of ``TRAIN_CHUNK`` iterations (its history carries over) until a chunk improves the
-    loss by less than ``TRAIN_TOLERANCE`` nats or ``max_iter`` iterations are spent. (The Laplace loss is not
-    smooth, so its gradient never vanishes; the loss change is the stopping rule for both.)
-    """
-    model = ProductOfExperts(DIM, DIM, expert, generator=torch.Generator().manual_seed(seed)).double()
-    if expert == "student_t":
-        parametrize.register_parametrization(model, "log_shape", ShapeAboveHalf())
-    data = train.double()
-    objective = ExactMaximumLikelihood()
-    optimizer = torch.optim.LBFGS(
-        model.parameters(), lr=1.0, max_iter=TRAIN_CHUNK, max_eval=10 * TRAIN_CHUNK, history_size=20,
-        tolerance_grad=1e-7, tolerance_change=1e-12, line_search_fn="strong_wolfe",
-    )
-
-    def closure() -> torch.Tensor:
-        optimizer.zero_grad(set_to_none=True)
-        loss = objective.loss(model, data)
-        loss.backward()
-        return loss
-
-    initial = previous = closure().item()
-    began = time.perf_counter()
-    state = optimizer.state[optimizer.param_groups[0]["params"][0]]
-    converged = False
-    while state.get("n_iter", 0) < max_iter:
-        done = state.get("n_iter", 0)
-        optimizer.step(closure)
-        current = closure().item()
-        if previous - current < TRAIN_TOLERANCE or state["n_iter"] - done < TRAIN_CHUNK:
-            converged = True
-            break
-        previous = current
-    seconds = time.perf_counter() - began
-    final = closure()
-    grad_norm = math.sqrt(sum(p.grad.square().sum().item() for p in model.parameters()))
-    if expert == "student_t":
-        parametrize.remove_parametrizations(model, "log_shape", leave_parametrized=True)
-    model = model.float().requires_grad_(False)
-    info = {
-        "optimizer": (
-            f"torch.optim.LBFGS(lr=1, history_size=20, strong Wolfe line search) on the full training set in float64, "
-            f"until {TRAIN_CHUNK} iterations improve the loss by < {TRAIN_TOLERANCE:g} nats (at most {max_iter})"
-        ),
-        "initial_loss": initial,
-        "final_loss": final.item(),
-        "iterations": state["n_iter"],
-        "final_grad_norm": grad_norm,
-        "converged": converged,
-        "seconds": seconds,
-    }
-    return model, info
+def fit_poe(recipe: str, splits, overrides: list[str]) -> tuple[ProductOfExperts, dict]:
+    """The recipe's POE trained by its Trainer in float64 (returned in float32) and a summary of the L-BFGS run."""
+    cfg = compose("train", [f"+experiment={recipe}", *overrides, "trainer.progress=false"])
+    fit = fit_recipe(cfg, splits, dtype=torch.float64)
+    final = ExactMaximumLikelihood().loss(fit.model, splits.train.double())
+    final.backward()
+    text = (f"`+experiment={recipe}`: torch.optim.LBFGS(lr=1, history_size=20, strong Wolfe line search) on the full training set "
+            f"in float64 through `pfzoo.training.Trainer`, {ITERS_PER_EPOCH} iterations per epoch until an epoch changes the loss "
+            f"by ≤ {cfg.trainer.stop_tolerance:g}·|loss| (at most {cfg.trainer.epochs * ITERS_PER_EPOCH})")
+    return fit.model.float().requires_grad_(False), {
+        "optimizer": text, "initial_loss": fit.records[0]["loss"], "final_loss": final.item(), "seconds": fit.seconds,
+        "iterations": fit.optimizer_state["state"][0]["n_iter"], "converged": fit.stop_reason is not None,
+        "final_grad_norm": math.sqrt(sum(p.grad.square().sum().item() for p in fit.model.parameters()))}
 
 
 def describe_poe(model: ProductOfExperts) -> dict:
-    norms = model.filters.norm(dim=1).sort().values
-    shapes = model.shape.sort().values
+    norms, shapes = model.filters.norm(dim=1).sort().values, model.shape.sort().values
     out = {"filter_norm_min": norms[0].item(), "filter_norm_median": norms[len(norms) // 2].item(), "filter_norm_max": norms[-1].item()}
     if model.expert == "student_t":
         out.update({"shape_min": shapes[0].item(), "shape_median": shapes[len(shapes) // 2].item(), "shape_max": shapes[-1].item()})
     return out
 
 
-# ---- measurement ------------------------------------------------------------------------------
-
-
-def run(model, name: str, estimator_name: str, num_steps: int, num_chains: int, train, test, exact: float, seed: int) -> dict:
-    estimator = make_estimator(estimator_name, num_chains, num_steps)
-    began = time.perf_counter()
-    estimate = estimator.log_likelihood(model, test, base_data=train, generator=torch.Generator().manual_seed(seed))
-    seconds = time.perf_counter() - began
-    error = estimate.mean - exact
-    return {
-        "model": name,
-        "estimator": estimator_name,
-        "num_steps": num_steps,
-        "num_chains": num_chains,
-        "seed": seed,
-        "exact": exact,
-        "estimate": estimate.mean,
-        "stderr": estimate.stderr,
-        "error": error,
-        "error_over_stderr": error / estimate.stderr if estimate.stderr > 0 else math.copysign(math.inf, error),
-        "log_z": estimate.partition.log_z,
-        "ess": estimate.partition.ess,
-        "seconds": seconds,
-    }
-
-
 def converged_from(runs: list[dict]) -> int | None:
     """The smallest N from which every larger N has |error| < CONVERGED_NATS and |error| ≤ 3 stderr, else None."""
-    runs = sorted(runs, key=lambda r: r["num_steps"])
     first = None
-    for r in runs:
+    for r in sorted(runs, key=lambda r: r["num_steps"]):
         ok = abs(r["error"]) < CONVERGED_NATS and abs(r["error"]) <= 3 * r["stderr"] + NEGLIGIBLE
-        if ok and first is None:
-            first = r["num_steps"]
-        elif not ok:
-            first = None
+        first = (first or r["num_steps"]) if ok else None
     return first
 
 
-# ---- outputs ----------------------------------------------------------------------------------
-
-
-def plot(plt, path: Path, models: list[dict], runs: list[dict], step_counts: list[int], meta: dict) -> None:
+def plot(path: Path, models: list[dict], runs: list[dict], step_counts: list[int], meta: dict) -> None:
     """Per model, estimated test log-likelihood vs N with the exact value (top) and the error on a symlog axis (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     styles = {"hais": ("C0", "o", "-"), "ais-hmc-resampled": ("C1", "s", "--"), "ais-metropolis": ("C2", "^", ":")}
     fig, axes = plt.subplots(2, len(models), figsize=(5.2 * len(models), 8.4), squeeze=False, sharex=True)
     for col, m in enumerate(models):
@@ -271,11 +106,9 @@ def plot(plt, path: Path, models: list[dict], runs: list[dict], step_counts: lis
         for est in ESTIMATORS:
             sel = sorted((r for r in runs if r["model"] == m["name"] and r["estimator"] == est), key=lambda r: r["num_steps"])
             color, marker, line = styles[est]
-            xs = [r["num_steps"] for r in sel]
-            top.errorbar(xs, [r["estimate"] for r in sel], yerr=[r["stderr"] for r in sel], color=color, marker=marker,
-                         linestyle=line, capsize=3, label=SHORT_NAMES[est])
-            bottom.errorbar(xs, [r["error"] for r in sel], yerr=[r["stderr"] for r in sel], color=color, marker=marker,
-                            linestyle=line, capsize=3)
+            xs, err = [r["num_steps"] for r in sel], [r["stderr"] for r in sel]
+            top.errorbar(xs, [r["estimate"] for r in sel], yerr=err, color=color, marker=marker, linestyle=line, capsize=3, label=SHORT[est])
+            bottom.errorbar(xs, [r["error"] for r in sel], yerr=err, color=color, marker=marker, linestyle=line, capsize=3)
             values += [r["estimate"] + sign * r["stderr"] for r in sel for sign in (-1, 1)]
             errors += [r["error"] + sign * r["stderr"] for r in sel for sign in (-1, 1)]
         top.axhline(m["exact_test_ll"], color="k", linewidth=1.2, label="exact (closed form)")
@@ -296,11 +129,8 @@ def plot(plt, path: Path, models: list[dict], runs: list[dict], step_counts: lis
             ax.grid(True, which="major", alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=10, frameon=False)
-    fig.suptitle(
-        f"Test log-likelihood of {meta['source']} patches (36-d, whitened) vs number of intermediate distributions N; "
-        f"{meta['num_chains']} particles, error bars ±1 stderr",
-        fontsize=11,
-    )
+    fig.suptitle(f"Test log-likelihood of {meta['source']} patches (36-d, whitened) vs number of intermediate distributions N; "
+                 f"{meta['num_chains']} particles, error bars ±1 stderr", fontsize=11)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -308,27 +138,22 @@ def plot(plt, path: Path, models: list[dict], runs: list[dict], step_counts: lis
 
 def reading(models: list[dict], runs: list[dict], step_counts: list[int], meta: dict) -> list[str]:
     """Observations, each computed from the measured numbers."""
-    out = []
-    largest = step_counts[-1]
+    out, largest = [], step_counts[-1]
     for m in models:
         mine = [r for r in runs if r["model"] == m["name"]]
         if mine and max(abs(r["error"]) for r in mine) < NEGLIGIBLE:
-            out.append(
-                f"- **{m['label']}** (exact {m['exact_test_ll']:.3f} nats): every estimate equals the exact value to float "
-                "rounding, as it must: the target is the annealing base N(0, I) itself, so every log weight is ≈ 0. "
-                "This row checks the plumbing, not the estimators."
-            )
+            out.append(f"- **{m['label']}** (exact {m['exact_test_ll']:.3f} nats): every estimate equals the exact value to float "
+                       "rounding, as it must: the target is the annealing base N(0, I) itself, so every log weight is ≈ 0. "
+                       "This row checks the plumbing, not the estimators.")
             continue
         parts = []
         for est in ESTIMATORS:
             sel = sorted((r for r in mine if r["estimator"] == est), key=lambda r: r["num_steps"])
-            if not sel:
-                continue
-            last = sel[-1]
-            conv = converged_from(sel)
-            where = (f"within {CONVERGED_NATS} nats (and 3 stderr) from N = {conv:,} on" if conv
-                     else f"not within {CONVERGED_NATS} nats by N = {largest:,}")
-            parts.append(f"{SHORT_NAMES[est]} {where} (at N = {largest:,}: error {last['error']:+.3f} ± {last['stderr']:.3f}, ESS {last['ess']:.0f})")
+            if sel:
+                last, conv = sel[-1], converged_from(sel)
+                where = (f"within {CONVERGED_NATS} nats (and 3 stderr) from N = {conv:,} on" if conv
+                         else f"not within {CONVERGED_NATS} nats by N = {largest:,}")
+                parts.append(f"{SHORT[est]} {where} (at N = {largest:,}: error {last['error']:+.3f} ± {last['stderr']:.3f}, ESS {last['ess']:.0f})")
         line = f"- **{m['label']}** (exact {m['exact_test_ll']:.3f} nats): " + "; ".join(parts) + "."
         error_wins = stderr_wins = cells = 0
         ratios = {est: [] for est in ESTIMATORS if est != "hais"}
@@ -342,74 +167,48 @@ def reading(models: list[dict], runs: list[dict], step_counts: list[int], meta: 
                     if est in at and at["hais"]["stderr"] > 0:
                         ratios[est].append(at[est]["stderr"] / at["hais"]["stderr"])
         if cells and any(converged_from([r for r in mine if r["estimator"] == est]) for est in ESTIMATORS):
-            line += (
-                f" At equal N, HAIS has the smallest stderr at {stderr_wins} of {cells} values of N"
-                + "".join(
-                    f"; the stderr of {SHORT_NAMES[est]} is {min(v):.1f}–{max(v):.1f}× HAIS's" for est, v in ratios.items() if v
-                )
-                + f", and the smallest |error| at {error_wins} of {cells} (one run per cell, so the errors themselves are noisy)."
-            )
+            line += (f" At equal N, HAIS has the smallest stderr at {stderr_wins} of {cells} values of N"
+                     + "".join(f"; the stderr of {SHORT[est]} is {min(v):.1f}–{max(v):.1f}× HAIS's" for est, v in ratios.items() if v)
+                     + f", and the smallest |error| at {error_wins} of {cells} (one run per cell, so the errors themselves are noisy).")
         if "shape_min" in m and m["shape_min"] < 1:
-            line += (
-                f" This model is extreme: its smallest Student-t shape is λ = {m['shape_min']:.2f} < 1, so those experts' "
-                f"factors fall off as |u|^(−2λ) = |u|^(−{2 * m['shape_min']:.2f}), heavier-tailed than a Cauchy, while its "
-                f"median filter norm {m['filter_norm_median']:.1f} gives a core of width ≈ {1 / m['filter_norm_median']:.3f} along each "
-                f"filter, {STEP_SIZE * m['filter_norm_median']:.0f}× smaller than the leapfrog step ε = {STEP_SIZE}. Every intermediate "
-                "distribution of the geometric path from N(0, I) has Gaussian tails for β < 1, and steps tuned for unit-scale "
-                "data are too coarse for the core: both are plausible reasons the chains miss part of the mass. The measured "
-                "symptom: log Z is underestimated (estimates far above the exact line) with a tiny ESS, and the stderr does "
-                "not show the size of the error."
-            )
+            line += (f" This model is extreme: its smallest Student-t shape is λ = {m['shape_min']:.2f} < 1, so those experts' "
+                     f"factors fall off as |u|^(−2λ) = |u|^(−{2 * m['shape_min']:.2f}), heavier-tailed than a Cauchy, while its "
+                     f"median filter norm {m['filter_norm_median']:.1f} gives a core of width ≈ {1 / m['filter_norm_median']:.3f} along each "
+                     f"filter, {STEP_SIZE * m['filter_norm_median']:.0f}× smaller than the leapfrog step ε = {STEP_SIZE}. Every intermediate "
+                     "distribution of the geometric path from N(0, I) has Gaussian tails for β < 1, and steps tuned for unit-scale "
+                     "data are too coarse for the core: both are plausible reasons the chains miss part of the mass. The measured "
+                     "symptom: log Z is underestimated (estimates far above the exact line) with a tiny ESS, and the stderr does "
+                     "not show the size of the error.")
         out.append(line)
     real = [r for r in runs if abs(r["error"]) >= NEGLIGIBLE]
-    positive = sum(r["error"] > 0 for r in real)
     big = [r for r in real if abs(r["error"]) > 3 * r["stderr"] and abs(r["error"]) > CONVERGED_NATS]
-    out.append(
-        f"- **Sign of the error**: {positive} of the {len(real)} non-trivial estimates lie above the exact value. "
-        "log Ẑ is a stochastic lower bound on log Z, so mean(−E) − log Ẑ is biased *upward*; an estimate far above the exact "
-        "line means the chains missed part of the model's mass, not that the model is better than it is."
-        + (
-            f" {len(big)} run(s) miss by more than both {CONVERGED_NATS} nats and 3 of their own stderr (ESS "
-            f"{min(r['ess'] for r in big):.0f}–{max(r['ess'] for r in big):.0f} of {meta['num_chains']}): there the stderr, "
-            "computed from the weights' sample variance, does not show the error."
-            if big else ""
-        )
-    )
+    out.append(f"- **Sign of the error**: {sum(r['error'] > 0 for r in real)} of the {len(real)} non-trivial estimates lie above the exact value. "
+               "log Ẑ is a stochastic lower bound on log Z, so mean(−E) − log Ẑ is biased *upward*; an estimate far above the exact "
+               "line means the chains missed part of the model's mass, not that the model is better than it is."
+               + (f" {len(big)} run(s) miss by more than both {CONVERGED_NATS} nats and 3 of their own stderr (ESS "
+                  f"{min(r['ess'] for r in big):.0f}–{max(r['ess'] for r in big):.0f} of {meta['num_chains']}): there the stderr, "
+                  "computed from the weights' sample variance, does not show the error." if big else ""))
     per_est = []
     for est in ESTIMATORS:
-        sel = [r for r in runs if r["estimator"] == est and r["num_steps"] == largest]
-        if sel:
-            seconds = sorted(r["seconds"] for r in sel)
-            per_est.append(f"{SHORT_NAMES[est]} {seconds[0]:.3g}–{seconds[-1]:.3g} s")
-    cost = (
-        f"- **Cost** of one estimate at N = {largest:,} with {meta['num_chains']} particles, {meta['torch_threads']} torch "
-        "thread(s), range over the models: " + "; ".join(per_est) + ". Time is linear in N."
-    )
+        seconds = sorted(r["seconds"] for r in runs if r["estimator"] == est and r["num_steps"] == largest)
+        if seconds:
+            per_est.append(f"{SHORT[est]} {seconds[0]:.3g}–{seconds[-1]:.3g} s")
+    cost = (f"- **Cost** of one estimate at N = {largest:,} with {meta['num_chains']} particles, {meta['torch_threads']} torch "
+            "thread(s), range over the models: " + "; ".join(per_est) + ". Time is linear in N.")
     if largest == 100_000 and meta["num_chains"] == 200:
-        cost += (
-            f" The paper reports about {PAPER_SECONDS:.0f} s for N = 10⁵ with 200 particles (2011 hardware and code), "
-            "so the comparison is only indicative."
-        )
-    out.append(cost)
-    return out
+        cost += (f" The paper reports about {PAPER_SECONDS:.0f} s for N = 10⁵ with 200 particles (2011 hardware and code), "
+                 "so the comparison is only indicative.")
+    return out + [cost]
 
 
-def write_readme(path: Path, meta: dict, models: list[dict], runs: list[dict], step_counts: list[int]) -> None:
+def write_readme(path: Path, meta: dict, models: list[dict], runs: list[dict]) -> None:
     lines = [
-        "# HAIS vs AIS baselines on natural-image models with known likelihood",
-        "",
+        "# HAIS vs AIS baselines on natural-image models with known likelihood", "",
         f"Reproduction of the comparison in Sohl-Dickstein & Culpepper (2011), Figs. 2–4, measured on {meta['date']} with "
         f"pfzoo {meta['pfzoo_version']}, torch {meta['torch_version']}. Generated by `scripts/reproduce_hais.py`; raw numbers in "
-        "`results.json`.",
-        "",
-        "## Setup",
-        "",
-        f"- **Data**: {meta['data']}",
+        "`results.json`.", "", "## Setup", "", f"- **Data**: {meta['data']}",
         "- **Models**, fitted by exact maximum likelihood (the paper's oracle), so the test log-likelihood is known in closed form:",
-    ]
-    for m in models:
-        lines.append(f"  - *{m['label']}*: {m['description']}")
-    lines += [
+        *(f"  - *{m['label']}*: {m['description']}" for m in models),
         f"- **Estimators**, each annealing {meta['num_chains']} particles from N(0, I) along the geometric path with a linear "
         "β schedule, at N intermediate distributions:",
         "  - *HAIS*: `HAIS(200, N, 0.2)`: one leapfrog step of ε = 0.2 per distribution, momentum partially refreshed "
@@ -421,215 +220,133 @@ def write_readme(path: Path, meta: dict, models: list[dict], runs: list[dict], s
         "There is one log Ẑ per (model, estimator, N), so the reported stderr is that of log Ẑ (delta method on the "
         "importance weights) and ESS is that of the weights. Exact: `model.log_prob(test).mean()` (closed-form log Z). "
         "Error = estimate − exact. One run (one seed) per cell.",
-        f"- **Other image source**: {OTHER_SOURCE[meta['source']]}",
-        "",
-        "## How it was measured",
-        "",
-        "```",
-        meta["command"],
-        "```",
-        "",
+        f"- **Other image source**: {OTHER_SOURCE[meta['source']]}", "", "## How it was measured", "", "```", meta["command"], "```", "",
         f"- Machine: {meta['machine']}; `torch.get_num_threads() = {meta['torch_threads']}`"
-        + (f" (chosen automatically; 1000 HAIS steps of a 36×36 POE took {meta['thread_benchmark']})" if meta["thread_benchmark"] else "")
-        + ".",
+        + (f" (chosen automatically; 1000 HAIS steps of a 36×36 POE took {meta['thread_benchmark']})" if meta["thread_benchmark"] else "") + ".",
         f"- Load average (1/5/15 min) at start and end: {meta['load_average']['start']} → {meta['load_average']['end']}; "
         "wall times are indicative only.",
         f"- Total runtime {meta['total_seconds']:.0f} s ({meta['total_seconds'] / 60:.1f} min): data {meta['data_seconds']:.1f} s, "
-        f"training {meta['training_seconds']:.1f} s, estimation {meta['estimation_seconds']:.1f} s.",
-        "",
-        "## Models",
-        "",
-        "| model | exact log Z | exact train LL | exact test LL | training | notes |",
-        "|---|---:|---:|---:|---|---|",
+        f"training {meta['training_seconds']:.1f} s, estimation {meta['estimation_seconds']:.1f} s.", "", "## Models", "",
+        "| model | exact log Z | exact train LL | exact test LL | training | notes |", "|---|---:|---:|---:|---|---|",
     ]
     for m in models:
         t = m["training"]
-        training = "closed form" if t is None else (
-            f"{t['iterations']} L-BFGS iterations, {t['seconds']:.1f} s, final |grad| {t['final_grad_norm']:.1e}"
-            + ("" if t["converged"] else " (stopped at the iteration limit, still improving)")
-        )
-        notes = []
-        if "filter_norm_median" in m:
-            notes.append(f"filter norms {m['filter_norm_min']:.2f} / {m['filter_norm_median']:.2f} / {m['filter_norm_max']:.2f} (min/median/max)")
-        if "shape_min" in m:
-            notes.append(f"λ {m['shape_min']:.3f} / {m['shape_median']:.3f} / {m['shape_max']:.3f}")
-        lines.append(
-            f"| {m['label']} | {m['exact_log_z']:.4f} | {m['exact_train_ll']:.4f} | {m['exact_test_ll']:.4f} | {training} | {'; '.join(notes)} |"
-        )
-    lines += [
-        "",
-        "## Results",
-        "",
-        "Estimated test log-likelihood (nats per patch) ± stderr; error = estimate − exact; seconds = wall time of one estimate; error/stderr is \"—\" where both are float rounding.",
-        "",
-        "| model | estimator | N | estimate ± stderr | exact | error | error/stderr | ESS | seconds |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+        training = "closed form" if t is None else (f"{t['iterations']} L-BFGS iterations, {t['seconds']:.1f} s, final |grad| {t['final_grad_norm']:.1e}"
+                                                    + ("" if t["converged"] else " (stopped at the iteration limit, still improving)"))
+        notes = [f"filter norms {m['filter_norm_min']:.2f} / {m['filter_norm_median']:.2f} / {m['filter_norm_max']:.2f} (min/median/max)"] if "filter_norm_median" in m else []
+        notes += [f"λ {m['shape_min']:.3f} / {m['shape_median']:.3f} / {m['shape_max']:.3f}"] if "shape_min" in m else []
+        lines.append(f"| {m['label']} | {m['exact_log_z']:.4f} | {m['exact_train_ll']:.4f} | {m['exact_test_ll']:.4f} | {training} | {'; '.join(notes)} |")
+    lines += ["", "## Results", "", "Estimated test log-likelihood (nats per patch) ± stderr; error = estimate − exact; seconds = wall time of one "
+              "estimate; error/stderr is \"—\" where both are float rounding.", "",
+              "| model | estimator | N | estimate ± stderr | exact | error | error/stderr | ESS | seconds |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in models:
         for est, label in ESTIMATORS.items():
-            for n in step_counts:
-                sel = [r for r in runs if r["model"] == m["name"] and r["estimator"] == est and r["num_steps"] == n]
-                for r in sel:
+            for n in meta["num_steps"]:
+                for r in (r for r in runs if r["model"] == m["name"] and r["estimator"] == est and r["num_steps"] == n):
                     ratio = "—" if abs(r["error"]) < NEGLIGIBLE else f"{r['error_over_stderr']:+.1f}"
-                    lines.append(
-                        f"| {m['label']} | {label} | {n:,} | {r['estimate']:.4f} ± {r['stderr']:.4f} | {r['exact']:.4f} | "
-                        f"{r['error']:+.4f} | {ratio} | {r['ess']:.1f} | {r['seconds']:.2f} |"
-                    )
+                    lines.append(f"| {m['label']} | {label} | {n:,} | {r['estimate']:.4f} ± {r['stderr']:.4f} | {r['exact']:.4f} | "
+                                 f"{r['error']:+.4f} | {ratio} | {r['ess']:.1f} | {r['seconds']:.2f} |")
     lines += ["", "![estimated test log-likelihood vs N](loglik_vs_steps.png)" if meta["plot"] else "(plot skipped: --no-plot)", ""]
-    lines += ["## Reading", "", *reading(models, runs, step_counts, meta), ""]
-    if meta.get("notes"):
-        lines += ["## Notes", "", *meta["notes"], ""]
+    lines += ["## Reading", "", *reading(models, runs, meta["num_steps"], meta), ""]
+    lines += ["## Notes", "", *meta["notes"], ""] if meta.get("notes") else []
     path.write_text("\n".join(lines))
-
-
-# ---- main -------------------------------------------------------------------------------------
-
-
-
-
-
-
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smoke run: N in {100, 1000}, 5,000/1,000 patches, writes to <out-dir>/quick")
-    parser.add_argument("--source", choices=("embedded", "vanhateren"), default="embedded",
-                        help="patch images: scikit-learn's embedded photos (default) or <data-root>/natural_images")
-    parser.add_argument("--data-root", type=Path, default=default_data_root(), help="data folder for --source vanhateren (default: $PFZOO_DATA or <repo>/../shared/data)")
-    parser.add_argument("--max-steps", type=lambda s: int(float(s)), default=100_000, help="largest N; N runs over the powers of ten from 100 (default 1e5)")
+    parser.add_argument("--source", choices=("embedded", "vanhateren"), default="embedded", help="scikit-learn's photos or <data-root>/natural_images")
+    parser.add_argument("--data-root", type=Path, default=resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data"),
+                        help="data folder for --source vanhateren (default: $PFZOO_DATA or <repo>/../shared/data)")
+    parser.add_argument("--max-steps", type=lambda s: int(float(s)), default=100_000, help="largest N; N runs over the powers of ten from 100")
     parser.add_argument("--chains", type=int, default=200, help="annealing particles per estimate (default 200, as in the paper)")
     parser.add_argument("--num-train", type=int, default=None, help="training patches (default 20000; 5000 with --quick)")
     parser.add_argument("--num-test", type=int, default=None, help="test patches (default 5000; 1000 with --quick)")
     parser.add_argument("--train-iters", type=int, default=None, help="maximum L-BFGS iterations per POE (default 3000; 500 with --quick)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the patches, the initial filters and the estimators' generators")
     parser.add_argument("--threads", default="auto", help="torch threads, or 'auto': the faster of 1 and 2 (default)")
-    parser.add_argument("--out-dir", type=Path, default=None,
-                        help="output folder (default: <repo>/estimators/hais, plus /vanhateren for that source, plus /quick with --quick)")
+    parser.add_argument("--out-dir", type=Path, default=None, help="default: estimators/hais[/vanhateren][/quick]")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG (and the matplotlib requirement)")
-    parser.add_argument("--rerender", action="store_true",
-                        help="measure nothing: rewrite README.md and the PNG from <out-dir>/results.json of an earlier run")
+    parser.add_argument("--rerender", action="store_true", help="measure nothing: rewrite README.md and the PNG from <out-dir>/results.json")
     args = parser.parse_args(argv)
-
-    plt = None if args.no_plot else require_matplotlib()
     if args.max_steps < 100:
         parser.error(f"--max-steps must be at least 100, got {args.max_steps}")
-    step_counts = [10**k for k in range(2, 7) if 10**k <= args.max_steps]
-    if args.quick:
-        step_counts = [n for n in step_counts if n <= 1000]
-    num_train = args.num_train or (5000 if args.quick else 20000)
-    num_test = args.num_test or (1000 if args.quick else 5000)
-    train_iters = args.train_iters or (500 if args.quick else 3000)
-    out_dir = args.out_dir
-    if out_dir is None:
-        out_dir = REPO / "estimators" / "hais"
-        if args.source != "embedded":
-            out_dir = out_dir / args.source
-        if args.quick:
-            out_dir = out_dir / "quick"
-
+    try:
+        args.no_plot or __import__("matplotlib")
+    except ImportError:
+        sys.exit("reproduce_hais.py: matplotlib draws the plot but is not installed: `pip install matplotlib`, or pass --no-plot.")
+    out_dir = args.out_dir or REPO / "estimators" / "hais" / ("" if args.source == "embedded" else args.source) / ("quick" if args.quick else "")
     if args.rerender:
         payload = json.loads((out_dir / "results.json").read_text())
         meta, models, runs = payload["meta"], payload["models"], payload["runs"]
-        meta["plot"] = plt is not None
-        if plt is not None:
-            plot(plt, out_dir / "loglik_vs_steps.png", models, runs, meta["num_steps"], meta)
-        write_readme(out_dir / "README.md", meta, models, runs, meta["num_steps"])
-        print(f"rewrote {out_dir}/README.md" + ("" if plt is None else " and loglik_vs_steps.png") + " from results.json")
-        return
+        meta["plot"] = not args.no_plot
+        if meta["plot"]:
+            plot(out_dir / "loglik_vs_steps.png", models, runs, meta["num_steps"], meta)
+        write_readme(out_dir / "README.md", meta, models, runs)
+        return print(f"rewrote {out_dir}/README.md" + ("" if args.no_plot else " and loglik_vs_steps.png") + " from results.json")
 
-    total_began = time.perf_counter()
-    threads, thread_benchmark = choose_threads(args.threads)
+    total_began, timers = time.perf_counter(), {}
+    step_counts = [10**k for k in range(2, 7) if 10**k <= args.max_steps and (10**k <= 1000 or not args.quick)]
+    num_train, num_test = args.num_train or (5000 if args.quick else 20000), args.num_test or (1000 if args.quick else 5000)
+    train_iters = args.train_iters or (500 if args.quick else 3000)
+    overrides = [f"seed={args.seed}", f"dataset.source={args.source}", f"data.root={args.data_root}", f"dataset.num_train={num_train}",
+                 f"dataset.num_test={num_test}", f"trainer.epochs={math.ceil(train_iters / ITERS_PER_EPOCH)}"]
+    probe = ProductOfExperts(36, 36, "laplace", generator=torch.Generator().manual_seed(0)).requires_grad_(False)
+    threads, thread_benchmark = reporting.pick_threads(args.threads, lambda n: HAIS(200, n)(probe, generator=torch.Generator().manual_seed(0)))
     torch.set_num_threads(threads)
-    print(f"torch threads: {threads} {thread_benchmark or ''}", flush=True)
-    load_at_start = load_average()
-
-    began = time.perf_counter()
-    splits, data_text = load_patch_splits("reproduce_hais.py", args.source, args.data_root, num_train, num_test, args.seed)
+    load_at_start, began = reporting.load_average(), time.perf_counter()
+    try:
+        splits = instantiate(compose("train", ["+experiment=hais_poe_laplace", *overrides]).dataset)
+    except FileNotFoundError as error:
+        sys.exit(f"reproduce_hais.py: {error}\nPass --data-root <folder that holds natural_images/>.")
     train, test = splits.train, splits.test
-    data_seconds = time.perf_counter() - began
-    print(f"data: train {tuple(train.shape)}, test {tuple(test.shape)} ({data_seconds:.1f} s)", flush=True)
-
-    # Models.
-    began = time.perf_counter()
-    fitted = []
-    gaussian = Gaussian.fit(train).requires_grad_(False)
-    fitted.append(("gaussian", gaussian, None, "`Gaussian.fit(train)`: exact ML mean and covariance (+1e-6·I). The data are "
-                   "whitened on the training set, so this is N(0, I) up to rounding: the same as the annealing base, a sanity check."))
+    timers["data"], began = time.perf_counter() - began, time.perf_counter()
+    images = "scikit-learn's two embedded photos (china.jpg, flower.jpg)" if args.source == "embedded" else f"the images in {args.data_root / 'natural_images'}"
+    data_text = (f"`pfzoo.data.patches(source={args.source!r}, num_train={num_train}, num_test={num_test}, seed={args.seed})`: "
+                 f"16×16 patches of {images}, log(x + 1), training pixel mean removed, projected on the top 36 principal components "
+                 "of the training patches and whitened (train covariance = I); train and test patches come from disjoint image blocks.")
+    fitted = [("gaussian", Gaussian.fit(train).requires_grad_(False), None, "`Gaussian.fit(train)`: exact ML mean and covariance (+1e-6·I). "
+               "The data are whitened on the training set, so this is N(0, I) up to rounding: the same as the annealing base, a sanity check.")]
     for expert, name in (("laplace", "poe-laplace"), ("student_t", "poe-student-t")):
-        model, info = train_poe(expert, train, train_iters, args.seed)
-        text = (f"`ProductOfExperts(36, 36, expert={expert!r})`, Gaussian initial filters (seed {args.seed})"
-                + (", λ learned (initially 1.5; kept above ½ during training by the reparametrisation λ = ½ + softplus(ρ))" if expert == "student_t" else "")
-                + f"; {info['optimizer']}; loss {info['initial_loss']:.3f} → {info['final_loss']:.4f}.")
-        fitted.append((name, model, info, text))
-        print(f"trained {name}: loss {info['initial_loss']:.3f} -> {info['final_loss']:.4f} in {info['iterations']} iterations, "
-              f"{info['seconds']:.1f} s, |grad| {info['final_grad_norm']:.1e}", flush=True)
-    training_seconds = time.perf_counter() - began
-
-    models = []
-    with torch.no_grad():
-        for name, model, info, text in fitted:
+        model, info = fit_poe("hais_poe_" + expert.split("_")[0], splits, overrides)
+        fitted.append((name, model, info, f"`ProductOfExperts(36, 36, expert={expert!r})`, Gaussian initial filters (seed {args.seed})"
+                       + (", λ learned (initially 1.5; kept above ½ by the parametrisation λ = ½ + softplus(ρ), `shape_above_half=True`)"
+                          if expert == "student_t" else "") + f"; {info['optimizer']}; loss {info['initial_loss']:.3f} → {info['final_loss']:.4f}."))
+        print(f"trained {name}: loss {info['initial_loss']:.3f} -> {info['final_loss']:.4f} in {info['iterations']} iterations, {info['seconds']:.1f} s", flush=True)
+    timers["training"], began = time.perf_counter() - began, time.perf_counter()
+    models, runs = [], []
+    for name, model, info, text in fitted:
+        with torch.no_grad():
             log_z = model.log_partition().item()
-            entry = {
-                "name": name,
-                "label": MODELS[name],
-                "description": text,
-                "exact_log_z": log_z,
-                "exact_train_ll": model.log_prob(train, log_z=log_z).mean().item(),
-                "exact_test_ll": model.log_prob(test, log_z=log_z).mean().item(),
-                "training": info,
-            }
-            if isinstance(model, ProductOfExperts):
-                entry.update(describe_poe(model))
-            models.append(entry)
-            print(f"{name}: exact log Z {log_z:.4f}, test LL {entry['exact_test_ll']:.4f}", flush=True)
-
-    # Estimates.
-    runs: list[dict] = []
-    began = time.perf_counter()
-    index = 0
-    for (name, model, _, _), entry in zip(fitted, models):
+            models.append({"name": name, "label": MODELS[name], "description": text, "exact_log_z": log_z, "training": info,
+                           "exact_train_ll": model.log_prob(train, log_z=log_z).mean().item(),
+                           "exact_test_ll": model.log_prob(test, log_z=log_z).mean().item(), **(describe_poe(model) if info else {})})
         for est in ESTIMATORS:
             for n in step_counts:
-                r = run(model, name, est, n, args.chains, train, test, entry["exact_test_ll"], args.seed + SEED_STRIDE * index)
-                index += 1
-                runs.append(r)
-                print(f"  {name:>14} {est:>18} N={n:<7,} est {r['estimate']:9.4f} ± {r['stderr']:.4f} exact {r['exact']:9.4f} "
-                      f"err {r['error']:+8.4f} ESS {r['ess']:6.1f} {r['seconds']:7.2f} s", flush=True)
-    estimation_seconds = time.perf_counter() - began
-
-    command = "python scripts/reproduce_hais.py" + "".join(" " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    meta = {
-        "date": datetime.date.today().isoformat(),
-        "command": command,
-        "machine": machine_description(),
-        "torch_threads": threads,
-        "thread_benchmark": ", ".join(f"{k}: {v} s" for k, v in thread_benchmark.items()),
-        "torch_version": torch.__version__,
-        "pfzoo_version": pfzoo.__version__,
-        "source": args.source,
-        "data": data_text,
-        "num_train": num_train,
-        "num_test": num_test,
-        "num_chains": args.chains,
-        "num_steps": step_counts,
-        "seed": args.seed,
-        "step_size": STEP_SIZE,
-        "metropolis_scale": METROPOLIS_SCALE,
-        "data_seconds": data_seconds,
-        "training_seconds": training_seconds,
-        "estimation_seconds": estimation_seconds,
-        "total_seconds": time.perf_counter() - total_began,
-        "load_average": {"start": load_at_start, "end": load_average()},
-        "plot": not args.no_plot,
-    }
+                seed, exact, run_began = args.seed + SEED_STRIDE * len(runs), models[-1]["exact_test_ll"], time.perf_counter()
+                estimate = make_estimator(est, args.chains, n).log_likelihood(model, test, base_data=train, generator=torch.Generator().manual_seed(seed))
+                error = estimate.mean - exact
+                runs.append({"model": name, "estimator": est, "num_steps": n, "num_chains": args.chains, "seed": seed, "exact": exact,
+                             "estimate": estimate.mean, "stderr": estimate.stderr, "error": error,
+                             "error_over_stderr": error / estimate.stderr if estimate.stderr > 0 else math.copysign(math.inf, error),
+                             "log_z": estimate.partition.log_z, "ess": estimate.partition.ess, "seconds": time.perf_counter() - run_began})
+                print(f"  {name:>14} {est:>18} N={n:<7,} est {estimate.mean:9.4f} ± {estimate.stderr:.4f} err {error:+8.4f} "
+                      f"ESS {estimate.partition.ess:6.1f} {runs[-1]['seconds']:7.2f} s", flush=True)
+    timers["estimation"] = time.perf_counter() - began
+    meta = {"date": datetime.date.today().isoformat(), "machine": reporting.machine_description(),
+            "command": "python scripts/reproduce_hais.py" + "".join(" " + shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv)),
+            "torch_threads": threads, "thread_benchmark": ", ".join(f"{k}: {v} s" for k, v in thread_benchmark.items()),
+            "torch_version": torch.__version__, "pfzoo_version": pfzoo.__version__, "source": args.source, "data": data_text,
+            "num_train": num_train, "num_test": num_test, "num_chains": args.chains, "num_steps": step_counts, "seed": args.seed,
+            "step_size": STEP_SIZE, "metropolis_scale": METROPOLIS_SCALE, **{f"{k}_seconds": v for k, v in timers.items()},
+            "total_seconds": time.perf_counter() - total_began, "load_average": {"start": load_at_start, "end": reporting.load_average()},
+            "plot": not args.no_plot}
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(json.dumps({"meta": meta, "models": models, "runs": runs}, indent=1) + "\n")
-    if plt is not None:
-        plot(plt, out_dir / "loglik_vs_steps.png", models, runs, step_counts, meta)
-    write_readme(out_dir / "README.md", meta, models, runs, step_counts)
-    print(f"wrote {out_dir}/README.md, results.json" + ("" if args.no_plot else ", loglik_vs_steps.png")
-          + f" ({meta['total_seconds']:.0f} s in all)")
+    if meta["plot"]:
+        plot(out_dir / "loglik_vs_steps.png", models, runs, step_counts, meta)
+    write_readme(out_dir / "README.md", meta, models, runs)
+    print(f"wrote {out_dir}/README.md, results.json" + ("" if args.no_plot else ", loglik_vs_steps.png") + f" ({meta['total_seconds']:.0f} s in all)")
 
 
 if __name__ == "__main__":

@@ -154,7 +154,7 @@ def write_report(record: dict, out: Path) -> None:
         "| k | " + " | ".join(names) + " |\n|---|" + "---|" * len(names) + "\n" + "\n".join(recall_rows) + "\n\n"
         "![recall](recall.png)\n"
     )
-    print(f"wrote {out}/README.md, results.json, capacity.png, recall.png")
+    print(f"wrote {out}/README.md, capacity.png, recall.png")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def write_report(record: dict, out: Path) -> None:
         "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "![ε_J against training time](convergence.png)\n"
     )
-    print(f"wrote {out}/README.md, results.json, convergence.png")
+    print(f"wrote {out}/README.md, convergence.png")
 
 
 if __name__ == "__main__":

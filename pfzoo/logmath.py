@@ -11,6 +11,7 @@ import math
 from typing import NamedTuple
 
 import torch
+from torch.nn import functional as F
 
 
 def log_mean_exp(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -67,13 +68,19 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
       :data:`SERIES_MAX_DELTA`, the Taylor series in δ around ``x_to`` to fourth order, with
       ``s = σ(x_to)``, ``q = s(1-s)``:
       ``δ s − δ² q [1/2 − δ ((1−2s)/6 − δ (1−6q)/24)]``, all elementwise products (fast);
-    - otherwise the exact ``−log1p(s · expm1(−δ))``.
+    - otherwise the exact ``−log1p(s · expm1(−δ))``, except where its argument ``1 + s · expm1(−δ)`` falls
+      below ½: there (large δ with σ(x_to) near 1, e.g. x_to = 20, δ = 25 in float32, where ``s`` rounds to 1
+      and the log1p form gives +inf, or a finite value off by tenths of a nat) the difference
+      ``softplus(x_to) − softplus(x_to − δ)`` is taken in float64, which loses nothing at such δ.
 
-    Both are accurate to ~1e-9 per term in float32; terms are summed in float64.
+    Terms are accurate to ~1e-9 in float32 and summed in float64.
     """
     s = torch.sigmoid(x_to)
     if max_abs_delta > SERIES_MAX_DELTA:
-        return -torch.log1p(s * torch.expm1(-delta)).sum(-1, dtype=torch.float64)
+        shrink = s * torch.expm1(-delta)  # e^{−term} − 1 ∈ (−1, ∞)
+        by_log1p = -torch.log1p(shrink)
+        direct = F.softplus(x_to.double()) - F.softplus((x_to - delta).double())
+        return torch.where(shrink < -0.5, direct, by_log1p.double()).sum(-1)
     # Horner form with fused, in-place elementwise ops: this runs once per annealing step.
     q = torch.addcmul(s, s, s, value=-1)  # s(1-s)
     bracket = torch.addcmul(s.mul(-1 / 3).add_(1 / 6), delta, q.mul(-1 / 4).add_(1 / 24), value=-1)  # (1-2s)/6 - δ(1-6q)/24

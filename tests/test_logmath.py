@@ -50,3 +50,23 @@ def test_bernoulli_frequencies_and_reproducibility():
     se = torch.sqrt(probs[0] * (1 - probs[0]) / 100000)
     assert ((draws.mean(0) - probs[0]).abs() <= 5 * se + 1e-9).all()
     assert torch.equal(draws, bernoulli(probs, generator=torch.Generator().manual_seed(0)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softplus_difference_stays_exact_for_large_steps_near_saturation(dtype):
+    """σ(x) rounds to 1 for large x; the log1p form then gives +inf (x = 20, δ = 25) or tenths of a nat of error."""
+    x = torch.tensor([[20.0, 17.0, 40.0, 60.0, -5.0]], dtype=dtype)
+    delta = torch.tensor([[25.0, 25.0, 50.0, 61.0, 3.0]], dtype=dtype)
+    exact = (torch.nn.functional.softplus(x.double()) - torch.nn.functional.softplus((x - delta).double())).sum().item()
+    assert softplus_difference(x, delta, max_abs_delta=61.0).item() == pytest.approx(exact, abs=1e-6)
+
+
+def test_ais_on_an_rbm_with_huge_weights_is_finite():
+    """|W| ≈ 200 at K = 100: every step is large, on the exact branch (it returned NaN before)."""
+    from pfzoo.estimators import AIS
+    from pfzoo.models import RBM
+
+    g = torch.Generator().manual_seed(0)
+    model = RBM.from_tensors(torch.randn(10, 6, generator=g) * 200, torch.zeros(10), torch.zeros(6))
+    estimate = AIS(num_chains=20, num_steps=100)(model, generator=torch.Generator().manual_seed(1))
+    assert math.isfinite(estimate.log_z) and estimate.log_z <= model.log_partition().item() + 1e-3 + 3 * estimate.stderr

@@ -43,3 +43,19 @@ class AnnealingPath(ABC):
         ``info`` is the kernel's (:mod:`pfzoo.kernels`): ``None`` for exact Gibbs and perfect transitions
         (always accepted), else a NamedTuple with ``accept_prob [N]`` that the engine averages per β segment.
         """
+
+
+class KernelPath(AnnealingPath):
+    """A path whose transitions are steps of a kernel (:mod:`pfzoo.kernels`) on ``self.density``, the path's
+    distribution at any β as a :class:`~pfzoo.kernels.PositionTarget`, and whose kernel state carries the
+    statistics of its positions (so the statistics are the state's, and a step returns the new ones with it)."""
+
+    kernel: Any
+    density: Any
+
+    def statistics(self, state: Any) -> Any:
+        return state.stats
+
+    def transition(self, state: Any, stats: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any, Any]:
+        state, info = self.kernel.step(state, self.density, beta=beta, generator=generator)
+        return state, state.stats, info

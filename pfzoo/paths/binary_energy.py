@@ -11,7 +11,7 @@ from pfzoo.kernels.hmc import Evaluation
 from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisState
 from pfzoo.models.ising import Ising
 from pfzoo.models.rbm import base_rate_visible_bias
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.base import KernelPath
 from pfzoo.paths.registry import register_family, register_path
 from pfzoo.sampling import bernoulli
 
@@ -37,7 +37,7 @@ class BinaryGeometricEnergy:
         return Evaluation(torch.lerp(stats.base_energy, stats.target_energy, beta), None, stats)
 
 
-class BinaryGeometricPath(AnnealingPath):
+class BinaryGeometricPath(KernelPath):
     """``log f_β(x) = −(1−β) E_0(x) − β E_1(x)`` from independent units ``E_0(x) = −b_0·x`` to the target energy.
 
     ``log Z_0 = Σ_i softplus(b_0,i)``; the increment is ``−(β'−β)(E_1 − E_0)``; transitions are
@@ -58,15 +58,8 @@ class BinaryGeometricPath(AnnealingPath):
     def base_log_partition(self) -> torch.Tensor:
         return F.softplus(self.base_bias.double()).sum()
 
-    def statistics(self, state: MetropolisState) -> BinaryPathStatistics:
-        return state.stats
-
     def log_weight_increment(self, stats: BinaryPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         return (beta_from - beta_to) * (stats.target_energy.double() - stats.base_energy.double())
-
-    def transition(self, state: MetropolisState, stats: BinaryPathStatistics, beta: float, *, generator: torch.Generator | None = None):
-        state, info = self.kernel.step(state, self.density, beta=beta, generator=generator)
-        return state, state.stats, info
 
 
 def independent_units_base(model, name: str, data: torch.Tensor | None, smoothing: float) -> Ising:

@@ -8,7 +8,7 @@ import torch
 
 from pfzoo.kernels.hmc import Evaluation, HMCKernel
 from pfzoo.models.gaussian import Gaussian
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.base import KernelPath
 from pfzoo.paths.registry import register_family, register_path
 
 DEFAULT_STEP_SIZE = 0.2
@@ -42,7 +42,7 @@ class GeometricEnergyTarget:
         return Evaluation(energy, grad, stats)
 
 
-class ContinuousGeometricPath(AnnealingPath):
+class ContinuousGeometricPath(KernelPath):
     """``log f_β(x) = −(1−β) E_0(x) − β E_1(x)`` from a tractable base (a Gaussian) to the target (HAIS eq. 13).
 
     Statistics are the two energies and gradients, so ``log f_β``, its gradient and the AIS increment
@@ -73,19 +73,12 @@ class ContinuousGeometricPath(AnnealingPath):
     def base_log_partition(self) -> torch.Tensor:
         return self.base.log_partition()
 
-    def statistics(self, state: Any) -> ContinuousPathStatistics:
-        return state.stats
-
     def log_f(self, stats: ContinuousPathStatistics, beta: float) -> torch.Tensor:
         """``log f_β(x)`` (float64 ``[N]``)."""
         return -torch.lerp(stats.base_energy.double(), stats.target_energy.double(), beta)
 
     def log_weight_increment(self, stats: ContinuousPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         return (beta_from - beta_to) * (stats.target_energy.double() - stats.base_energy.double())
-
-    def transition(self, state: Any, stats: ContinuousPathStatistics, beta: float, *, generator: torch.Generator | None = None):
-        state, info = self.kernel.step(state, self.density, beta=beta, generator=generator)
-        return state, state.stats, info
 
 
 def gaussian_base(model, name: str, data: torch.Tensor | None, smoothing: float) -> Gaussian:

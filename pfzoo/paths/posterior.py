@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 import torch
 
 from pfzoo.kernels.hmc import Evaluation
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.base import KernelPath
 
 
 class PosteriorPathStatistics(NamedTuple):
@@ -35,7 +35,7 @@ class PosteriorEnergyTarget:
         return Evaluation(stats.prior_energy + beta * stats.likelihood_energy, stats.prior_grad + beta * stats.likelihood_grad, stats)
 
 
-class PosteriorPath(AnnealingPath):
+class PosteriorPath(KernelPath):
     """``f_β(z) = p(z) p(x_n | z)^β`` for chain n's data row ``x_n`` (HAIS eqs. 27–29).
 
     At β = 0 this is the normalised prior (``log Z_0 = 0``, exact samples); at β = 1 its normaliser is
@@ -64,12 +64,5 @@ class PosteriorPath(AnnealingPath):
     def base_log_partition(self) -> torch.Tensor:
         return torch.zeros((), dtype=torch.float64, device=self.rows.device)
 
-    def statistics(self, state: Any) -> PosteriorPathStatistics:
-        return state.stats
-
     def log_weight_increment(self, stats: PosteriorPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         return (beta_from - beta_to) * stats.likelihood_energy.double()
-
-    def transition(self, state: Any, stats: PosteriorPathStatistics, beta: float, *, generator: torch.Generator | None = None):
-        state, info = self.kernel.step(state, self.density, beta=beta, generator=generator)
-        return state, state.stats, info

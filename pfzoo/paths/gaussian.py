@@ -198,5 +198,5 @@ def gaussian_geometric_path(model, base, kernel) -> GaussianPath | ContinuousGeo
 
 @register_path("gaussian", "moment_averaged")
 def gaussian_moment_averaged_path(model, base, kernel) -> GaussianMomentAveragedPath:
-    refuse_kernel(model, kernel)
+    refuse_kernel(model, kernel, "perfect transitions (exact draws of each intermediate Gaussian)")
     return GaussianMomentAveragedPath(target=model, base=base)

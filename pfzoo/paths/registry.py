@@ -134,12 +134,12 @@ def build(
     return entry.kinds[kind](model, base_model, kernel, **options), name
 
 
-def refuse_kernel(model, kernel) -> None:
-    """Raise ``ValueError`` when a kernel is given to a family whose paths use exact Gibbs transitions."""
+def refuse_kernel(model, kernel, transitions: str = "exact block-Gibbs transitions") -> None:
+    """Raise ``ValueError`` when a kernel is given to a path whose own ``transitions`` take none."""
     if kernel is not None:
         raise ValueError(
-            f"kernel={type(kernel).__name__} does not apply to {type(model).__name__}: its paths use exact block-Gibbs "
-            f"transitions (leave kernel unset)"
+            f"kernel={type(kernel).__name__} does not apply to {type(model).__name__}: this path uses {transitions} "
+            f"(leave kernel unset)"
         )
 
 

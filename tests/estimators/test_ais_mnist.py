@@ -136,11 +136,11 @@ def test_ais_log_likelihood_matches_exact(trained):
         f"{trained.name}: AIS test LL {estimate.mean:.4f} ± {estimate.stderr:.4f}, exact {exact_mean:.4f}"
     )
     # Per example, AIS and exact differ only by the common log Z error.
-    offset = trained.log_z - estimate.log_z.log_z
+    offset = trained.log_z - estimate.partition.log_z
     torch.testing.assert_close(estimate.per_example, trained.test_log_prob + offset, rtol=0, atol=1e-9)
     # The base rates came from base_data (the training subset), not from the test images.
     from_train = estimator(trained.model, data=data.train, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(estimate.log_z.log_weights, from_train.log_weights)
+    assert torch.equal(estimate.partition.log_weights, from_train.log_weights)
 
 
 def test_raise_and_ais_agree_with_exact_within_a_nat_at_10k_steps(trained):

@@ -8,7 +8,7 @@ import torch
 from pfzoo.estimators import AIS, HAIS
 from pfzoo.estimators.annealing import anneal
 from pfzoo.models import RBM, Gaussian
-from pfzoo.paths import OptimalSchedule, make_betas
+from pfzoo.paths import OptimalSchedule, build, make_betas
 
 
 def tiny_rbm(seed=0):
@@ -30,7 +30,7 @@ def exact_path_kls(path, betas):
 
 def test_increment_variances_estimate_the_exact_divergences_along_an_rbm_path():
     rbm = tiny_rbm()
-    path = rbm.geometric_path(rbm.annealing_base("uniform"))
+    path, _ = build(rbm, base="uniform")
     betas = make_betas("linear", 20)
     generator = torch.Generator().manual_seed(1)
     result = anneal(path, betas, path.sample_base(40_000, generator=generator), generator=generator, diagnostics=True)
@@ -47,7 +47,7 @@ def test_increment_variances_estimate_the_exact_divergences_along_an_rbm_path():
 
 def test_diagnostics_leave_the_weights_and_the_random_stream_unchanged():
     rbm = tiny_rbm(2)
-    path = rbm.geometric_path(rbm.annealing_base("uniform"))
+    path, _ = build(rbm, base="uniform")
     runs = []
     for diagnostics in (False, True):
         generator = torch.Generator().manual_seed(3)
@@ -72,7 +72,7 @@ def test_pilot_diagnostics_give_a_better_schedule():
     generator = torch.Generator().manual_seed(7)
     rbm = RBM.from_tensors(4 * torch.randn(6, 3, generator=generator, dtype=torch.float64),  # strong weights: divergence piles up late
                            torch.randn(6, generator=generator, dtype=torch.float64), torch.randn(3, generator=generator, dtype=torch.float64))
-    path = rbm.geometric_path(rbm.annealing_base("uniform"))
+    path, _ = build(rbm, base="uniform")
     pilot = AIS(num_chains=5000, num_steps=50, diagnostics=True)(rbm, generator=torch.Generator().manual_seed(8)).info["diagnostics"]
     schedule = OptimalSchedule.from_diagnostics(pilot)
     linear_cost = exact_path_kls(path, make_betas("linear", 40)).sum().item()

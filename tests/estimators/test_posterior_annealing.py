@@ -23,7 +23,7 @@ def test_linear_gaussian_estimate_matches_the_exact_log_likelihood_within_its_st
     data = model.sample(30, generator=torch.Generator().manual_seed(1))
     estimate = HAIS(num_chains=100, num_steps=1000, step_size=0.1).log_likelihood(model, data, generator=torch.Generator().manual_seed(2))
     exact = model.log_prob(data)
-    assert estimate.kind is BoundKind.LIKELIHOOD_LOWER_BOUND and estimate.log_z is None
+    assert estimate.kind is BoundKind.LIKELIHOOD_LOWER_BOUND and estimate.partition is None
     assert estimate.per_example.shape == (30,)
     assert abs(estimate.mean - exact.mean().item()) < 3 * estimate.stderr + 1e-3, (estimate.mean, estimate.stderr, exact.mean().item())
     assert estimate.mean <= exact.mean().item() + 3 * estimate.stderr  # never above the exact value beyond noise

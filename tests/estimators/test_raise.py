@@ -246,7 +246,7 @@ def test_bracket_flags_uniform_ais_that_misses_modes():
     exact = model.log_prob(data[:40]).mean().item()
     assert estimate.upper.mean > exact > estimate.lower.mean
     assert estimate.gap == pytest.approx(estimate.upper.mean - estimate.lower.mean)
-    assert estimate.warning is not None and "inaccurate" in estimate.warning
+    assert any("inaccurate" in warning for warning in estimate.warnings)
 
 
 def test_same_seed_same_weights():
@@ -273,16 +273,16 @@ def test_csl_converges_to_the_truth_from_below_with_many_samples():
     [
         (lambda: RAISE(num_chains=1), ValueError, "num_chains"),
         (lambda: RAISE(num_examples=0), ValueError, "num_examples"),
-        (lambda: RAISE()(random_rbm(3, 2, 0)), TypeError, "log-likelihoods"),
+        (lambda: RAISE()(random_rbm(3, 2, 0)), NotImplementedError, 'missing the required "forward"'),  # no log Z: log_likelihood only
         (lambda: RAISE().log_likelihood(random_rbm(3, 2, 0), torch.full((2, 3), 0.5, dtype=torch.float64)), ValueError, "binary"),
         (lambda: RAISE().log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 4, dtype=torch.float64)), ValueError, "3 columns"),
-        (lambda: RAISE(base="flat").log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 3, dtype=torch.float64)), ValueError, "kind"),
+        (lambda: RAISE(base="flat").log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 3, dtype=torch.float64)), ValueError, "base must be 'auto' or one of"),
         (lambda: CSL(num_chains=1), ValueError, "num_chains"),
         (lambda: CSL(burn_in=-1), ValueError, "burn_in"),
-        (lambda: CSL()(random_rbm(3, 2, 0)), TypeError, "log-likelihoods"),
+        (lambda: CSL()(random_rbm(3, 2, 0)), NotImplementedError, 'missing the required "forward"'),
         (lambda: Bracket(gap_threshold=0), ValueError, "gap_threshold"),
         (lambda: Bracket(upper=torch.nn.Linear(2, 2)), ValueError, "upper"),
-        (lambda: Bracket()(random_rbm(3, 2, 0)), TypeError, "log-likelihood"),
+        (lambda: Bracket()(random_rbm(3, 2, 0)), NotImplementedError, 'missing the required "forward"'),
     ],
 )
 def test_bad_arguments_raise(call, error, message):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from pfzoo.kernels import GibbsState, block_gibbs_step, run_gibbs
+from pfzoo.kernels import BlockGibbs, GibbsState, run_gibbs
 from pfzoo.models import RBM
 
 NUM_CHAINS = 40000
@@ -63,6 +63,6 @@ def test_block_gibbs_step_detects_wrong_temperature():
 
 def test_block_gibbs_step_keeps_state_shapes():
     rbm = small_rbm()
-    state, info = block_gibbs_step(GibbsState(torch.ones(5, 4), torch.empty(0)), rbm, beta=0.5)
+    state, info = BlockGibbs().step(GibbsState(torch.ones(5, 4), torch.empty(0)), rbm, beta=0.5)
     assert state.visible.shape == (5, 4) and state.hidden.shape == (5, 3)
     assert set(state.visible.unique().tolist()) <= {0.0, 1.0}

@@ -16,6 +16,20 @@ def gaussian_evaluate(x):
     return Evaluation(0.5 * (grad * x).sum(-1), grad, None)
 
 
+class FunctionTarget:
+    """A :class:`~pfzoo.kernels.PositionTarget` from an energy function: statistics are the evaluation at β = 1,
+    ``E_β = β E``."""
+
+    def __init__(self, evaluate):
+        self.evaluate = evaluate
+
+    def statistics(self, x):
+        return self.evaluate(x)
+
+    def evaluation(self, stats, beta):
+        return Evaluation(beta * stats.energy, beta * stats.grad, stats)
+
+
 def exact_gaussian_samples(n, generator):
     chol = torch.linalg.cholesky(COVARIANCE)
     return torch.randn(n, 2, generator=generator, dtype=torch.float64) @ chol.T
@@ -31,13 +45,13 @@ def assert_moments_match(x, mean, cov, k=5.0):
 
 
 def run_kernel(kernel, x, evaluate, steps, generator):
-    state = kernel.init_state(x, generator=generator)
-    current = evaluate(x)
+    target = FunctionTarget(evaluate)
+    state = kernel.init_state(x, target, generator=generator)
     accepted = []
     for _ in range(steps):
-        state, current, info = kernel.step(state, current, evaluate, generator=generator)
+        state, info = kernel.step(state, target, beta=1.0, generator=generator)
         accepted.append(info.accepted.double().mean().item())
-    return kernel.position(state), sum(accepted) / len(accepted)
+    return state.position, sum(accepted) / len(accepted)
 
 
 @pytest.mark.parametrize(
@@ -129,13 +143,19 @@ def test_hais_refresh_rule_and_bad_arguments():
 def test_stiffness_shrinks_the_step_with_beta():
     """At β the kernel steps ε / √(1 + β s); HAIS's default refresh follows that step, a fixed refresh stays fixed."""
     kernel = HMCKernel(0.4, stiffness=3.0, lower=0.0)
-    assert kernel.at(0.0).step_size == pytest.approx(0.4)
-    hot = kernel.at(1.0)
-    assert hot.step_size == pytest.approx(0.2) and hot.momentum_refresh == pytest.approx(hais_momentum_refresh(0.2))
-    assert hot.stiffness == 0.0 and torch.equal(hot.lower, kernel.lower)
-    assert HMCKernel(0.4, stiffness=3.0, momentum_refresh=0.3).at(1.0).momentum_refresh == 0.3
+    assert kernel.step_size_at(0.0) == pytest.approx(0.4)
+    hot = kernel.step_size_at(1.0)
+    assert hot == pytest.approx(0.2) and kernel.refresh_at(hot) == pytest.approx(hais_momentum_refresh(0.2))
+    # a step at β = 1 uses (and reports) the shrunken step, and the kernel keeps its settings
+    target = FunctionTarget(lambda x: Evaluation(0.5 * x.square().sum(-1), x.clone(), None))
+    g = torch.Generator().manual_seed(0)
+    _, info = kernel.step(kernel.init_state(torch.ones(3, 2, dtype=torch.float64), target, generator=g), target, beta=1.0, generator=g)
+    assert info.step_size == pytest.approx(0.2)
+    assert kernel.step_size == 0.4 and kernel.stiffness == 3.0 and kernel.lower.item() == 0.0
+    fixed = HMCKernel(0.4, stiffness=3.0, momentum_refresh=0.3)
+    assert fixed.refresh_at(fixed.step_size_at(1.0)) == 0.3
     plain = HMCKernel(0.4)
-    assert plain.at(0.7) is plain
+    assert plain.step_size_at(0.7) == 0.4 and plain.refresh_at(plain.step_size_at(0.7)) == plain.momentum_refresh
     reflecting = kernel.reflecting_at(-1.0)
     assert reflecting.stiffness == 3.0 and reflecting.lower.item() == -1.0 and reflecting.step_size == 0.4
     for bad in (-1.0, float("nan"), "1"):
@@ -160,8 +180,9 @@ def test_a_diverging_trajectory_is_rejected_with_acceptance_zero_not_nan():
         return Evaluation(energy, x.clone())
 
     start = torch.tensor([[0.0, 0.0], [0.0, 0.0]])
-    state = HMCState(start, torch.tensor([[100.0, 0.0], [0.01, 0.0]]))
+    target = FunctionTarget(evaluate)
+    state = HMCState(start, torch.tensor([[100.0, 0.0], [0.01, 0.0]]), target.statistics(start))
     kernel = HMCKernel(0.1, momentum_refresh=1e-12)
-    new_state, _, info = kernel.step(state, evaluate(start), evaluate, generator=torch.Generator().manual_seed(0))
+    new_state, info = kernel.step(state, target, beta=1.0, generator=torch.Generator().manual_seed(0))
     assert info.accept_prob[0].item() == 0.0 and not info.accepted[0] and torch.equal(new_state.position[0], start[0])
     assert info.accept_prob[1].item() > 0.9

@@ -10,6 +10,8 @@ import torch
 
 from pfzoo import zoo
 from pfzoo.models import ICA, ContinuousModel, Gaussian, MeanCovarianceRBM, ProductOfExperts
+from pfzoo.paths import build
+from pfzoo.paths.continuous import gaussian_base
 
 NUM_VISIBLE = 4
 
@@ -163,34 +165,35 @@ def test_public_energies_reject_bad_input_naming_x(name, bad, message):
 @pytest.mark.parametrize("name", MODELS)
 def test_isotropic_annealing_base_is_standard_normal_on_the_models_dtype(name):
     model = MODELS[name]()
-    base = model.annealing_base("isotropic")
+    base = gaussian_base(model, "isotropic", None, 1.0)
     assert isinstance(base, Gaussian) and base.dtype == model.dtype and base.device == model.device
     assert torch.equal(base.mean, torch.zeros(NUM_VISIBLE, dtype=torch.float64))
     assert torch.equal(base.precision, torch.eye(NUM_VISIBLE, dtype=torch.float64))
     assert base.log_partition().item() == pytest.approx(0.5 * NUM_VISIBLE * math.log(2 * math.pi), abs=1e-12)
-    assert torch.equal(model.annealing_base().precision, base.precision)
+    assert build(model)[1] == "isotropic"  # the data-free default base
 
 
 def test_fitted_annealing_base_is_the_regularised_maximum_likelihood_gaussian():
     model = random_poe("student_t")
     data = points(num=50, seed=2) @ torch.randn(NUM_VISIBLE, NUM_VISIBLE, dtype=torch.float64) + 3.0
-    base = model.annealing_base("fitted", data, smoothing=1.0)  # smoothing is accepted and ignored
+    base = gaussian_base(model, "fitted", data, 1.0)  # smoothing is accepted and ignored
     centered = data - data.mean(0)
     expected_covariance = centered.T @ centered / data.shape[0] + 1e-6 * torch.eye(NUM_VISIBLE, dtype=torch.float64)
     assert torch.allclose(base.mean, data.mean(0), atol=1e-12)
     assert torch.allclose(base.covariance, expected_covariance, rtol=1e-9, atol=1e-12)
-    assert torch.equal(base.precision, model.annealing_base("fitted", data).precision)
-    assert model.annealing_base("fitted", data.float()).dtype == model.dtype
+    assert torch.equal(base.precision, gaussian_base(model, "fitted", data, 0.0).precision)
+    assert gaussian_base(model, "fitted", data.float(), 1.0).dtype == model.dtype
+    assert build(model, data=data)[1] == "fitted"  # the default base when data are given
 
 
 def test_annealing_base_rejects_bad_arguments():
     model = random_poe("laplace")
     with pytest.raises(ValueError, match="needs data"):
-        model.annealing_base("fitted")
+        build(model, base="fitted")
     with pytest.raises(ValueError, match="^data "):
-        model.annealing_base("fitted", torch.ones(5, NUM_VISIBLE + 1, dtype=torch.float64))
-    with pytest.raises(ValueError, match="kind"):
-        model.annealing_base("base_rate")
+        build(model, base="fitted", data=torch.ones(5, NUM_VISIBLE + 1, dtype=torch.float64))
+    with pytest.raises(ValueError, match="base must be 'auto' or one of"):
+        build(model, base="base_rate")
 
 
 # ---- checkpoints -----------------------------------------------------------------------------

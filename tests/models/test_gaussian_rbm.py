@@ -11,6 +11,7 @@ from scipy import integrate
 from pfzoo.estimators import AIS
 from pfzoo.kernels import run_gibbs
 from pfzoo.models import GaussianBernoulliRBM, model_class
+from pfzoo.paths import build
 from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 
 NUM_SAMPLES = 40000  # independent draws per conditional-sampler test
@@ -166,8 +167,8 @@ def test_path_endpoints_increments_and_base(kind):
     model = random_gbrbm(5, 4, scale=0.8)
     data = torch.randn(30, 5, generator=torch.Generator().manual_seed(5), dtype=torch.float64) + 1.0
     base = model.annealing_base(kind, data)
-    path = model.geometric_path(base)
-    assert isinstance(path, GaussianRBMGeometricPath)
+    path, name = build(model, base=kind, data=data)
+    assert isinstance(path, GaussianRBMGeometricPath) and name == kind
     v = path.sample_base(7, generator=torch.Generator().manual_seed(6)) * 1.5
     stats = path.statistics(v)
     assert torch.allclose(path.log_f(v, stats, 0.0), -base.free_energy(v).detach(), atol=1e-10)
@@ -182,7 +183,7 @@ def test_path_transition_leaves_intermediate_model_invariant():
     """At β the path's model is the GBRBM with parameters (βW, (1-β) b_0 + βb, βc) and the shared σ."""
     model = random_gbrbm(2, 3, scale=1.0, seed=7)
     base = model.annealing_base("base_rate", torch.full((4, 2), 2.0, dtype=torch.float64), smoothing=0.0)
-    path = model.geometric_path(base)
+    path = GaussianRBMGeometricPath(target=model, base=base)
     beta = 0.6
     intermediate = GaussianBernoulliRBM.from_tensors(
         beta * model.weight.detach(),
@@ -194,7 +195,7 @@ def test_path_transition_leaves_intermediate_model_invariant():
     v = path.sample_base(NUM_CHAINS, generator=g)
     stats = path.statistics(v)
     for _ in range(50):
-        v, stats = path.transition(v, stats, beta, generator=g)
+        v, stats, _ = path.transition(v, stats, beta, generator=g)
     assert moments_match(v, intermediate)
     assert not moments_match(v, model)  # power: the target itself is rejected
 
@@ -259,11 +260,13 @@ def test_config_and_state_dict_rebuild_the_model(learn_sigma):
 
 
 def test_hydra_config_instantiates():
+    from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
-    cfg = OmegaConf.load(pathlib.Path(__file__).resolve().parents[2] / "conf" / "model" / "gaussian_rbm.yaml")
-    model = instantiate(cfg, num_visible=7)
+    # composed as the app composes it: the model config carries a Hydra defaults list (its default data set)
+    with initialize_config_dir(config_dir=str(pathlib.Path(__file__).resolve().parents[2] / "conf"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["model=gaussian_rbm"])
+    model = instantiate(cfg.model, num_visible=7)
     assert isinstance(model, GaussianBernoulliRBM)
     assert (model.num_visible, model.num_hidden, model.learn_sigma) == (7, 64, False)
 
@@ -337,11 +340,11 @@ def test_bad_constructor_and_annealing_arguments():
 def test_path_rejects_incompatible_base():
     model = random_gbrbm(4, 3, scale=1.0)
     with pytest.raises(ValueError, match="zero weights"):
-        model.geometric_path(model)
+        GaussianRBMGeometricPath(target=model, base=model)
     other_sigma = GaussianBernoulliRBM.from_tensors(
         torch.zeros(4, 3, dtype=torch.float64), model.visible_bias, torch.zeros(3, dtype=torch.float64), model.log_sigma + 0.1
     )
     with pytest.raises(ValueError, match="log_sigma"):
-        model.geometric_path(other_sigma)
+        GaussianRBMGeometricPath(target=model, base=other_sigma)
     with pytest.raises(ValueError, match="shape"):
-        model.geometric_path(GaussianBernoulliRBM(4, 2).double())
+        GaussianRBMGeometricPath(target=model, base=GaussianBernoulliRBM(4, 2).double())

@@ -15,6 +15,7 @@ from scipy import stats
 from pfzoo import zoo
 from pfzoo.models import RBM, EnergyModel, Hopfield, Ising
 from pfzoo.models.ising import independent_sets
+from pfzoo.paths import IsingGeometricPath, build
 
 NUM_CHAINS = 40000
 P_VALUE_FLOOR = 1e-4  # fixed seed; a correct sampler fails this with probability 1e-4
@@ -402,10 +403,10 @@ def test_annealing_bases():
         model.annealing_base("base_rate")
     with pytest.raises(ValueError, match="kind"):
         model.annealing_base("gaussian")
-    with pytest.raises(ValueError, match="kernel must be None"):
-        model.geometric_path(uniform, kernel=object())
+    with pytest.raises(ValueError, match="kernel=object does not apply to Ising"):
+        build(model, base="uniform", kernel=object())
     with pytest.raises(ValueError, match="zero couplings"):
-        model.geometric_path(model)
+        IsingGeometricPath(target=model, base=model)
 
 
 @pytest.mark.parametrize("cls", [Ising, Hopfield])

@@ -8,7 +8,7 @@ import torch
 from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import Gaussian
-from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, make_betas
+from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, build, make_betas
 from pfzoo.paths.gaussian import gaussian_kl, symmetric_divergence
 
 
@@ -68,8 +68,9 @@ def test_transitions_draw_the_intermediate_gaussian(endpoints, path_class):
     target, base = endpoints
     path = path_class(target, base)
     generator = torch.Generator().manual_seed(3)
-    x, _ = path.transition(path.sample_base(4, generator=generator), None, 0.6, generator=generator)
-    x, _ = path.transition(torch.zeros(200_000, 3, dtype=torch.float64), None, 0.6, generator=generator)
+    x, _, info = path.transition(path.sample_base(4, generator=generator), None, 0.6, generator=generator)
+    assert info is None  # perfect transitions: always accepted
+    x, _, _ = path.transition(torch.zeros(200_000, 3, dtype=torch.float64), None, 0.6, generator=generator)
     p = path.parameters(0.6)
     stderr = (p.covariance.diagonal() / x.shape[0]).sqrt()
     assert ((x.mean(0) - p.mean).abs() < 4 * stderr).all()
@@ -133,9 +134,9 @@ def test_bad_arguments_raise(endpoints):
     with pytest.raises(ValueError, match=r"beta must lie in \[0, 1\]"):
         GaussianMomentAveragedPath(target, base).parameters(1.5)
     with pytest.raises(ValueError, match="path must be one of"):
-        target.annealing_path("spline", base)
-    with pytest.raises(ValueError, match="kernel must be None"):
-        target.annealing_path("moment_averaged", base, kernel=object())
+        build(target, kind="spline", base="isotropic")
+    with pytest.raises(ValueError, match="kernel=object does not apply to Gaussian"):
+        build(target, kind="moment_averaged", base="isotropic", kernel=object())
 
 
 @pytest.mark.parametrize("path_class", [GaussianGeometricPath, GaussianMomentAveragedPath])

@@ -5,6 +5,7 @@ import torch
 from scipy import stats
 
 from pfzoo.models import RBM
+from pfzoo.paths import RBMGeometricPath, build
 
 
 def rbm_and_base(kind="base_rate"):
@@ -21,7 +22,7 @@ def all_visible(n):
 @pytest.mark.parametrize("kind", ["uniform", "base_rate"])
 def test_path_end_points_are_base_and_target(kind):
     rbm, base = rbm_and_base(kind)
-    path = rbm.geometric_path(base)
+    path = RBMGeometricPath(target=rbm, base=base)
     v = all_visible(5)
     stats_ = path.statistics(v)
     assert torch.allclose(path.log_f(v, stats_, 1.0), -rbm.free_energy(v).detach().double(), atol=1e-5)
@@ -31,7 +32,7 @@ def test_path_end_points_are_base_and_target(kind):
 
 def test_increment_equals_difference_of_log_f():
     rbm, base = rbm_and_base()
-    path = rbm.geometric_path(base)
+    path = RBMGeometricPath(target=rbm, base=base)
     v = all_visible(5)
     s = path.statistics(v)
     for b0, b1 in [(0.0, 0.1), (0.3, 0.3001), (0.9, 1.0), (0.7, 0.2)]:
@@ -41,7 +42,7 @@ def test_increment_equals_difference_of_log_f():
 
 def test_base_samples_follow_base_distribution():
     rbm, base = rbm_and_base()
-    path = rbm.geometric_path(base)
+    path = RBMGeometricPath(target=rbm, base=base)
     v = path.sample_base(50000, generator=torch.Generator().manual_seed(0))
     p = torch.sigmoid(base.visible_bias)
     assert ((v.mean(0) - p).abs() < 5 * torch.sqrt(p * (1 - p) / 50000)).all()
@@ -50,14 +51,15 @@ def test_base_samples_follow_base_distribution():
 @pytest.mark.parametrize("beta", [0.3, 1.0])
 def test_transition_leaves_intermediate_distribution_invariant(beta):
     rbm, base = rbm_and_base()
-    path = rbm.geometric_path(base)
+    path = RBMGeometricPath(target=rbm, base=base)
     v_all = all_visible(5)
     target = torch.softmax(path.log_f(v_all, path.statistics(v_all), beta), 0)
     g = torch.Generator().manual_seed(1)
     v = torch.ones(40000, 5)
     s = path.statistics(v)
     for _ in range(30):
-        v, s = path.transition(v, s, beta, generator=g)
+        v, s, info = path.transition(v, s, beta, generator=g)
+        assert info is None  # exact Gibbs: always accepted
     index = (v.long() * 2 ** torch.arange(4, -1, -1)).sum(1)
     counts = torch.bincount(index, minlength=32).double()
     assert stats.chisquare(counts.numpy(), (target * 40000).numpy()).pvalue > 1e-4
@@ -66,7 +68,7 @@ def test_transition_leaves_intermediate_distribution_invariant(beta):
 def test_base_with_weights_is_rejected():
     rbm, _ = rbm_and_base()
     with pytest.raises(ValueError, match="zero weights"):
-        rbm.geometric_path(rbm)
+        RBMGeometricPath(target=rbm, base=rbm)
 
 
 @pytest.mark.parametrize("num_steps", [10, 10000])
@@ -74,7 +76,7 @@ def test_increments_telescope_to_the_end_point_difference(num_steps):
     """Summing per-step increments on a fixed state must give log f_1 - log f_0 to float64-like accuracy."""
     g = torch.Generator().manual_seed(3)
     rbm = RBM.from_tensors(torch.randn(50, 200, generator=g), torch.randn(50, generator=g), torch.randn(200, generator=g) * 3)
-    path = rbm.geometric_path(rbm.annealing_base("uniform"))
+    path, _ = build(rbm, base="uniform")
     v = (torch.rand(8, 50, generator=g) < 0.5).float()
     s = path.statistics(v)
     betas = torch.linspace(0, 1, num_steps + 1, dtype=torch.float64).tolist()

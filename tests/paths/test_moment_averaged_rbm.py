@@ -9,7 +9,7 @@ from scipy import stats as scipy_stats
 from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import RBM
-from pfzoo.paths import RBMSplinePath, exact_rbm_moments, fit_moment_averaged_knots, make_betas, rbm_moments
+from pfzoo.paths import RBMSplinePath, build, exact_rbm_moments, fit_moment_averaged_knots, make_betas, path_kinds, rbm_moments
 
 V, H = 6, 3
 STATES = torch.tensor(list(itertools.product([0.0, 1.0], repeat=V)), dtype=torch.float64)  # [64, V]
@@ -123,7 +123,8 @@ def test_transition_kernel_leaves_p_beta_invariant_and_is_sampled_by_transition(
     # path.transition draws from the row of that kernel, also from statistics of another segment
     start_index = 37
     start = STATES[start_index].expand(40_000, -1).clone()
-    moved, new_stats = path.transition(start, path.statistics(start, 2), beta, generator=torch.Generator().manual_seed(4))
+    moved, new_stats, info = path.transition(start, path.statistics(start, 2), beta, generator=torch.Generator().manual_seed(4))
+    assert info is None  # exact block Gibbs: always accepted
     counts = torch.bincount(state_index(moved), minlength=64).double()
     expected = 40_000 * kernel[start_index]
     keep = expected > 0
@@ -217,12 +218,13 @@ def test_rbm_annealing_path_builds_a_reproducible_spline():
     target = random_rbm(4, scale=1.0)
     base = target.annealing_base("uniform")
     options = dict(num_knots=2, num_chains=200, burn_in=50, moment_sweeps=10, iterations=50)
-    first, second = target.annealing_path("moment_averaged", base, **options), target.annealing_path("moment_averaged", base, **options)
-    assert isinstance(first, RBMSplinePath) and torch.equal(first.weights, second.weights)
+    (first, name), (second, _) = (build(target, kind="moment_averaged", base="uniform", **options) for _ in range(2))
+    assert name == "uniform" and isinstance(first, RBMSplinePath) and torch.equal(first.weights, second.weights)
     assert first.knot_betas.tolist() == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
-    seeded = target.annealing_path("moment_averaged", base, generator=torch.Generator().manual_seed(0), **options)
+    assert torch.equal(first.weights[0], base.weight) and torch.equal(first.visible_biases[0], base.visible_bias)  # from the uniform base
+    seeded, _ = build(target, kind="moment_averaged", base="uniform", generator=torch.Generator().manual_seed(0), **options)
     assert torch.equal(first.weights, seeded.weights)
-    assert "moment_averaged" in RBM.annealing_path_kinds
+    assert "moment_averaged" in path_kinds(target)
 
 
 # ---- errors ----------------------------------------------------------------------------------------
@@ -247,9 +249,9 @@ def test_rbm_annealing_path_builds_a_reproducible_spline():
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], num_chains=0), "num_chains must be a positive integer"),
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], learning_rate=-1.0), "learning_rate must be"),
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], momentum=1.0), "momentum must lie in"),
-        (lambda t, b: t.annealing_path("moment_averaged", b, kernel=object()), "kernel must be None"),
-        (lambda t, b: t.annealing_path("moment_averaged", b, num_knots=0), "num_knots must be a positive integer"),
-        (lambda t, b: t.annealing_path("spline", b), "path must be one of"),
+        (lambda t, b: build(t, kind="moment_averaged", base="uniform", kernel=object()), "kernel=object does not apply to RBM"),
+        (lambda t, b: build(t, kind="moment_averaged", base="uniform", num_knots=0), "num_knots must be a positive integer"),
+        (lambda t, b: build(t, kind="spline", base="uniform"), "path must be one of"),
     ],
 )
 def test_bad_arguments_raise(make, message):

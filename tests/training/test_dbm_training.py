@@ -18,6 +18,7 @@ from pfzoo.sampling import bernoulli
 from pfzoo.training import CD, DBMPersistentMeanField, Trainer, compose_dbm, pretrain_dbm, reconstruction_error
 from pfzoo.training.dbm import _TiedRBM
 from pfzoo.training.metrics import pseudo_likelihood_is_affordable
+from pfzoo.models import MissingCapability
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 
@@ -386,7 +387,7 @@ def test_objective_arguments_are_validated(bad):
 
 def test_objective_inputs_are_validated():
     model, objective = random_dbm([6, 4, 3]), DBMPersistentMeanField(num_chains=5)
-    with pytest.raises(ValueError, match="model must be a pfzoo.models.DBM"):
+    with pytest.raises(MissingCapability, match=r"needs a mean-field posterior over several hidden layers \(a DBM\); RBM has binary states"):
         objective.loss(RBM(6, 4), random_batch(4, 6).float())
     with pytest.raises(ValueError, match="batch must be binary"):
         objective.loss(model, torch.full((4, 6), 0.5, dtype=torch.float64))
@@ -416,7 +417,7 @@ def test_pretrain_arguments_are_validated(bad, match):
 
 
 def test_pretrain_inputs_are_validated():
-    with pytest.raises(ValueError, match="model must be a pfzoo.models.DBM"):
+    with pytest.raises(MissingCapability, match=r"needs a mean-field posterior over several hidden layers \(a DBM\); RBM has binary states"):
         pretrain_dbm(RBM(6, 4), random_batch(10, 6).float())
     with pytest.raises(ValueError, match="data must be binary"):
         pretrain_dbm(random_dbm([6, 4, 3]), torch.full((10, 6), 0.5, dtype=torch.float64))

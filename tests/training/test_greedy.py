@@ -14,6 +14,7 @@ from pfzoo.data import DataSplits, digits
 from pfzoo.estimators import AIS
 from pfzoo.models import DBN, RBM
 from pfzoo.training import CD, PCD, GreedyTrainer, Trainer, train_greedy
+from pfzoo.models import MissingCapability
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 
@@ -125,7 +126,7 @@ def test_resume_after_an_interruption_between_layers_reproduces_the_uninterrupte
 
 
 def test_greedy_trainer_rejects_other_models(small_data, tmp_path):
-    with pytest.raises(ValueError, match="model must be a pfzoo.models.DBN"):
+    with pytest.raises(MissingCapability, match=r"needs a stack of RBMs trained layer by layer \(a DBN\); RBM has binary states"):
         GreedyTrainer(CD(), run_dir=tmp_path, progress=False).fit(RBM(64, 4), small_data)
     with pytest.raises(ValueError, match="data must be"):
         train_greedy([64, 4, 2], [[0.0] * 64])

@@ -5,6 +5,7 @@ import torch
 
 from pfzoo.models import ICA, RBM, Gaussian
 from pfzoo.training import ExactMaximumLikelihood
+from pfzoo.models import MissingCapability
 
 
 def test_maximum_likelihood_recovers_a_gaussian():
@@ -35,5 +36,5 @@ def test_loss_is_the_negative_mean_log_likelihood():
 
 
 def test_models_without_closed_form_are_refused():
-    with pytest.raises(ValueError, match="closed-form log Z"):
+    with pytest.raises(MissingCapability, match="closed-form, differentiable log Z; RBM has binary states"):
         ExactMaximumLikelihood().loss(RBM(4, 3), torch.ones(2, 4))

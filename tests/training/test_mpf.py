@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from pfzoo.data import DataSplits, patches
-from pfzoo.kernels import Evaluation, HMCKernel, HMCState
+from pfzoo.kernels import EnergyTarget, HMCKernel, HMCState
 from pfzoo.models import ICA, Gaussian, LinearGenerative, ProductOfExperts
 from pfzoo.training import ExactMaximumLikelihood, PersistentMPF, Trainer
 
@@ -190,9 +190,9 @@ def test_step_size_adapts_toward_the_target_acceptance():
         objective.prepare(model, data, generator=generator)
     assert objective.step_size.item() < 1.0
     kernel = HMCKernel(objective.step_size.item(), num_leapfrog=5, momentum_refresh=1.0)
-    evaluate = lambda x: Evaluation(*model.energy_and_grad(x))  # noqa: E731
+    target = EnergyTarget(model)
     with torch.no_grad():
-        _, _, info = kernel.step(HMCState(data, torch.zeros_like(data)), evaluate(data), evaluate, generator=generator)
+        _, info = kernel.step(HMCState(data, torch.zeros_like(data), target.statistics(data)), target, beta=1.0, generator=generator)
     assert info.accept_prob.mean().item() == pytest.approx(0.8, abs=0.05)
 
 

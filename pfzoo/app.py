@@ -143,8 +143,9 @@ def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
         "test_log_likelihood_stderr": estimate.stderr,
         "test_log_likelihood_data_stderr": estimate.data_stderr,
     }
-    if "acceptance" in estimate.info:
-        fields["acceptance"] = estimate.info["acceptance"]
+    for key in ("acceptance", "ess"):
+        if key in estimate.info:
+            fields[key] = estimate.info[key]
     if estimate.partition is not None:
         partition = estimate.partition
         fields.update(log_z=partition.log_z, log_z_stderr=partition.stderr, ess=partition.ess)

@@ -53,7 +53,7 @@ def posterior_annealing_log_likelihood(
     check_kernel_bounds(model, kernel)
     chunks = example_batches(data, num_particles, max_rows=ROWS_PER_CHUNK)
     num_steps = betas.numel() - 1
-    log_means, stderrs, acceptances = [], [], []
+    log_means, stderrs, esses, acceptances = [], [], [], []
     for index, chunk in enumerate(chunks):
         rows = chunk.repeat_interleave(num_particles, dim=0)
         path = PosteriorPath(model, rows, kernel)
@@ -63,15 +63,17 @@ def posterior_annealing_log_likelihood(
         summary = summarize_log_weights(result.log_weights.view(chunk.shape[0], num_particles), dim=1)
         log_means.append(summary.log_mean)
         stderrs.append(summary.stderr)
+        esses.append(summary.ess)
         if result.acceptance is not None:
             acceptances.append(result.acceptance * chunk.shape[0])
             segment_betas = result.segment_betas
-    info = {**(info or {}), "num_particles": num_particles, "num_steps": num_steps}
+    ess = torch.cat(esses).mean().item()  # per example, over its particles, averaged
+    info = {**(info or {}), "num_particles": num_particles, "num_steps": num_steps, "ess": ess}
     acceptance = None
     if acceptances:
         acceptance = torch.stack(acceptances).sum(0) / data.shape[0]
         info.update(acceptance=acceptance.tolist(), acceptance_betas=segment_betas.tolist())
-    warnings = reliability_warnings(None, num_particles, acceptance, segment_betas if acceptances else None)
+    warnings = reliability_warnings(ess, num_particles, acceptance, segment_betas if acceptances else None)
     per_example_stderr = torch.cat(stderrs)
     return likelihood_estimate(
         torch.cat(log_means), stderr=independent_examples_stderr(per_example_stderr), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,

@@ -140,6 +140,7 @@ class RAISE(LikelihoodEstimator):
             "base": base if self.base == base else f"{base} ({self.base})",
             "log_weights": log_weights,
             "per_example_stderr": summary.stderr,
+            "ess": summary.ess.mean().item(),  # per example, over its chains, averaged
             **({"diagnostics": diagnostics} if self.diagnostics else {}),
         }
         noise_variance = (summary.stderr**2).mean().item()  # mean per-example variance of the RAISE estimates

@@ -50,7 +50,9 @@ def resolve_device(name: str) -> torch.device:
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
-    """Train ``cfg.model`` on ``cfg.dataset`` with ``cfg.trainer``; returns the checkpoint path and last metrics."""
+    """Train ``cfg.model`` on ``cfg.dataset`` with ``cfg.trainer``, then measure its test log-likelihood; returns the
+    checkpoint path, the last epoch's metrics, the final estimate (:func:`final_log_likelihood`) and the wall time."""
+    started = time.perf_counter()
     device = resolve_device(cfg.device)
     data = instantiate(cfg.dataset)
     init_generator = torch.Generator().manual_seed(cfg.seed)
@@ -63,7 +65,30 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         trainer = GreedyTrainer.from_trainer(trainer)  # DBNs train layer by layer; trainer.epochs counts per layer
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
-    return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics}
+    final = final_log_likelihood(model, data, cfg, device)
+    return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics,
+            "test_log_likelihood": final, "seconds": time.perf_counter() - started}
+
+
+def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> dict[str, Any] | None:
+    """The trained model's mean test log-likelihood: exact where the model offers an exact log Z and free energy at
+    its size, else the configured estimator (``estimator=...``, fitted to the training set) where it applies; ``None``
+    (with the reason logged) when neither does."""
+    test, train = data.test.to(device=device, dtype=model.dtype), data.train.to(device=device, dtype=model.dtype)
+    offered = model.capabilities
+    with torch.no_grad():
+        if Capability.EXACT_LOG_Z in offered and Capability.EXACT_FREE_ENERGY in offered:
+            return {"mean": model.log_prob(test).mean().item(), "stderr": 0.0, "kind": BoundKind.EXACT.value, "estimator": "exact"}
+    estimator = instantiate(cfg.estimator).to(device)
+    if not estimator.applies_to(model):
+        logger.warning("no final test log-likelihood: %s", estimator.refusal(estimator.missing(model), model))
+        return None
+    generator = torch.Generator(device).manual_seed(cfg.seed)
+    estimate = estimator.log_likelihood(model, test, base_data=train, generator=generator)
+    for warning in estimate.warnings:
+        logger.warning("%s", warning)
+    return {"mean": estimate.mean, "stderr": estimate.stderr, "kind": estimate.kind.value, "estimator": type(estimator).__name__,
+            "warnings": list(estimate.warnings)}
 
 
 def pretrained_checkpoint(cfg: DictConfig, dataset_name: str) -> Path:
@@ -164,13 +189,20 @@ def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
 
 
 def format_training(result: dict[str, Any]) -> str:
-    """A human-readable report of :func:`train`'s result."""
+    """A human-readable report of :func:`train`'s result, ending with the test log-likelihood."""
     metrics = ", ".join(f"{key} {value:.4g}" for key, value in result["metrics"].items() if isinstance(value, float))
-    return "\n".join([
+    lines = [
         f"final epoch: {metrics}",
         f"metrics written to {result['metrics_file']}",
         f"checkpoint written to {result['checkpoint']}",
-    ])
+    ]
+    final = result.get("test_log_likelihood")
+    if final is None:
+        lines.append(f"test log-likelihood: not measured (see the warning above); {result['seconds']:.1f} s in all")
+    else:
+        error = "" if final["kind"] == BoundKind.EXACT.value else f" ± {final['stderr']:.4f} ({final['estimator']})"
+        lines.append(f"test log-likelihood  = {final['mean']:.4f}{error}; {final['kind']}; {result['seconds']:.1f} s in all")
+    return "\n".join(lines)
 
 
 def format_evaluation(result: dict[str, Any]) -> str:

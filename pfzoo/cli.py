@@ -20,8 +20,9 @@ from typing import Sequence
 import hydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from pfzoo import app
@@ -63,6 +64,9 @@ def compose(task: str, overrides: Sequence[str] = ()) -> DictConfig:
 
 def execute(task: str, cfg: DictConfig) -> int:
     """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user error."""
+    if HydraConfig.initialized():  # under hydra.main: the job's own folder (a sweep's jobs each get one)
+        with open_dict(cfg):
+            cfg.run_dir = HydraConfig.get().runtime.output_dir
     try:
         if task == "train":
             result = app.train(cfg)
@@ -106,12 +110,15 @@ def run(task: str, argv: Sequence[str]) -> None:
         sys.exit(EXIT_USAGE)
     check_overrides(task, argv)
 
+    codes: list[int] = []
+
     @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
     def job(cfg: DictConfig) -> None:
-        sys.exit(execute(task, cfg))
+        codes.append(execute(task, cfg))  # a sweep runs every job in this process: exiting here would end it
 
     sys.argv = [sys.argv[0], *argv]
     job()
+    sys.exit(max(codes, default=0))
 
 
 def train_main() -> None:

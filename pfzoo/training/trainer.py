@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 from torch import nn
 from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
@@ -192,10 +194,12 @@ class Trainer:
             "sampling": torch.Generator(model.device).manual_seed(self.seed + _SAMPLING_SEED_OFFSET),
         }
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        start = self._restore(model, optimizer, generators) if resume else 0
+        start = self._restore(model, optimizer, generators, config) if resume else 0
         records = self._metrics_through(start)
         weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
-        with tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not self.progress) as bar:
+        # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
+        bars = self.progress and sys.stderr.isatty()
+        with logging_redirect_tqdm(), tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not bars) as bar:
             for epoch in range(start + 1, self.epochs + 1):
                 reason = self.stop_reason(records)
                 if reason is not None:
@@ -211,7 +215,7 @@ class Trainer:
                 with self.metrics_path.open("a") as file:
                     file.write(json.dumps(record) + "\n")
                 records.append(record)
-                logger.info("epoch %d/%d: %s", epoch, self.epochs, record)
+                logger.info("epoch %d/%d  %s", epoch, self.epochs, format_record(record))
                 if epoch % self.checkpoint_every == 0 or epoch == self.epochs or self.stop_reason(records) is not None:
                     self._save(model, optimizer, generators, epoch, config)
                 bar.update()
@@ -263,7 +267,8 @@ class Trainer:
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
         total = 0.0
         batches = order.split(self.batch_size)
-        for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not self.progress)):
+        batch_bars = self.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
+        for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not batch_bars)):
             batch = train[rows]
             row_indices = {"indices": rows} if stateful else {}
 
@@ -309,10 +314,17 @@ class Trainer:
             "generators": {name: generator.get_state() for name, generator in generators.items()},
         }
         save(self.checkpoint_path, model, config=config, trainer_state=trainer_state)
-        logger.info("saved checkpoint after epoch %d to %s", epoch, self.checkpoint_path)
+        logger.debug("saved checkpoint after epoch %d to %s", epoch, self.checkpoint_path)
 
-    def _restore(self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator]) -> int:
-        """Load ``checkpoint.pt`` into the model, optimiser, objective and generators; returns its epoch (0 if none)."""
+    def _restore(
+        self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator], config: dict | None = None
+    ) -> int:
+        """Load ``checkpoint.pt`` into the model, optimiser, objective and generators; returns its epoch (0 if none).
+
+        A run resumes only under the config it started with: ``config`` may differ from the checkpoint's only in
+        :data:`RESUMABLE_KEYS` (more epochs, where the run lives, whether bars show); any other difference (a
+        learning rate, a seed, a chain count) is refused in one line that lists it, since resuming would silently
+        continue the old settings' optimiser state and random streams under the new ones' name."""
         if not self.checkpoint_path.is_file():
             logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
             return 0
@@ -323,6 +335,12 @@ class Trainer:
                 f"{self.checkpoint_path} cannot resume this run: it holds a {checkpoint['model']!r} model with config "
                 f"{checkpoint['model_config']} (trainer state {'absent' if checkpoint['trainer_state'] is None else 'present'}), "
                 f"expected a {name!r} model with config {model.config()}"
+            )
+        differences = config_differences(checkpoint["config"], config)
+        if differences:
+            raise ValueError(
+                f"resume=true refused: the config differs from the one {self.checkpoint_path} was trained with in "
+                f"{'; '.join(differences)} (only {', '.join(RESUMABLE_KEYS)} may change; start a new run_dir instead)"
             )
         state = checkpoint["trainer_state"]
         model.load_state_dict(checkpoint["state_dict"])
@@ -341,3 +359,35 @@ class Trainer:
                 records = [record for record in map(json.loads, filter(str.strip, file)) if record["epoch"] <= epoch]
         self.metrics_path.write_text("".join(json.dumps(record) + "\n" for record in records))
         return records
+
+
+RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root")
+"""Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars."""
+
+
+def config_differences(stored: Mapping | None, current: Mapping | None, prefix: str = "") -> list[str]:
+    """``"key: old → new"`` for every leaf that differs between two plain config dicts, :data:`RESUMABLE_KEYS` aside.
+    Nothing is compared when either is ``None`` (a run started from the library without a config)."""
+    if stored is None or current is None:
+        return []
+    differences = []
+    for key in sorted(set(stored) | set(current)):
+        path = f"{prefix}{key}"
+        if path in RESUMABLE_KEYS:
+            continue
+        old, new = stored.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            differences += config_differences(old, new, f"{path}.")
+        elif old != new:
+            differences.append(f"{path}: {old!r} → {new!r}")
+    return differences
+
+
+def format_record(record: Mapping[str, Any]) -> str:
+    """One epoch's metrics on one line, about 4 significant figures (metrics.jsonl keeps full precision)."""
+    parts = []
+    for key, value in record.items():
+        if key == "epoch":
+            continue
+        parts.append(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}")
+    return "  ".join(parts)

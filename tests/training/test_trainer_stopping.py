@@ -185,3 +185,14 @@ def test_full_batch_lbfgs_with_stop_tolerance_takes_the_hand_loops_steps_and_sto
     errors = [r["coupling_error"] for r in read_metrics(tmp_path)]
     assert len(errors) == len(hand_errors) + 1
     assert errors[:-1] == pytest.approx(hand_errors, rel=1e-6, abs=1e-12)
+
+
+def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
+    """Only the epochs (and where the run lives) may change on resume; a new learning rate is named, not ignored."""
+    from pfzoo.training.trainer import config_differences, format_record
+
+    stored = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "a"}
+    assert config_differences(stored, {"trainer": {"epochs": 9, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "b"}) == []
+    assert config_differences(stored, {"trainer": {"epochs": 3, "optimizer": {"lr": 0.1}}, "seed": 1, "run_dir": "a"}) == [
+        "seed: 0 → 1", "trainer.optimizer.lr: 0.05 → 0.1"]
+    assert format_record({"epoch": 2, "loss": -0.0476243411, "seconds": 1.23456}) == "loss -0.04762  seconds 1.235"

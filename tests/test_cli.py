@@ -1,0 +1,39 @@
+"""The command line as a user meets it: one run folder per job, resume under the same config only, a readable report."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pfzoo import cli
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = ["trainer.epochs=1", "trainer.progress=false", "model.num_hidden=3", "estimator.num_steps=20"]
+
+
+def test_resume_with_a_changed_learning_rate_exits_2_naming_the_difference(tmp_path, capsys):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY])) == 0
+    capsys.readouterr()
+    changed = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "trainer.epochs=2", "resume=true", "trainer.optimizer.lr=0.1"])
+    assert cli.execute("train", changed) == cli.EXIT_USAGE
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "trainer.optimizer.lr: 0.05 → 0.1" in error[0]
+    more_epochs = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "trainer.epochs=2", "resume=true"])
+    assert cli.execute("train", more_epochs) == 0
+
+
+def test_training_report_ends_with_the_test_log_likelihood(tmp_path, capsys):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY])) == 0
+    report = capsys.readouterr().out.strip().splitlines()
+    assert report[-1].startswith("test log-likelihood  = ") and "exact" in report[-1] and " s in all" in report[-1]
+
+
+@pytest.mark.slow
+def test_a_sweep_leaves_one_complete_run_per_job(tmp_path):
+    run_dir = tmp_path / "sweep"
+    command = [sys.executable, str(REPO / "scripts" / "train.py"), "-m", f"run_dir={run_dir}", "model.num_hidden=2,3", *TINY[:2]]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for job in ("0", "1"):
+        assert (run_dir / job / "checkpoint.pt").is_file() and (run_dir / job / "metrics.jsonl").read_text().count("\n") == 1

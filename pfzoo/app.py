@@ -18,7 +18,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from pfzoo import zoo
+from pfzoo import pictures, zoo
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
 from pfzoo.training import GreedyTrainer
@@ -66,8 +66,26 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
     final = final_log_likelihood(model, data, cfg, device)
+    pictures = training_pictures(model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed) if cfg.pictures else []
     return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics,
-            "test_log_likelihood": final, "seconds": time.perf_counter() - started}
+            "test_log_likelihood": final, "seconds": time.perf_counter() - started, "pictures": [str(p) for p in pictures]}
+
+
+PICTURE_SAMPLES = 64
+
+
+def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: int) -> list[Path]:
+    """``curves.png`` (loss and log-likelihoods by epoch) and, for image data, ``samples.png`` (64 samples of the
+    trained model, its own sampler) and ``filters.png`` (its first-layer filters, each on its own contrast)."""
+    written = [pictures.save_training_curves(metrics_file, run_dir / "curves.png")]
+    if data.image_shape is not None and len(data.image_shape) == 2:
+        with torch.no_grad():
+            samples = model.sample(PICTURE_SAMPLES, generator=torch.Generator(model.device).manual_seed(seed))
+        written.append(pictures.save_image_grid(samples, data.image_shape, run_dir / "samples.png"))
+        filters = model.visible_filters()
+        if filters is not None:
+            written.append(pictures.save_image_grid(filters[:100], data.image_shape, run_dir / "filters.png", per_image_contrast=True))
+    return [path for path in written if path is not None]
 
 
 def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> dict[str, Any] | None:
@@ -196,6 +214,8 @@ def format_training(result: dict[str, Any]) -> str:
         f"metrics written to {result['metrics_file']}",
         f"checkpoint written to {result['checkpoint']}",
     ]
+    if result.get("pictures"):
+        lines.append("pictures: " + ", ".join(result["pictures"]))
     final = result.get("test_log_likelihood")
     if final is None:
         lines.append(f"test log-likelihood: not measured (see the warning above); {result['seconds']:.1f} s in all")

@@ -106,6 +106,11 @@ class EnergyModel(nn.Module):
         for the Boltzmann machines, HMC for energies over real vectors)."""
         raise NotImplementedError(f"{type(self).__name__} has no sampler")
 
+    def visible_filters(self) -> torch.Tensor | None:
+        """The first layer's filters over the visible units ``[K, V]`` (one row per hidden unit or expert), for
+        pictures; ``None`` for families without such a layer."""
+        return None
+
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z`` as a float64 scalar, where the model allows it."""
         raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")

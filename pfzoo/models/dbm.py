@@ -108,6 +108,10 @@ class DBM(EnergyModel):
                 parameter.copy_(tensor)
         return model
 
+    def visible_filters(self) -> torch.Tensor:
+        """``[K, V]``: ``self.weights[0].T``, detached."""
+        return self.weights[0].T.detach()
+
     def config(self) -> dict:
         return {"layer_sizes": list(self.layer_sizes), "max_enumeration_units": self.max_enumeration_units}
 

@@ -154,6 +154,10 @@ class DBN(EnergyModel):
             max_enumeration_units=max_enumeration_units,
         )
 
+    def visible_filters(self) -> torch.Tensor:
+        """``[K, V]``: ``self.rbms[0].weight.T``, detached."""
+        return self.rbms[0].weight.T.detach()
+
     def config(self) -> dict:
         return {"layer_sizes": list(self.layer_sizes), "max_enumeration_units": self.max_enumeration_units}
 

@@ -120,6 +120,10 @@ class GaussianBernoulliRBM(BipartiteModel):
             model.log_sigma.copy_(log_sigma)
         return model
 
+    def visible_filters(self) -> torch.Tensor:
+        """``[K, V]``: ``self.weight.T``, detached."""
+        return self.weight.T.detach()
+
     def config(self) -> dict:
         return {
             "num_visible": self.num_visible,

@@ -205,6 +205,10 @@ class MeanCovarianceRBM(ContinuousModel):
                 getattr(model, name).copy_(tensor)
         return model
 
+    def visible_filters(self) -> torch.Tensor:
+        """``[K, V]``: ``self.factors.T``, detached."""
+        return self.factors.T.detach()
+
     def config(self) -> dict:
         return {
             "num_visible": self.num_visible,

@@ -114,6 +114,10 @@ class ProductOfExperts(ContinuousModel):
                 model.log_shape.copy_(shape.log())
         return model
 
+    def visible_filters(self) -> torch.Tensor:
+        """``[K, V]``: ``self.filters``, detached."""
+        return self.filters.detach()
+
     def config(self) -> dict:
         config = {"num_visible": self.num_visible, "num_experts": self.num_experts, "expert": self.expert}
         if self.shape_above_half:  # only when set, so checkpoints written before the option load unchanged

@@ -88,6 +88,10 @@ class RBM(BipartiteModel):
             model.hidden_bias.copy_(hidden_bias)
         return model
 
+    def visible_filters(self) -> torch.Tensor:
+        """``[K, V]``: ``self.weight.T``, detached."""
+        return self.weight.T.detach()
+
     def config(self) -> dict:
         return {
             "num_visible": self.num_visible,

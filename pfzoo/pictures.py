@@ -1,0 +1,80 @@
+"""Pictures the app writes beside its numbers: image grids of samples and filters, training curves, annealing diagnostics.
+
+Each function writes one PNG and returns its path; nothing is shown on screen (matplotlib's Agg backend), so they
+run on machines without a display.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from torchvision.utils import make_grid, save_image  # noqa: E402
+
+
+def save_image_grid(rows: torch.Tensor, image_shape: Sequence[int], path: str | Path, *, per_image_contrast: bool = False) -> Path:
+    """Fold ``rows [N, D]`` into ``image_shape`` (``prod = D``) images and save them as one grid, √N per row.
+
+    ``per_image_contrast`` rescales every image to its own range (filters: their sign and scale vary), else one
+    range for the whole grid (samples of binary data: 0 is black, 1 white).
+    """
+    height, width = image_shape
+    images = rows.detach().float().cpu().reshape(-1, 1, height, width)
+    nrow = max(1, int(math.ceil(math.sqrt(images.shape[0]))))
+    grid = make_grid(images, nrow=nrow, padding=1, normalize=True, scale_each=per_image_contrast, pad_value=0.5)
+    upscale = max(1, 256 // (nrow * (width + 1)))  # small images (8×8 digits) are enlarged to be seen
+    grid = torch.nn.functional.interpolate(grid[None], scale_factor=upscale, mode="nearest")[0]
+    path = Path(path)
+    save_image(grid, path)
+    return path
+
+
+def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | None:
+    """Loss and every log-likelihood-like metric of ``metrics.jsonl`` against the epoch; ``None`` with no records."""
+    records = [json.loads(line) for line in Path(metrics_file).read_text().splitlines() if line.strip()]
+    if not records:
+        return None
+    epochs = [record["epoch"] for record in records]
+    panels = [["loss"], sorted({key for record in records for key in record if key.endswith("log_likelihood")})]
+    panels = [keys for keys in panels if keys]
+    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.5), squeeze=False)
+    for axis, keys in zip(axes[0], panels):
+        for key in keys:
+            points = [(epoch, record[key]) for epoch, record in zip(epochs, records) if isinstance(record.get(key), (int, float))]
+            if points:
+                axis.plot(*zip(*points), marker="." if len(points) < 30 else None, label=key)
+        axis.set_xlabel("epoch")
+        axis.set_ylabel("nats" if keys != ["loss"] else "loss")
+        axis.legend(fontsize=8)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def save_path_diagnostics(diagnostics: dict, path: str | Path) -> Path:
+    """Increment variance (≈ the symmetric KL between neighbouring distributions) and ESS along β, from the
+    ``path_diagnostics`` an estimator with ``diagnostics=true`` reports."""
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(6, 5), sharex=True)
+    top.semilogy(diagnostics["betas"], diagnostics["increment_var"])
+    top.set_ylabel("Var Δ log w (≈ J_k)")
+    top.set_title(f"½ Σ J_k = {diagnostics['cost_functional']:.3g} nats")
+    bottom.plot(diagnostics["betas"], diagnostics["ess"])
+    bottom.set_ylabel("ESS")
+    bottom.set_xlabel("β")
+    for axis in (top, bottom):
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path

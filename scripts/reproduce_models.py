@@ -191,7 +191,8 @@ def write_readme(path: Path, meta: dict, rows: list[dict], order: dict, sweep: l
         e = r["evaluation"]
         what = (e["estimator"] + (f", N = {e['num_steps']:,}" if "num_steps" in e else "") + (f", {e['particles']} particles per patch" if "particles" in e else "")
                 + (f", {e['chains']} chains" if "chains" in e else "") + f", {e['test_patches']:,} test patches")
-        lines.append(f"| {r['label']} | {r['parameters']:,} ({r['sizes']}) | {r['train_method']} | {what} | {e['mean']:.2f} ± {math.hypot(e['estimator_stderr'], e['data_stderr']):.2f} | "
+        error = math.hypot(e['estimator_stderr'], e['data_stderr'])
+        lines.append(f"| {r['label']} | {r['parameters']:,} ({r['sizes']}) | {r['train_method']} | {what} | {e['mean']:.2f} ± {error:.2f} | "
                      f"{'—' if r['subset_mean'] is None else format(r['subset_mean'], '.2f')} | {e['kind']} | {fmt_seconds(r['train_seconds'])} | {fmt_seconds(e['seconds'])} |")
     lines += ["", "## What to look for", "",
               "The paper's qualitative ordering: Gaussian < Laplace models (ICA / complete Laplace POE, sparse coding) < the richer models "
@@ -480,7 +481,8 @@ def main(argv: list[str] | None = None) -> None:
         exact({"name": name, "label": label, "parameters": count_parameters(model), "sizes": "36 experts, complete" + (", λ learned" if student else ""),
                "train_method": "exact ML, full-batch L-BFGS", "train_seconds": fit.seconds, "notes": notes, "training": info,
                "description": f"`ProductOfExperts(36, 36, expert={model.expert!r})`: {info['optimizer']}; loss {info['initial_loss']:.3f} → "
-                              f"{info['final_loss']:.4f}" + ("; λ = ½ + softplus(ρ) (`shape_above_half=True`) keeps Z finite during line searches" if student else "") + "."}, model)
+                              f"{info['final_loss']:.4f}"
+                              + ("; λ = ½ + softplus(ρ) (`shape_above_half=True`) keeps Z finite during line searches" if student else "") + "."}, model)
         if name == "ica":
             ica_model, ica_basis = model, torch.linalg.inv(model.filters.detach().double()).float()  # Φ = W⁻¹: ICA's basis, sparse coding's start
 
@@ -488,7 +490,8 @@ def main(argv: list[str] | None = None) -> None:
     def sparse_coding(num_latent: int, label: str) -> dict:
         start = LinearGenerative.from_tensors(ica_initial_basis(ica_basis, num_latent, seed + num_latent), prior="laplace", noise_std=NOISE_STD)
         model, cfg, info, fields, losses = fit_em("models_sparse_coding", seed + num_latent, s["em_epochs"], model=start)
-        columns = f"{'its ' + str(num_latent) + ' longest columns' if num_latent < DIM else 'all 36 columns'}" + (f", then {num_latent - DIM} columns of 0.01·N(0, 1)" if num_latent > DIM else "")
+        columns = f"{'its ' + str(num_latent) + ' longest columns' if num_latent < DIM else 'all 36 columns'}"
+        columns += f", then {num_latent - DIM} columns of 0.01·N(0, 1)" if num_latent > DIM else ""
         row = {"name": "sparse-coding" if num_latent == NUM_LATENT else f"sparse-coding-{num_latent}", "label": label, "parameters": count_parameters(model),
                "sizes": f"L = {num_latent} latents, σ_n = {NOISE_STD}", "train_method": f"EM-HMC + Adam, {info['epochs']} epochs", **fields,
                "description": f"`LinearGenerative(36, {num_latent}, prior='laplace', noise_std={NOISE_STD})`, initial basis the ICA row's Φ = W⁻¹ ({columns}); "

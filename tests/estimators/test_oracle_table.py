@@ -13,15 +13,16 @@ chains sat 0.15 nats, 3.6 stderr, below the exact value).
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import pytest
 import torch
-from conftest import biased_binary_data, random_rbm
+from conftest import biased_binary_data, random_dbm, random_dbn, random_ising, random_rbm
 
 from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, Exact, applicable_estimators
 from pfzoo.models import (
-    DBM, DBN, Gaussian, GaussianBernoulliRBM, Hopfield, ICA, Ising, LinearGenerative, MissingCapability, ProductOfExperts,
+    Gaussian, GaussianBernoulliRBM, Hopfield, ICA, LinearGenerative, MissingCapability, ProductOfExperts,
 )
 
 K_SIGMA = 3.0
@@ -36,23 +37,10 @@ class Family:
     max_stderr: float = 0.1
 
 
-def dense_ising(num_units, scale, seed, cls=Ising):
-    g = torch.Generator().manual_seed(seed)
-    upper = torch.triu(torch.randn(num_units, num_units, generator=g, dtype=torch.float64) * scale, 1)
-    return cls.from_tensors(upper + upper.T, torch.randn(num_units, generator=g, dtype=torch.float64) * 0.5)
-
-
-def random_dbm(layer_sizes, scale, seed):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g, dtype=torch.float64) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
-    return DBM.from_tensors(weights, [torch.randn(n, generator=g, dtype=torch.float64) * 0.5 for n in layer_sizes])
-
-
-def random_dbn(layer_sizes, scale, seed):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g, dtype=torch.float64) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
-    return DBN.from_tensors(weights, [torch.randn(a, generator=g, dtype=torch.float64) * 0.5 for a in layer_sizes[:-1]],
-                            [torch.randn(b, generator=g, dtype=torch.float64) * 0.5 for b in layer_sizes[1:]])
+# The DBM, DBN and Ising rows draw in float64 (the RBM row and the data keep the shared float32 draws).
+random_dbm = partial(random_dbm, draw_dtype=None)
+random_dbn = partial(random_dbn, draw_dtype=None)
+random_ising = partial(random_ising, draw_dtype=None)
 
 
 def random_gbrbm(num_visible, num_hidden, seed):
@@ -91,8 +79,8 @@ FAMILIES = [
     Family("gaussian_rbm", lambda: random_gbrbm(4, 3, 1), lambda m: m.sample(100, num_steps=50, generator=torch.Generator().manual_seed(1)), BINARY),
     Family("dbm", lambda: random_dbm([6, 5, 4], 1.0, 2), lambda m: biased_binary_data(6, 2, 100), BINARY | {"csl"}),
     Family("dbn", lambda: random_dbn([6, 5, 4], 0.6, 3), lambda m: biased_binary_data(6, 3, 100), BINARY | {"csl"}),
-    Family("ising", lambda: dense_ising(8, 0.5, 4), lambda m: biased_binary_data(8, 4, 100), BINARY),
-    Family("hopfield", lambda: dense_ising(8, 0.5, 5, cls=Hopfield), lambda m: biased_binary_data(8, 5, 100), BINARY),
+    Family("ising", lambda: random_ising(8, 0.5, 4), lambda m: biased_binary_data(8, 4, 100), BINARY),
+    Family("hopfield", lambda: random_ising(8, 0.5, 5, cls=Hopfield), lambda m: biased_binary_data(8, 5, 100), BINARY),
     Family("gaussian", lambda: correlated_gaussian(4, 6), gaussian_rows, {"exact", "ais", "hais"}),
     Family("ica", lambda: ICA.from_tensors(complete_filters(3, 7)), gaussian_rows, {"exact", "ais", "hais"}),
     Family("poe_laplace", lambda: ProductOfExperts.from_tensors(complete_filters(3, 8), expert="laplace"), gaussian_rows,

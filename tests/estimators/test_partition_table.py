@@ -6,52 +6,24 @@ cannot pass by reporting a huge error bar.
 """
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import pytest
 import torch
+from conftest import biased_binary_data, random_dbm, random_dbn, random_ising, random_rbm
 
 from pfzoo.estimators import AIS, BoundKind, Exact
-from pfzoo.models import DBM, DBN, RBM, Ising
+from pfzoo.models import RBM
 
 K_SIGMA = 3.0
 
-
-def random_rbm(num_visible, num_hidden, scale, seed):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g) * scale,
-        torch.randn(num_visible, generator=g) * 0.5,
-        torch.randn(num_hidden, generator=g) * 0.5,
-    )
-
-
-def biased_binary_data(num_visible, seed, num_examples=500):
-    g = torch.Generator().manual_seed(seed)
-    pixel_means = torch.rand(num_visible, generator=g)
-    return (torch.rand(num_examples, num_visible, generator=g) < pixel_means).float()
-
-
-def random_dbm(layer_sizes, scale, seed):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
-    biases = [torch.randn(n, generator=g) * 0.5 for n in layer_sizes]
-    return DBM.from_tensors(weights, biases)
-
-
-def random_dbn(layer_sizes, scale, seed):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
-    visible_biases = [torch.randn(a, generator=g) * 0.5 for a in layer_sizes[:-1]]
-    hidden_biases = [torch.randn(b, generator=g) * 0.5 for b in layer_sizes[1:]]
-    return DBN.from_tensors(weights, visible_biases, hidden_biases)
-
-
-def random_ising(num_units, scale, seed):
-    """A dense Ising model: couplings ``N(0, scale²)`` on every pair (symmetric, zero diagonal), biases ``N(0, 0.5²)``."""
-    g = torch.Generator().manual_seed(seed)
-    upper = torch.triu(torch.randn(num_units, num_units, generator=g) * scale, 1)
-    return Ising.from_tensors(upper + upper.T, torch.randn(num_units, generator=g) * 0.5)
+# This table's models and data are float32 (float32 draws, as the shared factories make by default).
+random_rbm = partial(random_rbm, dtype=torch.float32)
+random_dbm = partial(random_dbm, dtype=torch.float32)
+random_dbn = partial(random_dbn, dtype=torch.float32)
+random_ising = partial(random_ising, dtype=torch.float32)
+biased_binary_data = partial(biased_binary_data, dtype=torch.float32)
 
 
 @dataclass

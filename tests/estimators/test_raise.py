@@ -5,20 +5,26 @@ distribution ``p_ann = p_0 T_1 … T_K`` is a product of exact transition matric
 weights must average to it (RAISE eq. 10), example by example, within their own standard error.
 """
 
-import itertools
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, biased_binary_data, random_dbm, random_ising, random_rbm
 
 from pfzoo.estimators import AIS, CSL, RAISE, BoundKind, Bracket
-from pfzoo.models import DBM, DBN, RBM, Ising
+from pfzoo.models import DBN
 from pfzoo.models.ising import independent_sets
 
 Z_LIMIT = 4.5  # |z| bound for each of a few dozen per-example comparisons
 
 
-def all_states(n):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)
+# This file's models: weight scale 1.5 (Ising couplings 2.0) unless given, N(0, 1) biases, all drawn in float64, like
+# its data (200 rows unless given); its states list the first unit as the top bit.
+random_rbm = partial(random_rbm, scale=1.5, bias_scale=1.0, draw_dtype=None)
+random_dbm = partial(random_dbm, scale=1.5, bias_scale=1.0, draw_dtype=None)
+random_ising = partial(random_ising, scale=2.0, bias_scale=1.0, draw_dtype=None)
+biased_data = partial(biased_binary_data, num_examples=200, draw_dtype=None)
+all_states = partial(all_binary_states, msb_first=True)
 
 
 def bernoulli_table(probs, states):
@@ -65,14 +71,6 @@ def ising_annealing_model(ising, base_bias, betas, scan):
     return p
 
 
-def random_ising(coupling_mask, seed, scale=2.0):
-    """Couplings ``N(0, scale²)`` on the pairs of the symmetric 0/1 ``coupling_mask [D, D]``, biases ``N(0, 1)``."""
-    g = torch.Generator().manual_seed(seed)
-    num_units = coupling_mask.shape[0]
-    upper = torch.triu(torch.randn(num_units, num_units, generator=g, dtype=torch.float64) * scale, 1)
-    return Ising.from_tensors((upper + upper.T) * coupling_mask, torch.randn(num_units, generator=g, dtype=torch.float64))
-
-
 def dense_mask(num_units):
     return 1 - torch.eye(num_units, dtype=torch.float64)
 
@@ -82,28 +80,6 @@ def ring_mask(num_units):
     for i in range(num_units):
         mask[i, (i + 1) % num_units] = mask[(i + 1) % num_units, i] = 1.0
     return mask
-
-
-def random_rbm(num_visible, num_hidden, seed, scale=1.5):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g, dtype=torch.float64) * scale,
-        torch.randn(num_visible, generator=g, dtype=torch.float64),
-        torch.randn(num_hidden, generator=g, dtype=torch.float64),
-    )
-
-
-def random_dbm(layer_sizes, seed, scale=1.5):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g, dtype=torch.float64) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
-    biases = [torch.randn(n, generator=g, dtype=torch.float64) for n in layer_sizes]
-    return DBM.from_tensors(weights, biases)
-
-
-def biased_data(num_visible, seed, num_examples=200):
-    g = torch.Generator().manual_seed(seed)
-    means = torch.rand(num_visible, generator=g, dtype=torch.float64)
-    return (torch.rand(num_examples, num_visible, generator=g, dtype=torch.float64) < means).double()
 
 
 @pytest.mark.parametrize("base", ["uniform", "base_rate"])
@@ -160,7 +136,7 @@ def test_dbn_raise_weights_average_to_the_annealing_model():
 def test_ising_raise_weights_average_to_the_annealing_model(mask, base):
     """The Ising path's transition is a symmetric scan over the Gibbs blocks (B_1 … B_m … B_1), so it is
     reversible and RAISE's reverse chains estimate the forward chain's annealing model."""
-    ising = random_ising(mask, seed=10)
+    ising = random_ising(mask.shape[0], seed=10, coupling_mask=mask)
     blocks = [block.tolist() for block in independent_sets(ising.symmetric_coupling)]
     assert len(blocks) == (4 if base == "uniform" else 2)  # singletons; or two blocks of three units
     train = biased_data(ising.num_units, 10)
@@ -182,7 +158,7 @@ def test_ising_raise_weights_average_to_the_annealing_model(mask, base):
     [
         (random_rbm(12, 8, seed=3, scale=1.0), biased_data(12, 3)),
         (random_dbm([10, 6, 5], seed=4, scale=1.0), biased_data(10, 4)),
-        (random_ising(dense_mask(10), seed=12, scale=1.0), biased_data(10, 12)),
+        (random_ising(10, seed=12, scale=1.0, coupling_mask=dense_mask(10)), biased_data(10, 12)),
     ],
     ids=["rbm", "dbm", "ising"],
 )
@@ -273,16 +249,16 @@ def test_csl_converges_to_the_truth_from_below_with_many_samples():
     [
         (lambda: RAISE(num_chains=1), ValueError, "num_chains"),
         (lambda: RAISE(num_examples=0), ValueError, "num_examples"),
-        (lambda: RAISE()(random_rbm(3, 2, 0)), NotImplementedError, 'missing the required "forward"'),  # no log Z: log_likelihood only
-        (lambda: RAISE().log_likelihood(random_rbm(3, 2, 0), torch.full((2, 3), 0.5, dtype=torch.float64)), ValueError, "binary"),
-        (lambda: RAISE().log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 4, dtype=torch.float64)), ValueError, "3 columns"),
-        (lambda: RAISE(base="flat").log_likelihood(random_rbm(3, 2, 0), torch.zeros(2, 3, dtype=torch.float64)), ValueError, "base must be 'auto' or one of"),
+        (lambda: RAISE()(random_rbm(3, 2, seed=0)), NotImplementedError, 'missing the required "forward"'),  # no log Z: log_likelihood only
+        (lambda: RAISE().log_likelihood(random_rbm(3, 2, seed=0), torch.full((2, 3), 0.5, dtype=torch.float64)), ValueError, "binary"),
+        (lambda: RAISE().log_likelihood(random_rbm(3, 2, seed=0), torch.zeros(2, 4, dtype=torch.float64)), ValueError, "3 columns"),
+        (lambda: RAISE(base="flat").log_likelihood(random_rbm(3, 2, seed=0), torch.zeros(2, 3, dtype=torch.float64)), ValueError, "base must be 'auto' or one of"),
         (lambda: CSL(num_chains=1), ValueError, "num_chains"),
         (lambda: CSL(burn_in=-1), ValueError, "burn_in"),
-        (lambda: CSL()(random_rbm(3, 2, 0)), NotImplementedError, 'missing the required "forward"'),
+        (lambda: CSL()(random_rbm(3, 2, seed=0)), NotImplementedError, 'missing the required "forward"'),
         (lambda: Bracket(gap_threshold=0), ValueError, "gap_threshold"),
         (lambda: Bracket(upper=torch.nn.Linear(2, 2)), ValueError, "upper"),
-        (lambda: Bracket()(random_rbm(3, 2, 0)), NotImplementedError, 'missing the required "forward"'),
+        (lambda: Bracket()(random_rbm(3, 2, seed=0)), NotImplementedError, 'missing the required "forward"'),
     ],
 )
 def test_bad_arguments_raise(call, error, message):

@@ -1,25 +1,20 @@
 """DBM: energies, exact sums and samplers against brute-force enumeration of every layer."""
 
-import itertools
 import math
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, random_dbm
 
 from pfzoo import zoo
 from pfzoo.models import DBM
 from pfzoo.estimators import importance_log_marginal
 
 
-def all_states(n):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)
-
-
-def random_dbm(layer_sizes, seed, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g, dtype=torch.float64) * scale for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
-    biases = [torch.randn(n, generator=g, dtype=torch.float64) * 0.5 for n in layer_sizes]
-    return DBM.from_tensors(weights, biases)
+# This file's DBMs are drawn in float64; its states list the first unit as the top bit.
+all_states = partial(all_binary_states, msb_first=True)
+random_dbm = partial(random_dbm, draw_dtype=None)
 
 
 def brute_force_joint(model):
@@ -144,10 +139,10 @@ def test_constructor_forms_and_checkpoint_round_trip(tmp_path):
         (lambda: DBM.from_tensors([torch.zeros(3, 2), torch.zeros(3, 2)], [torch.zeros(3), torch.zeros(2), torch.zeros(2)]), "weights\\[1\\]"),
         (lambda: DBM.from_tensors([torch.zeros(3, 2)], [torch.zeros(3), torch.zeros(4)]), "biases\\[1\\]"),
         (lambda: DBM.from_tensors([torch.full((3, 2), math.nan)], [torch.zeros(3), torch.zeros(2)]), "NaN"),
-        (lambda: random_dbm([3, 2], 0).free_energy(torch.full((2, 3), 0.5, dtype=torch.float64)), "binary"),
-        (lambda: random_dbm([3, 2], 0).energy(torch.zeros(2, 3, dtype=torch.float64)), "2 layer states"),
-        (lambda: random_dbm([3, 2], 0).annealing_base("base_rate"), "needs data"),
-        (lambda: random_dbm([3, 2], 0).annealing_base("flat"), "kind"),
+        (lambda: random_dbm([3, 2], seed=0).free_energy(torch.full((2, 3), 0.5, dtype=torch.float64)), "binary"),
+        (lambda: random_dbm([3, 2], seed=0).energy(torch.zeros(2, 3, dtype=torch.float64)), "2 layer states"),
+        (lambda: random_dbm([3, 2], seed=0).annealing_base("base_rate"), "needs data"),
+        (lambda: random_dbm([3, 2], seed=0).annealing_base("flat"), "kind"),
     ],
 )
 def test_bad_inputs_raise(call, message):

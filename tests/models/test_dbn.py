@@ -1,10 +1,11 @@
 """DBN: exact quantities against brute-force sums of the joint built from its definition, samplers as distributions."""
 
-import itertools
 import math
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, random_dbn, random_dbn_parameters
 from scipy import stats
 
 from pfzoo import zoo
@@ -18,20 +19,10 @@ P_VALUE_FLOOR = 1e-4  # fixed seeds; a correct sampler fails a χ² test with pr
 SHAPES = [[6, 4, 3], [5, 4, 3, 2]]
 
 
-def random_parameters(sizes, scale=1.0, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    weights = [torch.randn(a, b, generator=g, dtype=dtype) * scale for a, b in zip(sizes[:-1], sizes[1:])]
-    visible_biases = [torch.randn(a, generator=g, dtype=dtype) for a in sizes[:-1]]
-    hidden_biases = [torch.randn(b, generator=g, dtype=dtype) for b in sizes[1:]]
-    return weights, visible_biases, hidden_biases
-
-
-def random_dbn(sizes, scale=1.0, seed=0, dtype=torch.float64):
-    return DBN.from_tensors(*random_parameters(sizes, scale, seed, dtype))
-
-
-def all_states(n, dtype=torch.float64):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=dtype).reshape(-1, n)
+# This file's DBNs have N(0, 1) biases drawn in the model's dtype; its states list the first unit as the top bit.
+random_parameters = partial(random_dbn_parameters, bias_scale=1.0, draw_dtype=None)
+random_dbn = partial(random_dbn, bias_scale=1.0, draw_dtype=None)
+all_states = partial(all_binary_states, msb_first=True)
 
 
 def state_index(bits):

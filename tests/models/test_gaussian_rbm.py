@@ -1,11 +1,12 @@
 """Gaussian–Bernoulli RBM: energies, log Z, samplers and its annealing path against exact oracles."""
 
-import itertools
 import math
 import pathlib
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states
 from scipy import integrate
 
 from pfzoo.estimators import AIS
@@ -29,8 +30,7 @@ def random_gbrbm(num_visible, num_hidden, scale, seed=0, dtype=torch.float64):
     )
 
 
-def all_states(n, dtype=torch.float64):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=dtype)
+all_states = partial(all_binary_states, msb_first=True)  # first unit = top bit, as these tests were written
 
 
 def exact_visible_moments(model, beta=1.0):

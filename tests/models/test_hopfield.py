@@ -1,9 +1,10 @@
 """Hopfield dynamics against brute force: energy descent, fixed points by explicit single flips, recall."""
 
-import itertools
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states
 
 from pfzoo.models import Hopfield
 from pfzoo.models.ising import independent_sets
@@ -34,8 +35,7 @@ def ring_mask(num_units):
     return mask
 
 
-def all_states(n):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)
+all_states = partial(all_binary_states, msb_first=True)  # first unit = top bit, as these tests were written
 
 
 def random_states(num_states, num_units, seed):

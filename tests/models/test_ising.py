@@ -7,9 +7,11 @@ states, and the Gibbs sampler as a distribution (χ² against enumerated probabi
 
 import itertools
 import math
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, random_ising
 from scipy import stats
 
 from pfzoo import zoo
@@ -27,11 +29,8 @@ def symmetric_zero_diagonal(upper):
     return strict + strict.T
 
 
-def random_ising(num_units, scale=1.0, seed=0, dtype=torch.float64, cls=Ising):
-    """A dense Ising model: couplings ``N(0, scale²)`` on every pair, biases ``N(0, 0.5²)``."""
-    g = torch.Generator().manual_seed(seed)
-    coupling = symmetric_zero_diagonal(torch.randn(num_units, num_units, generator=g, dtype=dtype) * scale)
-    return cls.from_tensors(coupling, torch.randn(num_units, generator=g, dtype=dtype) * 0.5)
+# A dense Ising model (couplings ``N(0, scale²)`` on every pair, biases ``N(0, 0.5²)``), drawn in the model's dtype.
+random_ising = partial(random_ising, draw_dtype=None)
 
 
 def grid_coupling(rows, cols, *, periodic, values=None):
@@ -64,9 +63,7 @@ def grid_ising(rows, cols, seed=0):
     return Ising.from_tensors(grid_coupling(rows, cols, periodic=False, values=values), torch.randn(num_units, generator=g, dtype=torch.float64) * 0.5)
 
 
-def all_states(n, dtype=torch.float64):
-    """Every state of n binary units, ``[2^n, n]``, first column most significant."""
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=dtype)
+all_states = partial(all_binary_states, msb_first=True)  # first column most significant: state_index relies on it
 
 
 def state_index(bits):

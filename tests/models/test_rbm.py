@@ -1,25 +1,17 @@
-import itertools
 import math
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, random_rbm
 from torch.nn import functional as F
 
 from pfzoo.models import RBM
 from pfzoo.models.rbm import base_rate_visible_bias
 
-
-def random_rbm(num_visible, num_hidden, scale, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g, dtype=dtype) * scale,
-        torch.randn(num_visible, generator=g, dtype=dtype),
-        torch.randn(num_hidden, generator=g, dtype=dtype),
-    )
-
-
-def all_states(n, dtype=torch.float64):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=dtype)
+# This file's RBMs have N(0, 1) biases drawn in the model's dtype; its states list the first unit as the top bit.
+random_rbm = partial(random_rbm, bias_scale=1.0, draw_dtype=None)
+all_states = partial(all_binary_states, msb_first=True)
 
 
 def brute_force_log_z(rbm):

@@ -4,12 +4,9 @@ import math
 
 import pytest
 import torch
+from conftest import all_binary_states
 
 from pfzoo.models import DBM, DBN, RBM, GaussianBernoulliRBM, ICA, MeanCovarianceRBM, ProductOfExperts
-
-
-def all_binary_states(n):
-    return ((torch.arange(2**n)[:, None] >> torch.arange(n)) & 1).double()
 
 
 def test_rbm_gibbs_sampler_matches_enumerated_probabilities():

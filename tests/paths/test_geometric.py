@@ -1,7 +1,8 @@
-import itertools
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states
 from scipy import stats
 
 from pfzoo.models import RBM
@@ -15,8 +16,7 @@ def rbm_and_base(kind="base_rate"):
     return rbm, rbm.annealing_base(kind, data)
 
 
-def all_visible(n):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)))
+all_visible = partial(all_binary_states, dtype=torch.float32, msb_first=True)  # float32 like rbm_and_base's RBM
 
 
 @pytest.mark.parametrize("kind", ["uniform", "base_rate"])

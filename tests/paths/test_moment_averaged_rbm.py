@@ -1,9 +1,10 @@
 """The moment-averaged spline path for RBMs on tiny models, against enumeration (Grosse et al. 2013, §4.2)."""
 
-import itertools
+from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, random_rbm
 from scipy import stats as scipy_stats
 
 from pfzoo.estimators.annealing import anneal
@@ -12,15 +13,13 @@ from pfzoo.models import RBM
 from pfzoo.paths import RBMSplinePath, build, exact_rbm_moments, fit_moment_averaged_knots, make_betas, path_kinds, rbm_moments
 
 V, H = 6, 3
-STATES = torch.tensor(list(itertools.product([0.0, 1.0], repeat=V)), dtype=torch.float64)  # [64, V]
-HIDDEN_STATES = torch.tensor(list(itertools.product([0.0, 1.0], repeat=H)), dtype=torch.float64)  # [8, H]
+STATES = all_binary_states(V, msb_first=True)  # [64, V]
+HIDDEN_STATES = all_binary_states(H, msb_first=True)  # [8, H]
 KNOT_BETAS = torch.tensor([0.0, 0.3, 0.6, 1.0], dtype=torch.float64)
 
 
-def random_rbm(seed=0, scale=2.0, shape=(V, H), dtype=torch.float64, bias_scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(scale * torch.randn(*shape, generator=g, dtype=dtype), bias_scale * torch.randn(shape[0], generator=g, dtype=dtype),
-                            bias_scale * torch.randn(shape[1], generator=g, dtype=dtype))
+# This file's RBMs: weight scale 2 unless given, N(0, 1) biases, drawn in the model's dtype.
+random_rbm = partial(random_rbm, scale=2.0, bias_scale=1.0, draw_dtype=None)
 
 
 def geometric_rbm(target, base, b):
@@ -40,7 +39,7 @@ def state_index(v):
 
 @pytest.fixture(scope="module")
 def spline():
-    target = random_rbm()
+    target = random_rbm(V, H)
     base = target.annealing_base("uniform")
     knots = fit_moment_averaged_knots(target, base, KNOT_BETAS, target_moments=exact_rbm_moments(target), num_chains=1000, iterations=600,
                                       generator=torch.Generator().manual_seed(1))
@@ -49,10 +48,10 @@ def spline():
 
 def arbitrary_spline(dtype=torch.float64, shape=(V, H), scale=2.0):
     """A spline through unfitted knots (the path's mechanics do not depend on how knots were found)."""
-    target = random_rbm(5, scale=scale, shape=shape, dtype=dtype)
+    target = random_rbm(*shape, scale=scale, seed=5, dtype=dtype)
     knots = [target.annealing_base("uniform")]
     for j, b in enumerate(KNOT_BETAS[1:-1].tolist()):
-        noise = random_rbm(10 + j, scale=0.5, shape=shape, dtype=dtype)
+        noise = random_rbm(*shape, scale=0.5, seed=10 + j, dtype=dtype)
         knots.append(RBM.from_tensors(b * target.weight + noise.weight, b * target.visible_bias + noise.visible_bias,
                                       b * target.hidden_bias + noise.hidden_bias))
     knots.append(target)
@@ -139,9 +138,9 @@ def test_transition_kernel_leaves_p_beta_invariant_and_is_sampled_by_transition(
 
 @pytest.mark.parametrize("shape", [(V, H), (3, 5)])
 def test_exact_moments_match_joint_enumeration(shape):
-    rbm = random_rbm(7, scale=1.5, shape=shape)
-    vs = torch.tensor(list(itertools.product([0.0, 1.0], repeat=shape[0])), dtype=torch.float64)
-    hs = torch.tensor(list(itertools.product([0.0, 1.0], repeat=shape[1])), dtype=torch.float64)
+    rbm = random_rbm(*shape, scale=1.5, seed=7)
+    vs = all_binary_states(shape[0], msb_first=True)
+    hs = all_binary_states(shape[1], msb_first=True)
     v, h = vs.repeat_interleave(len(hs), 0), hs.repeat(len(vs), 1)
     p = torch.softmax(-rbm.energy(v, h).detach(), 0)
     expected = (p @ v, p @ h, (v * p[:, None]).T @ h)
@@ -150,7 +149,7 @@ def test_exact_moments_match_joint_enumeration(shape):
 
 
 def test_rao_blackwellised_moments_from_exact_samples():
-    rbm = random_rbm(8, scale=1.0)
+    rbm = random_rbm(V, H, scale=1.0, seed=8)
     p = torch.softmax(-rbm.free_energy(STATES).detach(), 0)
     samples = STATES[torch.multinomial(p, 50_000, replacement=True, generator=torch.Generator().manual_seed(5))]
     assert moment_error(rbm_moments(rbm, samples), exact_rbm_moments(rbm)) < 0.015  # ≤ 0.5/√50000 ≈ 0.0022 sd per entry
@@ -167,7 +166,7 @@ def test_fitted_knots_match_the_averaged_moments_much_better_than_the_geometric_
 
 
 def test_target_moments_from_gibbs_chains_are_accurate():
-    target = random_rbm(4, scale=1.0)
+    target = random_rbm(V, H, scale=1.0, seed=4)
     base = target.annealing_base("uniform")
     knots = fit_moment_averaged_knots(target, base, [0.0, 0.5, 1.0], num_chains=2000, burn_in=100, moment_sweeps=50, iterations=400,
                                       generator=torch.Generator().manual_seed(6))
@@ -176,7 +175,7 @@ def test_target_moments_from_gibbs_chains_are_accurate():
 
 
 def test_same_seed_gives_identical_knots_and_another_seed_different_ones():
-    target = random_rbm(4, scale=1.0)
+    target = random_rbm(V, H, scale=1.0, seed=4)
     base = target.annealing_base("uniform")
 
     def fit(seed):
@@ -215,7 +214,7 @@ def test_reverse_annealing_from_exact_target_samples_estimates_the_inverse_ratio
 
 
 def test_rbm_annealing_path_builds_a_reproducible_spline():
-    target = random_rbm(4, scale=1.0)
+    target = random_rbm(V, H, scale=1.0, seed=4)
     base = target.annealing_base("uniform")
     options = dict(num_knots=2, num_chains=200, burn_in=50, moment_sweeps=10, iterations=50)
     (first, name), (second, _) = (build(target, kind="moment_averaged", base="uniform", **options) for _ in range(2))
@@ -238,11 +237,11 @@ def test_rbm_annealing_path_builds_a_reproducible_spline():
         (lambda t, b: RBMSplinePath([b], [0.0]), "knot_betas must hold at least two"),
         (lambda t, b: RBMSplinePath([b, t], [0.0, 0.5, 1.0]), "one RBM per knot"),
         (lambda t, b: RBMSplinePath([t, b], [0.0, 1.0]), r"knots\[0\] \(the base\) must have zero weights"),
-        (lambda t, b: RBMSplinePath([b, random_rbm(shape=(V, H + 1))], [0.0, 1.0]), r"knots\[1\] has weight shape"),
-        (lambda t, b: RBMSplinePath([b, random_rbm(dtype=torch.float32)], [0.0, 1.0]), r"knots\[1\] is torch.float32"),
+        (lambda t, b: RBMSplinePath([b, random_rbm(V, H + 1)], [0.0, 1.0]), r"knots\[1\] has weight shape"),
+        (lambda t, b: RBMSplinePath([b, random_rbm(V, H, dtype=torch.float32)], [0.0, 1.0]), r"knots\[1\] is torch.float32"),
         (lambda t, b: RBMSplinePath([b, t], [0.0, 1.0]).log_weight_increment(None, 0.0, 1.5), "beta_to must lie in"),
         (lambda t, b: fit_moment_averaged_knots(t, t, [0.0, 1.0]), "base must have zero weights"),
-        (lambda t, b: fit_moment_averaged_knots(t, random_rbm(shape=(V, H + 1)).annealing_base("uniform"), [0.0, 1.0]), "base has weight shape"),
+        (lambda t, b: fit_moment_averaged_knots(t, random_rbm(V, H + 1).annealing_base("uniform"), [0.0, 1.0]), "base has weight shape"),
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 0.5, 1.0]), "knot_betas must increase strictly"),
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], target_moments=(torch.zeros(V), torch.zeros(H + 1), torch.zeros(V, H))),
          r"target_moments: E\[h\] must have shape"),
@@ -255,6 +254,6 @@ def test_rbm_annealing_path_builds_a_reproducible_spline():
     ],
 )
 def test_bad_arguments_raise(make, message):
-    target = random_rbm()
+    target = random_rbm(V, H)
     with pytest.raises(ValueError, match=message):
         make(target, target.annealing_base("uniform"))

@@ -2,12 +2,12 @@
 finite differences and the state-space definition, stationarity at the generating model, consistency,
 sampled connectivity, the MPF router, and CD on Ising models."""
 
-import itertools
 import math
 from functools import partial
 
 import pytest
 import torch
+from conftest import all_binary_states, random_ising, random_rbm
 
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM, EnergyModel, Ising
@@ -16,23 +16,12 @@ from pfzoo.training import CD, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikeli
 LBFGS = partial(torch.optim.LBFGS, lr=1.0, max_iter=50, history_size=20, line_search_fn="strong_wolfe")
 
 
-def random_ising(num_units=6, scale=1.0, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    upper = torch.triu(torch.randn(num_units, num_units, generator=g, dtype=dtype) * scale, 1)
-    return Ising.from_tensors(upper + upper.T, torch.randn(num_units, generator=g, dtype=dtype) * 0.5)
-
-
-def random_rbm(num_visible=5, num_hidden=3, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g, dtype=torch.float64),
-        torch.randn(num_visible, generator=g, dtype=torch.float64) * 0.5,
-        torch.randn(num_hidden, generator=g, dtype=torch.float64) * 0.5,
-    )
-
-
-def all_states(num_units, dtype=torch.float64):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=num_units)), dtype=dtype)
+# This file's models are drawn in float64; its states list the first unit as the top bit.
+random_ising = partial(random_ising, draw_dtype=None)
+random_rbm = partial(random_rbm, draw_dtype=None)
+all_states = partial(all_binary_states, msb_first=True)
+small_ising = partial(random_ising, 6)  # the models of the tests run on both families
+small_rbm = partial(random_rbm, 5, 3)
 
 
 def exact_samples(model, num_samples, seed):
@@ -67,7 +56,7 @@ def coupling_error(model, truth):
 # ---- flip gaps ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make", [random_ising, random_rbm], ids=["ising", "rbm"])
+@pytest.mark.parametrize("make", [small_ising, small_rbm], ids=["ising", "rbm"])
 def test_flip_free_energy_gaps_match_flipped_free_energies(make):
     model = make()
     x = all_states(model.num_visible)
@@ -112,7 +101,7 @@ def test_mpf_objective_equals_the_state_space_definition(all_bits_flipped):
 @pytest.mark.parametrize(
     "objective", [BitFlipMPF(), BitFlipMPF(all_bits_flipped=True), PseudoLikelihood()], ids=["mpf", "mpf_all_bits", "pl"]
 )
-@pytest.mark.parametrize("make", [random_ising, random_rbm], ids=["ising", "rbm"])
+@pytest.mark.parametrize("make", [small_ising, small_rbm], ids=["ising", "rbm"])
 def test_gradient_matches_finite_differences(objective, make):
     model = make(seed=3)
     data = exact_samples(model, 40, seed=4)
@@ -135,7 +124,7 @@ def test_gradient_matches_finite_differences(objective, make):
 @pytest.mark.parametrize(
     "objective", [BitFlipMPF(), BitFlipMPF(all_bits_flipped=True), PseudoLikelihood()], ids=["mpf", "mpf_all_bits", "pl"]
 )
-@pytest.mark.parametrize("make", [random_ising, random_rbm], ids=["ising", "rbm"])
+@pytest.mark.parametrize("make", [small_ising, small_rbm], ids=["ising", "rbm"])
 def test_generating_model_is_a_stationary_point_of_the_expected_objective(objective, make):
     """With the data distribution equal to the model (all states, weighted by exact p), the gradient of the
     expected objective vanishes: MPF and pseudo-likelihood are consistent estimators (thesis §2.4)."""
@@ -265,7 +254,7 @@ def sharp_rbm(seed):
     return model
 
 
-@pytest.mark.parametrize("make", [random_ising, sharp_rbm], ids=["ising", "rbm"])
+@pytest.mark.parametrize("make", [small_ising, sharp_rbm], ids=["ising", "rbm"])
 def test_persistent_mpf_with_gibbs_connectivity_approaches_maximum_likelihood(make, tmp_path):
     """Persistent MPF for binary models (particles advanced by reversible block Gibbs under θ_old, free energies with
     the hidden units summed out) climbs to within a few hundredths of a nat of the generating model's likelihood."""

@@ -1,20 +1,16 @@
 """CD-k and PCD-k: their gradients are the analytic contrastive updates, and PCD's chains persist."""
 
+from functools import partial
+
 import pytest
 import torch
+from conftest import random_rbm
 
 from pfzoo.kernels import run_gibbs
-from pfzoo.models import RBM
 from pfzoo.training import CD, PCD
 
-
-def random_rbm(num_visible=7, num_hidden=5, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g, dtype=torch.float64),
-        0.5 * torch.randn(num_visible, generator=g, dtype=torch.float64),
-        0.5 * torch.randn(num_hidden, generator=g, dtype=torch.float64),
-    )
+# This file's RBM: 7 × 5 unless given, drawn in float64.
+random_rbm = partial(random_rbm, num_visible=7, num_hidden=5, draw_dtype=None)
 
 
 def random_batch(rows, width, seed=1):

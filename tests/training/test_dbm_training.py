@@ -2,12 +2,12 @@
 
 import copy
 import functools
-import itertools
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import all_binary_states, random_dbm
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -26,11 +26,7 @@ CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 # ---- helpers --------------------------------------------------------------------------------------
 
 
-def random_dbm(sizes, seed=0, scale=1.0):
-    g = torch.Generator().manual_seed(seed)
-    weights = [scale * torch.randn(a, b, generator=g, dtype=torch.float64) for a, b in zip(sizes[:-1], sizes[1:])]
-    biases = [0.5 * torch.randn(n, generator=g, dtype=torch.float64) for n in sizes]
-    return DBM.from_tensors(weights, biases)
+random_dbm = functools.partial(random_dbm, draw_dtype=None)  # drawn in float64
 
 
 def structured_dbm(sizes=(6, 4, 3), seed=1, scale=3.0):
@@ -41,13 +37,9 @@ def structured_dbm(sizes=(6, 4, 3), seed=1, scale=3.0):
     return DBM.from_tensors(weights, biases)
 
 
-def all_binary_states(n):
-    return torch.tensor(list(itertools.product([0.0, 1.0], repeat=n)), dtype=torch.float64)
-
-
 def exact_samples(model, num, seed):
     """``num`` exact draws of ``v`` from the DBM's marginal, by enumerating all visible states."""
-    states = all_binary_states(model.num_visible)
+    states = all_binary_states(model.num_visible, msb_first=True)
     probs = model.log_prob(states).exp()
     return states[torch.multinomial(probs, num, replacement=True, generator=torch.Generator().manual_seed(seed))]
 

@@ -149,6 +149,7 @@ def test_script_reports_bad_config_value_and_exits_nonzero(tmp_path):
     assert "epochs must be a positive integer" in bad.stderr + bad.stdout
 
 
+@pytest.mark.slow
 def test_continuous_model_trains_by_maximum_likelihood_and_evaluates_with_hais(tmp_path):
     run_dir = tmp_path / "ica"
     cfg = composed(
@@ -168,6 +169,7 @@ def test_continuous_model_trains_by_maximum_likelihood_and_evaluates_with_hais(t
     assert report["exact_test_log_likelihood"] > -36 * 1.5  # better than a unit Gaussian on whitened data (≈ −51)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family, trainer", [("dbm", "dbm_pcd"), ("dbn", "cd")])
 def test_deep_models_train_and_evaluate_against_exact_values(tmp_path, family, trainer):
     overrides = [f"run_dir={tmp_path}", f"model={family}", "model.hidden_sizes=[10,6]", f"trainer={trainer}",

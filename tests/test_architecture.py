@@ -89,6 +89,7 @@ def test_dependencies_point_one_way():
     assert upward == []
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own():
     script = (
         "import importlib, sys\n"

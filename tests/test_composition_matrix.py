@@ -316,6 +316,7 @@ def assert_one_error_line(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_evaluate_script_prints_an_estimate(trained, tmp_path):
     result = script("evaluate.py", *evaluate_overrides("rbm", "ais", trained["rbm"].checkpoint, tmp_path))
     assert result.returncode == 0, result.stderr
@@ -323,6 +324,7 @@ def test_evaluate_script_prints_an_estimate(trained, tmp_path):
     assert (tmp_path / "evaluation.json").is_file()
 
 
+@pytest.mark.slow
 def test_evaluate_script_refuses_in_one_line(trained, tmp_path):
     """An estimator for real vectors on a binary model: exit 2, one line naming one of them."""
     result = script("evaluate.py", *evaluate_overrides("rbm", "hais", trained["rbm"].checkpoint, tmp_path))
@@ -330,6 +332,7 @@ def test_evaluate_script_refuses_in_one_line(trained, tmp_path):
     assert mentions(line, model_names("rbm") | estimator_names("hais")), line
 
 
+@pytest.mark.slow
 def test_evaluate_script_rejects_an_unknown_model_config(tmp_path):
     result = script("evaluate.py", "model=nonexistent", f"run_dir={tmp_path}", "progress=false")
     line = assert_one_error_line(result)

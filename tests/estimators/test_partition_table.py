@@ -57,7 +57,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+SLOW_CASES = {"rbm-20x25-strong-ais-uniform", "ising-12-dense-ais-uniform", "ising-12-dense-ais-base-rate"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.name in SLOW_CASES else []) for c in CASES])
 def test_estimator_matches_exact_log_z(case):
     model = case.model()
     exact = model.log_partition().item()
@@ -77,6 +80,7 @@ def test_exact_estimator_returns_enumeration():
     assert estimate.log_z == model.log_partition().item()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make_model, num_visible",
     [(lambda: random_rbm(20, 12, 1.0, 5), 20), (lambda: random_ising(12, 1.0, 5), 12)],

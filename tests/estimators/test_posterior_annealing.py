@@ -96,6 +96,7 @@ def _importance_sampling_from_the_prior(weights, data, num_samples, *, noise_std
     return torch.stack(log_p), torch.stack(stderr), torch.stack(ess)
 
 
+@pytest.mark.slow
 def test_bilinear_hais_agrees_with_brute_force_importance_sampling():
     """A small bilinear model (M=4, K=3, Lc=2, Ld=2, σ=0.3): HAIS with a reflecting kernel against importance sampling
     from the prior with 10⁶ samples (ESS ≥ 2000 per example), within their combined standard errors.
@@ -131,6 +132,7 @@ def test_hais_reflects_at_the_models_bounds_and_refuses_other_bounds():
         HAIS(num_chains=4, num_steps=10, lower=0.0).log_likelihood(model, data, generator=torch.Generator().manual_seed(5))
 
 
+@pytest.mark.slow
 def test_laplace_prior_estimate_converges_as_the_anneal_lengthens():
     model = random_model("laplace", seed=8)
     data = model.sample(20, generator=torch.Generator().manual_seed(9))

@@ -153,6 +153,7 @@ def test_ising_raise_weights_average_to_the_annealing_model(mask, base):
     assert ((estimate.per_example - forward_only) / estimate.info["per_example_stderr"]).abs().max() > 2 * Z_LIMIT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model, data",
     [

@@ -53,6 +53,7 @@ def test_hais_on_a_quartic_in_4d_matches_its_known_partition_function():
     assert len(estimate.info["acceptance"]) == 10 and min(estimate.info["acceptance"]) > 0.5
 
 
+@pytest.mark.slow
 def test_hais_on_an_mlp_plus_quadratic_energy_matches_numerical_integration():
     model = EnergyFunction(QuadraticPlusMLP(2, torch.Generator().manual_seed(0)).double(), num_visible=2)
     exact = grid_log_partition(model.net.energy)

@@ -18,7 +18,7 @@ from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from pfzoo import pictures, zoo
+from pfzoo import pictures, schema, zoo  # noqa: F401 (schema registers the typed configs)
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
 from pfzoo.training import GreedyTrainer

@@ -25,7 +25,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from pfzoo import app
+from pfzoo import app, schema  # noqa: F401 (schema registers the typed configs)
 
 TASKS = ("train", "evaluate")
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)

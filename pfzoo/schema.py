@@ -1,0 +1,39 @@
+"""Typed schemas of the top-level keys of ``conf/train.yaml`` (Hydra structured configs in its ConfigStore).
+
+With them a mistyped value (``seed=abc``, ``resume=maybe``, ``pictures=2``) fails when the config is composed,
+before any data are loaded, in one line naming the key. The config groups (model, dataset, trainer, estimator)
+stay free-form: their own constructors check them. Importing this module registers the schemas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class DataRoot:
+    root: Optional[str] = None  # noqa: UP045 (OmegaConf reads Optional, not "X | None", on Python 3.10)
+
+
+@dataclass
+class TrainSchema:
+    """``conf/train.yaml``: the run's top-level settings."""
+
+    model: Any = MISSING
+    dataset: Any = MISSING
+    trainer: Any = MISSING
+    estimator: Any = MISSING
+    seed: int = 0
+    device: str = "cpu"
+    resume: bool = False
+    pictures: bool = True
+    init_from_data: bool = True
+    run_dir: str = MISSING
+    data: DataRoot = field(default_factory=DataRoot)
+
+
+ConfigStore.instance().store(name="train_schema", node=TrainSchema)

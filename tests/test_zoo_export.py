@@ -91,7 +91,7 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     stored = zoo.load_checkpoint(REPO / "models" / folder / "checkpoint.pt")["config"]
     composed = OmegaConf.to_container(compose("train", [f"+experiment={ZOO_RECIPES[folder]}", "run_dir=x", "data.root=x"]), resolve=True)
     # Older checkpoints predate these trainer keys; their values here are the defaults, which change nothing.
-    for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None)):
+    for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None)):
         stored["trainer"].setdefault(key, default)
     for config in (stored, composed):
         config["trainer"].pop("progress")

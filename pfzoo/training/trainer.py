@@ -29,6 +29,9 @@ EpochMetric = Callable[[EnergyModel], float]
 DEFAULT_OPTIMIZER: OptimizerFactory = partial(torch.optim.SGD, lr=0.05, momentum=0.5)
 CHECKPOINT_FILE = "checkpoint.pt"
 METRICS_FILE = "metrics.jsonl"
+LOGGED_EPOCHS = 20
+"""By default about this many epochs get a log line (the first and last always), so a run's report fits on a screen;
+metrics.jsonl keeps every epoch."""
 _SAMPLING_SEED_OFFSET = 1
 _EVALUATION_SEED_OFFSET = 2
 
@@ -101,6 +104,8 @@ class Trainer:
         epoch_metrics: ``{name: model -> float}`` evaluated after every epoch, outside the timed region, under
             ``torch.no_grad`` and logged under ``name`` (e.g. the error of the learned parameters against a
             known truth); None = none.
+        log_every: log a line every this many epochs (and the first and last); ``None``: about
+            :data:`LOGGED_EPOCHS` lines per run.
     """
 
     def __init__(
@@ -121,6 +126,7 @@ class Trainer:
         stop_tolerance: float = 0.0,
         max_seconds: float | None = None,
         epoch_metrics: Mapping[str, EpochMetric] | None = None,
+        log_every: int | None = None,
     ) -> None:
         if not isinstance(objective, nn.Module) or not callable(getattr(objective, "loss", None)):
             raise ValueError(f"objective must be an nn.Module with a loss(model, batch, *, generator) method, got {type(objective).__name__}")
@@ -159,6 +165,7 @@ class Trainer:
             if not isinstance(name, str) or not callable(metric):
                 raise ValueError(f"epoch_metrics must map names to callables model -> float, got {name!r}: {type(metric).__name__}")
         self.epoch_metrics = epoch_metrics
+        self.log_every = max(1, self.epochs // LOGGED_EPOCHS) if log_every is None else check_positive_int(log_every, "log_every")
 
     @property
     def checkpoint_path(self) -> Path:
@@ -215,7 +222,8 @@ class Trainer:
                 with self.metrics_path.open("a") as file:
                     file.write(json.dumps(record) + "\n")
                 records.append(record)
-                logger.info("epoch %d/%d  %s", epoch, self.epochs, format_record(record))
+                if epoch % self.log_every == 0 or epoch in (1, self.epochs):
+                    logger.info("epoch %d/%d  %s", epoch, self.epochs, format_record(record))
                 if epoch % self.checkpoint_every == 0 or epoch == self.epochs or self.stop_reason(records) is not None:
                     self._save(model, optimizer, generators, epoch, config)
                 bar.update()

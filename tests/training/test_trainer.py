@@ -1,6 +1,7 @@
 """The Trainer: learning, metrics file, checkpoints, exact resume, weight decay, errors; and the metrics it logs."""
 
 import json
+import sys
 import math
 from functools import partial
 from pathlib import Path
@@ -245,9 +246,12 @@ def test_bad_objective_and_bad_data_raise_value_error(tmp_path, data):
         trainer.fit(rbm(), DataSplits("wide", train=torch.zeros(10, 17), test=torch.zeros(10, 17)))
 
 
-def test_trainer_prints_nothing_without_progress_and_shows_a_bar_with_it(tmp_path, data, capsys):
+def test_trainer_prints_nothing_without_progress_and_shows_a_bar_only_on_a_terminal(tmp_path, data, capsys, monkeypatch):
     Trainer(CD(), run_dir=tmp_path / "quiet", epochs=1, progress=False).fit(rbm(), data)
     assert capsys.readouterr() == ("", "")
+    Trainer(CD(), run_dir=tmp_path / "redirected", epochs=1, progress=True).fit(rbm(), data)
+    assert capsys.readouterr() == ("", "")  # stderr is not a terminal here: a bar would write a line per refresh
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     Trainer(CD(), run_dir=tmp_path / "bar", epochs=1, progress=True).fit(rbm(), data)
     captured = capsys.readouterr()
     assert captured.out == "" and "epochs" in captured.err

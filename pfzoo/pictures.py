@@ -54,11 +54,7 @@ def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | N
         axis.set_ylabel("nats" if keys != ["loss"] else "loss")
         axis.legend(fontsize=8)
         axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _save(figure, path)
 
 
 def save_path_diagnostics(diagnostics: dict, path: str | Path) -> Path:
@@ -73,6 +69,11 @@ def save_path_diagnostics(diagnostics: dict, path: str | Path) -> Path:
     bottom.set_xlabel("β")
     for axis in (top, bottom):
         axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _save(figure, path: str | Path) -> Path:
+    """Lay out, write and close ``figure``."""
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=100)

@@ -31,6 +31,7 @@ class TrainSchema:
     device: str = "cpu"
     resume: bool = False
     pictures: bool = True
+    final_num_test: int = 200
     init_from_data: bool = True
     run_dir: str = MISSING
     data: DataRoot = field(default_factory=DataRoot)

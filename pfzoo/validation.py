@@ -16,9 +16,13 @@ def check_matrix(
     *,
     width: int | None = None,
     device: torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    allow_empty: bool = True,
 ) -> torch.Tensor:
-    """Check that ``x`` is a finite floating-point ``[B, width]`` tensor on ``device``.
+    """Check that ``x`` is a finite floating-point ``[B, width]`` tensor on ``device`` with ``dtype``.
 
+    The one dtype rule of the library: a tensor whose dtype differs from the model's is refused in one
+    line naming both dtypes (never cast silently). ``allow_empty=False`` also refuses ``B = 0``.
     Returns ``x`` unchanged so the call can be used inline.
     """
     if not isinstance(x, torch.Tensor):
@@ -31,14 +35,25 @@ def check_matrix(
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
     if device is not None and x.device != torch.device(device):
         raise ValueError(f"{name} is on device {x.device}, expected {device} (the model's device)")
+    check_dtype(x, name, dtype)
+    if not allow_empty:
+        check_nonempty(x, name)
     if not torch.isfinite(x).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return x
 
 
-def check_binary(x: torch.Tensor, name: str, *, width: int | None = None, device: torch.device | None = None) -> torch.Tensor:
+def check_binary(
+    x: torch.Tensor,
+    name: str,
+    *,
+    width: int | None = None,
+    device: torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    allow_empty: bool = True,
+) -> torch.Tensor:
     """Like :func:`check_matrix`, and also require every entry to be exactly 0 or 1."""
-    check_matrix(x, name, width=width, device=device)
+    check_matrix(x, name, width=width, device=device, dtype=dtype, allow_empty=allow_empty)
     if not ((x == 0) | (x == 1)).all():
         raise ValueError(f"{name} must be binary (every entry 0 or 1); binarise the data first")
     return x
@@ -90,3 +105,44 @@ def check_layer_sizes(
     for index, size in enumerate(layer_sizes):
         check_positive_int(size, f"layer_sizes[{index}]")
     return [int(size) for size in layer_sizes]
+
+
+def check_dtype(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> torch.Tensor:
+    """The one dtype rule: refuse a tensor whose dtype is not the model's, naming both dtypes."""
+    if dtype is not None and x.dtype != dtype:
+        raise ValueError(f"{name} has dtype {x.dtype} but the model is {dtype}; convert with {name}.to(model.dtype)")
+    return x
+
+
+def check_nonempty(x: torch.Tensor, name: str) -> torch.Tensor:
+    """Refuse a batch without rows (``[0, ...]``): means and log-mean-exps of nothing are NaN or errors."""
+    if x.dim() == 0 or x.shape[0] == 0:
+        raise ValueError(f"{name} must hold at least one row, got shape {tuple(x.shape)}")
+    return x
+
+
+def check_finite_number(
+    value, name: str, *, minimum: float | None = None, maximum: float | None = None, exclusive: bool = False
+) -> float:
+    """Require a finite real number (not a bool), at least ``minimum`` (above it when ``exclusive``) and at most
+    ``maximum``; returns it as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not (
+        isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype == torch.bool
+    ):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be a finite number, got {number}")
+    if minimum is not None and (number <= minimum if exclusive else number < minimum):
+        relation = "greater than" if exclusive else "at least"
+        raise ValueError(f"{name} must be {relation} {minimum:g}, got {number:g}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum:g}, got {number:g}")
+    return number
+
+
+def check_bool(value, name: str) -> bool:
+    """Require a real boolean (``True``/``False``); strings such as ``"yes"`` or numbers are refused."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value

@@ -15,7 +15,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_bool, check_finite_number, check_generator, check_positive_int
 
 DEFAULT_LATENT_STEP_SIZE = 0.2
 """Leapfrog step of the default HMC kernel over a generative model's latents (HAIS's ε)."""
@@ -72,7 +72,7 @@ class AIS(PartitionEstimator):
         diagnostics: bool = False,
     ) -> None:
         super().__init__()
-        self.diagnostics = bool(diagnostics)
+        self.diagnostics = check_bool(diagnostics, "diagnostics")
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
         if not isinstance(base, str):
@@ -84,7 +84,7 @@ class AIS(PartitionEstimator):
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
         self.schedule = schedule
         self.base = base
-        self.base_smoothing = base_smoothing
+        self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
         self.kernel = kernel
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)
 

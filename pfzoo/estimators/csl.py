@@ -72,7 +72,7 @@ class CSL(LikelihoodEstimator):
         self.check(model)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
-        starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device)
+        starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, dtype=model.dtype, allow_empty=False)
         rows = torch.randint(starts_from.shape[0], (self.num_chains,), generator=generator, device=model.device)
         chain = model.hidden_chain(starts_from[rows], generator=generator)
         for _ in range(self.burn_in):

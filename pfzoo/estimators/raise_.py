@@ -17,7 +17,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
-from pfzoo.validation import check_generator, check_matrix, check_positive_int
+from pfzoo.validation import check_bool, check_finite_number, check_generator, check_matrix, check_positive_int
 
 _CHAIN_ROWS_PER_BATCH = 1 << 15  # examples × chains annealed as one tensor
 
@@ -76,7 +76,7 @@ class RAISE(LikelihoodEstimator):
         diagnostics: bool = False,
     ) -> None:
         super().__init__()
-        self.diagnostics = bool(diagnostics)
+        self.diagnostics = check_bool(diagnostics, "diagnostics")
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
         self.path = path
@@ -85,7 +85,7 @@ class RAISE(LikelihoodEstimator):
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
         self.schedule = schedule
         self.base = base
-        self.base_smoothing = base_smoothing
+        self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
         self.num_examples = None if num_examples is None else check_positive_int(num_examples, "num_examples")
         self.control_variate_samples = check_positive_int(control_variate_samples, "control_variate_samples")
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)
@@ -120,7 +120,7 @@ class RAISE(LikelihoodEstimator):
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         if base_data is not None:
-            check_matrix(base_data, "base_data", width=model.num_visible, device=model.device)
+            check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, allow_empty=False)  # fits base rates only
         num_data = data.shape[0]
         if self.num_examples is None or self.num_examples >= num_data:
             subset = None

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 import torch
 
 from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int
 
 
 class PositionTarget(Protocol):
@@ -92,8 +92,7 @@ class HMCKernel:
         lower: float | list[float] | torch.Tensor | None = None,
         stiffness: float = 0.0,
     ) -> None:
-        if not step_size > 0:
-            raise ValueError(f"step_size must be positive, got {step_size}")
+        check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True)
         if not (isinstance(stiffness, (int, float)) and math.isfinite(stiffness) and stiffness >= 0):
             raise ValueError(f"stiffness must be a finite number >= 0, got {stiffness!r}")
         self.step_size = float(step_size)

@@ -68,9 +68,10 @@ class EnergyModel(nn.Module):
         return self.unnormalized_log_prob(v)
 
     def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
-        """Raise ``ValueError`` unless ``v`` is a finite ``[B, V]`` tensor on the model's device (binary if the model is)."""
+        """Raise ``ValueError`` unless ``v`` is a finite ``[B ≥ 1, V]`` tensor on the model's device with the model's
+        dtype (binary if the model is); a dtype mismatch is refused naming both dtypes, never cast."""
         check = check_binary if self.binary_visible else check_matrix
-        return check(v, name, width=self.num_visible, device=self.device)
+        return check(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
 
     def energy(self, *state: torch.Tensor) -> torch.Tensor:
         """Energy of full states, ``[B]``."""

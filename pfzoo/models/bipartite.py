@@ -21,7 +21,7 @@ class BipartiteModel(EnergyModel):
 
     def check_hidden(self, h: torch.Tensor, name: str = "h") -> torch.Tensor:
         """Raise ``ValueError`` unless ``h`` is a binary ``[B, H]`` tensor on the model's device."""
-        return check_binary(h, name, width=self.num_hidden, device=self.device)
+        return check_binary(h, name, width=self.num_hidden, device=self.device, dtype=self.dtype)
 
     def check_sampler_beta(self, beta: float) -> float:
         """The inverse temperatures the samplers accept; [0, 1] unless a subclass narrows it."""
@@ -33,12 +33,14 @@ class BipartiteModel(EnergyModel):
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         raise NotImplementedError
 
+    @torch.no_grad()
     def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact sample ``h ~ p_β(h | v)`` for ``v [B, V]`` → ``[B, H]``."""
         self.check_visible(v)
         check_generator(generator, self.device)
         return self.draw_hidden(v, beta=self.check_sampler_beta(beta), generator=generator)
 
+    @torch.no_grad()
     def sample_v_given_h(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact sample ``v ~ p_β(v | h)`` for binary ``h [B, H]`` → ``[B, V]``."""
         self.check_hidden(h)

@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_binary, check_generator, check_layer_sizes, check_positive_int
+from pfzoo.validation import check_finite_number, check_binary, check_generator, check_layer_sizes, check_positive_int
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
 DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
@@ -62,8 +62,7 @@ class DBM(EnergyModel):
     ) -> None:
         super().__init__()
         layer_sizes = check_layer_sizes(layer_sizes, num_visible, hidden_sizes, min_layers=2)
-        if init_std < 0:
-            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        init_std = check_finite_number(init_std, "init_std", minimum=0.0)
         self.layer_sizes = [int(size) for size in layer_sizes]
         self.num_visible = self.layer_sizes[0]
         self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
@@ -151,7 +150,7 @@ class DBM(EnergyModel):
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layer states (visible first), got {len(layers)}")
         for index, (layer, size) in enumerate(zip(layers, self.layer_sizes)):
-            check_binary(layer, f"layer {index}", width=size, device=self.device)
+            check_binary(layer, f"layer {index}", width=size, device=self.device, dtype=self.dtype)
             if layer.shape[0] != layers[0].shape[0]:
                 raise ValueError(f"layer {index} has batch size {layer.shape[0]}, layer 0 has {layers[0].shape[0]}")
 
@@ -254,6 +253,7 @@ class DBM(EnergyModel):
         with ``num_steps`` sweeps from random states; see there)."""
         return self.sample_layers(num_samples, num_steps, generator=generator)[0]
 
+    @torch.no_grad()
     def sample_layers(
         self,
         num_samples: int,
@@ -275,7 +275,7 @@ class DBM(EnergyModel):
         if initial_visible is None:
             even = bernoulli(torch.full((num_samples, self.num_even_units), 0.5, device=self.device, dtype=self.dtype), generator=generator)
         else:
-            check_binary(initial_visible, "initial_visible", width=self.num_visible, device=self.device)
+            check_binary(initial_visible, "initial_visible", width=self.num_visible, device=self.device, dtype=self.dtype)
             if initial_visible.shape[0] != num_samples:
                 raise ValueError(f"initial_visible must have {num_samples} rows, got {initial_visible.shape[0]}")
             even = torch.cat([initial_visible, initial_visible.new_zeros(num_samples, self.num_even_units - self.num_visible)], 1)
@@ -290,7 +290,7 @@ class DBM(EnergyModel):
     def log_prob_visible_given_hidden(self, v: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         """``log p(v_b | h¹_s)`` for every pair: ``v [B, V]``, first hidden layer ``hidden [S, H1]`` → float64 ``[B, S]``."""
         self.check_visible(v)
-        check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device)
+        check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device, dtype=self.dtype)
         logits = self.visible_logits(hidden).double()
         return v.double() @ logits.T - F.softplus(logits).sum(-1)
 

@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_binary, check_generator, check_layer_sizes, check_positive_int
+from pfzoo.validation import check_finite_number, check_binary, check_generator, check_layer_sizes, check_positive_int
 
 
 @register_model("dbn")
@@ -70,8 +70,7 @@ class DBN(EnergyModel):
     ) -> None:
         super().__init__()
         layer_sizes = check_layer_sizes(layer_sizes, num_visible, hidden_sizes, min_layers=3)
-        if init_std < 0:
-            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        init_std = check_finite_number(init_std, "init_std", minimum=0.0)
         self.layer_sizes = layer_sizes
         self.num_visible = layer_sizes[0]
         self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
@@ -178,7 +177,7 @@ class DBN(EnergyModel):
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layer states (visible first), got {len(layers)}")
         for index, (layer, size) in enumerate(zip(layers, self.layer_sizes)):
-            check_binary(layer, f"layer {index}", width=size, device=self.device)
+            check_binary(layer, f"layer {index}", width=size, device=self.device, dtype=self.dtype)
             if layer.shape[0] != layers[0].shape[0]:
                 raise ValueError(f"layer {index} has batch size {layer.shape[0]}, layer 0 has {layers[0].shape[0]}")
 
@@ -314,7 +313,7 @@ class DBN(EnergyModel):
         estimator's ``p(v | h)``, Bengio, Yao & Cho 2013, eq. 3).
         """
         self.check_visible(v)
-        check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device)
+        check_binary(hidden, "hidden", width=self.layer_sizes[1], device=self.device, dtype=self.dtype)
         with torch.no_grad():
             logits = self.visible_logits(hidden).double()
             return v.double() @ logits.T - F.softplus(logits).sum(-1)[None, :]
@@ -351,6 +350,7 @@ class DBN(EnergyModel):
         with ``num_steps`` sweeps from random states; see there)."""
         return self.sample_layers(num_samples, num_steps, generator=generator)[0]
 
+    @torch.no_grad()
     def sample_layers(
         self,
         num_samples: int,

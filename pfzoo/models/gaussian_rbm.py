@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_matrix, check_positive_int
+from pfzoo.validation import check_finite_number, check_matrix, check_positive_int
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -67,8 +67,7 @@ class GaussianBernoulliRBM(BipartiteModel):
         super().__init__()
         self.num_visible = check_positive_int(num_visible, "num_visible")
         self.num_hidden = check_positive_int(num_hidden, "num_hidden")
-        if init_std < 0:
-            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        init_std = check_finite_number(init_std, "init_std", minimum=0.0)
         if not isinstance(learn_sigma, bool):
             raise ValueError(f"learn_sigma must be a bool, got {learn_sigma!r}")
         self.learn_sigma = learn_sigma
@@ -141,7 +140,7 @@ class GaussianBernoulliRBM(BipartiteModel):
 
     def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
         """Raise ``ValueError`` unless ``v`` is a finite real ``[B, V]`` tensor on the model's device."""
-        return check_matrix(v, name, width=self.num_visible, device=self.device)
+        return check_matrix(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
 
     # ---- energies -----------------------------------------------------------------------
 

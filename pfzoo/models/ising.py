@@ -11,7 +11,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_generator, check_positive_int
+from pfzoo.validation import check_finite_number, check_beta, check_generator, check_positive_int
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -71,8 +71,7 @@ class Ising(EnergyModel):
         if num_units is not None and num_visible is not None and num_units != num_visible:
             raise ValueError(f"num_units={num_units} and num_visible={num_visible} disagree; give one of them")
         self.num_visible = self.num_units = check_positive_int(num_units if num_units is not None else num_visible, "num_units")
-        if init_std < 0:
-            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        init_std = check_finite_number(init_std, "init_std", minimum=0.0)
         self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
         initial = torch.randn(self.num_units, self.num_units, generator=generator) * init_std
         self.coupling = nn.Parameter(torch.triu(initial, 1) + torch.triu(initial, 1).T)

@@ -304,8 +304,8 @@ class MeanCovarianceRBM(ContinuousModel):
         ``log Σ_{h^c, h^m} exp(−E(x, h^c, h^m)) = −E(x)`` (:meth:`energy`).
         """
         self.check_visible(x, "x")
-        check_binary(covariance_hidden, "covariance_hidden", width=self.num_covariance_hidden, device=self.device)
-        check_binary(mean_hidden, "mean_hidden", width=self.num_mean_hidden, device=self.device)
+        check_binary(covariance_hidden, "covariance_hidden", width=self.num_covariance_hidden, device=self.device, dtype=self.dtype)
+        check_binary(mean_hidden, "mean_hidden", width=self.num_mean_hidden, device=self.device, dtype=self.dtype)
         for name, h in (("covariance_hidden", covariance_hidden), ("mean_hidden", mean_hidden)):
             if h.shape[0] != x.shape[0]:
                 raise ValueError(f"{name} must have one row per row of x ({x.shape[0]}), got {h.shape[0]}")
@@ -333,6 +333,7 @@ class MeanCovarianceRBM(ContinuousModel):
         beta = check_beta(beta)
         return torch.sigmoid(beta * self._mean_input(x))
 
+    @torch.no_grad()
     def sample_hidden(
         self, x: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -13,7 +13,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -53,8 +53,7 @@ class RBM(BipartiteModel):
         super().__init__()
         self.num_visible = check_positive_int(num_visible, "num_visible")
         self.num_hidden = check_positive_int(num_hidden, "num_hidden")
-        if init_std < 0:
-            raise ValueError(f"init_std must be non-negative, got {init_std}")
+        init_std = check_finite_number(init_std, "init_std", minimum=0.0)
         self.max_enumeration_units = check_positive_int(max_enumeration_units, "max_enumeration_units")
         self.weight = nn.Parameter(torch.randn(num_visible, num_hidden, generator=generator) * init_std)
         self.visible_bias = nn.Parameter(torch.zeros(num_visible))

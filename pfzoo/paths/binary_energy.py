@@ -14,6 +14,7 @@ from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.paths.base import KernelPath
 from pfzoo.paths.registry import register_family, register_path
 from pfzoo.sampling import bernoulli
+from pfzoo.validation import check_binary
 
 
 class BinaryPathStatistics(NamedTuple):
@@ -69,7 +70,8 @@ def independent_units_base(model, name: str, data: torch.Tensor | None, smoothin
     if name == "base_rate":
         if data is None:
             raise ValueError("base='base_rate' needs data [N, M] to take unit means from")
-        return Ising.from_tensors(zeros, base_rate_visible_bias(model.check_visible(data, "data"), smoothing).to(model.dtype))
+        return Ising.from_tensors(zeros, base_rate_visible_bias(
+            check_binary(data, "data", width=model.num_visible, device=model.device, allow_empty=False).to(model.dtype), smoothing).to(model.dtype))
     return Ising.from_tensors(zeros, torch.zeros(model.num_visible, dtype=model.dtype, device=model.device))
 
 

@@ -10,6 +10,7 @@ from pfzoo.kernels.hmc import Evaluation, HMCKernel
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.paths.base import KernelPath
 from pfzoo.paths.registry import register_family, register_path
+from pfzoo.validation import check_matrix
 
 DEFAULT_STEP_SIZE = 0.2
 """The leapfrog step of the default HMC transition (HAIS's ε)."""
@@ -91,7 +92,9 @@ def gaussian_base(model, name: str, data: torch.Tensor | None, smoothing: float)
     if name == "fitted":
         if data is None:
             raise ValueError("base='fitted' needs data [N, M] to fit the mean and covariance")
-        return Gaussian.fit(model.check_visible(data, "data").to(model.dtype))
+        # data only supplies statistics here (mean, covariance), so it is cast, not refused, when its dtype differs
+        data = check_matrix(data, "data", width=model.num_visible, device=model.device, allow_empty=False)
+        return Gaussian.fit(data.to(model.dtype))
     return Gaussian(model.num_visible).to(device=model.device, dtype=model.dtype)
 
 

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import torch
 
+from pfzoo.validation import check_finite_number
+
 
 class Schedule(ABC):
     """Maps a number of intermediate distributions ``K`` to ``K + 1`` inverse temperatures."""
@@ -31,8 +33,7 @@ class SigmoidSchedule(Schedule):
     """
 
     def __init__(self, scale: float = 4.0) -> None:
-        if not scale > 0:
-            raise ValueError(f"scale must be positive, got {scale}")
+        scale = check_finite_number(scale, "scale", minimum=0.0, exclusive=True)
         self.scale = float(scale)
 
     def betas(self, num_steps: int) -> torch.Tensor:
@@ -53,6 +54,7 @@ class PowerSchedule(Schedule):
     """
 
     def __init__(self, power: float = 3.0) -> None:
+        power = check_finite_number(power, "power")
         if not 1.0 <= power < math.inf:
             raise ValueError(f"power must be a finite number of at least 1, got {power}")
         self.power = float(power)
@@ -72,6 +74,7 @@ class GeometricSchedule(Schedule):
     """
 
     def __init__(self, start: float = 1e-3) -> None:
+        start = check_finite_number(start, "start")
         if not 0.0 < start < 1.0:
             raise ValueError(f"start must lie in (0, 1), got {start}")
         self.start = float(start)

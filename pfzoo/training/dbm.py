@@ -243,9 +243,9 @@ def pretrain_dbm(
         progress: optional ``callable(done, total)`` called after every epoch, counting epochs over all layers.
     """
     _check_dbm(model)
-    model.check_visible(data, "data")
-    if data.shape[0] == 0:
+    if isinstance(data, torch.Tensor) and data.dim() == 2 and data.shape[0] == 0:
         raise ValueError(f"data must hold at least one example, got shape {tuple(data.shape)}")
+    model.check_visible(data, "data")
     check_positive_int(epochs_per_layer, "epochs_per_layer")
     check_positive_int(batch_size, "batch_size")
     check_positive_int(k, "k")

@@ -42,11 +42,11 @@ def reconstruction_error(model: EnergyModel, v: torch.Tensor) -> float:
     retains about ``v``, not a likelihood.
     """
     if Capability.MEAN_FIELD in model.capabilities and not hasattr(model, "hidden_probs"):
-        check_binary(v, "v", width=model.num_visible, device=model.device)
+        check_binary(v, "v", width=model.num_visible, device=model.device, dtype=model.dtype)
         first = model.mean_field(v, num_iterations=RECONSTRUCTION_MEAN_FIELD_ITERATIONS)[0]
         reconstruction = torch.sigmoid(first @ model.weights[0].T + model.biases[0])
     else:
-        check_matrix(v, "v", width=model.num_visible, device=model.device)
+        check_matrix(v, "v", width=model.num_visible, device=model.device, dtype=model.dtype)
         reconstruction = model.visible_probs(model.hidden_probs(v))
     return (v - reconstruction).pow(2).mean().item()
 
@@ -60,7 +60,7 @@ def pseudo_log_likelihood(model: EnergyModel, v: torch.Tensor, *, generator: tor
     flipped, since ``p(v_i | v_{-i}) = e^{-F(v)} / (e^{-F(v)} + e^{-F(ṽ)})``. Unbiased for the
     pseudo-log-likelihood; needs only ``free_energy``.
     """
-    check_binary(v, "v", width=model.num_visible, device=model.device)
+    check_binary(v, "v", width=model.num_visible, device=model.device, dtype=model.dtype)
     check_generator(generator, model.device)
     rows = torch.arange(v.shape[0], device=v.device)
     units = torch.randint(v.shape[1], (v.shape[0],), generator=generator, device=v.device)

@@ -19,7 +19,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
-from pfzoo.validation import check_binary, check_matrix, check_positive_int
+from pfzoo.validation import check_binary, check_bool, check_finite_number, check_matrix, check_positive_int
 from pfzoo.zoo import load_checkpoint, save
 
 logger = logging.getLogger(__name__)
@@ -132,8 +132,9 @@ class Trainer:
             raise ValueError(f"objective must be an nn.Module with a loss(model, batch, *, generator) method, got {type(objective).__name__}")
         if not callable(optimizer):
             raise ValueError(f"optimizer must be a callable params -> torch.optim.Optimizer, got {type(optimizer).__name__}")
-        if weight_decay < 0:
-            raise ValueError(f"weight_decay must be non-negative, got {weight_decay}")
+        weight_decay = check_finite_number(weight_decay, "weight_decay", minimum=0.0)
+        learning_rate_decay = check_finite_number(learning_rate_decay, "learning_rate_decay", minimum=0.0)
+        check_bool(progress, "progress")
         if isinstance(evaluate_every, bool) or not isinstance(evaluate_every, int) or evaluate_every < 0:
             raise ValueError(f"evaluate_every must be a non-negative integer (0 = never), got {evaluate_every!r}")
         if estimator is not None and not isinstance(estimator, Estimator):
@@ -154,7 +155,7 @@ class Trainer:
         self.estimator = estimator
         self.progress = bool(progress)
         self.seed = seed
-        if not stop_tolerance >= 0 or stop_tolerance == float("inf"):
+        if isinstance(stop_tolerance, bool) or not isinstance(stop_tolerance, (int, float)) or not stop_tolerance >= 0 or stop_tolerance == float("inf"):
             raise ValueError(f"stop_tolerance must be a finite non-negative number (0 = never stop early), got {stop_tolerance}")
         self.stop_tolerance = float(stop_tolerance)
         if max_seconds is not None and not max_seconds > 0:

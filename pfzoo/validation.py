@@ -146,3 +146,10 @@ def check_bool(value, name: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def check_tensors(**tensors) -> None:
+    """Require every keyword argument to be a ``torch.Tensor`` (``check_tensors(weight=w, bias=b)``)."""
+    for name, value in tensors.items():
+        if not isinstance(value, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")

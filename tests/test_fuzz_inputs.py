@@ -18,13 +18,18 @@ from torch import nn
 
 from pfzoo import paths
 from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, Exact
-from pfzoo.kernels import HMCKernel
+from pfzoo.data.digits import digits
+from pfzoo.data.hopfield_patterns import hopfield_patterns
+from pfzoo.data.patches import patches
+from pfzoo.data.spin_glass import lattice_couplings
+from pfzoo.kernels import BitFlipMetropolis, HMCKernel, RandomWalkMetropolis
 from pfzoo.paths import GeometricSchedule, PowerSchedule, SigmoidSchedule
 from pfzoo.models import (
     DBM, DBN, RBM, BilinearGenerative, EnergyFunction, Gaussian, GaussianBernoulliRBM, Hopfield, ICA, Ising,
     LinearGenerative, MeanCovarianceRBM, ProductOfExperts,
 )
-from pfzoo.training import CD, MPF, PCD, BitFlipMPF, PseudoLikelihood, Trainer
+from pfzoo import zoo
+from pfzoo.training import CD, EMHMC, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
 from pfzoo.validation import check_bool, check_finite_number, check_matrix
 
 V = 6
@@ -176,6 +181,18 @@ CONSTRUCTOR_SIZES = {
     "Trainer.epochs": (lambda x: Trainer(CD(), run_dir="unused", epochs=x), "epochs"),
     "Trainer.batch_size": (lambda x: Trainer(CD(), run_dir="unused", batch_size=x), "batch_size"),
     "Trainer.checkpoint_every": (lambda x: Trainer(CD(), run_dir="unused", checkpoint_every=x), "checkpoint_every"),
+    "CD.k": (lambda x: CD(k=x), "k"),
+    "PCD.k": (lambda x: PCD(k=x), "k"),
+    "PCD.num_chains": (lambda x: PCD(num_chains=x), "num_chains"),
+    "PseudoLikelihood.num_units": (lambda x: PseudoLikelihood(num_units=x), "num_units"),
+    "BitFlipMPF.num_flips": (lambda x: BitFlipMPF(num_flips=x), "num_flips"),
+    "BitFlipMetropolis.num_flips": (lambda x: BitFlipMetropolis(num_flips=x), "num_flips"),
+    "EMHMC.num_hmc_steps": (lambda x: EMHMC(num_hmc_steps=x), "num_hmc_steps"),
+    "PersistentMPF.num_leapfrog": (lambda x: PersistentMPF(num_leapfrog=x), "num_leapfrog"),
+    "hopfield_patterns.num_patterns": (lambda x: hopfield_patterns(num_patterns=x), "num_patterns"),
+    "hopfield_patterns.num_units": (lambda x: hopfield_patterns(num_units=x), "num_units"),
+    "patches.num_train": (lambda x: patches(num_train=x), "num_train"),
+    "patches.patch_size": (lambda x: patches(patch_size=x), "patch_size"),
     "HMCKernel.num_leapfrog": (lambda x: HMCKernel(0.1, num_leapfrog=x), "num_leapfrog"),
 }
 
@@ -198,6 +215,11 @@ CONSTRUCTOR_NUMBERS = {
     "Bracket.gap_threshold": (lambda x: Bracket(AIS(), RAISE(), gap_threshold=x), "gap_threshold"),
     "Trainer.weight_decay": (lambda x: Trainer(CD(), run_dir="unused", weight_decay=x), "weight_decay"),
     "Trainer.learning_rate_decay": (lambda x: Trainer(CD(), run_dir="unused", learning_rate_decay=x), "learning_rate_decay"),
+    "EMHMC.step_size": (lambda x: EMHMC(step_size=x), "step_size"),
+    "PersistentMPF.step_size": (lambda x: PersistentMPF(step_size=x), "step_size"),
+    "RandomWalkMetropolis.scale": (lambda x: RandomWalkMetropolis(x), "scale"),
+    "lattice_couplings.coupling_std": (lambda x: lattice_couplings(3, coupling_std=x), "coupling_std"),
+    "digits.test_fraction": (lambda x: digits(test_fraction=x), "test_fraction"),
     "Trainer.stop_tolerance": (lambda x: Trainer(CD(), run_dir="unused", stop_tolerance=x), "stop_tolerance"),
 }
 
@@ -207,6 +229,8 @@ CONSTRUCTOR_BOOLEANS = {
     "HAIS.diagnostics": (lambda x: HAIS(diagnostics=x), "diagnostics"),
     "RAISE.diagnostics": (lambda x: RAISE(diagnostics=x), "diagnostics"),
     "Trainer.progress": (lambda x: Trainer(CD(), run_dir="unused", progress=x), "progress"),
+    "BitFlipMPF.all_bits_flipped": (lambda x: BitFlipMPF(all_bits_flipped=x), "all_bits_flipped"),
+    "BitFlipMPF.log_flow": (lambda x: BitFlipMPF(log_flow=x), "log_flow"),
 }
 
 CONSTRUCTOR_CASES = (
@@ -320,3 +344,43 @@ def test_samplers_return_tensors_without_grad(sampler):
     tensors = [out] if isinstance(out, torch.Tensor) else [t for t in (out if isinstance(out, (tuple, list)) else []) if isinstance(t, torch.Tensor)]
     assert tensors, f"{sampler} returned no tensor"
     assert not any(t.requires_grad for t in tensors)
+
+
+# ---- weights through from_tensors -----------------------------------------------------------------
+
+FROM_TENSORS = {
+    "RBM.weight": (lambda w: RBM.from_tensors(w, torch.zeros(V), torch.zeros(4)), "weight", (V, 4)),
+    "GaussianBernoulliRBM.weight": (lambda w: GaussianBernoulliRBM.from_tensors(w, torch.zeros(V), torch.zeros(4)), "weight", (V, 4)),
+    "Ising.coupling": (lambda w: Ising.from_tensors(w, torch.zeros(V)), "coupling", (V, V)),
+    "ICA.filters": (lambda w: ICA.from_tensors(w), "filters", (V, V)),
+    "Gaussian.precision": (lambda w: Gaussian.from_tensors(w), "precision", (V, V)),
+}
+BAD_WEIGHTS = {
+    "nan": lambda shape: torch.full(shape, math.nan),
+    "inf": lambda shape: torch.full(shape, math.inf),
+    "wrong_shape": lambda shape: torch.zeros(shape[0] + 1, shape[1] + 2),
+    "one_dimensional": lambda shape: torch.zeros(shape[0]),
+    "not_a_tensor": lambda shape: "weights",
+}
+
+
+@pytest.mark.parametrize("case", list(FROM_TENSORS))
+@pytest.mark.parametrize("kind", list(BAD_WEIGHTS))
+def test_from_tensors_refuses_bad_weights_naming_them(case, kind):
+    make, name, shape = FROM_TENSORS[case]
+    with pytest.raises(ValueError) as error:
+        make(BAD_WEIGHTS[kind](shape))
+    # a self-consistent but wrongly sized weight is reported on the tensor that disagrees with it
+    others = ("visible_bias", "hidden_bias", "bias") if kind == "wrong_shape" else ()
+    _assert_names(error, name, *others)
+
+
+# ---- checkpoints ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content", [b"", b"not a checkpoint\n", b"PK\x03\x04 truncated zip"])
+def test_zoo_load_refuses_a_non_checkpoint_naming_the_file(tmp_path, content):
+    path = tmp_path / "model.pt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        zoo.load(path)
+    assert str(path) in str(error.value) or path.name in str(error.value)

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from pfzoo.data.splits import DataSplits
+from pfzoo.validation import check_finite_number
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ def digits(test_fraction: float = 0.2, threshold: float = 8.0, split_seed: int =
     With the defaults, N_train = 1437 and N_test = 360, each with the class proportions of the
     full set. ``image_shape`` is ``(8, 8)``.
     """
-    if not 0.0 < test_fraction < 1.0:
+    if not 0.0 < check_finite_number(test_fraction, "test_fraction") < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction}")
     if not 0.0 <= threshold < 16.0:
         raise ValueError(f"threshold must lie in [0, 16) (pixel values are 0..16), got {threshold}")

@@ -29,7 +29,7 @@ from torch import Tensor
 from pfzoo.data.splits import DataSplits
 from pfzoo.models.ising import Ising
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_finite_number, check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +40,7 @@ DEFAULT_THIN = 10
 
 
 def _check_std(value: float, name: str) -> float:
-    value = float(value)
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite non-negative number, got {value}")
-    return value
+    return check_finite_number(value, name, minimum=0.0)
 
 
 def lattice_couplings(side: int, *, coupling_std: float = 1.0, generator: torch.Generator | None = None) -> Tensor:

@@ -13,7 +13,7 @@ import torch
 
 from pfzoo.hamiltonian import select
 from pfzoo.kernels.hmc import PositionTarget
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int
 
 
 class MetropolisState(NamedTuple):
@@ -46,8 +46,7 @@ class RandomWalkMetropolis:
     """
 
     def __init__(self, scale: float = 0.1) -> None:
-        if not scale > 0:
-            raise ValueError(f"scale must be positive, got {scale}")
+        check_finite_number(scale, "scale", minimum=0.0, exclusive=True)
         self.scale = float(scale)
 
     def init_state(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> MetropolisState:

@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_matrix, check_positive_int
+from pfzoo.validation import check_finite_number, check_matrix, check_positive_int, check_tensors
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -95,6 +95,7 @@ class GaussianBernoulliRBM(BipartiteModel):
 
         ``log_sigma=None`` means σ = 1 for every visible unit.
         """
+        check_tensors(weight=weight, visible_bias=visible_bias, hidden_bias=hidden_bias)
         if weight.dim() != 2:
             raise ValueError(f"weight must have shape [V, H], got {tuple(weight.shape)}")
         num_visible, num_hidden = weight.shape

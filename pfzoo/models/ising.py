@@ -11,7 +11,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_beta, check_generator, check_positive_int
+from pfzoo.validation import check_beta, check_finite_number, check_generator, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -80,6 +80,7 @@ class Ising(EnergyModel):
     @classmethod
     def from_tensors(cls, coupling: torch.Tensor, bias: torch.Tensor, *, max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS):
         """A model holding copies of a symmetric, zero-diagonal ``coupling [D, D]`` and ``bias [D]``."""
+        check_tensors(coupling=coupling, bias=bias)
         if coupling.dim() != 2 or coupling.shape[0] != coupling.shape[1]:
             raise ValueError(f"coupling must be a square [D, D] matrix, got shape {tuple(coupling.shape)}")
         num_units = coupling.shape[0]

@@ -13,7 +13,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -69,6 +69,7 @@ class RBM(BipartiteModel):
         max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
     ) -> "RBM":
         """An RBM holding copies of ``weight [V, H]``, ``visible_bias [V]``, ``hidden_bias [H]``."""
+        check_tensors(weight=weight, visible_bias=visible_bias, hidden_bias=hidden_bias)
         if weight.dim() != 2:
             raise ValueError(f"weight must have shape [V, H], got {tuple(weight.shape)}")
         num_visible, num_hidden = weight.shape

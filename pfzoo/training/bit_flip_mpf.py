@@ -22,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_bool, check_positive_int
 
 
 def sampled_units(batch: torch.Tensor, num_units: int | None, *, generator: torch.Generator | None) -> torch.Tensor | None:
@@ -57,8 +57,8 @@ class BitFlipMPF(nn.Module):
 
     def __init__(self, all_bits_flipped: bool = False, num_flips: int | None = None, log_flow: bool = False) -> None:
         super().__init__()
-        self.all_bits_flipped = bool(all_bits_flipped)
-        self.log_flow = bool(log_flow)
+        self.all_bits_flipped = check_bool(all_bits_flipped, "all_bits_flipped")
+        self.log_flow = check_bool(log_flow, "log_flow")
         self.num_flips = None if num_flips is None else check_positive_int(num_flips, "num_flips")
 
     def log_flows(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -11,7 +11,7 @@ from pfzoo.kernels.hmc import HMCKernel, HMCState
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.posterior import PosteriorEnergyTarget
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_finite_number, check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +63,9 @@ class EMHMC(Objective):
             raise ValueError(f"batch_hmc_steps must be a non-negative integer, got {batch_hmc_steps!r}")
         self.batch_hmc_steps = batch_hmc_steps
         self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
-        if not step_size > 0:
-            raise ValueError(f"step_size must be positive, got {step_size}")
+        check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True)
         self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
-        if target_acceptance is not None and not 0.0 < target_acceptance < 1.0:
+        if target_acceptance is not None and not 0.0 < check_finite_number(target_acceptance, "target_acceptance") < 1.0:
             raise ValueError(f"target_acceptance must lie in (0, 1) or be None, got {target_acceptance}")
         self.target_acceptance = target_acceptance
         self.register_buffer("step_size", torch.tensor(float(step_size), dtype=torch.float64))

@@ -36,7 +36,7 @@ from torch import nn
 
 from pfzoo.kernels.gibbs import run_gibbs
 from pfzoo.kernels.hmc import EnergyTarget, HMCKernel, HMCState
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_finite_number, check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -123,11 +123,10 @@ class PersistentMPF(nn.Module):
         super().__init__()
         self.num_gibbs_sweeps = check_positive_int(num_gibbs_sweeps, "num_gibbs_sweeps")
         self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
-        if not step_size > 0:
-            raise ValueError(f"step_size must be positive, got {step_size}")
+        check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True)
         self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
         self.resample_every = check_positive_int(resample_every, "resample_every")
-        if target_acceptance is not None and not 0.0 < target_acceptance < 1.0:
+        if target_acceptance is not None and not 0.0 < check_finite_number(target_acceptance, "target_acceptance") < 1.0:
             raise ValueError(f"target_acceptance must lie in (0, 1) or be None, got {target_acceptance}")
         self.target_acceptance = target_acceptance
         self.register_buffer("step_size", torch.tensor(float(step_size), dtype=torch.float64))

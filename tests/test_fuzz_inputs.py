@@ -384,3 +384,25 @@ def test_zoo_load_refuses_a_non_checkpoint_naming_the_file(tmp_path, content):
     with pytest.raises(ValueError) as error:
         zoo.load(path)
     assert str(path) in str(error.value) or path.name in str(error.value)
+
+
+# ---- latents of latent-variable generative models ---------------------------------------------------
+
+LATENT_FAMILIES = {"linear_generative": lambda: LinearGenerative(V, V), "bilinear_generative": lambda: BilinearGenerative(V, 4, 3, 2)}
+BAD_LATENTS = {
+    "other_dtype": lambda m: torch.zeros(3, m.num_latent, dtype=_other_dtype(m)),
+    "nan": lambda m: torch.full((3, m.num_latent), math.nan),
+    "wrong_width": lambda m: torch.zeros(3, m.num_latent + 1),
+    "wrong_rows": lambda m: torch.zeros(2, m.num_latent),
+    "one_dimensional": lambda m: torch.zeros(m.num_latent),
+    "not_a_tensor": lambda m: "z",
+}
+
+
+@pytest.mark.parametrize("family", list(LATENT_FAMILIES))
+@pytest.mark.parametrize("kind", list(BAD_LATENTS))
+def test_joint_energy_refuses_bad_latents_naming_z(family, kind):
+    model = LATENT_FAMILIES[family]()
+    with pytest.raises(ValueError) as error:
+        model.energy(torch.zeros(3, V), BAD_LATENTS[kind](model))
+    _assert_names(error, "z")

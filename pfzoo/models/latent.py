@@ -8,6 +8,7 @@ import torch
 
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel
+from pfzoo.validation import check_matrix
 
 _LOG_2 = math.log(2.0)
 _LOG_2PI = math.log(2 * math.pi)
@@ -177,7 +178,8 @@ class LatentGenerativeModel(EnergyModel):
     def joint_energy(self, x: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         """``-log p(x, z) = -log p(z) - log p(x | z)`` for aligned ``x [N, M]``, ``z [N, L]`` → ``[N]``."""
         self.check_visible(x, "x")
-        if z.dim() != 2 or z.shape != (x.shape[0], self.num_latent):
+        check_matrix(z, "z", device=self.device, dtype=self.dtype)
+        if z.shape != (x.shape[0], self.num_latent):
             raise ValueError(f"z must have shape [{x.shape[0]}, {self.num_latent}] (one latent vector per row of x), got {tuple(z.shape)}")
         return self.prior.energy_and_grad(z)[0] + self.likelihood_energy_and_grad(x, z)[0]
 

@@ -7,6 +7,8 @@ inside a matrix product.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 
@@ -78,7 +80,7 @@ def check_positive_int(value: int, name: str) -> int:
 
 def check_beta(beta: float, name: str = "beta") -> float:
     """Require an inverse temperature in [0, 1]."""
-    beta = float(beta)
+    beta = check_finite_number(beta, name)
     if not 0.0 <= beta <= 1.0:
         raise ValueError(f"{name} must lie in [0, 1], got {beta}")
     return beta
@@ -126,8 +128,8 @@ def check_finite_number(
 ) -> float:
     """Require a finite real number (not a bool), at least ``minimum`` (above it when ``exclusive``) and at most
     ``maximum``; returns it as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not (
-        isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype == torch.bool
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) and not (
+        isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool
     ):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     number = float(value)

@@ -406,3 +406,39 @@ def test_joint_energy_refuses_bad_latents_naming_z(family, kind):
     with pytest.raises(ValueError) as error:
         model.energy(torch.zeros(3, V), BAD_LATENTS[kind](model))
     _assert_names(error, "z")
+
+
+# ---- sample(num_samples) across families ------------------------------------------------------------
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("kind", list(SIZES_BAD))
+def test_sample_refuses_bad_num_samples(family, kind):
+    model = FAMILIES[family]()
+    with pytest.raises(ValueError) as error:
+        model.sample(SIZES_BAD[kind], generator=torch.Generator().manual_seed(0))
+    _assert_names(error, "num_samples")
+
+
+# ---- conditional samplers: beta and generator -----------------------------------------------------
+
+CONDITIONALS = {
+    "rbm.sample_h_given_v": lambda **kw: RBM(V, 4).sample_h_given_v(torch.ones(3, V), **kw),
+    "rbm.sample_v_given_h": lambda **kw: RBM(V, 4).sample_v_given_h(torch.ones(3, 4), **kw),
+    "gaussian_rbm.sample_h_given_v": lambda **kw: GaussianBernoulliRBM(V, 4).sample_h_given_v(torch.ones(3, V), **kw),
+    "gaussian_rbm.sample_v_given_h": lambda **kw: GaussianBernoulliRBM(V, 4).sample_v_given_h(torch.ones(3, 4), **kw),
+    "mcrbm.sample_hidden": lambda **kw: MeanCovarianceRBM(V, 4, 3, 2).sample_hidden(torch.ones(3, V), **kw),
+}
+BAD_CONDITIONAL_ARGUMENTS = {
+    "beta_nan": ("beta", math.nan), "beta_above_one": ("beta", 2.0), "beta_negative": ("beta", -0.5), "beta_inf": ("beta", math.inf),
+    "beta_string": ("beta", "one"), "beta_bool": ("beta", True),
+    "generator_string": ("generator", "seed"), "generator_int": ("generator", 0),
+}
+
+
+@pytest.mark.parametrize("sampler", list(CONDITIONALS))
+@pytest.mark.parametrize("kind", list(BAD_CONDITIONAL_ARGUMENTS))
+def test_conditional_samplers_refuse_bad_beta_and_generator(sampler, kind):
+    name, bad = BAD_CONDITIONAL_ARGUMENTS[kind]
+    with pytest.raises(ValueError) as error:
+        CONDITIONALS[sampler](**{name: bad})
+    _assert_names(error, name)

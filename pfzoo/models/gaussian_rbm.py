@@ -184,7 +184,7 @@ class GaussianBernoulliRBM(BipartiteModel):
 
     def check_sampler_beta(self, beta: float) -> float:
         """Require 0 < β ≤ 1: ``p_β`` of a Gaussian visible layer is improper at β = 0."""
-        beta = float(beta)
+        beta = check_finite_number(beta, "beta")
         if not 0.0 < beta <= 1.0:
             raise ValueError(f"beta must lie in (0, 1] for a Gaussian–Bernoulli RBM (p_β is improper at beta = 0), got {beta}")
         return beta

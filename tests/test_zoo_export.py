@@ -1,6 +1,7 @@
 """pfzoo.zoo.export, model cards and folder names; the RAISE reproduction's recipes (conf/experiment/raise_*.yaml)
 compose, instantiate, and are the recipes of the zoo's binarized-MNIST checkpoints."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,33 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
         config["dataset"].pop("root")
     for key in ("model", "dataset", "trainer", "seed", "device", "init_from_data"):
         assert stored[key] == composed[key], key
+
+
+def minimal_card(name="rbm-digits"):
+    measured = {"estimator": "exact", "kind": "exact", "value": -20.0, "stderr": 0.0, "data_stderr": 0.2, "num_test": 10}
+    return {"name": name, "family": "rbm", "model_config_name": "rbm", "model_config": {"num_visible": 12, "num_hidden": 5},
+            "dataset": "digits", "dataset_config": {"_target_": "pfzoo.data.digits"}, "data_licence": "CC BY 4.0",
+            "recipe": {"experiment": "zoo_rbm", "command": "python scripts/train.py +experiment=zoo_rbm", "config": {"seed": 0}},
+            "log_likelihood": measured, "log_likelihood_at_init": {**measured, "value": -30.0}, "date": "2026-01-01",
+            "pfzoo_version": "0.1.0", "git_commit": None, "training_seconds": 1.5}
+
+
+def test_export_with_card_data_writes_a_hashed_card_and_renders_the_readme_from_it(tmp_path):
+    config = {"seed": 0, "run_dir": str(tmp_path / "run"), "data": {"root": "/machine/data"}, "dataset": {"root": "/machine/data"}}
+    run = zoo.save(tmp_path / "run" / "checkpoint.pt", trained_rbm(), config=config, trainer_state={"epoch": 7})
+    target = zoo.export(run, tmp_path / "zoo" / "rbm-digits", card_data=minimal_card())
+    assert zoo.load_checkpoint(target)["config"] == {"seed": 0, "data": {"root": None}, "dataset": {"root": None}}
+    card = json.loads((target.parent / "card.json").read_text())
+    assert card["format"] == zoo.CARD_FORMAT and card["checkpoint"]["sha256"] == zoo.file_sha256(target)
+    readme = (target.parent / "README.md").read_text()
+    assert readme == zoo.render_card(card).render() and "| trained (exact) | -20.00 |" in readme and "-30.00" in readme
+    assert zoo.list_pretrained(zoo_dir=tmp_path / "zoo") == ["rbm-digits"]
+    assert torch.equal(zoo.pretrained("rbm-digits", zoo_dir=tmp_path / "zoo").weight, trained_rbm().weight)
+
+
+def test_a_card_missing_fields_is_refused(tmp_path):
+    run = zoo.save(tmp_path / "run.pt", trained_rbm())
+    card = minimal_card()
+    del card["data_licence"]
+    with pytest.raises(ValueError, match="data_licence"):
+        zoo.export(run, tmp_path / "zoo", card_data=card)

@@ -174,6 +174,8 @@ CONSTRUCTOR_SIZES = {
     "RAISE.num_examples": (lambda x: RAISE(num_examples=x), "num_examples"),
     "RAISE.control_variate_samples": (lambda x: RAISE(control_variate_samples=x), "control_variate_samples"),
     "CSL.num_chains": (lambda x: CSL(num_chains=x), "num_chains"),
+    "CSL.thin": (lambda x: CSL(thin=x), "thin"),
+    "CSL.burn_in": (lambda x: CSL(burn_in=x if x != 0 else -1), "burn_in"),
     "CSL.samples_per_chain": (lambda x: CSL(samples_per_chain=x), "samples_per_chain"),
     "HAIS.num_steps": (lambda x: HAIS(num_steps=x), "num_steps"),
     "HAIS.num_chains": (lambda x: HAIS(num_chains=x), "num_chains"),
@@ -286,10 +288,24 @@ def test_estimators_refuse_bad_data(call, kind):
     _assert_names(error, "data", "base_data")
 
 
-def test_paths_build_refuses_unknown_kind():
+PATH_BUILDS = {
+    "kind_unknown": (dict(kind="no-such-path"), ("kind", "path")),
+    "kind_none": (dict(kind=None), ("kind", "path")),
+    "base_unknown": (dict(kind="geometric", base="nope"), ("base",)),
+    "base_int": (dict(kind="geometric", base=3), ("base",)),
+    "kernel_string": (dict(kind="geometric", kernel="x"), ("kernel",)),
+}
+
+
+@pytest.mark.parametrize("family", ["rbm", "ising", "gaussian_rbm", "poe", "gaussian"])
+@pytest.mark.parametrize("case", list(PATH_BUILDS))
+def test_paths_build_refuses_bad_arguments(family, case):
+    arguments, names = PATH_BUILDS[case]
+    model = FAMILIES[family]()
+    data = torch.zeros(4, V, dtype=model.dtype)
     with pytest.raises(ValueError) as error:
-        paths.build(RBM(V, 4), kind="no-such-path")
-    _assert_names(error, "kind", "no-such-path")
+        paths.build(model, data=data, **arguments)
+    _assert_names(error, *names)
 
 
 # ---- shared checks --------------------------------------------------------------------------------

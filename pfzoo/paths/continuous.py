@@ -60,6 +60,9 @@ class ContinuousGeometricPath(KernelPath):
     """
 
     def __init__(self, target, base, kernel) -> None:
+        if not (callable(getattr(kernel, "step", None)) and callable(getattr(kernel, "init_state", None))):
+            raise ValueError(f"kernel must be a position-space transition kernel with init_state and step (e.g. pfzoo.kernels.HMCKernel), "
+                             f"got {type(kernel).__name__}")
         if base.num_visible != target.num_visible:
             raise ValueError(f"base has {base.num_visible} dimensions, target {target.num_visible}")
         self.base = base

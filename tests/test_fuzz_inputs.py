@@ -458,3 +458,14 @@ def test_conditional_samplers_refuse_bad_beta_and_generator(sampler, kind):
     with pytest.raises(ValueError) as error:
         CONDITIONALS[sampler](**{name: bad})
     _assert_names(error, name)
+
+
+# ---- objectives on models they do not apply to ------------------------------------------------------
+
+@pytest.mark.parametrize("objective", ["CD", "PCD", "PseudoLikelihood", "BitFlipMPF"])
+@pytest.mark.parametrize("family", ["ica", "poe", "gaussian", "linear_generative"])
+def test_binary_objectives_refuse_real_valued_models(objective, family):
+    model = FAMILIES[family]()
+    with pytest.raises(ValueError) as error:
+        OBJECTIVES[objective]().loss(model, torch.randn(4, V, dtype=model.dtype), generator=torch.Generator().manual_seed(0))
+    _assert_names(error, type(model).__name__, "model")

@@ -51,6 +51,7 @@ class CD(Objective):
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the CD-k update."""
+        self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         with torch.no_grad():
             state, _ = run_gibbs(batch, model, self.k, generator=generator)
@@ -84,6 +85,7 @@ class PCD(Objective):
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the PCD-k update; advances the chains."""
+        self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         if self.chains.numel() == 0:
             rows = torch.randint(batch.shape[0], (self.num_chains,), generator=generator, device=batch.device)

@@ -469,3 +469,22 @@ def test_binary_objectives_refuse_real_valued_models(objective, family):
     with pytest.raises(ValueError) as error:
         OBJECTIVES[objective]().loss(model, torch.randn(4, V, dtype=model.dtype), generator=torch.Generator().manual_seed(0))
     _assert_names(error, type(model).__name__, "model")
+
+
+# ---- estimators on families they do not apply to ----------------------------------------------------
+
+REFUSALS = [
+    ("CSL", "ica"), ("CSL", "ising"), ("CSL", "gaussian_rbm"), ("CSL", "poe"), ("CSL", "hopfield"),
+    ("HAIS", "rbm"), ("HAIS", "ising"), ("HAIS", "gaussian_rbm"), ("HAIS", "dbm"), ("HAIS", "hopfield"),
+    ("RAISE", "ica"), ("RAISE", "poe"), ("RAISE", "gaussian"), ("RAISE", "linear_generative"),
+]
+ESTIMATORS = {"CSL": lambda: CSL(num_chains=2, samples_per_chain=2, burn_in=1), "HAIS": lambda: HAIS(num_chains=4, num_steps=3),
+              "RAISE": lambda: RAISE(num_chains=2, num_steps=3)}
+
+
+@pytest.mark.parametrize("estimator, family", REFUSALS)
+def test_estimators_refuse_families_they_do_not_apply_to(estimator, family):
+    model = FAMILIES[family]()
+    with pytest.raises(ValueError) as error:  # MissingCapability is a ValueError
+        ESTIMATORS[estimator]().log_likelihood(model, torch.zeros(3, V, dtype=model.dtype))
+    _assert_names(error, type(model).__name__)

@@ -370,8 +370,8 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     sections = [("Measured log-likelihood", body)]
     if card.get("notes"):
         sections.append(("Notes", "\n".join(f"- {note}" for note in card["notes"])))
-    summary = card.get("summary") or (f"Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "
-                                      f"beside it holds the same facts and the full training config.")
+    summary = card.get("summary") or ("Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "
+                                      "beside it holds the same facts and the full training config.")
     return ModelCard(title=card.get("title") or name, summary=summary, facts=facts, sections=sections)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
@@ -24,18 +25,6 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.training import GreedyTrainer
 
 logger = logging.getLogger(__name__)
-
-PRETRAINED_FILE = "checkpoint.pt"
-
-
-def default_zoo_dir() -> Path:
-    """The pretrained zoo: ``pfzoo/pretrained`` in an installed wheel, the checkout's top-level ``models/`` in an
-    editable install (setup.cfg maps the package ``pfzoo.pretrained`` onto it)."""
-    spec = importlib.util.find_spec("pfzoo.pretrained")
-    for location in (spec.submodule_search_locations or []) if spec is not None else []:
-        if Path(location).is_dir():
-            return Path(location)
-    return Path(__file__).resolve().parents[1] / "models"
 
 
 def resolve_device(name: str) -> torch.device:
@@ -112,26 +101,156 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
             "num_test": subset.shape[0], "of": test.shape[0], "warnings": list(estimate.warnings)}
 
 
-def pretrained_checkpoint(cfg: DictConfig, dataset_name: str) -> Path:
-    """The zoo's checkpoint for the configured model family and data set: ``<zoo_dir>/<model>-<dataset>/checkpoint.pt``."""
-    zoo_dir = Path(cfg.zoo_dir) if cfg.zoo_dir else default_zoo_dir()
-    family = get_class(cfg.model._target_).registry_name
-    path = zoo_dir / f"{family}-{dataset_name}" / PRETRAINED_FILE
+def config_dir() -> Path:
+    """The Hydra config folder (as :func:`pfzoo.cli.config_dir`, which sits above the app): ``pfzoo/conf`` in an
+    installed wheel, the checkout's top-level ``conf/`` otherwise."""
+    spec = importlib.util.find_spec("pfzoo.conf")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(location) / "train.yaml").is_file():
+            return Path(location)
+    return Path(__file__).resolve().parents[1] / "conf"
+
+
+def _group_config(group: str, option: str) -> dict[str, Any]:
+    path = config_dir() / group / f"{option}.yaml"
     if not path.is_file():
-        available = sorted(p.parent.name for p in zoo_dir.glob(f"*/{PRETRAINED_FILE}")) if zoo_dir.is_dir() else []
+        return {}
+    config = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    config.pop("defaults", None)
+    return config
+
+
+def model_config_name(cfg: DictConfig) -> str | None:
+    """The ``conf/model`` option ``cfg.model`` was composed from (``poe_laplace`` and ``poe_student`` share a class).
+
+    Under ``hydra.main`` (the scripts) Hydra records the choice (``${hydra:runtime.choices.model}``); a config
+    composed without it (``pfzoo.cli.compose``, tests) is matched against the model configs of the same ``_target_``:
+    the one that agrees with ``cfg.model`` on the most keys. None when no model config has that ``_target_``.
+    """
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    target = model.get("_target_")
+    if HydraConfig.initialized():
+        choice = HydraConfig.get().runtime.choices.get("model")
+        if choice is not None and _group_config("model", choice).get("_target_") == target:
+            return choice
+    best, best_score = None, -1
+    for path in sorted((config_dir() / "model").glob("*.yaml")):
+        config = _group_config("model", path.stem)
+        if config.get("_target_") != target:
+            continue
+        score = sum(1 for key, value in config.items() if key in model and model[key] == value)
+        if score > best_score:
+            best, best_score = path.stem, score
+    return best
+
+
+def _default_choice(task: str, group: str) -> str | None:
+    defaults = OmegaConf.to_container(OmegaConf.load(config_dir() / f"{task}.yaml")).get("defaults", [])
+    return next((entry[group] for entry in defaults if isinstance(entry, dict) and group in entry), None)
+
+
+def model_was_chosen(cfg: DictConfig) -> bool:
+    """Whether the user picked ``model=...``: Hydra's overrides under ``hydra.main``; without them (a composed config),
+    whether the model config differs from ``evaluate.yaml``'s default (so an explicit ``model=rbm`` reads as the default)."""
+    if HydraConfig.initialized():
+        overrides = HydraConfig.get().overrides.task
+        if HydraConfig.get().runtime.choices.get("model") == model_config_name(cfg):
+            return any(override.split("=", 1)[0].lstrip("+~") == "model" for override in overrides)
+    return model_config_name(cfg) != _default_choice("evaluate", "model")
+
+
+def _zoo_dir(cfg: DictConfig) -> Path:
+    return Path(cfg.zoo_dir) if cfg.zoo_dir else zoo.default_zoo_dir()
+
+
+def pretrained_name(cfg: DictConfig) -> str:
+    """The zoo entry a bare ``evaluate`` means: the one composed from the same model config (not just the same class)
+    and trained on the configured data set; several → the one named ``<model>-<dataset>``, else ask for ``pretrained=``."""
+    zoo_dir = _zoo_dir(cfg)
+    name = model_config_name(cfg)
+    target = cfg.dataset._target_
+    dataset = target.rsplit(".", 1)[-1]
+    found = zoo.find_pretrained(name, target, zoo_dir=zoo_dir) if name is not None else []
+    if not found:
+        available = zoo.list_pretrained(zoo_dir=zoo_dir)
         raise FileNotFoundError(
-            f"no pretrained {family!r} model for dataset {dataset_name!r} at {path}; "
-            f"pass checkpoint=PATH (pretrained models in {zoo_dir}: {available or 'none'})"
+            f"no pretrained model={name} for dataset={dataset} in {zoo_dir}; pass checkpoint=PATH or pretrained=NAME "
+            f"(pretrained models: {', '.join(available) or 'none'})"
         )
-    return path
+    if len(found) > 1:
+        preferred = f"{name}-{dataset}"
+        if preferred in found:
+            return preferred
+        raise ValueError(f"{len(found)} pretrained model={name} models for dataset={dataset}: pass pretrained=NAME, one of {', '.join(found)}")
+    return found[0]
+
+
+def pretrained_dataset(card: dict[str, Any], cfg: DictConfig) -> DictConfig:
+    """The data set a zoo model was trained and measured on (its card's ``dataset_config``), reading files, if any, from
+    this run's ``data.root``."""
+    dataset = OmegaConf.create(card["dataset_config"])
+    if "root" in dataset:
+        dataset.root = cfg.data.root
+    return dataset
+
+
+def check_model_choice(cfg: DictConfig, model, card: dict[str, Any] | None, source: str) -> None:
+    """Refuse in one line when the user asked for ``model=X`` but the checkpoint holds another model."""
+    if not model_was_chosen(cfg):
+        return
+    chosen = model_config_name(cfg)
+    if card is not None:
+        if card.get("model_config_name") == chosen:
+            return
+        holds = f"model={card.get('model_config_name')}"
+    else:
+        family = getattr(get_class(cfg.model._target_), "registry_name", None)
+        if family == model.registry_name:
+            return
+        holds = f"a {type(model).__name__} ({model.registry_name})"
+    instead = "pretrained=NAME of a" if card is not None else "checkpoint=PATH of a"
+    raise ValueError(f"model={chosen} does not match {source}, which holds {holds}; drop model= (the checkpoint says what it "
+                     f"is) or pass {instead} {chosen} model")
+
+
+def evaluation_source(cfg: DictConfig) -> tuple[Path, DictConfig, dict[str, Any] | None]:
+    """What ``evaluate`` measures: ``(checkpoint file, dataset config, zoo card or None)``. ``checkpoint=PATH`` is
+    measured on the configured data set; ``pretrained=NAME`` and the bare command (the zoo entry of the configured model
+    config and data set) on the data set their card names, after checking the file's sha256 against the card."""
+    pretrained = cfg.get("pretrained")
+    if cfg.checkpoint and pretrained:
+        raise ValueError(f"pass checkpoint=PATH or pretrained=NAME, not both (got checkpoint={cfg.checkpoint} pretrained={pretrained})")
+    if cfg.checkpoint:
+        return Path(cfg.checkpoint), cfg.dataset, None
+    zoo_dir = _zoo_dir(cfg)
+    name = pretrained or pretrained_name(cfg)
+    card = zoo.pretrained_card(name, zoo_dir=zoo_dir)
+    return zoo.pretrained_path(name, zoo_dir=zoo_dir), pretrained_dataset(card, cfg), card
+
+
+def more_accuracy(estimator: dict[str, Any], prefix: str = "estimator") -> list[str]:
+    """Overrides that ask ``estimator`` (its resolved config) for more accuracy at more cost: 10× the annealing steps
+    and CSL samples, 4× the chains (and RAISE's examples)."""
+    overrides = []
+    for key, value in estimator.items():
+        if isinstance(value, dict):
+            overrides += more_accuracy(value, f"{prefix}.{key}")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            factor = {"num_steps": 10, "samples_per_chain": 10, "num_chains": 4, "num_examples": 4}.get(key)
+            if factor:
+                overrides.append(f"{prefix}.{key}={value * factor}")
+    return overrides
 
 
 def evaluate(cfg: DictConfig) -> dict[str, Any]:
-    """Estimate ``log Z`` and the mean test log-likelihood of a checkpoint; exact values too when the model is small."""
+    """Estimate ``log Z`` and the mean test log-likelihood of a checkpoint (``checkpoint=``), a named zoo model
+    (``pretrained=``) or the zoo's model for the configured model config and data set; exact values too when the
+    model is small."""
     device = resolve_device(cfg.device)
-    data = instantiate(cfg.dataset)
-    checkpoint = Path(cfg.checkpoint) if cfg.checkpoint else pretrained_checkpoint(cfg, data.name)
+    checkpoint, dataset, card = evaluation_source(cfg)
     model = zoo.load(checkpoint, map_location=device)
+    check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
+    data = instantiate(dataset)
     if model.num_visible != data.num_features:
         raise ValueError(
             f"the checkpoint's model has {model.num_visible} visible units but dataset {data.name!r} has "
@@ -153,6 +272,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         )
     result: dict[str, Any] = {
         "checkpoint": str(checkpoint),
+        "pretrained": card["name"] if card else None,
         "model": model.registry_name,
         "model_config": model.config(),
         "dataset": data.name,
@@ -168,6 +288,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     else:
         result.update(likelihood_fields(estimate))
     result["warnings"] = list(estimate.warnings)
+    if result["kind"] != BoundKind.EXACT.value:
+        result["more_accuracy"] = more_accuracy(result["estimator"])
     for warning in estimate.warnings:
         logger.warning("%s", warning)
     size = model.log_partition_cost
@@ -231,7 +353,8 @@ def format_training(result: dict[str, Any]) -> str:
 
 def format_evaluation(result: dict[str, Any]) -> str:
     """A human-readable report of :func:`evaluate`'s result."""
-    lines = [f"model {result['model']} {result['model_config']} from {result['checkpoint']}"]
+    source = f"pretrained={result['pretrained']} ({result['checkpoint']})" if result.get("pretrained") else result["checkpoint"]
+    lines = [f"model {result['model']} {result['model_config']} from {source}"]
     upper = result.get("upper", result)
     if "log_z" in upper:
         exact = f"   (exact {result['exact_log_z']:.4f})" if "exact_log_z" in result else ""
@@ -254,5 +377,7 @@ def format_evaluation(result: dict[str, Any]) -> str:
         lines.append("  kernel acceptance along the schedule: " + " ".join(f"{a:.2f}" for a in upper["acceptance"]))
     if result["kind"] != BoundKind.EXACT.value:
         lines.append(f"  estimator: {json.dumps(result['estimator'])}")
+    if result.get("more_accuracy"):
+        lines.append("more accuracy (slower): " + " ".join(result["more_accuracy"]))
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)

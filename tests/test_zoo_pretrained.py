@@ -1,0 +1,152 @@
+"""The named zoo: every entry's card matches its checkpoint, list_pretrained / pretrained (hash-checked, clear errors),
+evaluate's pretrained=NAME and the bare command's choice of entry (by model config, not just by class)."""
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from pfzoo import app, cli, zoo
+
+REPO = Path(__file__).resolve().parents[1]
+ZOO = REPO / "models"
+NAMES = zoo.list_pretrained(zoo_dir=ZOO)
+MODEL_CONFIGS = sorted(path.stem for path in (REPO / "conf" / "model").glob("*.yaml"))
+NOT_BETTER_THAN_INIT = {"gaussian", "gaussian_rbm"}  # whitened patches: N(0, I) is already (nearly) the optimum; see their cards
+
+
+def card(name):
+    return json.loads((ZOO / name / zoo.CARD_DATA_FILE).read_text())
+
+
+def run(task, overrides):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.execute(task, cli.compose(task, overrides))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_zoo_folder_has_a_card_and_is_listed():
+    folders = sorted(p.name for p in ZOO.iterdir() if (p / zoo.CHECKPOINT_FILE).is_file())
+    assert NAMES == folders and len(NAMES) >= 20
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_card_matches_its_checkpoint(name):
+    data = card(name)
+    assert data["format"] == zoo.CARD_FORMAT and data["name"] == name
+    assert set(zoo.CARD_FIELDS) <= set(data), set(zoo.CARD_FIELDS) - set(data)
+    path = ZOO / name / zoo.CHECKPOINT_FILE
+    assert data["checkpoint"] == {"file": "checkpoint.pt", "sha256": zoo.file_sha256(path), "bytes": path.stat().st_size}
+    raw = zoo.load_checkpoint(path)
+    assert raw["model"] == data["family"] and raw["model_config"] == data["model_config"]
+    assert (REPO / "conf" / "model" / f"{data['model_config_name']}.yaml").is_file()
+    assert (REPO / "conf" / "experiment" / f"{data['recipe']['experiment']}.yaml").is_file()
+    assert "run_dir" not in data["recipe"]["config"] and data["dataset_config"].get("root") is None
+    measured = data["log_likelihood"]
+    assert measured["value"] < 0 and measured["kind"] and measured["estimator"]
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if card(n)["recipe"]["experiment"].startswith("zoo_")])
+def test_zoo_recipe_cards_render_their_readme_and_were_trained(name):
+    data = card(name)
+    assert (ZOO / name / zoo.CARD_FILE).read_text() == zoo.render_card(data).render()
+    if data["model_config_name"] not in NOT_BETTER_THAN_INIT:
+        assert data["log_likelihood"]["value"] > data["log_likelihood_at_init"]["value"] + 1.0
+    if data["model_config_name"] != "rbm":  # models/rbm-digits predates export: the training run's own checkpoint
+        assert zoo.load_checkpoint(ZOO / name / zoo.CHECKPOINT_FILE)["trainer_state"] is None
+        assert (ZOO / name / zoo.CHECKPOINT_FILE).stat().st_size < 1_000_000
+
+
+@pytest.mark.parametrize("model", MODEL_CONFIGS)
+def test_every_model_config_has_a_zoo_model_on_its_default_data_set(model):
+    target = cli.compose("evaluate", [f"model={model}"]).dataset._target_
+    assert zoo.find_pretrained(model, target, zoo_dir=ZOO), f"no zoo model of model={model} on {target}"
+
+
+def test_pretrained_loads_every_listed_name_with_its_card_config():
+    for name in NAMES:
+        model = zoo.pretrained(name, map_location="cpu", zoo_dir=ZOO)
+        assert model.registry_name == card(name)["family"] and model.config() == card(name)["model_config"]
+
+
+def test_default_zoo_dir_is_the_checkout_models_folder():
+    assert zoo.default_zoo_dir() == ZOO and zoo.list_pretrained() == NAMES
+
+
+def test_unknown_name_raises_value_error_listing_the_names():
+    with pytest.raises(ValueError, match="unknown pretrained model 'nope'.*rbm-digits"):
+        zoo.pretrained("nope")
+
+
+def test_a_changed_checkpoint_fails_its_hash_check_naming_the_file(tmp_path):
+    shutil.copytree(ZOO / "rbm-digits", tmp_path / "rbm-digits")
+    assert zoo.list_pretrained(zoo_dir=tmp_path) == ["rbm-digits"]
+    zoo.pretrained("rbm-digits", zoo_dir=tmp_path)
+    path = tmp_path / "rbm-digits" / "checkpoint.pt"
+    path.write_bytes(path.read_bytes() + b"\0")
+    with pytest.raises(ValueError, match=r"rbm-digits/checkpoint\.pt does not match its card"):
+        zoo.pretrained("rbm-digits", zoo_dir=tmp_path)
+
+
+def test_portable_config_drops_machine_paths(tmp_path):
+    config = {"run_dir": "/abs/run", "data": {"root": "/data"}, "dataset": {"root": "/data", "path": str(tmp_path / "x.npy")},
+              "other": "/elsewhere/file", "seed": 0, "list": ["/abs", 1]}
+    assert zoo.portable_config(config, base=tmp_path) == {
+        "data": {"root": None}, "dataset": {"root": None, "path": "x.npy"}, "other": None, "seed": 0, "list": [None, 1]}
+
+
+def test_pretrained_name_evaluates_on_its_own_data_set(tmp_path):
+    code, out, err = run("evaluate", ["pretrained=rbm-digits", "model=rbm", "dataset=patches", f"run_dir={tmp_path}",
+                                      "progress=false", "estimator.num_steps=50", "num_test=20"])
+    assert code == 0, err
+    assert "from pretrained=rbm-digits" in out and "more accuracy (slower): estimator.num_chains=400 estimator.num_steps=500" in out
+    report = json.loads((tmp_path / "evaluation.json").read_text())
+    assert report["pretrained"] == "rbm-digits" and report["dataset"] == "digits" and report["num_test"] == 20
+
+
+@pytest.mark.parametrize("model", ["poe_laplace", "poe_student"])
+def test_bare_evaluate_picks_the_entry_of_the_model_config_not_just_the_class(model):
+    checkpoint, dataset, chosen = app.evaluation_source(cli.compose("evaluate", [f"model={model}", "run_dir=x"]))
+    assert chosen["name"] == f"{model}-patches" and checkpoint == ZOO / f"{model}-patches" / "checkpoint.pt"
+    assert OmegaConf.to_container(dataset) == card(f"{model}-patches")["dataset_config"]
+
+
+def test_model_config_name_tells_configs_of_one_class_apart():
+    for model in MODEL_CONFIGS:
+        assert app.model_config_name(cli.compose("evaluate", [f"model={model}"])) == model
+    assert app.model_config_name(cli.compose("evaluate", ["model=poe_student", "model.num_experts=12"])) == "poe_student"
+
+
+def test_model_of_another_family_than_the_checkpoint_is_refused_in_one_line(tmp_path):
+    for source in ("pretrained=rbm-digits", f"checkpoint={ZOO / 'rbm-digits' / 'checkpoint.pt'}"):
+        code, out, err = run("evaluate", ["model=dbm", source, f"run_dir={tmp_path}", "progress=false"])
+        assert code == cli.EXIT_USAGE and len(err.splitlines()) == 1 and "model=dbm does not match" in err, err
+    code, _, err = run("evaluate", ["pretrained=rbm-digits", f"checkpoint={ZOO / 'rbm-digits' / 'checkpoint.pt'}", f"run_dir={tmp_path}"])
+    assert code == cli.EXIT_USAGE and "not both" in err
+
+
+def test_several_entries_for_one_model_config_ask_for_a_name(tmp_path):
+    cfg = cli.compose("evaluate", ["dataset=binarized_mnist", "run_dir=x", "data.root=/nowhere"])
+    with pytest.raises(ValueError, match="pass pretrained=NAME, one of rbm-binarized_mnist-cd1-20"):
+        app.evaluation_source(cfg)
+    _, dataset, chosen = app.evaluation_source(cli.compose("evaluate", ["model=dbm", "dataset=binarized_mnist", "run_dir=x", "data.root=/d"]))
+    assert chosen["name"] == "dbm-binarized_mnist" and dataset.root == "/d"
+
+
+@pytest.mark.slow
+def test_the_headline_command_runs_as_a_script(tmp_path):
+    """``python scripts/evaluate.py model=dbm estimator=raise`` (shrunk): Hydra's own choice of model config finds dbm-digits."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "evaluate.py"), "model=dbm", "estimator=raise",
+                             "estimator.num_steps=100", "num_test=20", f"run_dir={tmp_path}", "progress=false"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "from pretrained=dbm-digits" in result.stdout and "more accuracy" in result.stdout
+    assert json.loads((tmp_path / "evaluation.json").read_text())["num_test"] == 20

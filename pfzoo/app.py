@@ -49,7 +49,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     init_generator = torch.Generator().manual_seed(cfg.seed)
     model = instantiate(cfg.model, num_visible=data.num_features, generator=init_generator).to(device)
     if cfg.init_from_data:
-        model.init_from_data(data.train.to(device))
+        model.init_from_data(data.train.to(device, model.dtype))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator)
     if Capability.LAYERWISE in model.capabilities and not isinstance(trainer, GreedyTrainer):
@@ -268,7 +268,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             bar.update(done - bar.n)
 
         estimate = estimator.log_likelihood(
-            model, test.to(device), base_data=data.train.to(device), generator=generator, progress=report
+            model, test.to(device, model.dtype), base_data=data.train.to(device, model.dtype), generator=generator, progress=report
         )
     result: dict[str, Any] = {
         "checkpoint": str(checkpoint),
@@ -299,7 +299,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         with torch.no_grad():
             exact_log_z = model.log_partition()
             result["exact_log_z"] = exact_log_z.item()
-            result["exact_test_log_likelihood"] = model.log_prob(test.to(device), log_z=exact_log_z).mean().item()
+            result["exact_test_log_likelihood"] = model.log_prob(test.to(device, model.dtype), log_z=exact_log_z).mean().item()
     return result
 
 

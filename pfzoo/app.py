@@ -228,16 +228,18 @@ def evaluation_source(cfg: DictConfig) -> tuple[Path, DictConfig, dict[str, Any]
     return zoo.pretrained_path(name, zoo_dir=zoo_dir), pretrained_dataset(card, cfg), card
 
 
-def more_accuracy(estimator: dict[str, Any], prefix: str = "estimator") -> list[str]:
+def more_accuracy(estimator: dict[str, Any], num_test: int, prefix: str = "estimator") -> list[str]:
     """Overrides that ask ``estimator`` (its resolved config) for more accuracy at more cost: 10× the annealing steps
-    and CSL samples, 4× the chains (and RAISE's examples)."""
+    and CSL samples, 4× the chains, and 4× RAISE's examples (``null``, every one of the ``num_test``, when that is more)."""
     overrides = []
     for key, value in estimator.items():
         if isinstance(value, dict):
-            overrides += more_accuracy(value, f"{prefix}.{key}")
+            overrides += more_accuracy(value, num_test, f"{prefix}.{key}")
         elif isinstance(value, int) and not isinstance(value, bool):
             factor = {"num_steps": 10, "samples_per_chain": 10, "num_chains": 4, "num_examples": 4}.get(key)
-            if factor:
+            if key == "num_examples" and value < num_test:
+                overrides.append(f"{prefix}.{key}={value * factor}" if value * factor < num_test else f"{prefix}.{key}=null")
+            elif factor and key != "num_examples":
                 overrides.append(f"{prefix}.{key}={value * factor}")
     return overrides
 
@@ -250,6 +252,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     checkpoint, dataset, card = evaluation_source(cfg)
     model = zoo.load(checkpoint, map_location=device)
     check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
+    estimator = instantiate(cfg.estimator).to(device)
+    estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)
     data = instantiate(dataset)
     if model.num_visible != data.num_features:
         raise ValueError(
@@ -257,8 +261,6 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             f"{data.num_features} features; pick the dataset it was trained on"
         )
     test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
-    estimator = instantiate(cfg.estimator).to(device)
-    estimator.check(model)  # refuse in one line before any work
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
     with tqdm(desc=type(estimator).__name__, unit="step", disable=not cfg.progress) as bar:
@@ -289,7 +291,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         result.update(likelihood_fields(estimate))
     result["warnings"] = list(estimate.warnings)
     if result["kind"] != BoundKind.EXACT.value:
-        result["more_accuracy"] = more_accuracy(result["estimator"])
+        result["more_accuracy"] = more_accuracy(result["estimator"], result["num_test"])
     for warning in estimate.warnings:
         logger.warning("%s", warning)
     size = model.log_partition_cost

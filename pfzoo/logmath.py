@@ -68,10 +68,11 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
       :data:`SERIES_MAX_DELTA`, the Taylor series in δ around ``x_to`` to fourth order, with
       ``s = σ(x_to)``, ``q = s(1-s)``:
       ``δ s − δ² q [1/2 − δ ((1−2s)/6 − δ (1−6q)/24)]``, all elementwise products (fast);
-    - otherwise the exact ``−log1p(s · expm1(−δ))``, except where its argument ``1 + s · expm1(−δ)`` falls
-      below ½: there (large δ with σ(x_to) near 1, e.g. x_to = 20, δ = 25 in float32, where ``s`` rounds to 1
-      and the log1p form gives +inf, or a finite value off by tenths of a nat) the difference
-      ``softplus(x_to) − softplus(x_to − δ)`` is taken in float64, which loses nothing at such δ.
+    - otherwise the exact ``−log1p(s · expm1(−δ))`` where ``|s · expm1(−δ)| ≤ ½``, and elsewhere the difference
+      ``softplus(x_to) − softplus(x_to − δ)`` in float64, which loses nothing at such δ. The log1p form fails there:
+      with σ(x_to) near 1 and large δ (x_to = 20, δ = 25 in float32) ``s`` rounds to 1 and it gives +inf or a value
+      off by tenths of a nat; with large negative δ ``expm1(−δ)`` overflows (float32: δ < −88) and ``s · inf`` is
+      +inf, or NaN where ``s`` underflowed to 0 (the weights of RBMs with weights in the thousands).
 
     Terms are accurate to ~1e-9 in float32 and summed in float64.
     """
@@ -79,8 +80,9 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
     if max_abs_delta > SERIES_MAX_DELTA:
         shrink = s * torch.expm1(-delta)  # e^{−term} − 1 ∈ (−1, ∞)
         by_log1p = -torch.log1p(shrink)
-        direct = F.softplus(x_to.double()) - F.softplus((x_to - delta).double())
-        return torch.where(shrink < -0.5, direct, by_log1p.double()).sum(-1)
+        direct = F.softplus(x_to.double()) - F.softplus(x_to.double() - delta.double())
+        # |shrink| ≤ ½ also rejects NaN: where expm1(−δ) overflows (float32: δ < −88) and s = 0, s · inf is NaN
+        return torch.where(shrink.abs() <= 0.5, by_log1p.double(), direct).sum(-1)
     # Horner form with fused, in-place elementwise ops: this runs once per annealing step.
     q = torch.addcmul(s, s, s, value=-1)  # s(1-s)
     bracket = torch.addcmul(s.mul(-1 / 3).add_(1 / 6), delta, q.mul(-1 / 4).add_(1 / 24), value=-1)  # (1-2s)/6 - δ(1-6q)/24

@@ -61,6 +61,27 @@ def test_softplus_difference_stays_exact_for_large_steps_near_saturation(dtype):
     assert softplus_difference(x, delta, max_abs_delta=61.0).item() == pytest.approx(exact, abs=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softplus_difference_survives_overflowing_expm1(dtype):
+    """Large negative δ: expm1(−δ) overflows (float32 beyond 88, float64 beyond 709) and s · inf was NaN where σ(x) underflowed
+    to 0 (x = −200) or ±inf where it did not (x = −100, whose exact difference is −100)."""
+    x = torch.tensor([[-200.0, -100.0, -1000.0, 5.0, -750.0]], dtype=dtype)
+    delta = torch.tensor([[-150.0, -200.0, -1500.0, -800.0, -760.0]], dtype=dtype)
+    exact = (F.softplus(x.double()) - F.softplus(x.double() - delta.double())).sum().item()
+    assert softplus_difference(x, delta, max_abs_delta=1500.0).item() == pytest.approx(exact, abs=1e-6)
+
+
+def test_ais_on_an_rbm_with_weights_in_the_thousands_is_finite():
+    """W and visible bias ≈ 5000 in float32 at K = 100 (AIS returned NaN before: σ(x) underflowed to 0 times expm1 = inf)."""
+    from pfzoo.estimators import AIS
+    from pfzoo.models import RBM
+
+    g = torch.Generator().manual_seed(0)
+    model = RBM.from_tensors(torch.randn(12, 8, generator=g) * 5000, torch.randn(12, generator=g) * 5000, torch.zeros(8))
+    estimate = AIS(num_chains=100, num_steps=100)(model, generator=torch.Generator().manual_seed(1))
+    assert math.isfinite(estimate.log_z) and math.isfinite(estimate.stderr)
+
+
 def test_ais_on_an_rbm_with_huge_weights_is_finite():
     """|W| ≈ 200 at K = 100: every step is large, on the exact branch (it returned NaN before)."""
     from pfzoo.estimators import AIS

@@ -25,7 +25,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import pickle
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,23 +114,34 @@ def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device
         raise FileNotFoundError(f"no checkpoint file at {path}")
     try:
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as error:
-        raise ValueError(f"{path} is not a readable {FORMAT} file: {error}") from error
+    except Exception as error:  # noqa: BLE001  torch.load fails on a damaged file with a dozen types (OSError, KeyError,
+        # IndexError, RuntimeError, ...), none naming the file
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else 'no detail'}"
+        raise ValueError(f"{path} is not a readable {FORMAT} file (truncated or not a checkpoint): {reason}") from error
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{path} must be a checkpoint with format {FORMAT!r}, found {found!r}")
+    missing = [key for key in ("model", "model_config", "state_dict") if not isinstance(checkpoint.get(key), (str, dict))]
+    if missing:
+        raise ValueError(f"{path} is a damaged {FORMAT} file: it lacks {', '.join(missing)}")
     return checkpoint
 
 
 def load(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -> EnergyModel:
     """Rebuild the model saved at ``path``: ``model_class(name)(**model_config)``, then its ``state_dict``.
 
-    Parameters keep their saved dtype and are placed on ``map_location``.
+    Parameters keep their saved dtype and are placed on ``map_location``. The model comes back in eval mode (it is
+    for use, not for more training; call ``.train()`` to train on). A parameter or buffer with a NaN or infinite
+    value is refused: every estimate from it would be NaN.
     """
     checkpoint = load_checkpoint(path, map_location=map_location)
+    for name, value in checkpoint["state_dict"].items():
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            count = int((~torch.isfinite(value)).sum())
+            raise ValueError(f"{path}: {name} has {count} non-finite value(s) (NaN or inf); the model diverged or the file is corrupt")
     model = model_class(checkpoint["model"])(**checkpoint["model_config"])
     model.load_state_dict(checkpoint["state_dict"], assign=True)
-    return model
+    return model.eval()
 
 
 def folder_name(family: str, dataset: str, variant: str | None = None) -> str:

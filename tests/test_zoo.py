@@ -95,3 +95,37 @@ def test_save_rejects_unregistered_models_and_non_plain_configs(tmp_path):
     with pytest.raises(ValueError, match="config must be a plain dict"):
         zoo.save(tmp_path / "x.pt", trained_rbm(), config=["not", "a", "dict"])
     assert not list(tmp_path.iterdir())
+
+
+def test_every_truncation_of_a_checkpoint_is_refused_naming_the_file(tmp_path):
+    path = zoo.save(tmp_path / "whole.pt", trained_rbm())
+    data = path.read_bytes()
+    for cut in range(len(data)):  # every byte: torch.load fails differently at each
+        truncated = tmp_path / f"cut{cut}.pt"
+        truncated.write_bytes(data[:cut])
+        with pytest.raises(ValueError, match=f"cut{cut}.pt.*(truncated or not a checkpoint|damaged)"):
+            zoo.load(truncated)
+    (tmp_path / "text.pt").write_text("epoch 1 loss 0.5\n" * 20)
+    with pytest.raises(ValueError, match="text.pt is not a readable"):
+        zoo.load(tmp_path / "text.pt")
+
+
+def test_a_checkpoint_without_its_model_fields_is_refused_naming_them(tmp_path):
+    torch.save({"format": "pfzoo-checkpoint-1", "state_dict": {}}, tmp_path / "partial.pt")
+    with pytest.raises(ValueError, match="partial.pt is a damaged .* lacks model, model_config"):
+        zoo.load(tmp_path / "partial.pt")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_weights_are_refused_at_load(tmp_path, bad):
+    model = trained_rbm()
+    with torch.no_grad():
+        model.weight[0, 0] = bad
+    path = zoo.save(tmp_path / "diverged.pt", model)
+    with pytest.raises(ValueError, match=r"diverged.pt: weight has 1 non-finite value"):
+        zoo.load(path)
+
+
+def test_load_returns_the_model_in_eval_mode(tmp_path):
+    path = zoo.save(tmp_path / "rbm.pt", trained_rbm().train())
+    assert not zoo.load(path).training

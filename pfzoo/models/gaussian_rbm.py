@@ -176,8 +176,9 @@ class GaussianBernoulliRBM(BipartiteModel):
         """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
         return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
 
+    @torch.no_grad()
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-        """A sample ``v ~ N(b + σ ⊙ (W h), σ²/β)``, ``[B, V]``. Inputs are not validated; needs β > 0."""
+        """A sample ``v ~ N(b + σ ⊙ (W h), σ²/β)``, ``[B, V]`` (no gradient). Inputs are not validated; needs β > 0."""
         mean = self.visible_mean(h)
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         return mean + (self.sigma / math.sqrt(beta)) * noise

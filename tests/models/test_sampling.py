@@ -44,3 +44,19 @@ def test_every_family_samples_visible_rows_reproducibly(make):
     first = model.sample(5, num_steps=3, generator=torch.Generator().manual_seed(4))
     again = model.sample(5, num_steps=3, generator=torch.Generator().manual_seed(4))
     assert first.shape == (5, model.num_visible) and torch.equal(first, again) and math.isfinite(first.sum().item())
+
+
+def test_conditional_draws_carry_no_gradient():
+    """A draw is data for the next step, never a node of the parameters' graph (it would keep the graph alive and
+    leak gradients into whoever trains on it)."""
+    g = torch.Generator().manual_seed(0)
+    rbm, gbrbm = RBM(6, 4, init_std=0.5, generator=g), GaussianBernoulliRBM(6, 4, init_std=0.5, generator=g)
+    dbm = DBM([6, 4, 3], init_std=0.5, generator=g)
+    v, h = torch.ones(5, 6), torch.ones(5, 4)
+    draws = {
+        "RBM.draw_hidden": rbm.draw_hidden(v, generator=g), "RBM.draw_visible": rbm.draw_visible(h, generator=g),
+        "GBRBM.draw_hidden": gbrbm.draw_hidden(v, generator=g), "GBRBM.draw_visible": gbrbm.draw_visible(h, generator=g),
+        "DBM.draw_odd": dbm.draw_odd(torch.ones(5, dbm.num_even_units), generator=g),
+        "DBM.draw_even": dbm.draw_even(torch.ones(5, dbm.num_odd_units), generator=g),
+    }
+    assert {name: draw.requires_grad for name, draw in draws.items()} == dict.fromkeys(draws, False)

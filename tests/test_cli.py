@@ -37,3 +37,40 @@ def test_a_sweep_leaves_one_complete_run_per_job(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     for job in ("0", "1"):
         assert (run_dir / job / "checkpoint.pt").is_file() and (run_dir / job / "metrics.jsonl").read_text().count("\n") == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
+def test_a_killed_training_run_resumes_to_the_parameters_of_an_uninterrupted_one(tmp_path, signal_name):
+    """Kill ``train.py`` at whatever point it has reached once two epochs are logged (mid-epoch, mid-write: the moment
+    is not chosen), resume it, and compare every parameter with a run that was never interrupted."""
+    import signal
+    import time
+
+    import torch
+
+    from pfzoo import zoo
+
+    settings = ["trainer.epochs=12", "trainer.progress=false", "model.num_hidden=12", "pictures=false", "seed=3"]
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path / 'whole'}", *settings])) == 0
+
+    killed = tmp_path / "killed"
+    command = [sys.executable, str(REPO / "scripts" / "train.py"), f"run_dir={killed}", *settings]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        metrics = killed / "metrics.jsonl"
+        if metrics.is_file() and metrics.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.01)
+    assert process.poll() is None, "the run ended before it could be killed; give it more epochs"
+    process.send_signal(getattr(signal, signal_name))
+    process.wait(timeout=60)
+    resumed = subprocess.run([*command, "resume=true"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+
+    whole, again = zoo.load_checkpoint(tmp_path / "whole" / "checkpoint.pt"), zoo.load_checkpoint(killed / "checkpoint.pt")
+    for name, value in whole["state_dict"].items():
+        assert torch.equal(value, again["state_dict"][name]), name
+    lines = [line for line in (killed / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert len(lines) == 12 and not list(killed.glob(".checkpoint.pt.*.tmp"))

@@ -202,6 +202,7 @@ class Trainer:
             "sampling": torch.Generator(model.device).manual_seed(self.seed + _SAMPLING_SEED_OFFSET),
         }
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._remove_stale_temporaries()
         start = self._restore(model, optimizer, generators, config) if resume else 0
         records = self._metrics_through(start)
         weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
@@ -360,12 +361,31 @@ class Trainer:
         logger.info("resuming from %s after epoch %d", self.checkpoint_path, state["epoch"])
         return state["epoch"]
 
+    def _remove_stale_temporaries(self) -> None:
+        """Delete ``.checkpoint.pt.*.tmp`` files: a save killed mid-write (SIGKILL skips its clean-up) leaves one, and
+        only one run writes to a run directory, so any found before the first save belong to no live writer."""
+        for stale in self.run_dir.glob(f".{self.checkpoint_path.name}.*.tmp"):
+            logger.info("removing %s, left by a checkpoint write that was killed", stale)
+            stale.unlink(missing_ok=True)
+
     def _metrics_through(self, epoch: int) -> list[dict[str, Any]]:
-        """Keep only the records of epochs ≤ ``epoch`` in ``metrics.jsonl`` (later ones postdate the checkpoint); return them."""
+        """Keep only the records of epochs ≤ ``epoch`` in ``metrics.jsonl`` (later ones postdate the checkpoint); return them.
+
+        A line that is not a JSON record (the last line torn by a kill mid-write) is dropped with a warning."""
         records = []
         if self.metrics_path.is_file():
             with self.metrics_path.open() as file:
-                records = [record for record in map(json.loads, filter(str.strip, file)) if record["epoch"] <= epoch]
+                for number, line in enumerate(file, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        record = None
+                    if not isinstance(record, dict) or not isinstance(record.get("epoch"), int):
+                        logger.warning("%s line %d is not a metrics record (torn by a kill?); dropped", self.metrics_path, number)
+                    elif record["epoch"] <= epoch:
+                        records.append(record)
         self.metrics_path.write_text("".join(json.dumps(record) + "\n" for record in records))
         return records
 

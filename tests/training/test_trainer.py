@@ -288,3 +288,25 @@ def test_learning_rate_decays_per_epoch_from_the_initial_rate(tmp_path, data):
     assert seen == pytest.approx([0.2, 0.2 / 1.5, 0.2 / 2.0])
     with pytest.raises(ValueError, match="learning_rate_decay"):
         Trainer(CD(), run_dir=tmp_path, learning_rate_decay=-1.0)
+
+
+def test_resume_after_a_kill_mid_write_cleans_the_temporary_and_drops_the_torn_line(tmp_path, data, caplog):
+    """What a SIGKILL during a checkpoint write and a metrics append leaves: a ``.checkpoint.pt.*.tmp`` file and a
+    half-written last line. Resuming removes the one, drops the other with a warning, and still continues exactly."""
+    def trainer(run_dir, epochs):
+        return Trainer(PCD(k=1, num_chains=20), run_dir=run_dir, epochs=epochs, batch_size=32, progress=False)
+
+    one_go = rbm()
+    trainer(tmp_path / "one_go", 3).fit(one_go, data)
+    trainer(tmp_path / "killed", 2).fit(rbm(), data)
+    stale = tmp_path / "killed" / ".checkpoint.pt.k1ll3d.tmp"
+    stale.write_bytes(b"PK\x03\x04 half a zip")
+    with (tmp_path / "killed" / "metrics.jsonl").open("a") as file:
+        file.write('{"epoch": 3, "lo')
+    resumed = rbm(seed=1)
+    with caplog.at_level("WARNING", logger="pfzoo.training.trainer"):
+        trainer(tmp_path / "killed", 3).fit(resumed, data, resume=True)
+    assert not stale.exists()
+    assert "metrics.jsonl line 3 is not a metrics record" in caplog.text
+    assert torch.equal(resumed.weight, one_go.weight)
+    assert without_timing(read_metrics(tmp_path / "killed")) == without_timing(read_metrics(tmp_path / "one_go"))

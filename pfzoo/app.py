@@ -28,11 +28,13 @@ logger = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> torch.device:
-    """``torch.device(name)``, with a clear error when CUDA is asked for but absent."""
+    """``torch.device(name)`` for ``cpu``, ``cuda`` or ``cuda:N``, with a clear error when CUDA is asked for but absent."""
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError) as error:
         raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {name!r}") from error
+    if device.type not in ("cpu", "cuda"):  # meta holds no values; other backends are untested
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {name!r}")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={name!r} was requested but CUDA is not available on this machine; use device=cpu")
     return device
@@ -69,14 +71,35 @@ def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: i
     """``curves.png`` (loss and log-likelihoods by epoch) and, for image data, ``samples.png`` (64 samples of the
     trained model, its own sampler) and ``filters.png`` (its first-layer filters, each on its own contrast)."""
     written = [pictures.save_training_curves(metrics_file, run_dir / "curves.png")]
-    if data.image_shape is not None and len(data.image_shape) == 2:
-        with torch.no_grad():
-            samples = model.sample(PICTURE_SAMPLES, generator=torch.Generator(model.device).manual_seed(seed))
-        written.append(pictures.save_image_grid(samples, data.image_shape, run_dir / "samples.png"))
-        filters = model.visible_filters()
-        if filters is not None:
-            written.append(pictures.save_image_grid(filters[:100], data.image_shape, run_dir / "filters.png", per_image_contrast=True))
-    return [path for path in written if path is not None]
+    return [path for path in written if path is not None] + model_pictures(model, data, run_dir, seed=seed)
+
+
+def model_pictures(model, data, run_dir: Path, *, seed: int) -> list[Path]:
+    """For image data (a 2-d ``data.image_shape``): ``samples.png`` (64 samples of the model, its own sampler) and
+    ``filters.png`` (its first-layer filters, each on its own contrast, when it has filters); nothing otherwise."""
+    if data.image_shape is None or len(data.image_shape) != 2:
+        return []
+    with torch.no_grad():
+        samples = model.sample(PICTURE_SAMPLES, generator=torch.Generator(model.device).manual_seed(seed))
+    written = [pictures.save_image_grid(samples, data.image_shape, run_dir / "samples.png")]
+    filters = model.visible_filters()
+    if filters is not None:
+        written.append(pictures.save_image_grid(filters[:100], data.image_shape, run_dir / "filters.png", per_image_contrast=True))
+    return written
+
+
+def evaluation_pictures(result: dict[str, Any], model, data, cfg: DictConfig) -> list[Path]:
+    """``diagnostics.png`` (increment variance and ESS along β; ``diagnostics_upper.png`` for a bracket's upper
+    estimate) when the estimator ran with ``diagnostics=true``, and :func:`model_pictures` with ``samples=true``."""
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fields, name in ((result, "diagnostics.png"), (result.get("upper") or {}, "diagnostics_upper.png")):
+        if "path_diagnostics" in fields:
+            written.append(pictures.save_path_diagnostics(fields["path_diagnostics"], run_dir / name))
+    if cfg.samples:
+        written += model_pictures(model, data, run_dir, seed=cfg.seed)
+    return written
 
 
 def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> dict[str, Any] | None:
@@ -249,6 +272,10 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     (``pretrained=``) or the zoo's model for the configured model config and data set; exact values too when the
     model is small."""
     device = resolve_device(cfg.device)
+    if cfg.num_test is not None and cfg.num_test < 1:
+        raise ValueError(f"num_test must be a positive number of test examples or null (all of them), got {cfg.num_test}")
+    if cfg.exact_max_units < 0:
+        raise ValueError(f"exact_max_units must be a number of units ≥ 0 (0: never compute exact values), got {cfg.exact_max_units}")
     checkpoint, dataset, card = evaluation_source(cfg)
     model = zoo.load(checkpoint, map_location=device)
     check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
@@ -302,6 +329,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             exact_log_z = model.log_partition()
             result["exact_log_z"] = exact_log_z.item()
             result["exact_test_log_likelihood"] = model.log_prob(test.to(device, model.dtype), log_z=exact_log_z).mean().item()
+    result["pictures"] = [str(path) for path in evaluation_pictures(result, model, data, cfg)]
     return result
 
 
@@ -381,5 +409,7 @@ def format_evaluation(result: dict[str, Any]) -> str:
         lines.append(f"  estimator: {json.dumps(result['estimator'])}")
     if result.get("more_accuracy"):
         lines.append("more accuracy (slower): " + " ".join(result["more_accuracy"]))
+    if result.get("pictures"):
+        lines.append("pictures: " + ", ".join(result["pictures"]))
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)

@@ -59,7 +59,20 @@ def compose(task: str, overrides: Sequence[str] = ()) -> DictConfig:
     if task not in TASKS:
         raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        return hydra_compose(config_name=task, overrides=list(overrides))
+        cfg = hydra_compose(config_name=task, overrides=list(overrides))
+    check_booleans(cfg, overrides)
+    return cfg
+
+
+def check_booleans(cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """Refuse ``key=2`` for a boolean setting (the typed schema would turn any integer into True) naming the key."""
+    for override in overrides:
+        key, separator, value = override.lstrip("+~").partition("=")
+        if not separator or key.startswith("hydra."):
+            continue
+        node = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        if isinstance(node, bool) and value.strip().lower() not in ("true", "false"):
+            raise ValueError(f"{key} must be true or false, got {value!r}")
 
 
 def execute(task: str, cfg: DictConfig) -> int:

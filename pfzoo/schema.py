@@ -1,4 +1,5 @@
-"""Typed schemas of the top-level keys of ``conf/train.yaml`` (Hydra structured configs in its ConfigStore).
+"""Typed schemas of the top-level keys of ``conf/train.yaml`` and ``conf/evaluate.yaml`` (Hydra structured configs in its
+ConfigStore).
 
 With them a mistyped value (``seed=abc``, ``resume=maybe``, ``pictures=2``) fails when the config is composed,
 before any data are loaded, in one line naming the key. The config groups (model, dataset, trainer, estimator)
@@ -37,4 +38,26 @@ class TrainSchema:
     data: DataRoot = field(default_factory=DataRoot)
 
 
+@dataclass
+class EvaluateSchema:
+    """``conf/evaluate.yaml``: what to measure, on what, and what to write."""
+
+    model: Any = MISSING
+    dataset: Any = MISSING
+    estimator: Any = MISSING
+    checkpoint: Optional[str] = None  # noqa: UP045
+    pretrained: Optional[str] = None  # noqa: UP045
+    zoo_dir: Optional[str] = None  # noqa: UP045
+    seed: int = 0
+    device: str = "cpu"
+    num_test: Optional[int] = None  # noqa: UP045
+    exact_max_units: int = 20
+    progress: bool = True
+    samples: bool = False
+    output: str = "evaluation.json"
+    run_dir: str = MISSING
+    data: DataRoot = field(default_factory=DataRoot)
+
+
 ConfigStore.instance().store(name="train_schema", node=TrainSchema)
+ConfigStore.instance().store(name="evaluate_schema", node=EvaluateSchema)

@@ -33,3 +33,17 @@ def test_path_diagnostics_plot(tmp_path):
     betas = torch.linspace(0.01, 1, 50).tolist()
     diagnostics = {"betas": betas, "increment_var": [1e-3] * 50, "ess": list(range(50, 0, -1)), "cost_functional": 0.025}
     assert pictures.save_path_diagnostics(diagnostics, tmp_path / "diagnostics.png").is_file()
+
+
+def test_evaluate_writes_diagnostics_samples_and_filters_only_when_asked(tmp_path, capsys):
+    from pfzoo import cli
+
+    asked = ["estimator.num_steps=50", "estimator.diagnostics=true", "samples=true", "num_test=20", "progress=false"]
+    assert cli.execute("evaluate", cli.compose("evaluate", [f"run_dir={tmp_path / 'asked'}", *asked])) == 0
+    names = sorted(path.name for path in (tmp_path / "asked").glob("*.png"))
+    assert names == ["diagnostics.png", "filters.png", "samples.png"]
+    assert "pictures: " in capsys.readouterr().out
+    assert Image.open(tmp_path / "asked" / "diagnostics.png").size[0] >= 300
+    plain = ["estimator.num_steps=50", "num_test=20", "progress=false"]
+    assert cli.execute("evaluate", cli.compose("evaluate", [f"run_dir={tmp_path / 'plain'}", *plain])) == 0
+    assert not list((tmp_path / "plain").glob("*.png"))

@@ -132,6 +132,10 @@ class Trainer:
             raise ValueError(f"objective must be an nn.Module with a loss(model, batch, *, generator) method, got {type(objective).__name__}")
         if not callable(optimizer):
             raise ValueError(f"optimizer must be a callable params -> torch.optim.Optimizer, got {type(optimizer).__name__}")
+        if isinstance(optimizer, partial):  # a config's optimizer: torch accepts lr=nan and would train to NaN
+            for key, value in optimizer.keywords.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    check_finite_number(value, f"optimizer.{key}", minimum=0.0, exclusive=key == "lr")
         weight_decay = check_finite_number(weight_decay, "weight_decay", minimum=0.0)
         learning_rate_decay = check_finite_number(learning_rate_decay, "learning_rate_decay", minimum=0.0)
         check_bool(progress, "progress")

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from pfzoo.estimators.importance import importance_log_marginal
+from pfzoo.logmath import PARETO_K_UNRELIABLE, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability, MissingCapability, describe, join_alternatives
 from pfzoo.validation import check_generator
@@ -31,6 +32,10 @@ MIN_ESS_FRACTION = 0.05
 
 MIN_ACCEPTANCE = 0.05
 """A kernel whose mean acceptance falls below this in some stretch of the schedule is flagged."""
+
+MIN_TAIL_FIT_CHAINS = 50
+"""Fewest chains whose log weights get a Pareto tail fit: with fewer the fit's own noise (±0.2 at 50) would flag
+healthy runs."""
 
 
 class BoundKind(str, enum.Enum):
@@ -269,13 +274,26 @@ def independent_examples_stderr(per_example_stderr: torch.Tensor) -> float:
 
 
 def reliability_warnings(
-    ess: float | None, num_chains: int, acceptance: torch.Tensor | None = None, segment_betas: torch.Tensor | None = None
+    ess: float | None,
+    num_chains: int,
+    acceptance: torch.Tensor | None = None,
+    segment_betas: torch.Tensor | None = None,
+    log_weights: torch.Tensor | None = None,
 ) -> tuple[str, ...]:
     """One line per reason an importance-weighted estimate may be wrong: an ESS below
     :data:`MIN_ESS_FRACTION` of the chains (the weights are dominated by a few chains and the delta-method
-    stderr understates the error), or a kernel's acceptance below :data:`MIN_ACCEPTANCE` somewhere on the
-    schedule (the chains stopped moving, so the weights describe where they started)."""
+    stderr understates the error), a kernel's acceptance below :data:`MIN_ACCEPTANCE` somewhere on the
+    schedule (the chains stopped moving, so the weights describe where they started), or ``log_weights [N]``
+    (N ≥ :data:`MIN_TAIL_FIT_CHAINS`) whose Pareto k̂ exceeds :data:`~pfzoo.logmath.PARETO_K_UNRELIABLE` (a heavy
+    tail: the chains that would dominate the mean were probably not drawn, which the ESS of the drawn ones cannot show)."""
     warnings = []
+    if log_weights is not None and log_weights.dim() == 1 and log_weights.numel() >= MIN_TAIL_FIT_CHAINS:
+        k = pareto_tail_index(log_weights)
+        if k > PARETO_K_UNRELIABLE:
+            warnings.append(
+                f"log weights are heavy-tailed (Pareto k̂ = {k:.2f} > {PARETO_K_UNRELIABLE}): rare chains would move the "
+                f"mean, so the estimate and its stderr are unreliable; anneal longer (num_steps) or with more chains"
+            )
     if ess is not None and ess < max(2.0, MIN_ESS_FRACTION * num_chains):
         warnings.append(
             f"ESS {ess:.1f} of {num_chains} chains: a few chains carry the weight, so the stderr understates the error; "

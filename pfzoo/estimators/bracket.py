@@ -90,6 +90,8 @@ class Bracket(LikelihoodEstimator):
                 f"are dominated by a few chains, and RAISE's annealing model can fit the data better than the model "
                 f"at this num_steps; anneal longer with more chains before trusting either"
             )
+        if warnings and upper.warnings:  # AIS's log Ẑ failing is the usual cause; say so before anything else
+            warnings[0] += f" (likely cause: the {type(self.upper).__name__} side flagged itself: {upper.warnings[0]})"
         return BracketEstimate(
             mean=lower.mean, stderr=lower.stderr, per_example=lower.per_example, partition=upper.partition,
             data_stderr=lower.data_stderr, kind=lower.kind, info=lower.info,

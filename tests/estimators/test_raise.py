@@ -265,3 +265,12 @@ def test_csl_converges_to_the_truth_from_below_with_many_samples():
 def test_bad_arguments_raise(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_bracket_names_a_flagged_ais_as_the_likely_cause_of_a_gap():
+    model = random_rbm(10, 6, scale=200.0, seed=1)
+    data = torch.bernoulli(torch.full((10, 10), 0.5, dtype=torch.float64), generator=torch.Generator().manual_seed(0))
+    bracket = Bracket(AIS(num_chains=4, num_steps=2, schedule="linear"), RAISE(num_chains=2, num_steps=2), gap_threshold=1.0)
+    estimate = bracket.log_likelihood(model, data, generator=torch.Generator().manual_seed(0))
+    assert estimate.upper.warnings, "this AIS should flag itself (ESS of a few chains at scale 200)"
+    assert "likely cause: the AIS side flagged itself" in estimate.warnings[0]

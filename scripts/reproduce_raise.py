@@ -22,6 +22,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -52,6 +53,16 @@ QUICK = {"steps": 100, "long_steps": 200, "ais_chains": 10, "posterior_samples":
 QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
 QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10]}
 SECTIONS = ("models", "sweeps", "schedule_pilots")
+
+
+def label(name: str, results: dict) -> str:
+    """Model ``name``'s table label from the sizes it was measured with (a quick run's 10-unit models are not called
+    "CD1(500)"): the recipe's label with the stored config's hidden sizes, e.g. ``CD1(10)`` or ``DBM (10–10)``."""
+    config = results.get("models", {}).get(name, {}).get("config") or {}
+    sizes = config.get("layer_sizes", [None])[1:] if "layer_sizes" in config else [config.get("num_hidden")]
+    if None in sizes or not sizes:
+        return MODELS[name][0]
+    return re.sub(r"\(\d+(–\d+)?\)", "(" + "–".join(str(size) for size in sizes) + ")", MODELS[name][0])
 
 
 def family(name: str) -> str:
@@ -272,7 +283,7 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
         for steps, suffix in ((s["steps"], ""), (s["long_steps"], f"@{s['long_steps']}")):
             if not suffix or f"ais_base_rate{suffix}" in estimates:
                 found = {key: estimates.get(key if key in ("exact", "csl") else key + suffix) for key in COLUMNS}
-                rows.append([f"{MODELS[name][0]}, K = {steps:,}", *("—" if row is None else cell(row, s, key) for key, row in found.items())])
+                rows.append([f"{label(name, results)}, K = {steps:,}", *("—" if row is None else cell(row, s, key) for key, row in found.items())])
     text = [*markdown_table(["model", *COLUMNS.values()], "l" + "r" * len(COLUMNS), rows), "", (
         f"Mean test log-likelihood (nats) on the 10,000 binarized-MNIST test digits. K intermediate distributions (linear β) for RAISE and AIS; "
         f"models with exact values are also run at K = {s['long_steps']:,}. AIS: {s['ais_chains']} chains; for the DBM and DBN log f(v) by "
@@ -286,7 +297,7 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []
     for name, sweep in results.get("sweeps", {}).items():
         w, exact_f = sweep["settings"], family(name) == "rbm"
-        text += ["", f"## {MODELS[name][0]}: AIS and RAISE against K (base-rate initialisation)", "", *markdown_table(
+        text += ["", f"## {label(name, results)}: AIS and RAISE against K (base-rate initialisation)", "", *markdown_table(
             ["K", "AIS", "log Ẑ (ESS)", "RAISE", "AIS − RAISE"], "rrrrr", [[f"{r['steps']:,}", pm(r, "ais"), f"{r['ais_log_z']:.2f} ({r['ais_ess']:.1f})",
                                                                             pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
             f"AIS: {w['sweep_ais_chains']} chains, log f(v) " + ("exact (hidden units summed out)" if exact_f else f"by importance sampling with "
@@ -296,10 +307,10 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     pilots = {name: results["schedule_pilots"][name] for name in MODELS if name in results.get("schedule_pilots", {})}
     if pilots:
         p = next(iter(results["schedule_pilots"].values()))["settings"]
-        validation = [[MODELS[n][0], describe_schedule(r["schedule"]) + (" ✓" if r["schedule"] == e["chosen"] else ""), pm(r, "ais"), pm(r, "raise"),
+        validation = [[label(n, results), describe_schedule(r["schedule"]) + (" ✓" if r["schedule"] == e["chosen"] else ""), pm(r, "ais"), pm(r, "raise"),
                        f"{r['ais'] - r['raise']:+.2f}", f"{e['exact']['validation']:.2f}" if e["exact"] else "—"]
                       for n, e in pilots.items() for r in e["rows"]]
-        test = [[MODELS[n][0], describe_schedule(e["chosen"]), pm(t, "ais"), pm(t, "raise"), f"{t['ais'] - t['raise']:+.2f}",
+        test = [[label(n, results), describe_schedule(e["chosen"]), pm(t, "ais"), pm(t, "raise"), f"{t['ais'] - t['raise']:+.2f}",
                  *([f"{x['test']:.2f}", f"{t['ais'] - x['test']:+.2f}", f"{t['raise'] - x['test']:+.2f}"] if x else ["—"] * 3)]
                 for n, e in pilots.items() for t, x in [(e["test"], e["exact"])]]
         text += ["", "## Choosing the annealing schedule by the bracket (base-rate initialisation)", "",
@@ -347,7 +358,7 @@ def model_card(name: str, results: dict, model, folder: Path) -> zoo.ModelCard:
             (f"AIS {w['sweep_ais_chains']} chains; RAISE {w['raise_chains']} chains on the same {w['sweep_raise_examples']} test digits at every K "
              "(control variates); see `estimators/raise/table.md`.")])))
     return zoo.ModelCard(
-        title=f"{family(name)}-binarized_mnist ({MODELS[name][0]})",
+        title=f"{family(name)}-binarized_mnist ({label(name, results)})",
         summary=(f"Trained and measured by `python scripts/reproduce_raise.py`; last measured {entry['trained_on']} "
                  "(`--from-zoo` re-measures without retraining)."),
         facts=[("architecture", f"`pfzoo.models.{type(model).__name__}`, config `{model.config()}`"),

@@ -14,7 +14,7 @@ from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
-from pfzoo.paths.schedules import ScheduleSpec, make_betas
+from pfzoo.paths.schedules import EnergyScaleSchedule, ScheduleSpec, make_betas, schedule_from_name
 from pfzoo.validation import check_bool, check_finite_number, check_generator, check_positive_int
 
 DEFAULT_LATENT_STEP_SIZE = 0.2
@@ -36,7 +36,9 @@ class AIS(PartitionEstimator):
     Args:
         num_chains: N, independent annealing chains (≥ 2).
         num_steps: K, intermediate distributions (ignored when ``schedule`` is an explicit β sequence).
-        schedule: "linear", "sigmoid", a :class:`~pfzoo.paths.Schedule`, or an explicit β sequence.
+        schedule: "energy" (:class:`~pfzoo.paths.EnergyScaleSchedule`, fitted to the path on each run: linear for
+            models whose energies vary by at most a nat under the base, log-spaced from β ≈ 1/σ_0 for strongly coupled
+            ones), "linear", "sigmoid", "power:5", ..., a :class:`~pfzoo.paths.Schedule`, or an explicit β sequence.
         base: "auto" (the family's best tractable base: data base rates for binary families, a Gaussian
             fitted to the data for continuous ones; the data-free base without data) or one of the family's
             base names ("base_rate", "uniform"; "fitted", "isotropic").
@@ -63,7 +65,7 @@ class AIS(PartitionEstimator):
         self,
         num_chains: int = 100,
         num_steps: int | None = 1000,
-        schedule: ScheduleSpec = "linear",
+        schedule: ScheduleSpec = "energy",
         base: str = "auto",
         base_smoothing: float = 1.0,
         kernel=None,
@@ -83,6 +85,9 @@ class AIS(PartitionEstimator):
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
         self.schedule = schedule
+        # an "energy" schedule without a given σ_0 is fitted to the model's path on each run (forward)
+        resolved = schedule_from_name(schedule) if isinstance(schedule, str) else schedule
+        self.fitted_schedule = resolved if isinstance(resolved, EnergyScaleSchedule) and resolved.energy_scale is None else None
         self.base = base
         self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
         self.kernel = kernel
@@ -114,13 +119,19 @@ class AIS(PartitionEstimator):
         path, base = registry.build(
             model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
         )
+        betas, energy_scale = self.betas, None
+        if self.fitted_schedule is not None:
+            schedule = self.fitted_schedule.fitted_to(path, generator=generator)
+            betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
         initial = path.sample_base(self.num_chains, generator=generator)
-        result = anneal(path, self.betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
+        result = anneal(path, betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()
         info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps,
                 "base": base if self.base == base else f"{base} ({self.base})", "path": self.path}
+        if energy_scale is not None:
+            info["energy_scale"] = energy_scale
         if result.acceptance is not None:
             info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
         if self.diagnostics:

@@ -14,13 +14,14 @@ from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, exact_rbm_moments, fi
 from pfzoo.paths.posterior import PosteriorPath
 from pfzoo.paths.registry import build, is_annealable, path_kinds, register_family, register_path, resolve_base
 from pfzoo.paths.schedules import (
-    GeometricSchedule, LinearSchedule, OptimalSchedule, PowerSchedule, Schedule, SigmoidSchedule, make_betas, schedule_from_name,
+    EnergyScaleSchedule, GeometricSchedule, LinearSchedule, OptimalSchedule, PowerSchedule, Schedule, SigmoidSchedule, make_betas,
+    schedule_from_name,
 )
 
 __all__ = [
     "AnnealingPath", "BinaryGeometricPath", "ContinuousGeometricPath", "GaussianGeometricPath", "GaussianMomentAveragedPath",
     "GaussianPath", "GaussianRBMGeometricPath", "IsingGeometricPath", "PosteriorPath", "RBMGeometricPath", "RBMSplinePath",
-    "Schedule", "LinearSchedule", "SigmoidSchedule", "GeometricSchedule", "OptimalSchedule", "PowerSchedule", "build",
+    "Schedule", "LinearSchedule", "SigmoidSchedule", "GeometricSchedule", "OptimalSchedule", "PowerSchedule", "EnergyScaleSchedule", "build",
     "exact_rbm_moments", "fit_moment_averaged_knots", "is_annealable", "make_betas", "path_kinds", "rbm_moments",
     "register_family", "register_path", "resolve_base", "schedule_from_name",
 ]

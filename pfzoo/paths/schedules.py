@@ -154,8 +154,82 @@ class OptimalSchedule(Schedule):
         return betas
 
 
+ENERGY_SCALE_SAMPLES = 100
+"""Base samples from which :meth:`EnergyScaleSchedule.fitted_to` measures a path's energy scale σ_0."""
+
+
+class EnergyScaleSchedule(Schedule):
+    """Steps spaced by the thermodynamic length of a path whose log density ratio varies by σ_0 nats under the base.
+
+    Step k of a geometric path costs the divergence ``J_k ≈ (β_k − β_{k−1})² σ(β)²`` with
+    ``σ(β) = sd_{p_β}[log f_1 − log f_0]`` (:class:`~pfzoo.estimators.annealing.AnnealingDiagnostics`), so steps of
+    equal length ``Δβ · σ(β)`` share the divergence evenly (Grosse, Maddison & Salakhutdinov 2013, §3). σ is known
+    where the path starts: ``σ(0) = σ_0``, measured under the base. It stays near σ_0 while ``β σ_0 ≲ 1`` (p_β is
+    still the base, tilted by a nat or so), and beyond ``β* = 1 / σ_0`` a system that has settled into its low energy
+    states fluctuates by about a nat of ``β (log f_1 − log f_0)``: ``σ(β) ≈ 1/β``. The length is then
+
+        ℓ(β) = β σ_0  for β ≤ β*,    ℓ(β) = 1 + log(β / β*)  beyond,
+
+    linear up to β* and logarithmic to 1. On an RBM whose weights are N(0, s²) the whole change from the base to the
+    target happens at β ≈ 1/s, which a linear schedule crosses in a few steps (s = 5000: in one of K = 1000 steps,
+    30 stderr below the exact log Z); equal steps of ℓ place hundreds of steps there. Models whose σ_0 is at most 1
+    (β* = 1) get the linear schedule. A fraction ``1 − share`` of the steps stays linear in β, a defence for
+    trained models whose hard part is near β = 1 rather than at 1/σ_0: β_k solves
+    ``(1 − share) β + share · ℓ(β) / ℓ(1) = k / K`` (monotone; solved by bisection), so no stretch of β gets fewer
+    than ``1 − share`` of a linear schedule's steps.
+
+    Args:
+        energy_scale: σ_0 ≥ 0; ``None`` (the ``"energy"`` schedule): measured from the path's base samples by the
+            estimator that runs it (:meth:`fitted_to`; AIS does), linear until then.
+        share: the fraction of the steps spaced by ℓ, in [0, 1].
+    """
+
+    def __init__(self, energy_scale: float | None = None, share: float = 0.2) -> None:
+        if energy_scale is not None:
+            energy_scale = float(check_finite_number(energy_scale, "energy_scale", minimum=0.0))
+        share = check_finite_number(share, "share", minimum=0.0)
+        if share > 1.0:
+            raise ValueError(f"share must lie in [0, 1], got {share}")
+        self.energy_scale = energy_scale
+        self.share = float(share)
+
+    def fitted_to(self, path, *, generator: torch.Generator | None = None) -> "EnergyScaleSchedule":
+        """This schedule with σ_0 = the standard deviation of ``log f_1 − log f_0`` over :data:`ENERGY_SCALE_SAMPLES`
+        base samples of ``path`` (an :class:`~pfzoo.paths.base.AnnealingPath`), drawn with ``generator``; itself when
+        σ_0 was given. The samples are not the estimator's chains, so the schedule does not depend on them and AIS's
+        ``Ẑ`` stays unbiased."""
+        if self.energy_scale is not None:
+            return self
+        stats = path.statistics(path.sample_base(ENERGY_SCALE_SAMPLES, generator=generator))
+        scale = path.log_weight_increment(stats, 0.0, 1.0).std().item()
+        if not math.isfinite(scale):
+            raise ValueError(f"the model's log density ratio to the base is not finite on base samples (sd {scale}); "
+                             f"expected a model with finite energies")
+        return EnergyScaleSchedule(scale, self.share)
+
+    def betas(self, num_steps: int) -> torch.Tensor:
+        scale = 0.0 if self.energy_scale is None else self.energy_scale
+        knee = min(1.0, 1.0 / scale) if scale > 0 else 1.0  # β*
+        total = 1.0 - math.log(knee)  # ℓ(1) in units of β* σ_0
+
+        def position(beta: torch.Tensor) -> torch.Tensor:
+            length = torch.where(beta <= knee, beta / knee, 1.0 + torch.log(beta.clamp(min=knee) / knee))
+            return (1.0 - self.share) * beta + self.share * length / total
+
+        targets = torch.linspace(0.0, 1.0, num_steps + 1, dtype=torch.float64)
+        low, high = torch.zeros_like(targets), torch.ones_like(targets)
+        for _ in range(64):  # bisection: position is increasing, and 2⁻⁶⁴ is below float64's resolution of β
+            middle = (low + high) / 2
+            below = position(middle) < targets
+            low, high = torch.where(below, middle, low), torch.where(below, high, middle)
+        betas = (low + high) / 2
+        betas[0], betas[-1] = 0.0, 1.0
+        return betas
+
+
 SCHEDULES: dict[str, type[Schedule]] = {
     "linear": LinearSchedule, "sigmoid": SigmoidSchedule, "geometric": GeometricSchedule, "power": PowerSchedule,
+    "energy": EnergyScaleSchedule,
 }
 
 ScheduleSpec = str | Schedule | Sequence[float] | torch.Tensor
@@ -163,7 +237,8 @@ ScheduleSpec = str | Schedule | Sequence[float] | torch.Tensor
 
 def schedule_from_name(name: str) -> Schedule:
     """A :data:`SCHEDULES` entry by name, optionally with its one argument after a colon: ``"linear"``,
-    ``"power:5"`` (``PowerSchedule(5.0)``), ``"sigmoid:8"`` (``SigmoidSchedule(8.0)``), ``"geometric:1e-4"``."""
+    ``"power:5"`` (``PowerSchedule(5.0)``), ``"sigmoid:8"`` (``SigmoidSchedule(8.0)``), ``"geometric:1e-4"``,
+    ``"energy"`` (``EnergyScaleSchedule()``: σ_0 measured on the path) or ``"energy:5000"`` (σ_0 = 5000)."""
     kind, colon, argument = name.partition(":")
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {name!r}; expected one of {sorted(SCHEDULES)} (optionally '<name>:<number>'), "

@@ -1,10 +1,16 @@
+import math
+
 import pytest
 import torch
 
-from pfzoo.paths import GeometricSchedule, LinearSchedule, OptimalSchedule, PowerSchedule, SigmoidSchedule, make_betas
+from pfzoo.paths import (
+    EnergyScaleSchedule, GeometricSchedule, LinearSchedule, OptimalSchedule, PowerSchedule, SigmoidSchedule, make_betas, registry,
+)
+from pfzoo.models import RBM
 
 
-@pytest.mark.parametrize("schedule", ["linear", "sigmoid", "geometric", "power", PowerSchedule(5.0), LinearSchedule(), SigmoidSchedule(scale=8.0), GeometricSchedule(0.1),
+@pytest.mark.parametrize("schedule", ["linear", "sigmoid", "geometric", "power", "energy", "energy:5000", PowerSchedule(5.0),
+                                      LinearSchedule(), SigmoidSchedule(scale=8.0), GeometricSchedule(0.1),
                                       OptimalSchedule([0.0, 0.3, 1.0], [4.0, 1.0])])
 def test_named_schedules_run_from_zero_to_one(schedule):
     betas = make_betas(schedule, 100)
@@ -33,6 +39,33 @@ def test_schedule_names_take_one_argument_after_a_colon():
     torch.testing.assert_close(make_betas("geometric:1e-4", 10), GeometricSchedule(1e-4).betas(10))
 
 
+@pytest.mark.parametrize("scale", [0.0, 0.3, 1.0])
+def test_energy_schedule_is_linear_for_energies_that_vary_by_at_most_a_nat(scale):
+    torch.testing.assert_close(EnergyScaleSchedule(scale).betas(50), LinearSchedule().betas(50))
+    torch.testing.assert_close(make_betas("energy", 50), LinearSchedule().betas(50))  # not yet fitted to a path
+
+
+def test_energy_schedule_spaces_steps_by_thermodynamic_length():
+    """σ_0 = 1e4, share ½: β_k solves ½ β + ½ ℓ(β)/ℓ(1) = k/K with ℓ linear to β* = 1e-4 and logarithmic beyond."""
+    betas = EnergyScaleSchedule(1e4, share=0.5).betas(1000)
+    total = 1.0 + math.log(1e4)
+    position = 0.5 * betas + 0.5 * torch.where(betas <= 1e-4, betas * 1e4, 1.0 + torch.log(betas.clamp(min=1e-4) * 1e4)) / total
+    torch.testing.assert_close(position, torch.linspace(0.0, 1.0, 1001, dtype=torch.float64), atol=1e-12, rtol=0.0)
+    assert (betas.diff() > 0).all()
+    assert (betas <= 1e-4).sum() == 50 and (LinearSchedule().betas(1000) <= 1e-4).sum() == 1  # K·share/ℓ(1) steps below β*, linear: β_0
+    assert betas.diff()[-1] < 1.0 / 1000 / 0.5 + 1e-12  # no stretch gets fewer than `1 − share` of linear's steps
+
+
+def test_energy_schedule_is_fitted_to_the_path_from_base_samples():
+    g = torch.Generator().manual_seed(0)
+    model = RBM.from_tensors(torch.randn(12, 8, generator=g) * 100, torch.randn(12, generator=g) * 100, torch.zeros(8))
+    path, _ = registry.build(model)
+    fitted = EnergyScaleSchedule().fitted_to(path, generator=torch.Generator().manual_seed(1))
+    again = EnergyScaleSchedule().fitted_to(path, generator=torch.Generator().manual_seed(1))
+    assert fitted.energy_scale == again.energy_scale and 100 < fitted.energy_scale < 1000  # same seed, same schedule
+    assert EnergyScaleSchedule(7.0).fitted_to(path).energy_scale == 7.0  # a given σ_0 is kept
+
+
 def test_explicit_schedule():
     betas = make_betas([0.0, 0.5, 0.5, 1.0], None)
     assert betas.tolist() == [0.0, 0.5, 0.5, 1.0]
@@ -46,6 +79,8 @@ def test_explicit_schedule():
         ("power:five", 10, "must be a number"),
         ("power:0.5", 10, "power must be a finite number of at least 1"),
         ("linear:2", 10, "takes no argument"),
+        ("energy:-1", 10, "energy_scale"),
+        ("energy:nan", 10, "energy_scale"),
         ("linear", 0, "num_steps"),
         ([0.0, 0.6, 0.4, 1.0], None, "non-decreasing"),
         ([0.1, 1.0], None, "start at 0"),

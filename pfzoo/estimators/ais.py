@@ -39,6 +39,8 @@ class AIS(PartitionEstimator):
         schedule: "energy" (:class:`~pfzoo.paths.EnergyScaleSchedule`, fitted to the path on each run: linear for
             models whose energies vary by at most a nat under the base, log-spaced from β ≈ 1/σ_0 for strongly coupled
             ones), "linear", "sigmoid", "power:5", ..., a :class:`~pfzoo.paths.Schedule`, or an explicit β sequence.
+            A fitted schedule's σ_0 and β's are in the estimate's ``info["energy_scale"]`` and ``info["betas"]``
+            (:attr:`betas` holds the unfitted, linear ones, which :meth:`log_likelihood` uses for latent-variable models).
         base: "auto" (the family's best tractable base: data base rates for binary families, a Gaussian
             fitted to the data for continuous ones; the data-free base without data) or one of the family's
             base names ("base_rate", "uniform"; "fitted", "isotropic").
@@ -98,7 +100,10 @@ class AIS(PartitionEstimator):
         return self.betas.numel() - 1
 
     def missing_for_partition(self, model: EnergyModel) -> str | None:
-        return None if registry.is_annealable(model) else ANNEALING_NEED
+        if not registry.is_annealable(model):
+            return ANNEALING_NEED
+        reason = registry.improper_reason(model)
+        return None if reason is None else f"a model with finite Z ({reason})"
 
     def missing(self, model: EnergyModel) -> str | None:
         if Capability.LATENT_GENERATIVE in model.capabilities:
@@ -131,7 +136,7 @@ class AIS(PartitionEstimator):
         info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps,
                 "base": base if self.base == base else f"{base} ({self.base})", "path": self.path}
         if energy_scale is not None:
-            info["energy_scale"] = energy_scale
+            info.update(energy_scale=energy_scale, betas=betas)
         if result.acceptance is not None:
             info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
         if self.diagnostics:
@@ -143,7 +148,8 @@ class AIS(PartitionEstimator):
             ess=ess,
             kind=BoundKind.UNBIASED_Z,
             info=info,
-            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas),
+            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas)
+            + tuple(getattr(path, "warnings", ())),
         )
 
     def log_likelihood(

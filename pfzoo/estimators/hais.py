@@ -26,8 +26,15 @@ class HAIS(AIS):
         num_chains: particles N (the paper uses 200).
         num_steps: intermediate distributions K.
         step_size: leapfrog ε (the paper uses 0.2).
-        schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "auto", "isotropic" (N(0, I)) or
-            "fitted" (a Gaussian fitted to ``data``; what "auto" picks when data are given).
+        schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "isotropic" (N(0, I)), "fitted" (a
+            Gaussian fitted to ``data``), "student_t" (independent Student-t experts fitted to ``data``,
+            :class:`~pfzoo.paths.continuous.StudentTBase`) or "auto": without data "isotropic", with data "student_t"
+            when the model's experts or the data are heavy-tailed, else "fitted". The leapfrog steps in the base's
+            unit-scale coordinates, so ε is relative to the fitted scale (a target 1000× narrower than N(0, I) needs
+            data to be estimated; without them its collapsed acceptance and ESS are reported as warnings).
+
+    Models whose Z is infinite (``model.improper_reason()``: a product of experts with fewer independent filters than
+    dimensions, or Student-t shapes λ ≤ ½ in a complete one) are refused with :class:`~pfzoo.models.MissingCapability`.
         num_leapfrog, momentum_refresh, flip, lower, stiffness: as :class:`~pfzoo.kernels.HMCKernel`. With
             stiffness s > 0 the leapfrog step at β is ``ε / √(1 + β s)``: ε sized for the base distribution, s for
             how much stiffer the target is.
@@ -56,4 +63,6 @@ class HAIS(AIS):
         super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel, diagnostics=diagnostics)
 
     def missing_for_partition(self, model: EnergyModel) -> str | None:
-        return None if Capability.REAL_ENERGY in model.capabilities else Capability.REAL_ENERGY.value
+        if Capability.REAL_ENERGY not in model.capabilities:
+            return Capability.REAL_ENERGY.value
+        return super().missing_for_partition(model)

@@ -10,11 +10,56 @@ from torch.nn import functional as F
 
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_generator, check_positive_int
 
 EXPERTS = ("laplace", "student_t")
 DEFAULT_STUDENT_T_SHAPE = 1.5  # λ > ½, so a complete model has finite Z from the start
 _HALF_LOG_PI = 0.5 * math.log(math.pi)
+
+
+def standard_gamma(concentration: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Draws of Gamma(a, 1) for every entry of ``concentration`` (a > 0, any shape), by Marsaglia & Tsang (2000).
+
+    For a ≥ 1: ``d = a − ⅓``, ``c = 1/√(9d)``; propose ``v = (1 + c n)³``, ``n ~ N(0, 1)``, accept when
+    ``log u < ½n² + d − d v + d log v``. For a < 1, ``Gamma(a) = Gamma(a + 1) · u^{1/a}``. Written here because
+    ``torch.distributions.Gamma`` takes no generator. Entries are redrawn until all accept (≥ 95 % per round).
+    """
+    boosted = torch.where(concentration < 1, concentration + 1, concentration).double()
+    d = boosted - 1.0 / 3.0
+    c = 1.0 / torch.sqrt(9.0 * d)
+    draws = torch.zeros_like(d)
+    pending = torch.ones_like(d, dtype=torch.bool)
+    while bool(pending.any()):
+        normal = torch.randn(d.shape, generator=generator, dtype=d.dtype, device=d.device)
+        uniform = torch.rand(d.shape, generator=generator, dtype=d.dtype, device=d.device)
+        v = (1 + c * normal) ** 3
+        accept = pending & (v > 0) & (uniform.log() < 0.5 * normal.square() + d - d * v + d * v.clamp(min=1e-300).log())
+        draws = torch.where(accept, d * v, draws)
+        pending = pending & ~accept
+    small = concentration < 1
+    if bool(small.any()):
+        uniform = torch.rand(d.shape, generator=generator, dtype=d.dtype, device=d.device)
+        draws = torch.where(small, draws * uniform.pow(1.0 / concentration.double()), draws)
+    return draws.to(concentration.dtype)
+
+
+def student_t_responses(shape: torch.Tensor, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Exact draws ``[num_samples, L]`` of ``u_l`` with density ``∝ (1 + u_l²)^{−λ_l}`` for shapes ``λ [L]`` (all > ½).
+
+    That density is a Student t with ``ν = 2λ − 1`` degrees of freedom scaled by ``1/√ν``, so
+    ``u = n / √(2 g)`` with ``n ~ N(0, 1)`` and ``g ~ Gamma(ν/2, 1)``.
+    """
+    nu = 2 * shape - 1
+    gamma = standard_gamma((nu / 2).expand(num_samples, -1), generator=generator)
+    normal = torch.randn(gamma.shape, generator=generator, dtype=gamma.dtype, device=gamma.device)
+    return normal / torch.sqrt(2 * gamma)
+
+
+def laplace_responses(num_samples: int, width: int, *, generator: torch.Generator | None = None, dtype=None, device=None) -> torch.Tensor:
+    """Exact draws ``[num_samples, width]`` of the density ``½ e^{−|u|}``: the difference of two Exp(1) draws."""
+    uniform = torch.rand(2, num_samples, width, generator=generator, dtype=dtype, device=device)
+    exponential = -torch.log1p(-uniform)
+    return exponential[0] - exponential[1]
 
 
 @register_model("poe")
@@ -141,7 +186,38 @@ class ProductOfExperts(ContinuousModel):
 
     @property
     def log_partition_cost(self) -> int | None:
-        return 0 if self.is_complete else None
+        """0 (closed form) for a complete model with finite Z; ``None`` otherwise, so no estimator offers an exact
+        log Z of a model whose Z is infinite."""
+        return 0 if self.is_complete and self.improper_reason() is None else None
+
+    @property
+    def heavy_tailed(self) -> bool:
+        """Whether the experts have polynomial tails (Student-t): an annealing base should then be heavy-tailed too."""
+        return self.expert == "student_t"
+
+    def improper_reason(self) -> str | None:
+        """Why ``Z = ∫ exp(−E(x)) dx`` is infinite, in words, or ``None`` when no reason is known.
+
+        - filters of rank < M (fewer experts than dimensions, or linearly dependent filters): ``E`` is constant
+          along the null space of Φ;
+        - a complete model with a Student-t shape λ_l ≤ ½: ``∫ (1 + u²)^{−λ} du`` diverges;
+        - any Student-t model with ``2 Σ_l λ_l ≤ M``: along almost every ray ``p(t x) ~ |t|^{−2Σλ}``, which is not
+          integrable against the ``r^{M−1}`` volume element. (Overcomplete models passing this are not proven finite.)
+        """
+        filters = self.filters.detach().double()
+        rank = int(torch.linalg.matrix_rank(filters))
+        if rank < self.num_visible:
+            return (f"its {self.num_experts} filters span only {rank} of {self.num_visible} dimensions, so the density is flat "
+                    f"along the rest and Z is infinite")
+        if self.expert == "laplace":
+            return None
+        shape = self.shape.detach().double()
+        if self.is_complete and bool((shape <= 0.5).any()):
+            worst = int(shape.argmin())
+            return f"expert {worst} has Student-t shape λ = {shape[worst].item():.4g} ≤ 1/2, so Z is infinite"
+        if 2 * shape.sum().item() <= self.num_visible:
+            return f"its Student-t shapes sum to {shape.sum().item():.4g} ≤ M/2 = {self.num_visible / 2:g}, so Z is infinite"
+        return None
 
     # ---- energies -----------------------------------------------------------------------
 
@@ -170,6 +246,21 @@ class ProductOfExperts(ContinuousModel):
         """``(E(x) [B], ∇E(x) [B, M])`` from one projection ``u = x Φᵀ`` and one product ``E'(u) Φ``. Unchecked hot-loop primitive."""
         u = x @ self.filters.T
         return self._expert_energy(u), self._expert_derivative(u) @ self.filters
+
+    @torch.no_grad()
+    def sample(self, num_samples: int, *, generator: torch.Generator | None = None, **hmc_options) -> torch.Tensor:
+        """Samples ``[num_samples, M]``. A complete model with finite Z is sampled exactly: independent expert
+        responses ``u`` (Laplace: difference of two exponentials; Student-t: :func:`student_t_responses`) mapped
+        back through ``x = u Φ⁻ᵀ``. Any other model falls back to :meth:`ContinuousModel.sample` (HMC; ``hmc_options``)."""
+        if not self.is_complete or self.improper_reason() is not None:
+            return super().sample(num_samples, generator=generator, **hmc_options)
+        check_positive_int(num_samples, "num_samples")
+        check_generator(generator, self.device)
+        if self.expert == "laplace":
+            responses = laplace_responses(num_samples, self.num_experts, generator=generator, dtype=torch.float64, device=self.device)
+        else:
+            responses = student_t_responses(self.shape.double(), num_samples, generator=generator)
+        return torch.linalg.solve(self.filters.double(), responses.T).T.to(self.dtype)
 
     # ---- partition function -------------------------------------------------------------
 

@@ -31,6 +31,8 @@ class PathFamily:
     bases: valid base names; ``bases[0]`` is what ``base="auto"`` picks when data are given,
         ``free_base`` what it picks without data (``None``: the family needs data for any base).
     make_base: ``(model, name, data, smoothing) -> base model`` with an exactly known ``log Z``.
+    choose_base: optional ``(model, data) -> name``, what ``base="auto"`` picks when it depends on the model or the
+        data (e.g. a heavy-tailed base for heavy-tailed targets); replaces the ``bases[0]`` / ``free_base`` rule.
     kinds: path kind → ``(model, base, kernel, **options) -> AnnealingPath``.
     """
 
@@ -38,17 +40,21 @@ class PathFamily:
     bases: tuple[str, ...]
     make_base: BaseBuilder
     free_base: str | None
+    choose_base: Callable[[Any, "torch.Tensor | None"], str] | None = None
     kinds: dict[str, PathBuilder] = field(default_factory=dict)
 
 
 _FAMILIES: dict[str, PathFamily] = {}
 
 
-def register_family(name: str, *, bases: tuple[str, ...], make_base: BaseBuilder, free_base: str | None) -> None:
+def register_family(
+    name: str, *, bases: tuple[str, ...], make_base: BaseBuilder, free_base: str | None,
+    choose_base: Callable[[Any, "torch.Tensor | None"], str] | None = None,
+) -> None:
     """Declare family ``name``'s bases (see :class:`PathFamily`)."""
     if name in _FAMILIES:
         raise ValueError(f"path family {name!r} is already registered")
-    _FAMILIES[name] = PathFamily(name, tuple(bases), make_base, free_base)
+    _FAMILIES[name] = PathFamily(name, tuple(bases), make_base, free_base, choose_base)
 
 
 def register_path(family: str, kind: str) -> Callable[[PathBuilder], PathBuilder]:
@@ -83,6 +89,13 @@ def family_of(model, *, by: str = "annealing") -> PathFamily:
     return _FAMILIES[name]
 
 
+def improper_reason(model) -> str | None:
+    """Why ``model``'s partition function is infinite (``model.improper_reason()``, for families that can tell), or ``None``.
+    Annealing towards such a model yields a finite number that estimates nothing."""
+    reason = getattr(model, "improper_reason", None)
+    return None if reason is None else reason()
+
+
 def is_annealable(model) -> bool:
     """Whether ``model``'s family has registered paths."""
     return getattr(model, "path_family", None) in _FAMILIES
@@ -94,12 +107,15 @@ def path_kinds(model) -> list[str]:
 
 
 def resolve_base(model, base: str, data: torch.Tensor | None) -> str:
-    """The base name ``base`` stands for: ``"auto"`` → the family's data base when ``data`` are given, else its
-    data-free base; an explicit name must be one of the family's. Raises ``ValueError`` (one line) otherwise."""
+    """The base name ``base`` stands for: ``"auto"`` → the family's ``choose_base(model, data)`` where it has one, else
+    its data base when ``data`` are given and its data-free base without; an explicit name must be one of the
+    family's. Raises ``ValueError`` (one line) otherwise."""
     entry = family_of(model)
     if not isinstance(base, str):
         raise ValueError(f"base must be a string ('auto' or one of {list(entry.bases)}), got {type(base).__name__}")
     if base == "auto":
+        if entry.choose_base is not None:
+            return entry.choose_base(model, data)
         if data is not None:
             return entry.bases[0]
         if entry.free_base is None:
@@ -127,6 +143,9 @@ def build(
     family takes one (continuous models); ``options`` go to the builder (e.g. the RBM spline's ``num_knots``).
     """
     entry = family_of(model, by=by)
+    reason = improper_reason(model)
+    if reason is not None:
+        raise MissingCapability(f"{by} needs a model with finite Z; {type(model).__name__} {reason}")
     if not isinstance(kind, str) or kind not in entry.kinds:
         raise ValueError(f"path must be one of {sorted(entry.kinds)} for {type(model).__name__}, got {kind!r}")
     name = resolve_base(model, base, data)

@@ -183,7 +183,8 @@ def test_fitted_annealing_base_is_the_regularised_maximum_likelihood_gaussian():
     assert torch.allclose(base.covariance, expected_covariance, rtol=1e-9, atol=1e-12)
     assert torch.equal(base.precision, gaussian_base(model, "fitted", data, 0.0).precision)
     assert gaussian_base(model, "fitted", data.float(), 1.0).dtype == model.dtype
-    assert build(model, data=data)[1] == "fitted"  # the default base when data are given
+    assert build(model, data=data)[1] == "student_t"  # base="auto" with data, for a model declaring heavy-tailed experts
+    assert build(random_poe("laplace"), data=data)[1] == "fitted"  # ... and for light tails in model and data
 
 
 def test_annealing_base_rejects_bad_arguments():

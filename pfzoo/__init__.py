@@ -2,4 +2,5 @@
 
 __version__ = "0.1.0"
 
-from pfzoo import schema  # noqa: E402,F401  registers conf/train.yaml's typed schema with Hydra's ConfigStore
+from pfzoo import schema  # noqa: E402,F401  registers the typed schemas of conf/train.yaml and evaluate.yaml with Hydra
+from pfzoo import estimators, models, zoo  # noqa: E402,F401  so that `import pfzoo; pfzoo.zoo.pretrained(...)` works

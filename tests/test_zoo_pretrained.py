@@ -150,3 +150,35 @@ def test_the_headline_command_runs_as_a_script(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "from pretrained=dbm-digits" in result.stdout and "more accuracy" in result.stdout
     assert json.loads((tmp_path / "evaluation.json").read_text())["num_test"] == 20
+
+
+def _strings(value, where=""):
+    """``(where, text)`` for every string inside nested dicts and lists."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{where}[{index}]")
+    elif isinstance(value, str):
+        yield where, value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stored_configs_and_cards_hold_no_machine_paths(name):
+    """A zoo entry travels to other machines: neither the checkpoint's config nor the card names a path of the one
+    that trained it (data roots, run folders, home directories)."""
+    stored = zoo.load_checkpoint(ZOO / name / zoo.CHECKPOINT_FILE)["config"] or {}
+    card = json.loads((ZOO / name / "card.json").read_text())
+    absolute = [(where, text) for source in (stored, card) for where, text in _strings(source)
+                if text.startswith(("/", "~")) or "/work/" in text or "/home/" in text or ":\\" in text]
+    assert absolute == []
+
+
+def test_import_pfzoo_is_enough_to_reach_the_zoo():
+    import subprocess
+    import sys
+
+    code = f"import pfzoo; print(type(pfzoo.zoo.pretrained({NAMES[0]!r}, zoo_dir={str(ZOO)!r})).__name__)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip(), result.stderr[-1000:]

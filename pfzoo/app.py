@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import pictures, schema, zoo  # noqa: F401 (schema registers the typed configs)
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
@@ -290,7 +292,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
-    with tqdm(desc=type(estimator).__name__, unit="step", disable=not cfg.progress) as bar:
+    bar_shown = cfg.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
+    with logging_redirect_tqdm(), tqdm(desc=type(estimator).__name__, unit="step", disable=not bar_shown) as bar:
 
         def report(done: int, total: int) -> None:
             bar.total = total

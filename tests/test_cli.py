@@ -74,3 +74,9 @@ def test_a_killed_training_run_resumes_to_the_parameters_of_an_uninterrupted_one
         assert torch.equal(value, again["state_dict"][name]), name
     lines = [line for line in (killed / "metrics.jsonl").read_text().splitlines() if line.strip()]
     assert len(lines) == 12 and not list(killed.glob(".checkpoint.pt.*.tmp"))
+
+
+def test_evaluate_draws_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    cfg = cli.compose("evaluate", [f"run_dir={tmp_path}", "estimator.num_steps=50", "num_test=10"])
+    assert cfg.progress and cli.execute("evaluate", cfg) == 0
+    assert "step/s" not in capsys.readouterr().err

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from pfzoo import distributed
 from pfzoo.estimators.annealing import anneal
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, PartitionEstimate, PartitionEstimator, ProgressCallback, reliability_warnings,
 )
 from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood
+from pfzoo.estimators.sharding import sharded_anneal
 from pfzoo.kernels.hmc import HMCKernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
@@ -128,8 +130,13 @@ class AIS(PartitionEstimator):
         if self.fitted_schedule is not None:
             schedule = self.fitted_schedule.fitted_to(path, generator=generator)
             betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
-        initial = path.sample_base(self.num_chains, generator=generator)
-        result = anneal(path, betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
+        if distributed.is_active():  # chains in blocks across ranks, each block's stream fixed by its index
+            if self.diagnostics:
+                raise ValueError("diagnostics must be false under torch.distributed: the ESS along the path needs every chain's weights at every step")
+            result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, progress=progress)
+        else:
+            initial = path.sample_base(self.num_chains, generator=generator)
+            result = anneal(path, betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()

@@ -7,7 +7,9 @@ import math
 import torch
 from torch.nn import functional as F
 
+from pfzoo import distributed
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate
+from pfzoo.estimators.sharding import run_blocks
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -73,12 +75,33 @@ class CSL(LikelihoodEstimator):
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, dtype=model.dtype, allow_empty=False)
-        rows = torch.randint(starts_from.shape[0], (self.num_chains,), generator=generator, device=model.device)
+        if distributed.is_active():  # chains in blocks across ranks, each block's stream fixed by its index
+
+            def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> torch.Tensor:
+                return self._log_sums(model, data, starts_from, len(chains), generator=block_generator, progress=block_progress).cpu()
+
+            blocks = run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress)
+            log_sums = torch.cat(blocks, dim=1).to(model.device)
+        else:
+            log_sums = self._log_sums(model, data, starts_from, self.num_chains, generator=generator, progress=progress)
+        chain_estimates = log_sums - math.log(self.samples_per_chain)  # [B, C]
+        per_example = summarize_log_weights(chain_estimates, dim=1).log_mean
+        info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,
+                "burn_in": self.burn_in, "thin": self.thin}
+        return likelihood_estimate(
+            per_example, stderr=shared_chain_stderr(chain_estimates, per_example), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info
+        )
+
+    def _log_sums(
+        self, model: EnergyModel, data: torch.Tensor, starts_from: torch.Tensor, num_chains: int, *, generator, progress
+    ) -> torch.Tensor:
+        """``log Σ_s p(v_b | h_{c,s})`` float64 ``[B, num_chains]`` for ``data [B, V]``, over the kept sweeps of
+        ``num_chains`` chains started at random rows of ``starts_from [N, V]``."""
+        rows = torch.randint(starts_from.shape[0], (num_chains,), generator=generator, device=model.device)
         chain = model.hidden_chain(starts_from[rows], generator=generator)
         for _ in range(self.burn_in):
             next(chain)
-        # Running log Σ_s p(v_b | h_{c,s}) per example b and chain c, float64 [B, C].
-        log_sums = torch.full((data.shape[0], self.num_chains), -math.inf, dtype=torch.float64, device=model.device)
+        log_sums = torch.full((data.shape[0], num_chains), -math.inf, dtype=torch.float64, device=model.device)
         data64 = data.double()
         total = self.samples_per_chain * self.thin
         report_every = max(1, total // _PROGRESS_UPDATES)
@@ -90,13 +113,7 @@ class CSL(LikelihoodEstimator):
                 log_sums = torch.logaddexp(log_sums, log_prob)
             if progress is not None and (sweep % report_every == 0 or sweep == total):
                 progress(sweep, total)
-        chain_estimates = log_sums - math.log(self.samples_per_chain)  # [B, C]
-        per_example = summarize_log_weights(chain_estimates, dim=1).log_mean
-        info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,
-                "burn_in": self.burn_in, "thin": self.thin}
-        return likelihood_estimate(
-            per_example, stderr=shared_chain_stderr(chain_estimates, per_example), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info
-        )
+        return log_sums
 
 
 def shared_chain_stderr(chain_estimates: torch.Tensor, per_example: torch.Tensor) -> float:

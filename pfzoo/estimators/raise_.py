@@ -6,12 +6,14 @@ import math
 
 import torch
 
+from pfzoo import distributed
 from pfzoo.estimators.annealing import AnnealingDiagnostics, anneal
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate, reliability_warnings,
 )
 from pfzoo.estimators.batching import example_batches
 from pfzoo.estimators.importance import importance_log_marginal
+from pfzoo.estimators.sharding import offset_progress, run_blocks
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -142,7 +144,10 @@ class RAISE(LikelihoodEstimator):
         if self.fitted_schedule is not None:
             schedule = self.fitted_schedule.fitted_to(path, generator=generator)
             betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
-        log_weights, diagnostics = self._reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
+        if distributed.is_active():
+            log_weights, diagnostics = self._sharded_reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
+        else:
+            log_weights, diagnostics = self._reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean
         info = {
@@ -187,7 +192,7 @@ class RAISE(LikelihoodEstimator):
             state, _, _ = path.transition(proposal.state, path.statistics(proposal.state), 1.0, generator=generator)
             batch_progress = None
             if progress is not None:
-                batch_progress = _offset_progress(progress, index, len(batches))
+                batch_progress = offset_progress(progress, index, len(batches))
             result = anneal(path, descending, state, generator=generator, progress=batch_progress,
                             diagnostics=self.diagnostics, group_size=self.num_chains)
             weights = proposal.log_weight + result.log_weights - path.base_log_partition()
@@ -195,6 +200,23 @@ class RAISE(LikelihoodEstimator):
             if result.diagnostics is not None:
                 parts.append((result.diagnostics, batch.shape[0]))
         return torch.cat(log_weights), _pool_diagnostics(parts, self.num_chains)
+
+    def _sharded_reverse_anneal(
+        self, model, path, data: torch.Tensor, betas: torch.Tensor, *, generator, progress
+    ) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
+        """:meth:`_reverse_anneal` with the examples of ``data [B, V]`` in blocks across ``torch.distributed`` ranks, each
+        block's chains drawing from the block's own generator; every rank returns all ``[B, M]`` log weights."""
+
+        def run(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
+            weights, diagnostics = self._reverse_anneal(
+                model, path, data[examples.start:examples.stop], betas, generator=block_generator, progress=block_progress
+            )
+            return weights.cpu(), diagnostics, len(examples)
+
+        payloads = run_blocks(data.shape[0], run, generator=generator, device=model.device, progress=progress)
+        log_weights = torch.cat([weights for weights, _, _ in payloads]).to(model.device)
+        parts = [(diagnostics, count) for _, diagnostics, count in payloads if diagnostics is not None]
+        return log_weights, _pool_diagnostics(parts, self.num_chains)
 
     def _control_variate(self, model: EnergyModel, data: torch.Tensor, *, generator) -> torch.Tensor:
         """``c(v)`` ``[B]``: exact ``log f(v)`` when affordable, else its importance-sampling estimate."""
@@ -218,11 +240,3 @@ def _pool_diagnostics(parts: list[tuple[AnnealingDiagnostics, int]], num_chains:
     ess = (counts * torch.stack([d.ess for d, _ in parts])).sum(0) / counts.sum()
     return AnnealingDiagnostics(parts[0][0].betas, mean, variance, ess)
 
-
-def _offset_progress(progress: ProgressCallback, index: int, count: int) -> ProgressCallback:
-    """Report batch ``index`` of ``count``'s progress as overall progress over all batches."""
-
-    def report(done: int, total: int) -> None:
-        progress(index * total + done, count * total)
-
-    return report

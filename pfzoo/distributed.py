@@ -1,0 +1,100 @@
+"""Chains (or examples) sharded across ``torch.distributed`` ranks: who runs what, with which random stream, and the one gather.
+
+Estimators use this only while a process group is initialised (``torchrun``; world size 1 included); plain library
+use never touches it. The items (chains, or examples for per-example estimators) are cut into contiguous blocks
+whose size depends only on the number of items, the blocks are dealt to ranks in contiguous runs, and each block
+draws from its own generator seeded by (one number drawn from the caller's generator, the block's index). A chain's
+random stream therefore depends only on the seed and its global index, never on the number of ranks, and once the
+blocks are gathered in block order every rank holds the same weights, bit for bit, as a run on any other number of
+ranks. (They differ from a run without a process group, which draws every chain from one generator.)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from torch import distributed as dist
+
+MIN_BLOCK_SIZE = 16
+"""Fewest items per block (the last block may be shorter): smaller batches would spend the annealing loop on overhead."""
+
+MAX_BLOCKS = 64
+"""Most blocks per run, so that many chains still run as a few large batches; more ranks than blocks leave some idle."""
+
+_MASK_64 = (1 << 64) - 1
+
+
+def is_active() -> bool:
+    """Whether a ``torch.distributed`` process group is initialised in this process."""
+    return dist.is_available() and dist.is_initialized()
+
+
+def rank() -> int:
+    """This process's rank in the process group; 0 without one."""
+    return dist.get_rank() if is_active() else 0
+
+
+def world_size() -> int:
+    """The number of ranks in the process group; 1 without one."""
+    return dist.get_world_size() if is_active() else 1
+
+
+def launched() -> bool:
+    """Whether this process was started by ``torchrun`` (or another launcher that sets ``RANK`` and ``WORLD_SIZE``)."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def initialize() -> None:
+    """Join the process group ``torchrun`` describes in the environment: gloo for CPU tensors, and NCCL for CUDA tensors
+    where CUDA and NCCL exist (each rank then uses the GPU numbered by ``LOCAL_RANK``)."""
+    if dist.is_available() and torch.cuda.is_available() and dist.is_nccl_available():
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+        dist.init_process_group(backend="cpu:gloo,cuda:nccl")
+    else:
+        dist.init_process_group(backend="gloo")
+
+
+def shutdown() -> None:
+    """Leave the process group, if one is initialised."""
+    if is_active():
+        dist.destroy_process_group()
+
+
+def blocks(num_items: int) -> list[range]:
+    """Contiguous blocks of item indices covering ``range(num_items)``: at most :data:`MAX_BLOCKS`, each of at least
+    :data:`MIN_BLOCK_SIZE` items but the last. A function of ``num_items`` alone, so the same for any number of ranks."""
+    size = max(MIN_BLOCK_SIZE, -(-num_items // MAX_BLOCKS))
+    return [range(start, min(start + size, num_items)) for start in range(0, num_items, size)]
+
+
+def owned_blocks(num_blocks: int) -> range:
+    """The indices of the blocks this rank runs: a contiguous share of ``num_blocks``, dealt in rank order."""
+    this, size = rank(), world_size()
+    return range(this * num_blocks // size, (this + 1) * num_blocks // size)
+
+
+def stream_seed(generator: torch.Generator | None, device: torch.device) -> int:
+    """One 62-bit integer drawn from ``generator`` (the device's default generator when ``None``): every rank seeded
+    alike draws the same one, and the blocks' generators derive from it."""
+    where = generator.device if generator is not None else device
+    return int(torch.randint(1 << 62, (1,), generator=generator, device=where).item())
+
+
+def block_generator(seed: int, block: int, device: torch.device) -> torch.Generator:
+    """The generator of block ``block`` on ``device``, seeded by splitmix64 of (``seed``, ``block``): neighbouring
+    blocks get unrelated seeds (consecutive seeds would give correlated Mersenne Twister streams at start)."""
+    mixed = (seed + (block + 1) * 0x9E3779B97F4A7C15) & _MASK_64
+    mixed = ((mixed ^ (mixed >> 30)) * 0xBF58476D1CE4E5B9) & _MASK_64
+    mixed = ((mixed ^ (mixed >> 27)) * 0x94D049BB133111EB) & _MASK_64
+    mixed ^= mixed >> 31
+    return torch.Generator(device).manual_seed(mixed >> 1)  # manual_seed takes a non-negative 63-bit integer
+
+
+def gather_blocks(payloads: list[Any]) -> list[Any]:
+    """Every rank's ``payloads`` (one picklable item per owned block, tensors on the CPU) concatenated in rank order,
+    hence in block order, on every rank: the single collective of an estimate."""
+    gathered: list[list[Any] | None] = [None] * world_size()
+    dist.all_gather_object(gathered, payloads)
+    return [payload for share in gathered for payload in share or ()]

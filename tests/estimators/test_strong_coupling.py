@@ -14,8 +14,8 @@ import torch
 
 from pfzoo.data.hopfield_patterns import random_patterns
 from pfzoo.data.spin_glass import fully_connected_couplings, lattice_couplings
-from pfzoo.estimators import AIS, RAISE, Exact
-from pfzoo.models import RBM, Hopfield, Ising
+from pfzoo.estimators import AIS, HAIS, RAISE, Exact
+from pfzoo.models import RBM, Gaussian, Hopfield, Ising
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.hopfield_rules import outer_product_rule
 
@@ -106,6 +106,19 @@ def test_raise_with_the_energy_schedule_bounds_tightly_at_weight_scale_5000():
     assert estimate.info["betas"][1].item() < 1e-5  # the first steps are sized by σ_0 ≈ 2e4, not 1/K
     linear = RAISE(num_chains=10, num_steps=1000).log_likelihood(model, data, generator=torch.Generator().manual_seed(1))
     assert linear.mean < exact - 0.3
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_hais_is_finite_and_never_silently_wrong_at_any_scale(scale):
+    """A 4-d Gaussian whose precision is multiplied by scale², annealed from N(0, I) (no data to fit a base to)."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(4, 4, generator=g, dtype=torch.float64) / 2
+    precision = (a @ a.T + 0.5 * torch.eye(4, dtype=torch.float64)) * scale**2
+    model = Gaussian.from_tensors(precision, mean=torch.randn(4, generator=g, dtype=torch.float64) * scale)
+    estimate = HAIS(num_chains=20, num_steps=100)(model, generator=torch.Generator().manual_seed(1))
+    assert math.isfinite(estimate.log_z) and math.isfinite(estimate.stderr)
+    if abs(estimate.log_z - Exact()(model).log_z) > K_SIGMA * estimate.stderr:
+        assert estimate.warnings
 
 
 @pytest.mark.parametrize("name, model", [

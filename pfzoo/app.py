@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from pfzoo import pictures, schema, zoo  # noqa: F401 (schema registers the typed configs)
+from pfzoo import distributed, pictures, schema, zoo  # noqa: F401 (schema registers the typed configs)
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
 from pfzoo.training import GreedyTrainer
@@ -292,7 +292,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
-    bar_shown = cfg.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
+    # redirected to a file, a bar writes a line per refresh; under torchrun rank 0's bar stands for all
+    bar_shown = cfg.progress and sys.stderr.isatty() and distributed.rank() == 0
     with logging_redirect_tqdm(), tqdm(desc=type(estimator).__name__, unit="step", disable=not bar_shown) as bar:
 
         def report(done: int, total: int) -> None:
@@ -332,7 +333,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             exact_log_z = model.log_partition()
             result["exact_log_z"] = exact_log_z.item()
             result["exact_test_log_likelihood"] = model.log_prob(test.to(device, model.dtype), log_z=exact_log_z).mean().item()
-    result["pictures"] = [str(path) for path in evaluation_pictures(result, model, data, cfg)]
+    result["pictures"] = [str(path) for path in evaluation_pictures(result, model, data, cfg)] if distributed.rank() == 0 else []
     return result
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -25,7 +26,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from pfzoo import app, schema  # noqa: F401 (schema registers the typed configs)
+from pfzoo import app, distributed, schema  # noqa: F401 (schema registers the typed configs)
 
 TASKS = ("train", "evaluate")
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
@@ -86,8 +87,11 @@ def execute(task: str, cfg: DictConfig) -> int:
         else:
             result = app.evaluate(cfg)
     except USER_ERRORS as error:
-        print(f"error: {one_line(error)}", file=sys.stderr)
+        if distributed.rank() == 0:
+            print(f"error: {one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
+    if distributed.rank() != 0:  # under torchrun every rank holds the gathered result; one reports it
+        return 0
     if task == "train":
         print(app.format_training(result))
     else:
@@ -111,27 +115,51 @@ def check_overrides(task: str, argv: Sequence[str]) -> None:
         cfg = compose(task, [arg for arg in overrides if "," not in arg.split("=", 1)[1]])
         OmegaConf.to_container(cfg, resolve=True)
     except USER_ERRORS as error:
-        print(f"error: {one_line(error)}", file=sys.stderr)
+        if distributed.rank() == 0:
+            print(f"error: {one_line(error)}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
 def run(task: str, argv: Sequence[str]) -> None:
     """The command line of ``task``: Hydra's (``-m`` sweeps, ``--cfg``, overrides) over the packaged configs, with
-    overrides checked first so that a typo exits 2 in one line; exits with :func:`execute`'s code."""
+    overrides checked first so that a typo exits 2 in one line; exits with :func:`execute`'s code. Started by ``torchrun``,
+    evaluate joins the process group (:func:`pfzoo.distributed.initialize`) and its estimators shard their chains across
+    the ranks; rank 0 alone reports."""
     if task not in TASKS:
         print(f"error: the task must be one of {list(TASKS)}, got {task!r}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    check_overrides(task, argv)
+    if distributed.launched():
+        if task != "evaluate":
+            if os.environ["RANK"] == "0":
+                print(f"error: {task} runs in one process; only evaluate shards its chains across torchrun's ranks", file=sys.stderr)
+            sys.exit(EXIT_USAGE)
+        distributed.initialize()
+    try:
+        check_overrides(task, argv)
+        if distributed.is_active():
+            argv = [*argv, *rank_overrides(task, argv)]
 
-    codes: list[int] = []
+        codes: list[int] = []
 
-    @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
-    def job(cfg: DictConfig) -> None:
-        codes.append(execute(task, cfg))  # a sweep runs every job in this process: exiting here would end it
+        @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
+        def job(cfg: DictConfig) -> None:
+            codes.append(execute(task, cfg))  # a sweep runs every job in this process: exiting here would end it
 
-    sys.argv = [sys.argv[0], *argv]
-    job()
+        sys.argv = [sys.argv[0], *argv]
+        job()
+    finally:
+        distributed.shutdown()
     sys.exit(max(codes, default=0))
+
+
+def rank_overrides(task: str, argv: Sequence[str]) -> list[str]:
+    """Overrides that make torchrun's ranks one run: rank 0's run directory for all (``${now:...}`` could differ between
+    ranks), and Hydra's config copies and log files from rank 0 only."""
+    overrides = [arg for arg in argv if "=" in arg and not arg.startswith(("-", "hydra.")) and "," not in arg.split("=", 1)[1]]
+    run_dir = [str(compose(task, overrides).run_dir)] if distributed.rank() == 0 else [None]
+    distributed.broadcast_from_first(run_dir)
+    quiet = [] if distributed.rank() == 0 else ["hydra.output_subdir=null", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
+    return [f"run_dir={run_dir[0]}", *quiet]
 
 
 def train_main() -> None:

@@ -2,57 +2,20 @@
 
 import json
 import os
-from contextlib import contextmanager
 import socket
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import torch
+from distributed_estimates import estimates
 
-from pfzoo import distributed
-from pfzoo.estimators import AIS, CSL, HAIS, RAISE
-from pfzoo.models import RBM, Gaussian
+from pfzoo import app, cli, distributed
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-
-def estimates(seed: int) -> dict:
-    """AIS, RAISE, CSL and HAIS on small models, floats as hex so that equality is to the last bit."""
-    g = torch.Generator().manual_seed(3)
-    model = RBM.from_tensors(torch.randn(10, 6, generator=g, dtype=torch.float64) * 1.5,
-                             torch.randn(10, generator=g, dtype=torch.float64), torch.randn(6, generator=g, dtype=torch.float64))
-    data = (torch.rand(40, 10, generator=g, dtype=torch.float64) < 0.4).double()
-    gaussian = Gaussian.from_tensors(torch.tensor([[2.0, 0.3], [0.3, 1.0]], dtype=torch.float64), torch.tensor([0.5, -1.0], dtype=torch.float64))
-
-    def seeded():
-        return torch.Generator().manual_seed(seed)
-
-    # 40 chains or examples: blocks of 16, 16 and 8, so two ranks run one block and two
-    ais = AIS(num_chains=40, num_steps=60)(model, data=data, generator=seeded())
-    raise_ = RAISE(num_chains=3, num_steps=30, diagnostics=True).log_likelihood(model, data, generator=seeded())
-    csl = CSL(num_chains=40, samples_per_chain=5, burn_in=2).log_likelihood(model, data, generator=seeded())
-    hais = HAIS(num_chains=40, num_steps=40, step_size=0.3)(gaussian, generator=seeded())
-    return {
-        "ais": hexed(ais.log_weights) + hexed([ais.log_z, ais.stderr, ais.ess]),
-        "raise": hexed(raise_.info["log_weights"]) + hexed([raise_.mean, raise_.stderr]) + hexed(raise_.info["diagnostics"].increment_var),
-        "csl": hexed(csl.per_example) + hexed([csl.stderr]),
-        "hais": hexed(hais.log_weights) + hexed(hais.info["acceptance"]),
-        "check": {"ais": [ais.log_z, ais.stderr, model.log_partition().item()], "hais": [hais.log_z, hais.stderr, gaussian.log_partition().item()]},
-    }
-
-
-def hexed(values) -> list[str]:
-    return [float(value).hex() for value in torch.as_tensor(values).flatten().tolist()]
-
-
-def rank_main(out: str, seed: int) -> None:
-    """One rank of a ``torchrun``-style launch (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` set): its estimates to ``out/rank{r}.json``."""
-    distributed.initialize()
-    try:
-        Path(out, f"rank{distributed.rank()}.json").write_text(json.dumps(estimates(seed)))
-    finally:
-        distributed.shutdown()
 
 
 def launch_two_ranks(out: Path, seed: int) -> list[dict]:
@@ -60,7 +23,7 @@ def launch_two_ranks(out: Path, seed: int) -> list[dict]:
     with socket.socket() as probe:  # a free port for the rendezvous
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from test_distributed import rank_main; rank_main({str(out)!r}, {seed})"
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from distributed_estimates import rank_main; rank_main({str(out)!r}, {seed})"
     ranks = [
         subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={
             **os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
@@ -108,11 +71,10 @@ def test_another_seed_gives_other_chains(tmp_path):
 
 
 def test_blocks_depend_on_the_number_of_items_only():
-    assert distributed.blocks(40) == [range(0, 16), range(16, 32), range(32, 40)]
+    assert distributed.blocks(100) == [range(0, 33), range(33, 66), range(66, 100)]
     assert distributed.blocks(3) == [range(0, 3)]
     many = distributed.blocks(10_000)
-    assert len(many) == distributed.MAX_BLOCKS and many[-1].stop == 10_000  # blocks of ⌈10000/64⌉ = 157 items
-    assert all(len(block) == 157 for block in many[:-1])
+    assert len(many) == distributed.MAX_BLOCKS and many[-1].stop == 10_000 and {len(block) for block in many} == {625}
 
 
 def test_without_a_process_group_this_process_owns_every_block():
@@ -127,3 +89,31 @@ def test_block_generators_are_reproducible_and_distinct():
     assert not torch.equal(draw(7, 0), draw(7, 1))
     assert not torch.equal(draw(7, 0), draw(8, 0))
 
+
+
+@pytest.mark.slow
+def test_evaluate_under_torchrun_prints_one_report_with_the_estimate_of_one_rank(tmp_path):
+    overrides = ["model=rbm", "estimator.num_steps=100", "num_test=20", "progress=false"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(ROOT / "scripts" / "evaluate.py"), *overrides]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("log Z ") == 1 and result.stdout.count("results written to") == 1, result.stdout
+    run_dirs = list((tmp_path / "runs" / "evaluate").iterdir())  # both ranks ran in rank 0's run directory
+    assert len(run_dirs) == 1
+    two = json.loads((run_dirs[0] / "evaluation.json").read_text())
+    with one_rank(tmp_path):
+        one = app.evaluate(cli.compose("evaluate", [*overrides, f"run_dir={tmp_path / 'one'}"]))
+    different = {key for key in one if key != "seconds" and one[key] != two[key]}
+    assert different == set() and two["log_z"] == one["log_z"]
+
+
+def test_train_under_torchrun_exits_2_in_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run("train", [])
+    assert exit_info.value.code == cli.EXIT_USAGE
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "train runs in one process" in error[0]
+    assert not distributed.is_active()

@@ -1,0 +1,48 @@
+"""The estimates each rank computes in tests/test_distributed.py; a module of its own so that a rank imports little."""
+
+import json
+from pathlib import Path
+
+import torch
+
+from pfzoo import distributed
+from pfzoo.estimators import AIS, CSL, HAIS, RAISE
+from pfzoo.models import RBM, Gaussian
+
+
+def estimates(seed: int) -> dict:
+    """AIS, RAISE, CSL and HAIS on small models, floats as hex so that equality is to the last bit."""
+    g = torch.Generator().manual_seed(3)
+    model = RBM.from_tensors(torch.randn(10, 6, generator=g, dtype=torch.float64) * 1.5,
+                             torch.randn(10, generator=g, dtype=torch.float64), torch.randn(6, generator=g, dtype=torch.float64))
+    data = (torch.rand(96, 10, generator=g, dtype=torch.float64) < 0.4).double()
+    gaussian = Gaussian.from_tensors(torch.tensor([[2.0, 0.3], [0.3, 1.0]], dtype=torch.float64), torch.tensor([0.5, -1.0], dtype=torch.float64))
+
+    def seeded():
+        return torch.Generator().manual_seed(seed)
+
+    # 96 chains or examples: three blocks of 32, so one rank runs one block and the other two
+    ais = AIS(num_chains=96, num_steps=60)(model, data=data, generator=seeded())
+    raise_ = RAISE(num_chains=3, num_steps=30, diagnostics=True).log_likelihood(model, data, generator=seeded())
+    csl = CSL(num_chains=96, samples_per_chain=5, burn_in=2).log_likelihood(model, data, generator=seeded())
+    hais = HAIS(num_chains=96, num_steps=40, step_size=0.3)(gaussian, generator=seeded())
+    return {
+        "ais": hexed(ais.log_weights) + hexed([ais.log_z, ais.stderr, ais.ess]),
+        "raise": hexed(raise_.info["log_weights"]) + hexed([raise_.mean, raise_.stderr]) + hexed(raise_.info["diagnostics"].increment_var),
+        "csl": hexed(csl.per_example) + hexed([csl.stderr]),
+        "hais": hexed(hais.log_weights) + hexed(hais.info["acceptance"]),
+        "check": {"ais": [ais.log_z, ais.stderr, model.log_partition().item()], "hais": [hais.log_z, hais.stderr, gaussian.log_partition().item()]},
+    }
+
+
+def hexed(values) -> list[str]:
+    return [float(value).hex() for value in torch.as_tensor(values).flatten().tolist()]
+
+
+def rank_main(out: str, seed: int) -> None:
+    """One rank of a ``torchrun``-style launch (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` set): its estimates to ``out/rank{r}.json``."""
+    distributed.initialize()
+    try:
+        Path(out, f"rank{distributed.rank()}.json").write_text(json.dumps(estimates(seed)))
+    finally:
+        distributed.shutdown()

@@ -7,11 +7,11 @@ import torch
 
 from pfzoo import distributed
 from pfzoo.estimators import AIS, CSL, HAIS, RAISE
-from pfzoo.models import RBM, Gaussian
+from pfzoo.models import RBM, Gaussian, LinearGenerative
 
 
 def estimates(seed: int) -> dict:
-    """AIS, RAISE, CSL and HAIS on small models, floats as hex so that equality is to the last bit."""
+    """AIS, RAISE, CSL, HAIS and HAIS over a generative model's latents on small models, floats as hex so that equality is to the last bit."""
     g = torch.Generator().manual_seed(3)
     model = RBM.from_tensors(torch.randn(10, 6, generator=g, dtype=torch.float64) * 1.5,
                              torch.randn(10, generator=g, dtype=torch.float64), torch.randn(6, generator=g, dtype=torch.float64))
@@ -26,11 +26,14 @@ def estimates(seed: int) -> dict:
     raise_ = RAISE(num_chains=3, num_steps=30, diagnostics=True).log_likelihood(model, data, generator=seeded())
     csl = CSL(num_chains=96, samples_per_chain=5, burn_in=2).log_likelihood(model, data, generator=seeded())
     hais = HAIS(num_chains=96, num_steps=40, step_size=0.3)(gaussian, generator=seeded())
+    generative = LinearGenerative.from_tensors(0.5 * torch.randn(6, 4, generator=g, dtype=torch.float64), prior="laplace", noise_std=0.3)
+    latents = HAIS(num_chains=4, num_steps=20, step_size=0.1).log_likelihood(generative, generative.sample(96, generator=g), generator=seeded())
     return {
         "ais": hexed(ais.log_weights) + hexed([ais.log_z, ais.stderr, ais.ess]),
         "raise": hexed(raise_.info["log_weights"]) + hexed([raise_.mean, raise_.stderr]) + hexed(raise_.info["diagnostics"].increment_var),
         "csl": hexed(csl.per_example) + hexed([csl.stderr]),
         "hais": hexed(hais.log_weights) + hexed(hais.info["acceptance"]),
+        "posterior": hexed(latents.per_example) + hexed(latents.info["acceptance"]) + hexed([latents.stderr]),
         "check": {"ais": [ais.log_z, ais.stderr, model.log_partition().item()], "hais": [hais.log_z, hais.stderr, gaussian.log_partition().item()]},
     }
 

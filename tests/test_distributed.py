@@ -56,7 +56,7 @@ def test_two_ranks_give_the_estimates_of_one_to_the_last_bit(tmp_path):
     with one_rank(tmp_path):
         one = estimates(0)
     assert first == second  # every rank holds the gathered result
-    for name in ("ais", "raise", "csl", "hais"):
+    for name in ("ais", "raise", "csl", "hais", "posterior"):
         assert first[name] == one[name], name
     for log_z, stderr, exact in one["check"].values():
         assert abs(log_z - exact) < 5 * stderr + 1e-3
@@ -66,7 +66,7 @@ def test_another_seed_gives_other_chains(tmp_path):
     """The comparison above would also pass if the seed never reached the blocks."""
     with one_rank(tmp_path):
         one, other = estimates(1), estimates(2)
-    for name in ("ais", "raise", "csl", "hais"):
+    for name in ("ais", "raise", "csl", "hais", "posterior"):
         assert one[name] != other[name], name
 
 

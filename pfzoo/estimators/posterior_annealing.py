@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from pfzoo import distributed
 from pfzoo.estimators.annealing import anneal
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, ProgressCallback, independent_examples_stderr, likelihood_estimate, reliability_warnings,
 )
 from pfzoo.estimators.batching import example_batches
+from pfzoo.estimators.sharding import offset_progress, run_blocks
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.paths.posterior import PosteriorPath
 
@@ -51,31 +53,49 @@ def posterior_annealing_log_likelihood(
     delta-method errors: ``sqrt(Σ_n se_n²) / B``.
     """
     check_kernel_bounds(model, kernel)
-    chunks = example_batches(data, num_particles, max_rows=ROWS_PER_CHUNK)
     num_steps = betas.numel() - 1
-    log_means, stderrs, esses, acceptances = [], [], [], []
-    for index, chunk in enumerate(chunks):
-        rows = chunk.repeat_interleave(num_particles, dim=0)
-        path = PosteriorPath(model, rows, kernel)
-        report = None if progress is None else (lambda done, total, i=index: progress(i * num_steps + done, len(chunks) * num_steps))
-        with torch.no_grad():
-            result = anneal(path, betas, path.sample_base(rows.shape[0], generator=generator), generator=generator, progress=report)
-        summary = summarize_log_weights(result.log_weights.view(chunk.shape[0], num_particles), dim=1)
-        log_means.append(summary.log_mean)
-        stderrs.append(summary.stderr)
-        esses.append(summary.ess)
-        if result.acceptance is not None:
-            acceptances.append(result.acceptance * chunk.shape[0])
-            segment_betas = result.segment_betas
-    ess = torch.cat(esses).mean().item()  # per example, over its particles, averaged
+
+    def run(examples: torch.Tensor, block_generator: torch.Generator | None, block_progress: ProgressCallback | None) -> tuple:
+        """Per-example log means, stderrs and ESS ``[b]`` of ``examples [b, M]``, and the acceptance summed over examples."""
+        chunks = example_batches(examples, num_particles, max_rows=ROWS_PER_CHUNK)
+        log_means, stderrs, esses, acceptances, segment_betas = [], [], [], [], None
+        for index, chunk in enumerate(chunks):
+            rows = chunk.repeat_interleave(num_particles, dim=0)
+            path = PosteriorPath(model, rows, kernel)
+            report = None if block_progress is None else offset_progress(block_progress, index, len(chunks))
+            with torch.no_grad():
+                result = anneal(path, betas, path.sample_base(rows.shape[0], generator=block_generator), generator=block_generator,
+                                progress=report)
+            summary = summarize_log_weights(result.log_weights.view(chunk.shape[0], num_particles), dim=1)
+            log_means.append(summary.log_mean)
+            stderrs.append(summary.stderr)
+            esses.append(summary.ess)
+            if result.acceptance is not None:
+                acceptances.append(result.acceptance * chunk.shape[0])
+                segment_betas = result.segment_betas
+        acceptance = torch.stack(acceptances).sum(0) if acceptances else None
+        return torch.cat(log_means), torch.cat(stderrs), torch.cat(esses), acceptance, segment_betas
+
+    if distributed.is_active():  # examples in blocks across ranks, each block's stream fixed by its index
+
+        def run_block(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
+            parts = run(data[examples.start:examples.stop], block_generator, block_progress)
+            return tuple(part if part is None else part.cpu() for part in parts)
+
+        blocks = run_blocks(data.shape[0], run_block, generator=generator, device=data.device, progress=progress)
+        log_means, stderrs, esses = (torch.cat([block[i] for block in blocks]).to(data.device) for i in range(3))
+        summed = [block[3] for block in blocks if block[3] is not None]
+        acceptance_sum, segment_betas = (torch.stack(summed).sum(0), blocks[0][4]) if summed else (None, None)
+    else:
+        log_means, stderrs, esses, acceptance_sum, segment_betas = run(data, generator, progress)
+    ess = esses.mean().item()  # per example, over its particles, averaged
     info = {**(info or {}), "num_particles": num_particles, "num_steps": num_steps, "ess": ess}
     acceptance = None
-    if acceptances:
-        acceptance = torch.stack(acceptances).sum(0) / data.shape[0]
+    if acceptance_sum is not None:
+        acceptance = acceptance_sum / data.shape[0]
         info.update(acceptance=acceptance.tolist(), acceptance_betas=segment_betas.tolist())
-    warnings = reliability_warnings(ess, num_particles, acceptance, segment_betas if acceptances else None)
-    per_example_stderr = torch.cat(stderrs)
+    warnings = reliability_warnings(ess, num_particles, acceptance, segment_betas)
     return likelihood_estimate(
-        torch.cat(log_means), stderr=independent_examples_stderr(per_example_stderr), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-        info={**info, "per_example_stderr": per_example_stderr}, warnings=warnings,
+        log_means, stderr=independent_examples_stderr(stderrs), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
+        info={**info, "per_example_stderr": stderrs}, warnings=warnings,
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -87,8 +86,7 @@ def execute(task: str, cfg: DictConfig) -> int:
         else:
             result = app.evaluate(cfg)
     except USER_ERRORS as error:
-        if distributed.rank() == 0:
-            print(f"error: {one_line(error)}", file=sys.stderr)
+        report_error(one_line(error))
         return EXIT_USAGE
     if distributed.rank() != 0:  # under torchrun every rank holds the gathered result; one reports it
         return 0
@@ -103,6 +101,14 @@ def execute(task: str, cfg: DictConfig) -> int:
     return 0
 
 
+def report_error(message: str) -> None:
+    """Print ``error: message`` once: under torchrun every rank meets the same error, rank 0 prints it, and all wait
+    until it has (torchrun stops the other ranks as soon as one exits with an error)."""
+    if distributed.rank() == 0:
+        print(f"error: {message}", file=sys.stderr)
+    distributed.synchronize()
+
+
 def check_overrides(task: str, argv: Sequence[str]) -> None:
     """Exit with :data:`EXIT_USAGE` and one line when ``argv``'s overrides do not compose (unknown group option, bad syntax).
 
@@ -115,8 +121,7 @@ def check_overrides(task: str, argv: Sequence[str]) -> None:
         cfg = compose(task, [arg for arg in overrides if "," not in arg.split("=", 1)[1]])
         OmegaConf.to_container(cfg, resolve=True)
     except USER_ERRORS as error:
-        if distributed.rank() == 0:
-            print(f"error: {one_line(error)}", file=sys.stderr)
+        report_error(one_line(error))
         sys.exit(EXIT_USAGE)
 
 
@@ -129,12 +134,11 @@ def run(task: str, argv: Sequence[str]) -> None:
         print(f"error: the task must be one of {list(TASKS)}, got {task!r}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     if distributed.launched():
-        if task != "evaluate":
-            if os.environ["RANK"] == "0":
-                print(f"error: {task} runs in one process; only evaluate shards its chains across torchrun's ranks", file=sys.stderr)
-            sys.exit(EXIT_USAGE)
         distributed.initialize()
     try:
+        if distributed.is_active() and task != "evaluate":
+            report_error(f"{task} runs in one process; only evaluate shards its chains across torchrun's ranks")
+            sys.exit(EXIT_USAGE)
         check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]

@@ -58,6 +58,12 @@ def initialize() -> None:
         dist.init_process_group(backend="gloo")
 
 
+def synchronize() -> None:
+    """Wait until every rank gets here, if a process group is initialised."""
+    if is_active():
+        dist.barrier()
+
+
 def shutdown() -> None:
     """Leave the process group, if one is initialised."""
     if is_active():

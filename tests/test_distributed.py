@@ -18,11 +18,16 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
 
+def free_port() -> int:
+    """A port on localhost that nothing listens on, for a rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def launch_two_ranks(out: Path, seed: int) -> list[dict]:
     """Both ranks' estimates from two processes joined by gloo over localhost, one thread each (as torchrun starts them)."""
-    with socket.socket() as probe:  # a free port for the rendezvous
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from distributed_estimates import rank_main; rank_main({str(out)!r}, {seed})"
     ranks = [
         subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={
@@ -109,8 +114,8 @@ def test_evaluate_under_torchrun_prints_one_report_with_the_estimate_of_one_rank
 
 
 def test_train_under_torchrun_exits_2_in_one_line(monkeypatch, capsys):
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "2")
+    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
+        monkeypatch.setenv(name, value)  # torchrun --nproc_per_node=1's environment
     with pytest.raises(SystemExit) as exit_info:
         cli.run("train", [])
     assert exit_info.value.code == cli.EXIT_USAGE

@@ -1,18 +1,21 @@
 """Chains (or examples) sharded across ``torch.distributed`` ranks: who runs what, with which random stream, and the one gather.
 
-Estimators use this only while a process group is initialised (``torchrun``; world size 1 included); plain library
-use never touches it. The items (chains, or examples for per-example estimators) are cut into contiguous blocks
-whose size depends only on the number of items, the blocks are dealt to ranks in contiguous runs, and each block
-draws from its own generator seeded by (one number drawn from the caller's generator, the block's index). A chain's
-random stream therefore depends only on the seed and its global index, never on the number of ranks, and once the
-blocks are gathered in block order every rank holds the same weights, bit for bit, as a run on any other number of
-ranks. (They differ from a run without a process group, which draws every chain from one generator.)
+Estimators use this only while a process group is initialised (``torchrun``; world size 1 included) and then every
+rank must call them alike (:func:`unsharded` opts out); plain library use never touches it. The items (chains, or
+examples for per-example estimators) are cut into contiguous blocks whose size depends only on the number of items,
+the blocks are dealt to ranks in contiguous runs, and each block draws from its own generator seeded by (one number
+drawn from the caller's generator, the block's index). A chain's random stream therefore depends only on the seed and
+its global index, never on the number of ranks, and once the blocks are gathered in block order every rank holds the
+same weights, bit for bit, as a run on any other number of ranks. (They differ from a run without a process group,
+which draws every chain from one generator.)
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator
 
 import torch
 from torch import distributed as dist
@@ -26,11 +29,28 @@ MAX_BLOCKS = 16
 took 2.1 s as one batch and 26 s as 32 blocks of 16 on one rank. More ranks than blocks leave some idle."""
 
 _MASK_64 = (1 << 64) - 1
+_unsharded: ContextVar[bool] = ContextVar("pfzoo_unsharded", default=False)
 
 
 def is_active() -> bool:
     """Whether a ``torch.distributed`` process group is initialised in this process."""
     return dist.is_available() and dist.is_initialized()
+
+
+def shards() -> bool:
+    """Whether estimators shard their chains now: a process group is initialised and no :func:`unsharded` is open."""
+    return is_active() and not _unsharded.get()
+
+
+@contextmanager
+def unsharded() -> Iterator[None]:
+    """Within this context estimators run every chain in this process, as without a process group: for an estimate made
+    on one rank only (e.g. rank 0 of a DistributedDataParallel job), where sharding would wait forever for the others."""
+    token = _unsharded.set(True)
+    try:
+        yield
+    finally:
+        _unsharded.reset(token)
 
 
 def rank() -> int:

@@ -13,6 +13,8 @@ import torch
 from distributed_estimates import estimates
 
 from pfzoo import app, cli, distributed
+from pfzoo.estimators import AIS
+from pfzoo.models import RBM
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -122,3 +124,19 @@ def test_train_under_torchrun_exits_2_in_one_line(monkeypatch, capsys):
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "train runs in one process" in error[0]
     assert not distributed.is_active()
+
+
+def test_unsharded_estimates_run_as_without_a_process_group(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    model = RBM.from_tensors(torch.randn(8, 5, generator=g, dtype=torch.float64), torch.zeros(8, dtype=torch.float64),
+                             torch.zeros(5, dtype=torch.float64))
+
+    def log_weights():
+        return AIS(num_chains=64, num_steps=20, schedule="linear")(model, generator=torch.Generator().manual_seed(1)).log_weights
+
+    plain = log_weights()
+    with one_rank(tmp_path):
+        with distributed.unsharded():
+            alone = log_weights()
+        sharded = log_weights()  # the context ended: sharding again
+    assert torch.equal(alone, plain) and not torch.equal(sharded, plain)

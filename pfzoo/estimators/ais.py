@@ -130,7 +130,7 @@ class AIS(PartitionEstimator):
         if self.fitted_schedule is not None:
             schedule = self.fitted_schedule.fitted_to(path, generator=generator)
             betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
-        if distributed.is_active():  # chains in blocks across ranks, each block's stream fixed by its index
+        if distributed.shards():  # chains in blocks across ranks, each block's stream fixed by its index
             if self.diagnostics:
                 raise ValueError("diagnostics must be false under torch.distributed: the ESS along the path needs every chain's weights at every step")
             result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, progress=progress)

@@ -75,7 +75,7 @@ class CSL(LikelihoodEstimator):
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, dtype=model.dtype, allow_empty=False)
-        if distributed.is_active():  # chains in blocks across ranks, each block's stream fixed by its index
+        if distributed.shards():  # chains in blocks across ranks, each block's stream fixed by its index
 
             def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> torch.Tensor:
                 return self._log_sums(model, data, starts_from, len(chains), generator=block_generator, progress=block_progress).cpu()

@@ -76,7 +76,7 @@ def posterior_annealing_log_likelihood(
         acceptance = torch.stack(acceptances).sum(0) if acceptances else None
         return torch.cat(log_means), torch.cat(stderrs), torch.cat(esses), acceptance, segment_betas
 
-    if distributed.is_active():  # examples in blocks across ranks, each block's stream fixed by its index
+    if distributed.shards():  # examples in blocks across ranks, each block's stream fixed by its index
 
         def run_block(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
             parts = run(data[examples.start:examples.stop], block_generator, block_progress)

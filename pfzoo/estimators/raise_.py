@@ -144,7 +144,7 @@ class RAISE(LikelihoodEstimator):
         if self.fitted_schedule is not None:
             schedule = self.fitted_schedule.fitted_to(path, generator=generator)
             betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
-        if distributed.is_active():
+        if distributed.shards():
             log_weights, diagnostics = self._sharded_reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
         else:
             log_weights, diagnostics = self._reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)

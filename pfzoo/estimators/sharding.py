@@ -25,9 +25,10 @@ def run_blocks(
     progress: ProgressCallback | None = None,
 ) -> list[Any]:
     """Run this rank's blocks of ``range(num_items)`` (:func:`pfzoo.distributed.blocks`) and gather every block's
-    payload on every rank, in block order. One number is drawn
-    from ``generator`` (every rank draws the same); each block's generator derives from it and the block's index, so
-    the payloads do not depend on the number of ranks. ``progress`` counts this rank's blocks.
+    payload on every rank, in block order.
+
+    One number is drawn from ``generator`` (every rank draws the same); each block's generator derives from it and the
+    block's index, so the payloads do not depend on the number of ranks. ``progress`` counts this rank's blocks.
     """
     all_blocks = distributed.blocks(num_items)
     mine = distributed.owned_blocks(len(all_blocks))

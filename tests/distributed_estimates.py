@@ -22,14 +22,14 @@ def estimates(seed: int) -> dict:
         return torch.Generator().manual_seed(seed)
 
     # 96 chains or examples: three blocks of 32, so one rank runs one block and the other two
-    ais = AIS(num_chains=96, num_steps=60)(model, data=data, generator=seeded())
+    ais = AIS(num_chains=96, num_steps=60, diagnostics=True)(model, data=data, generator=seeded())
     raise_ = RAISE(num_chains=3, num_steps=30, diagnostics=True).log_likelihood(model, data, generator=seeded())
     csl = CSL(num_chains=96, samples_per_chain=5, burn_in=2).log_likelihood(model, data, generator=seeded())
     hais = HAIS(num_chains=96, num_steps=40, step_size=0.3)(gaussian, generator=seeded())
     generative = LinearGenerative.from_tensors(0.5 * torch.randn(6, 4, generator=g, dtype=torch.float64), prior="laplace", noise_std=0.3)
     latents = HAIS(num_chains=4, num_steps=20, step_size=0.1).log_likelihood(generative, generative.sample(96, generator=g), generator=seeded())
     return {
-        "ais": hexed(ais.log_weights) + hexed([ais.log_z, ais.stderr, ais.ess]),
+        "ais": hexed(ais.log_weights) + hexed([ais.log_z, ais.stderr, ais.ess]) + [hexed(column) for column in ais.info["diagnostics"][1:]],
         "raise": hexed(raise_.info["log_weights"]) + hexed([raise_.mean, raise_.stderr]) + hexed(raise_.info["diagnostics"].increment_var),
         "csl": hexed(csl.per_example) + hexed([csl.stderr]),
         "hais": hexed(hais.log_weights) + hexed(hais.info["acceptance"]),

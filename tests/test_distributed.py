@@ -14,6 +14,8 @@ from distributed_estimates import estimates
 
 from pfzoo import app, cli, distributed
 from pfzoo.estimators import AIS
+from pfzoo.estimators.annealing import AnnealingDiagnostics
+from pfzoo.estimators.sharding import pool_chain_diagnostics
 from pfzoo.models import RBM
 
 TESTS = Path(__file__).resolve().parent
@@ -140,3 +142,20 @@ def test_unsharded_estimates_run_as_without_a_process_group(tmp_path):
             alone = log_weights()
         sharded = log_weights()  # the context ended: sharding again
     assert torch.equal(alone, plain) and not torch.equal(sharded, plain)
+
+
+def test_pooled_block_diagnostics_are_those_of_all_chains():
+    g = torch.Generator().manual_seed(4)
+    increments = torch.randn(50, 6, generator=g, dtype=torch.float64)
+    log_weights = increments.cumsum(1)  # [chains, steps]: the weights after each step
+
+    def diagnostics(rows: slice) -> AnnealingDiagnostics:
+        weights = log_weights[rows]
+        log_sum = torch.logsumexp(weights, 0)
+        ess = torch.exp(2 * log_sum - torch.logsumexp(2 * weights, 0))
+        return AnnealingDiagnostics(torch.linspace(0.2, 1, 6), increments[rows].mean(0), increments[rows].var(0), ess, log_sum)
+
+    pooled = pool_chain_diagnostics([(diagnostics(slice(0, 20)), 20), (diagnostics(slice(20, 45)), 25), (diagnostics(slice(45, 50)), 5)])
+    whole = diagnostics(slice(0, 50))
+    for name in ("increment_mean", "increment_var", "ess", "log_weight_sums"):
+        torch.testing.assert_close(getattr(pooled, name), getattr(whole, name), rtol=1e-12, atol=0, msg=name)

@@ -131,9 +131,8 @@ class AIS(PartitionEstimator):
             schedule = self.fitted_schedule.fitted_to(path, generator=generator)
             betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
         if distributed.shards():  # chains in blocks across ranks, each block's stream fixed by its index
-            if self.diagnostics:
-                raise ValueError("diagnostics must be false under torch.distributed: the ESS along the path needs every chain's weights at every step")
-            result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, progress=progress)
+            result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, progress=progress,
+                                    diagnostics=self.diagnostics)
         else:
             initial = path.sample_base(self.num_chains, generator=generator)
             result = anneal(path, betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)

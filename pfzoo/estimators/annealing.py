@@ -28,12 +28,15 @@ class AnnealingDiagnostics(NamedTuple):
     ess: effective sample size ``(Σ w)² / Σ w²`` of the log weights accumulated up to step k
         (with ``group_size``: per group of that many consecutive chains, averaged over the groups —
         RAISE's chains of one example).
+    log_weight_sums: ``log Σ w`` over all chains of the weights accumulated up to step k (``None`` with
+        ``group_size``): with ``ess`` it pools the ESS of chains annealed apart (on several ranks).
     """
 
     betas: torch.Tensor
     increment_mean: torch.Tensor
     increment_var: torch.Tensor
     ess: torch.Tensor
+    log_weight_sums: torch.Tensor | None = None
 
     @property
     def symmetric_kl(self) -> torch.Tensor:
@@ -98,8 +101,12 @@ def anneal(
         increment = path.log_weight_increment(stats, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
         if per_step is not None:
-            grouped = log_weights if group_size is None else log_weights.view(-1, group_size)
-            per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(grouped).mean()]))
+            if group_size is None:
+                log_sum = torch.logsumexp(log_weights, -1)
+                ess = torch.exp(2 * log_sum - torch.logsumexp(2 * log_weights, -1))  # as _effective_sample_size
+                per_step.append(torch.stack([increment.mean(), increment.var(), ess, log_sum]))
+            else:
+                per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights.view(-1, group_size)).mean()]))
         if k < num_steps:
             state, stats, info = path.transition(state, stats, betas_list[k], generator=generator)
             if info is not None:
@@ -113,7 +120,8 @@ def anneal(
     summary = None
     if per_step is not None:
         columns = torch.stack(per_step).double().cpu()
-        summary = AnnealingDiagnostics(betas.double().cpu()[1:], columns[:, 0], columns[:, 1], columns[:, 2])
+        summary = AnnealingDiagnostics(betas.double().cpu()[1:], columns[:, 0], columns[:, 1], columns[:, 2],
+                                       columns[:, 3] if group_size is None else None)
     acceptance = segment_betas = None
     if acceptance_sums is not None:
         counts = torch.tensor(acceptance_counts, dtype=torch.float64)

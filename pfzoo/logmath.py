@@ -1,8 +1,8 @@
 """Log-domain arithmetic and the one reduction of log importance weights to an estimate.
 
 Every estimator turns per-chain log weights into ``log Z``, its standard error and an
-effective sample size here, so that the reduction can later gather chains across
-``torch.distributed`` ranks in a single place.
+effective sample size here. Under ``torch.distributed`` the chains' weights are gathered from
+all ranks just before (:mod:`pfzoo.estimators.sharding`), so every rank reduces the same tensor.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ class ContinuousModel(EnergyModel):
     binary_visible = False
     family_capabilities = frozenset({Capability.REAL_ENERGY})
     path_family = "continuous"
+    heavy_tailed = False
+    """Whether the density's tails are polynomial (an annealing base must then be heavy-tailed too); families with
+    Student-t experts override it."""
 
     def energy(self, x: torch.Tensor) -> torch.Tensor:
         """``E(x)`` for ``x [B, M]`` → ``[B]``; implementations validate ``x`` with ``self.check_visible(x, "x")``."""

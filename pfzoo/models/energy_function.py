@@ -24,6 +24,8 @@ class EnergyFunction(ContinuousModel):
         binary: whether states are binary vectors.
     """
 
+    heavy_tailed = None  # unknown: base="auto" judges the tails by the data instead
+
     def __init__(self, net: nn.Module, num_visible: int, *, binary: bool = False) -> None:
         super().__init__()
         if not isinstance(net, nn.Module):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pfzoo.estimators import AIS, HAIS, applicable_estimators
-from pfzoo.models import Gaussian, MissingCapability, ProductOfExperts
+from pfzoo.models import EnergyFunction, Gaussian, MissingCapability, ProductOfExperts
 from pfzoo.paths.continuous import StudentTBase, choose_continuous_base
 
 K_SIGMA = 3.0
@@ -152,8 +152,10 @@ def test_auto_base_follows_the_tails():
     assert choose_continuous_base(gaussian, None) == "isotropic"
     assert choose_continuous_base(gaussian, light) == "fitted"
     cauchy = torch.randn(2000, 3, generator=torch.Generator().manual_seed(1)) / torch.randn(2000, 1, generator=torch.Generator().manual_seed(2))
-    assert choose_continuous_base(gaussian, cauchy) == "student_t"
+    assert choose_continuous_base(gaussian, cauchy) == "fitted"  # a Gaussian model's tails are Gaussian, whatever the data
     assert choose_continuous_base(student_t_poe(dim=3), light) == "student_t"  # the model declares heavy tails
+    user_energy = EnergyFunction(torch.nn.Linear(3, 1), num_visible=3)  # says nothing of its tails: judged by its data
+    assert choose_continuous_base(user_energy, cauchy) == "student_t" and choose_continuous_base(user_energy, light) == "fitted"
 
 
 def test_complete_poe_samples_are_exact():

@@ -25,6 +25,9 @@ class ContinuousModel(EnergyModel):
     heavy_tailed = False
     """Whether the density's tails are polynomial (an annealing base must then be heavy-tailed too); families with
     Student-t experts override it."""
+    samples_exactly = False
+    """Whether :meth:`sample` draws exact, independent samples (not MCMC): a data-free annealing base can then be
+    fitted to the model's own samples."""
 
     def energy(self, x: torch.Tensor) -> torch.Tensor:
         """``E(x)`` for ``x [B, M]`` → ``[B]``; implementations validate ``x`` with ``self.check_visible(x, "x")``."""

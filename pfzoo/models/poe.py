@@ -191,6 +191,11 @@ class ProductOfExperts(ContinuousModel):
         return 0 if self.is_complete and self.improper_reason() is None else None
 
     @property
+    def samples_exactly(self) -> bool:
+        """A complete model with finite Z samples exactly (:meth:`sample`)."""
+        return self.is_complete and self.improper_reason() is None
+
+    @property
     def heavy_tailed(self) -> bool:
         """Whether the experts have polynomial tails (Student-t): an annealing base should then be heavy-tailed too."""
         return self.expert == "student_t"

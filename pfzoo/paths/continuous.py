@@ -304,9 +304,24 @@ def gaussian_base(model, name: str, data: torch.Tensor | None, smoothing: float)
     return Gaussian(model.num_visible).to(device=model.device, dtype=model.dtype)
 
 
+OWN_SAMPLES = 2048
+"""Without data, a model that samples exactly fits its base to this many of its own samples."""
+
+
+def data_or_own_samples(model, data: torch.Tensor | None) -> torch.Tensor | None:
+    """``data``, or without data ``OWN_SAMPLES`` exact samples of a model that draws them (``model.samples_exactly``:
+    complete products of experts, ICA), from a private generator with a fixed seed so that the base is a function of
+    the model alone and the caller's random stream is untouched; ``None`` for other models."""
+    if data is not None or not getattr(model, "samples_exactly", False):
+        return data
+    return model.sample(OWN_SAMPLES, generator=torch.Generator(model.device).manual_seed(0))
+
+
 def continuous_base(model, name: str, data: torch.Tensor | None, smoothing: float) -> Gaussian | StudentTBase:
     """The continuous family's bases: ``"student_t"`` (:meth:`StudentTBase.fit` to ``data [N, M]``) or a Gaussian
-    (:func:`gaussian_base`: ``"fitted"``, ``"isotropic"``)."""
+    (:func:`gaussian_base`: ``"fitted"``, ``"isotropic"``); without data, fitted to the model's own exact samples where
+    it draws them (:func:`data_or_own_samples`)."""
+    data = data_or_own_samples(model, data) if name != "isotropic" else data
     if name == "student_t":
         return StudentTBase.fit(_fitting_data(model, name, data))
     return gaussian_base(model, name, data, smoothing)
@@ -332,7 +347,8 @@ def heavy_tailed(data: torch.Tensor) -> bool:
 
 
 def choose_continuous_base(model, data: torch.Tensor | None) -> str:
-    """What ``base="auto"`` anneals from: without data N(0, I) ("isotropic"); with data a Student-t base
+    """What ``base="auto"`` anneals from: without data (and without exact samples of the model,
+    :func:`data_or_own_samples`) N(0, I) ("isotropic"); with data a Student-t base
     ("student_t") when the target is heavy-tailed, else the fitted Gaussian ("fitted").
 
     The target's tails are what the base must cover, so a model that states them (``model.heavy_tailed``: True for
@@ -340,6 +356,7 @@ def choose_continuous_base(model, data: torch.Tensor | None) -> str:
     word: heavy-tailed data (natural image patches) do not make an ICA's Laplace tails polynomial, and a Student-t base
     there anneals worse than the fitted Gaussian (ESS 2 against 79 on the zoo's ICA). Only a model that says nothing
     (a user's :class:`~pfzoo.models.EnergyFunction`) is judged by its data (:func:`heavy_tailed`)."""
+    data = data_or_own_samples(model, data)
     if data is None:
         return "isotropic"
     declared = getattr(model, "heavy_tailed", None)

@@ -154,7 +154,7 @@ class AIS(PartitionEstimator):
             ess=ess,
             kind=BoundKind.UNBIASED_Z,
             info=info,
-            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas)
+            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas, log_weights=log_weights)
             + tuple(getattr(path, "warnings", ())),
         )
 

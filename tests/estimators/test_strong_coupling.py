@@ -80,6 +80,7 @@ def test_the_linear_schedule_misses_at_weight_scale_5000():
     model = scaled_rbm(5000.0)
     estimate = AIS(num_chains=100, num_steps=1000, schedule="linear")(model, generator=torch.Generator().manual_seed(1))
     assert estimate.log_z < Exact()(model).log_z - 10 * estimate.stderr
+    assert any("Pareto k̂" in line for line in estimate.warnings)  # ... and the weights' tail says so
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

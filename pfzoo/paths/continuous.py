@@ -305,23 +305,23 @@ def gaussian_base(model, name: str, data: torch.Tensor | None, smoothing: float)
 
 
 OWN_SAMPLES = 2048
-"""Without data, a model that samples exactly fits its base to this many of its own samples."""
+"""A model that samples exactly fits its base to this many of its own samples."""
 
 
-def data_or_own_samples(model, data: torch.Tensor | None) -> torch.Tensor | None:
-    """``data``, or without data ``OWN_SAMPLES`` exact samples of a model that draws them (``model.samples_exactly``:
-    complete products of experts, ICA), from a private generator with a fixed seed so that the base is a function of
-    the model alone and the caller's random stream is untouched; ``None`` for other models."""
-    if data is not None or not getattr(model, "samples_exactly", False):
+def fitting_samples(model, data: torch.Tensor | None) -> torch.Tensor | None:
+    """What a base is fitted to: ``OWN_SAMPLES`` exact samples of a model that draws them (``model.samples_exactly``:
+    complete products of experts, ICA), since the base should approximate the model, not the data it was trained on;
+    they come from a private generator with a fixed seed, so the base is a function of the model alone and the
+    caller's random stream is untouched. Any other model: ``data`` (``None`` without)."""
+    if not getattr(model, "samples_exactly", False):
         return data
     return model.sample(OWN_SAMPLES, generator=torch.Generator(model.device).manual_seed(0))
 
 
 def continuous_base(model, name: str, data: torch.Tensor | None, smoothing: float) -> Gaussian | StudentTBase:
-    """The continuous family's bases: ``"student_t"`` (:meth:`StudentTBase.fit` to ``data [N, M]``) or a Gaussian
-    (:func:`gaussian_base`: ``"fitted"``, ``"isotropic"``); without data, fitted to the model's own exact samples where
-    it draws them (:func:`data_or_own_samples`)."""
-    data = data_or_own_samples(model, data) if name != "isotropic" else data
+    """The continuous family's bases: ``"student_t"`` (:meth:`StudentTBase.fit`) or a Gaussian (:func:`gaussian_base`:
+    ``"fitted"``, ``"isotropic"``), fitted to :func:`fitting_samples`."""
+    data = fitting_samples(model, data) if name != "isotropic" else data
     if name == "student_t":
         return StudentTBase.fit(_fitting_data(model, name, data))
     return gaussian_base(model, name, data, smoothing)
@@ -347,22 +347,25 @@ def heavy_tailed(data: torch.Tensor) -> bool:
 
 
 def choose_continuous_base(model, data: torch.Tensor | None) -> str:
-    """What ``base="auto"`` anneals from: without data (and without exact samples of the model,
-    :func:`data_or_own_samples`) N(0, I) ("isotropic"); with data a Student-t base
-    ("student_t") when the target is heavy-tailed, else the fitted Gaussian ("fitted").
+    """What ``base="auto"`` anneals from: N(0, I) ("isotropic") with nothing to fit to (:func:`fitting_samples`);
+    else a Student-t base ("student_t") for a heavy-tailed target fitted to its own exact samples, and the fitted
+    Gaussian ("fitted") otherwise.
 
     The target's tails are what the base must cover, so a model that states them (``model.heavy_tailed``: True for
     Student-t experts, False for every other built-in family, whose tails are exponential or Gaussian) is taken at its
-    word: heavy-tailed data (natural image patches) do not make an ICA's Laplace tails polynomial, and a Student-t base
-    there anneals worse than the fitted Gaussian (ESS 2 against 79 on the zoo's ICA). Only a model that says nothing
-    (a user's :class:`~pfzoo.models.EnergyFunction`) is judged by its data (:func:`heavy_tailed`)."""
-    data = data_or_own_samples(model, data)
-    if data is None:
+    word: heavy-tailed data (natural image patches) do not make an ICA's Laplace tails polynomial (a Student-t base there
+    gave ESS 2 against the Gaussian's 79 on the zoo's ICA). A Student-t base fitted to *data* rather than to the model
+    also did worse than the Gaussian on the zoo's overcomplete Student-t POE (N = 10³: ESS 1.5 and log Ẑ 7 nats lower),
+    so a heavy-tailed model that cannot sample itself gets the Gaussian, with the heavy-tail warning of
+    :class:`ContinuousGeometricPath`. Only a model that says nothing of its tails (a user's
+    :class:`~pfzoo.models.EnergyFunction`) is judged by its data (:func:`heavy_tailed`)."""
+    samples = fitting_samples(model, data)
+    if samples is None:
         return "isotropic"
     declared = getattr(model, "heavy_tailed", None)
-    if declared if declared is not None else heavy_tailed(_fitting_data(model, "auto", data)):
-        return "student_t"
-    return "fitted"
+    if declared is None:
+        return "student_t" if heavy_tailed(_fitting_data(model, "auto", samples)) else "fitted"
+    return "student_t" if declared and getattr(model, "samples_exactly", False) else "fitted"
 
 
 register_family("continuous", bases=("fitted", "student_t", "isotropic"), make_base=continuous_base, free_base="isotropic",

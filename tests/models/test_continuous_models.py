@@ -184,7 +184,9 @@ def test_fitted_annealing_base_is_the_regularised_maximum_likelihood_gaussian():
     assert torch.allclose(base.covariance, expected_covariance, rtol=1e-9, atol=1e-12)
     assert torch.equal(base.precision, gaussian_base(model, "fitted", data, 0.0).precision)
     assert gaussian_base(model, "fitted", data.float(), 1.0).dtype == model.dtype
-    assert build(model, data=data)[1] == "student_t"  # base="auto" with data, for a model declaring heavy-tailed experts
+    # base="auto": a Student-t base only for heavy-tailed experts it can fit to the model's own exact samples
+    assert build(model, data=data)[1] == "fitted" and not model.samples_exactly  # overcomplete: the Gaussian
+    assert build(random_poe("student_t", num_experts=NUM_VISIBLE), data=data)[1] == "student_t"
     assert build(random_poe("laplace"), data=data)[1] == "fitted"  # ... and for light tails in model and data
 
 

@@ -25,12 +25,28 @@ def check_kernel_bounds(model, kernel) -> None:
         return
     if model_lower is None or kernel_lower is None:
         raise ValueError(
-            f"the kernel's lower={None if kernel_lower is None else kernel_lower.tolist()} must match the bounds of "
-            f"{type(model).__name__}'s latents, lower={model_lower}, so that HMC reflects exactly where the prior's support ends"
+            f"kernel={type(kernel).__name__} (lower={_bounds(kernel_lower)}) must reflect exactly at the bounds of "
+            f"{type(model).__name__}'s latents ({_bounds(model_lower)}), where the prior's support ends; use the "
+            f"estimator's default kernel (estimator=hais or ais)"
         )
     expected = torch.as_tensor(model_lower, dtype=torch.float64).expand(model.num_latent)
     if not torch.equal(kernel_lower.to(torch.float64).expand(model.num_latent), expected):
-        raise ValueError(f"the kernel's lower={kernel_lower.tolist()} must match the bounds of {type(model).__name__}'s latents, lower={model_lower}")
+        raise ValueError(
+            f"kernel={type(kernel).__name__} reflects at lower={_bounds(kernel_lower)} but {type(model).__name__}'s latents are "
+            f"bounded at {_bounds(model_lower)}; use the estimator's default kernel"
+        )
+
+
+def _bounds(lower) -> str:
+    """A short description of lower bounds (``None``, a number or a tensor): e.g. ``"8 of 44 bounded below"``."""
+    if lower is None:
+        return "none"
+    values = torch.as_tensor(lower, dtype=torch.float64).flatten()
+    finite = values[torch.isfinite(values)]
+    if values.numel() == 1:
+        return f"{values.item():g}"
+    where = "" if finite.numel() == 0 else f" (at {', '.join(f'{v:g}' for v in finite.unique().tolist())})"
+    return f"{finite.numel()} of {values.numel()} bounded below{where}"
 
 
 def posterior_annealing_log_likelihood(

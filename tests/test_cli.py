@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pfzoo import cli
+from pfzoo import cli, zoo
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["trainer.epochs=1", "trainer.progress=false", "model.num_hidden=3", "estimator.num_steps=20"]
@@ -40,6 +40,19 @@ def test_a_sweep_leaves_one_complete_run_per_job(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_sweep_without_run_dir_leaves_one_complete_run_per_job(tmp_path):
+    """The default run_dir (runs/train/<time>) is the sweep's folder: the jobs land in its 0/ and 1/, however fast."""
+    command = [sys.executable, str(REPO / "scripts" / "train.py"), "-m", "model.num_hidden=2,3", *TINY[:2], "pictures=false"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (sweep,) = (tmp_path / "runs" / "train").iterdir()
+    for job, hidden in (("0", 2), ("1", 3)):
+        assert (sweep / job / "metrics.jsonl").read_text().count("\n") == 1
+        assert (sweep / job / ".hydra" / "overrides.yaml").is_file()
+        assert zoo.load(sweep / job / "checkpoint.pt").num_hidden == hidden
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
 def test_a_killed_training_run_resumes_to_the_parameters_of_an_uninterrupted_one(tmp_path, signal_name):
     """Kill ``train.py`` at whatever point it has reached once two epochs are logged (mid-epoch, mid-write: the moment
@@ -49,7 +62,6 @@ def test_a_killed_training_run_resumes_to_the_parameters_of_an_uninterrupted_one
 
     import torch
 
-    from pfzoo import zoo
 
     settings = ["trainer.epochs=12", "trainer.progress=false", "model.num_hidden=12", "pictures=false", "seed=3"]
     assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path / 'whole'}", *settings])) == 0

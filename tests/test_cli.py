@@ -1,10 +1,13 @@
 """The command line as a user meets it: one run folder per job, resume under the same config only, a readable report."""
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from pfzoo import cli, zoo
 
@@ -57,12 +60,6 @@ def test_a_sweep_without_run_dir_leaves_one_complete_run_per_job(tmp_path):
 def test_a_killed_training_run_resumes_to_the_parameters_of_an_uninterrupted_one(tmp_path, signal_name):
     """Kill ``train.py`` at whatever point it has reached once two epochs are logged (mid-epoch, mid-write: the moment
     is not chosen), resume it, and compare every parameter with a run that was never interrupted."""
-    import signal
-    import time
-
-    import torch
-
-
     settings = ["trainer.epochs=12", "trainer.progress=false", "model.num_hidden=12", "pictures=false", "seed=3"]
     assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path / 'whole'}", *settings])) == 0
 

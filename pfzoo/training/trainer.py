@@ -135,7 +135,7 @@ class Trainer:
         if isinstance(optimizer, partial):  # a config's optimizer: torch accepts lr=nan and would train to NaN
             for key, value in optimizer.keywords.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    check_finite_number(value, f"optimizer.{key}", minimum=0.0, exclusive=key == "lr")
+                    check_finite_number(value, f"optimizer.{key}", minimum=0.0)
         weight_decay = check_finite_number(weight_decay, "weight_decay", minimum=0.0)
         learning_rate_decay = check_finite_number(learning_rate_decay, "learning_rate_decay", minimum=0.0)
         check_bool(progress, "progress")

@@ -10,6 +10,11 @@ for the same shapes measured in the same run. One AIS step needs the products ``
 ``[N,H]·[H,V]``; the "matmul bound" is the rate at which the machine does just those two, so
 ``fraction_of_matmul_bound = matmul seconds per step / AIS seconds per step`` (1.0 = no overhead).
 
+AIS on a 784×20 RBM in float64 (``rbm_ais_small``, 200 chains × 2,000 linear steps): a step there is bound by the
+784 Bernoulli draws per chain rather than by the products; seconds, chain-steps per second and the same matmul
+ratio, and the seconds of the ``rbms`` package's ``compute_partition_function_ais`` on the same RBM and settings
+in the same run when ``import rbms`` works (an optional comparison, not a dependency; ``null`` otherwise).
+
 RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
 
@@ -32,6 +37,7 @@ Per-example HAIS of a generative model (``generative_hais``): 100 test vectors �
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import platform
 import time
@@ -70,16 +76,11 @@ def random_rbm(num_visible: int, num_hidden: int, g: torch.Generator, device: to
                             torch.randn(num_visible, generator=g, device=device), torch.randn(num_hidden, generator=g, device=device))
 
 
-def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=1000, repeats=2) -> dict:
-    g = torch.Generator(device).manual_seed(0)
-    model = random_rbm(num_visible, num_hidden, g, device)
-    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
-    estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
-    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
-
-    visible = torch.rand(num_chains, num_visible, generator=g, device=device)
-    hidden = torch.rand(num_chains, num_hidden, generator=g, device=device)
-    weight = model.weight.detach()
+def matmul_seconds_per_step(weight: torch.Tensor, num_chains: int, g: torch.Generator, device: torch.device, repeats: int) -> float:
+    """Seconds of the two products of an RBM AIS step, ``[N,V]·[V,H]`` and ``[N,H]·[H,V]``, in ``weight``'s dtype."""
+    num_visible, num_hidden = weight.shape
+    visible = torch.rand(num_chains, num_visible, generator=g, device=device).to(weight.dtype)
+    hidden = torch.rand(num_chains, num_hidden, generator=g, device=device).to(weight.dtype)
     matmuls = 20
 
     def two_matmuls():
@@ -87,17 +88,68 @@ def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num
             visible @ weight
             hidden @ weight.T
 
-    matmul_seconds_per_step = best_seconds(two_matmuls, device, repeats) / matmuls
-    step_seconds = ais_seconds / num_steps
-    flops_per_step = 2 * 2 * num_chains * num_visible * num_hidden
+    return best_seconds(two_matmuls, device, repeats) / matmuls
+
+
+def ais_rates(ais_seconds: float, matmul_seconds: float, num_visible: int, num_hidden: int, num_chains: int, num_steps: int) -> dict:
+    """What every RBM AIS case reports: its seconds and chain-steps per second against the matmul bound of the module docstring."""
+    return {
+        "seconds": ais_seconds,
+        "chain_steps_per_second": num_chains * num_steps / ais_seconds,
+        "matmul_bound_chain_steps_per_second": num_chains / matmul_seconds,
+        "fraction_of_matmul_bound": matmul_seconds / (ais_seconds / num_steps),
+        "matmul_gflops": 2 * 2 * num_chains * num_visible * num_hidden / matmul_seconds / 1e9,
+    }
+
+
+def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=1000, repeats=2) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
+    estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
+    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+    matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, repeats)
     return {
         "name": "rbm_ais",
         "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps},
-        "seconds": ais_seconds,
-        "chain_steps_per_second": num_chains * num_steps / ais_seconds,
-        "matmul_bound_chain_steps_per_second": num_chains / matmul_seconds_per_step,
-        "fraction_of_matmul_bound": matmul_seconds_per_step / step_seconds,
-        "matmul_gflops": flops_per_step / matmul_seconds_per_step / 1e9,
+        **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, num_chains, num_steps),
+    }
+
+
+def rbms_ais_seconds(model: RBM, num_chains: int, num_steps: int, device: torch.device) -> tuple[float, str] | None:
+    """Wall seconds and version of the ``rbms`` package's AIS (``num_steps + 1`` β's, its own base: the target's visible
+    biases, W = 0, c = 0) on ``model``'s float64 parameters; None when ``rbms`` does not import. It draws from torch's
+    global generator, so it is seeded here."""
+    try:
+        from rbms.bernoulli_bernoulli import BBRBM
+        from rbms.partition_function.ais import compute_partition_function_ais
+    except ImportError:
+        return None
+    params = BBRBM(model.weight.detach().double(), model.visible_bias.detach().double(), model.hidden_bias.detach().double())
+    torch.manual_seed(0)
+    synchronize(device)
+    start = time.perf_counter()
+    compute_partition_function_ais(num_chains=num_chains, num_beta=num_steps + 1, params=params)  # one long run
+    synchronize(device)
+    return time.perf_counter() - start, importlib.metadata.version("rbms")
+
+
+def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20, num_chains=200, num_steps=2000, repeats=2) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device).double()
+    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).double()
+    estimator = AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate").to(device)
+    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+    matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, repeats)
+    rbms_run = rbms_ais_seconds(model, num_chains, num_steps, device)
+    return {
+        "name": "rbm_ais_small",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps,
+                  "dtype": "float64", "schedule": "linear"},
+        **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, num_chains, num_steps),
+        "rbms_seconds": None if rbms_run is None else rbms_run[0],
+        "rbms_version": None if rbms_run is None else rbms_run[1],
+        "speedup_over_rbms": None if rbms_run is None else rbms_run[0] / ais_seconds,
     }
 
 
@@ -305,6 +357,14 @@ BENCHMARKS = {
         benchmark_rbm_ais,
         lambda r: f"rbm_ais: {r['chain_steps_per_second']:.3g} chain-steps/s "
         f"({r['fraction_of_matmul_bound']:.2f} of the matmul bound, {r['matmul_gflops']:.1f} GFLOP/s matmul)",
+    ),
+    "rbm_ais_small": (
+        benchmark_rbm_ais_small,
+        lambda r: f"rbm_ais_small: {r['shape']['num_visible']}x{r['shape']['num_hidden']} float64, {r['shape']['num_chains']} chains x "
+        f"{r['shape']['num_steps']} steps in {r['seconds']:.2f} s ({r['chain_steps_per_second']:.3g} chain-steps/s, "
+        f"{r['fraction_of_matmul_bound']:.2f} of the matmul bound); "
+        + ("rbms not installed" if r["rbms_seconds"] is None else
+           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s ({r['speedup_over_rbms']:.2f}x)"),
     ),
     "rbm_raise": (
         benchmark_rbm_raise,

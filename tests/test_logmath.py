@@ -12,7 +12,7 @@ from pfzoo.logmath import (
     softplus_difference,
     summarize_log_weights,
 )
-from pfzoo.sampling import bernoulli
+from pfzoo.sampling import bernoulli, bernoulli_logits
 
 
 def test_log_mean_exp_is_stable():
@@ -57,6 +57,19 @@ def test_bernoulli_frequencies_and_reproducibility():
     se = torch.sqrt(probs[0] * (1 - probs[0]) / 100000)
     assert ((draws.mean(0) - probs[0]).abs() <= 5 * se + 1e-9).all()
     assert torch.equal(draws, bernoulli(probs, generator=torch.Generator().manual_seed(0)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bernoulli_logits_frequencies_dtype_and_reproducibility(dtype):
+    """Float64 logits draw in float32 but return float64 draws at σ(x) within the 2⁻²⁴ spacing of the uniforms."""
+    logits = torch.tensor([-30.0, -2.0, 0.0, 1.5, 30.0], dtype=dtype, requires_grad=True).expand(100000, -1)
+    draws = bernoulli_logits(logits, generator=torch.Generator().manual_seed(0))
+    assert draws.dtype == dtype and not draws.requires_grad and set(draws.unique().tolist()) <= {0.0, 1.0}
+    probs = torch.sigmoid(logits[0].detach().double())
+    se = torch.sqrt(probs * (1 - probs) / 100000)
+    assert ((draws.mean(0).double() - probs).abs() <= 5 * se + 2.0**-24).all()
+    assert torch.equal(draws, bernoulli_logits(logits, generator=torch.Generator().manual_seed(0)))
+    assert bernoulli_logits(logits, dtype=torch.float64, generator=torch.Generator()).dtype == torch.float64
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -6,7 +6,6 @@ import torch
 
 from pfzoo.models.poe import ProductOfExperts
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_generator, check_positive_int
 
 
 @register_model("ica")
@@ -47,13 +46,3 @@ class ICA(ProductOfExperts):
 
     def config(self) -> dict:
         return {"num_visible": self.num_visible}
-
-    @torch.no_grad()
-    def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Exact samples ``x = W⁻¹ s``, ``[num_samples, M]``, with Laplace sources ``s = log(U₁ / U₂)``, ``U ~ Uniform(0, 1]``."""
-        check_positive_int(num_samples, "num_samples")
-        check_generator(generator, self.device)
-        shape = (2, num_samples, self.num_visible)
-        uniform = 1 - torch.rand(shape, generator=generator, device=self.device, dtype=self.dtype)
-        sources = uniform[0].log() - uniform[1].log()
-        return torch.linalg.solve(self.filters.T, sources, left=False)  # rows x with x Wᵀ = s

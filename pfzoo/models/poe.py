@@ -188,11 +188,11 @@ class ProductOfExperts(ContinuousModel):
     def log_partition_cost(self) -> int | None:
         """0 (closed form) for a complete model with finite Z; ``None`` otherwise, so no estimator offers an exact
         log Z of a model whose Z is infinite."""
-        return 0 if self.is_complete and self.improper_reason() is None else None
+        return 0 if self.samples_exactly else None
 
     @property
     def samples_exactly(self) -> bool:
-        """A complete model with finite Z samples exactly (:meth:`sample`)."""
+        """A complete model with finite Z samples exactly (:meth:`sample`) and has a closed-form log Z."""
         return self.is_complete and self.improper_reason() is None
 
     @property
@@ -257,7 +257,7 @@ class ProductOfExperts(ContinuousModel):
         """Samples ``[num_samples, M]``. A complete model with finite Z is sampled exactly: independent expert
         responses ``u`` (Laplace: difference of two exponentials; Student-t: :func:`student_t_responses`) mapped
         back through ``x = u Φ⁻ᵀ``. Any other model falls back to :meth:`ContinuousModel.sample` (HMC; ``hmc_options``)."""
-        if not self.is_complete or self.improper_reason() is not None:
+        if not self.samples_exactly:
             return super().sample(num_samples, generator=generator, **hmc_options)
         check_positive_int(num_samples, "num_samples")
         check_generator(generator, self.device)

@@ -16,7 +16,7 @@ from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
-from pfzoo.paths.schedules import EnergyScaleSchedule, ScheduleSpec, make_betas, schedule_from_name
+from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
 from pfzoo.validation import check_bool, check_finite_number, check_generator, check_positive_int
 
 DEFAULT_LATENT_STEP_SIZE = 0.2
@@ -89,9 +89,7 @@ class AIS(PartitionEstimator):
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
         self.schedule = schedule
-        # an "energy" schedule without a given σ_0 is fitted to the model's path on each run (forward)
-        resolved = schedule_from_name(schedule) if isinstance(schedule, str) else schedule
-        self.fitted_schedule = resolved if isinstance(resolved, EnergyScaleSchedule) and resolved.energy_scale is None else None
+        self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (forward)
         self.base = base
         self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
         self.kernel = kernel
@@ -126,10 +124,7 @@ class AIS(PartitionEstimator):
         path, base = registry.build(
             model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
         )
-        betas, energy_scale = self.betas, None
-        if self.fitted_schedule is not None:
-            schedule = self.fitted_schedule.fitted_to(path, generator=generator)
-            betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
+        betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
         if distributed.shards():  # chains in blocks across ranks, each block's stream fixed by its index
             result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, progress=progress,
                                     diagnostics=self.diagnostics)

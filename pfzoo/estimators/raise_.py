@@ -18,7 +18,7 @@ from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
-from pfzoo.paths.schedules import EnergyScaleSchedule, ScheduleSpec, make_betas, schedule_from_name
+from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
 from pfzoo.validation import check_bool, check_finite_number, check_generator, check_matrix, check_positive_int
 
 _CHAIN_ROWS_PER_BATCH = 1 << 15  # examples × chains annealed as one tensor
@@ -91,9 +91,7 @@ class RAISE(LikelihoodEstimator):
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
         self.schedule = schedule
-        # an "energy" schedule without a given σ_0 is fitted to the model's path on each run (log_likelihood)
-        resolved = schedule_from_name(schedule) if isinstance(schedule, str) else schedule
-        self.fitted_schedule = resolved if isinstance(resolved, EnergyScaleSchedule) and resolved.energy_scale is None else None
+        self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (log_likelihood)
         self.base = base
         self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
         self.num_examples = None if num_examples is None else check_positive_int(num_examples, "num_examples")
@@ -140,10 +138,7 @@ class RAISE(LikelihoodEstimator):
             chosen = data[subset]
         path, base = registry.build(model, kind=self.path, base=self.base, data=data if base_data is None else base_data,
                                     smoothing=self.base_smoothing, by="RAISE")
-        betas, energy_scale = self.betas, None
-        if self.fitted_schedule is not None:
-            schedule = self.fitted_schedule.fitted_to(path, generator=generator)
-            betas, energy_scale = schedule.betas(self.num_steps), schedule.energy_scale
+        betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
         if distributed.shards():
             log_weights, diagnostics = self._sharded_reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
         else:

@@ -254,6 +254,23 @@ def schedule_from_name(name: str) -> Schedule:
     return SCHEDULES[kind](value)
 
 
+def path_fitted_schedule(schedule: ScheduleSpec) -> EnergyScaleSchedule | None:
+    """The schedule an estimator must fit to each path it anneals (``"energy"`` without σ_0), or ``None``."""
+    resolved = schedule_from_name(schedule) if isinstance(schedule, str) else schedule
+    return resolved if isinstance(resolved, EnergyScaleSchedule) and resolved.energy_scale is None else None
+
+
+def betas_for_path(
+    fitted: EnergyScaleSchedule | None, betas: torch.Tensor, path, *, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, float | None]:
+    """``(β's, σ_0)`` an estimator anneals ``path`` with: ``betas`` as they are (σ_0 ``None``) unless ``fitted``
+    (:func:`path_fitted_schedule`) is to be fitted to the path, then its β's for as many steps (:meth:`EnergyScaleSchedule.fitted_to`)."""
+    if fitted is None:
+        return betas, None
+    schedule = fitted.fitted_to(path, generator=generator)
+    return schedule.betas(betas.numel() - 1), schedule.energy_scale
+
+
 def make_betas(schedule: ScheduleSpec, num_steps: int | None) -> torch.Tensor:
     """Resolve a schedule given by name (see :func:`schedule_from_name`), :class:`Schedule` or explicit β sequence
     to float64 ``[K + 1]``.

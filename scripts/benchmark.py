@@ -13,7 +13,8 @@ for the same shapes measured in the same run. One AIS step needs the products ``
 AIS on a 784×20 RBM in float64 (``rbm_ais_small``, 200 chains × 2,000 linear steps): a step there is bound by the
 784 Bernoulli draws per chain rather than by the products; seconds, chain-steps per second and the same matmul
 ratio, and the seconds of the ``rbms`` package's ``compute_partition_function_ais`` on the same RBM and settings
-in the same run when ``import rbms`` works (an optional comparison, not a dependency; ``null`` otherwise).
+in the same run when ``import rbms`` works (an optional comparison, not a dependency; ``null`` otherwise), both timed as
+the least of two runs, with both estimates' errors against the exact log Z (the 2²⁰ hidden states summed).
 
 RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
@@ -116,10 +117,10 @@ def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num
     }
 
 
-def rbms_ais_seconds(model: RBM, num_chains: int, num_steps: int, device: torch.device) -> tuple[float, str] | None:
-    """Wall seconds and version of the ``rbms`` package's AIS (``num_steps + 1`` β's, its own base: the target's visible
-    biases, W = 0, c = 0) on ``model``'s float64 parameters; None when ``rbms`` does not import. It draws from torch's
-    global generator, so it is seeded here."""
+def rbms_ais(model: RBM, num_chains: int, num_steps: int, device: torch.device, repeats: int) -> dict | None:
+    """The ``rbms`` package's AIS (``num_steps + 1`` β's, its own base: the target's visible biases, W = 0, c = 0) on
+    ``model``'s float64 parameters, run ``repeats`` times: the least wall seconds, the log Z of the first run and the
+    version; None when ``rbms`` does not import. It draws from torch's global generator, so that is seeded here."""
     try:
         from rbms.bernoulli_bernoulli import BBRBM
         from rbms.partition_function.ais import compute_partition_function_ais
@@ -127,11 +128,14 @@ def rbms_ais_seconds(model: RBM, num_chains: int, num_steps: int, device: torch.
         return None
     params = BBRBM(model.weight.detach().double(), model.visible_bias.detach().double(), model.hidden_bias.detach().double())
     torch.manual_seed(0)
-    synchronize(device)
-    start = time.perf_counter()
-    compute_partition_function_ais(num_chains=num_chains, num_beta=num_steps + 1, params=params)  # one long run
-    synchronize(device)
-    return time.perf_counter() - start, importlib.metadata.version("rbms")
+    times, log_zs = [], []
+    for _ in range(repeats):
+        synchronize(device)
+        start = time.perf_counter()
+        log_zs.append(float(compute_partition_function_ais(num_chains=num_chains, num_beta=num_steps + 1, params=params)))
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return {"seconds": min(times), "log_z": log_zs[0], "version": importlib.metadata.version("rbms")}
 
 
 def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20, num_chains=200, num_steps=2000, repeats=2) -> dict:
@@ -140,16 +144,22 @@ def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20
     data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).double()
     estimator = AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate").to(device)
     ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+    estimate = estimator(model, data=data, generator=g)
+    exact_log_z = model.log_partition().item()  # 2^20 hidden states summed
     matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, repeats)
-    rbms_run = rbms_ais_seconds(model, num_chains, num_steps, device)
+    rbms_run = rbms_ais(model, num_chains, num_steps, device, repeats)
     return {
         "name": "rbm_ais_small",
         "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps,
                   "dtype": "float64", "schedule": "linear"},
         **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, num_chains, num_steps),
-        "rbms_seconds": None if rbms_run is None else rbms_run[0],
-        "rbms_version": None if rbms_run is None else rbms_run[1],
-        "speedup_over_rbms": None if rbms_run is None else rbms_run[0] / ais_seconds,
+        "exact_log_z": exact_log_z,
+        "log_z_error": estimate.log_z - exact_log_z,
+        "log_z_stderr": estimate.stderr,
+        "rbms_seconds": None if rbms_run is None else rbms_run["seconds"],
+        "rbms_log_z_error": None if rbms_run is None else rbms_run["log_z"] - exact_log_z,
+        "rbms_version": None if rbms_run is None else rbms_run["version"],
+        "speedup_over_rbms": None if rbms_run is None else rbms_run["seconds"] / ais_seconds,
     }
 
 
@@ -362,9 +372,9 @@ BENCHMARKS = {
         benchmark_rbm_ais_small,
         lambda r: f"rbm_ais_small: {r['shape']['num_visible']}x{r['shape']['num_hidden']} float64, {r['shape']['num_chains']} chains x "
         f"{r['shape']['num_steps']} steps in {r['seconds']:.2f} s ({r['chain_steps_per_second']:.3g} chain-steps/s, "
-        f"{r['fraction_of_matmul_bound']:.2f} of the matmul bound); "
+        f"{r['fraction_of_matmul_bound']:.2f} of the matmul bound), log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}; "
         + ("rbms not installed" if r["rbms_seconds"] is None else
-           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s ({r['speedup_over_rbms']:.2f}x)"),
+           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s, log Z error {r['rbms_log_z_error']:+.4f} ({r['speedup_over_rbms']:.2f}x)"),
     ),
     "rbm_raise": (
         benchmark_rbm_raise,

@@ -12,7 +12,7 @@ from pfzoo.logmath import (
     softplus_difference,
     summarize_log_weights,
 )
-from pfzoo.sampling import bernoulli, bernoulli_logits
+from pfzoo.sampling import BULK_DRAWS, UNIFORM_BITS, bernoulli, bernoulli_logits, uniform_integers
 
 
 def test_log_mean_exp_is_stable():
@@ -70,6 +70,30 @@ def test_bernoulli_logits_frequencies_dtype_and_reproducibility(dtype):
     assert ((draws.mean(0).double() - probs).abs() <= 5 * se + 2.0**-24).all()
     assert torch.equal(draws, bernoulli_logits(logits, generator=torch.Generator().manual_seed(0)))
     assert bernoulli_logits(logits, dtype=torch.float64, generator=torch.Generator()).dtype == torch.float64
+
+
+def test_bernoulli_logits_below_the_bulk_size_draws_at_the_same_law():
+    """Fewer than BULK_DRAWS draws take torch's uniforms: the same frequencies, reproducible, any memory layout."""
+    logits = torch.tensor([[-3.0, 0.5], [2.0, -0.5]], dtype=torch.float64).T.contiguous().T  # a transposed layout
+    repeats = BULK_DRAWS // 8  # 4 draws per call
+    draws = torch.stack([bernoulli_logits(logits, generator=torch.Generator().manual_seed(seed)) for seed in range(repeats)])
+    probs = torch.sigmoid(logits)
+    assert ((draws.mean(0) - probs).abs() <= 5 * torch.sqrt(probs * (1 - probs) / repeats)).all()
+    assert torch.equal(bernoulli_logits(logits, generator=torch.Generator().manual_seed(3)), draws[3])
+
+
+def test_uniform_integers_are_uniform_independent_and_reproducible():
+    """Each of the 24 bits is a fair coin, neighbouring integers are uncorrelated, and a seed fixes them all."""
+    integers = uniform_integers((1000, 101), generator=torch.Generator().manual_seed(0))  # odd count: half a word unused
+    assert integers.dtype == torch.int32 and integers.shape == (1000, 101)
+    assert integers.min() >= 0 and integers.max() < 1 << UNIFORM_BITS
+    bits = torch.stack([(integers >> bit) & 1 for bit in range(UNIFORM_BITS)]).double().flatten(1)
+    assert ((bits.mean(1) - 0.5).abs() <= 5 * 0.5 / bits.shape[1] ** 0.5).all()
+    uniforms = integers.double().flatten() / (1 << UNIFORM_BITS)
+    correlation = torch.corrcoef(torch.stack([uniforms[:-1], uniforms[1:]]))[0, 1]
+    assert abs(correlation) <= 5 / uniforms.numel() ** 0.5
+    assert torch.equal(integers, uniform_integers((1000, 101), generator=torch.Generator().manual_seed(0)))
+    assert not torch.equal(integers, uniform_integers((1000, 101), generator=torch.Generator().manual_seed(1)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -45,13 +45,14 @@ class RBMGeometricPath(AnnealingPath):
         if torch.any(base.weight != 0):
             raise ValueError("the base RBM of a geometric path must have zero weights (a factorised, tractable model)")
         self.weight = target.weight.detach()
-        # [H, V]: BLAS computes W^T v^T (→ vW) about twice as fast as v·W for few hidden units (784×20 float64 on CPU),
-        # and as fast for many
-        self.weight_t = self.weight.T.contiguous()
         self.base_visible_bias = base.visible_bias.detach().to(self.weight)
         self.base_hidden_bias = base.hidden_bias.detach().to(self.weight)
         self.visible_bias_delta = target.visible_bias.detach() - self.base_visible_bias
         self.hidden_bias_delta = target.hidden_bias.detach() - self.base_hidden_bias
+        # [H + 1, V]: Wᵀ with (b - b_0) as an extra row, so one product gives both statistics; BLAS computes Wᵀvᵀ (→ vW)
+        # about twice as fast as v·W for few hidden units (784×20 float64 on CPU), and as fast for many.
+        self.statistics_weight = torch.cat([self.weight.T, self.visible_bias_delta[None]])
+        self.statistics_bias = torch.cat([self.hidden_bias_delta, self.hidden_bias_delta.new_zeros(1)])[:, None]
         # |vW + c - c_0| ≤ Σ_i |W_ij| + |c_j - c_0,j| for v ∈ {0,1}^V: bounds the hidden input without a sync.
         self.hidden_input_bound = (self.weight.abs().sum(0) + self.hidden_bias_delta.abs()).max().item()
         # The visible logits only feed a draw, whose σ and uniforms are float32 for float64 models (bernoulli_logits): a
@@ -71,8 +72,8 @@ class RBMGeometricPath(AnnealingPath):
         return F.softplus(self.base_visible_bias.double()).sum() + F.softplus(self.base_hidden_bias.double()).sum()
 
     def statistics(self, v: torch.Tensor) -> RBMPathStatistics:
-        hidden_input = torch.addmm(self.hidden_bias_delta[:, None], self.weight_t, v.T).T  # [N, H], a transposed view
-        return RBMPathStatistics(hidden_input, v @ self.visible_bias_delta)
+        products = torch.addmm(self.statistics_bias, self.statistics_weight, v.T)  # [H + 1, N]
+        return RBMPathStatistics(products[:-1].T, products[-1])  # [N, H] a transposed view, and [N]
 
     def log_f(self, v: torch.Tensor, stats: RBMPathStatistics, beta: float) -> torch.Tensor:
         """``log f_β(v)`` (float64 ``[N]``); the engine uses the exact increment form instead."""

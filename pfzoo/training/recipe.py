@@ -35,7 +35,7 @@ class RecipeFit:
     ``stop_tolerance``) holds after the last epoch, ``None`` when it does not (the run used its epochs). optimizer_state: the optimiser's final ``state_dict()`` (e.g. L-BFGS's
     ``["state"][0]["n_iter"]``), ``None`` when training failed. objective: the trainer's objective after training
     (its state: e.g. EM's adapted HMC step size, PCD's chains). error: why training stopped on a non-finite loss
-    (``FloatingPointError``), else ``None``; the model then holds the parameters of the failed step.
+    (``FloatingPointError``), else ``None``; the model then holds the parameters of the failed epoch.
     """
 
     model: EnergyModel

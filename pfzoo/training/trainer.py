@@ -187,7 +187,8 @@ class Trainer:
         dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
         fresh, with a warning, when it does not); ``config`` (a plain dict, e.g. the resolved Hydra
         config) is stored in every checkpoint. Raises ``FloatingPointError`` when the loss becomes
-        NaN or infinite; the checkpoint on disk is then the last good one. An objective or estimator that
+        NaN or infinite, checked once per epoch (no host sync per step): the model then holds that epoch's parameters and
+        the checkpoint on disk is the last good one. An objective or estimator that
         does not apply to ``model`` is refused (:class:`~pfzoo.models.MissingCapability`) before anything runs.
         """
         check = getattr(self.objective, "check", None)
@@ -279,7 +280,10 @@ class Trainer:
         if stateful and self.objective.prepare(model, train, generator=generators["sampling"]):
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
-        total = 0.0
+        # The loss sum and the first non-finite batch stay on the device and are read once, after the epoch: a read per
+        # batch would stall a GPU's queue at every step.
+        total = torch.zeros((), dtype=torch.float64, device=train.device)
+        first_bad_batch = torch.full((), -1, dtype=torch.long, device=train.device)
         batches = order.split(self.batch_size)
         batch_bars = self.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
         for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not batch_bars)):
@@ -291,18 +295,20 @@ class Trainer:
                 loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
                 if self.weight_decay:
                     loss = loss + self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(
-                        f"loss is {loss.item()} at epoch {epoch}, batch {index}; the step was abandoned and "
-                        f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
-                    )
                 loss.backward()
                 return loss
 
-            total += optimizer.step(closure).item() * batch.shape[0]
+            loss = optimizer.step(closure).detach()
+            first_bad_batch = torch.where((first_bad_batch < 0) & ~torch.isfinite(loss), index, first_bad_batch)
+            total += loss * batch.shape[0]
             if project is not None:
                 project()
-        return total / train.shape[0]
+        if first_bad_batch.item() >= 0:
+            raise FloatingPointError(
+                f"the loss became non-finite at epoch {epoch}, batch {first_bad_batch.item()}; the epoch was abandoned and "
+                f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
+            )
+        return total.item() / train.shape[0]
 
     def _evaluate(self, model: EnergyModel, train: torch.Tensor, test: torch.Tensor, epoch: int) -> dict[str, float | None]:
         """Reconstruction error and (where cheap) pseudo-log-likelihood on both splits, plus the estimator at its epochs."""

@@ -8,8 +8,32 @@ inside a matrix product.
 from __future__ import annotations
 
 import numbers
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator
 
 import torch
+
+_values_checked: ContextVar[bool] = ContextVar("pfzoo_values_checked", default=False)
+
+
+@contextmanager
+def values_checked() -> Iterator[None]:
+    """Within this context :func:`check_matrix` and :func:`check_binary` skip their scans of the values (finite,
+    binary) and :func:`checking_values` is false; types, shapes, dtypes and devices are still checked.
+
+    For loops over inputs checked once on entry (the Trainer checks each data split before its first epoch): a scan
+    reads its verdict back from the device, a host sync per call that would stall a GPU at every step."""
+    token = _values_checked.set(True)
+    try:
+        yield
+    finally:
+        _values_checked.reset(token)
+
+
+def checking_values() -> bool:
+    """Whether checks that read tensor values back to the host should run (false inside :func:`values_checked`)."""
+    return not _values_checked.get()
 
 
 def check_matrix(
@@ -40,7 +64,7 @@ def check_matrix(
     check_dtype(x, name, dtype)
     if not allow_empty:
         check_nonempty(x, name)
-    if not torch.isfinite(x).all():
+    if checking_values() and not torch.isfinite(x).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return x
 
@@ -56,7 +80,7 @@ def check_binary(
 ) -> torch.Tensor:
     """Like :func:`check_matrix`, and also require every entry to be exactly 0 or 1."""
     check_matrix(x, name, width=width, device=device, dtype=dtype, allow_empty=allow_empty)
-    if not ((x == 0) | (x == 1)).all():
+    if checking_values() and not ((x == 0) | (x == 1)).all():
         raise ValueError(f"{name} must be binary (every entry 0 or 1); binarise the data first")
     return x
 

@@ -45,7 +45,7 @@ class HMCInfo(NamedTuple):
     accept_prob: torch.Tensor
     accepted: torch.Tensor
     flipped: torch.Tensor
-    step_size: float
+    step_size: float | torch.Tensor
 
 
 def hais_momentum_refresh(step_size: float) -> float:
@@ -65,7 +65,9 @@ class HMCKernel:
     """HMC transition: partial momentum refresh, L leapfrog steps, Metropolis accept/reject, momentum flip on reject.
 
     Args:
-        step_size: leapfrog step ε.
+        step_size: leapfrog step ε: a number, or a 0-dim floating-point tensor on the chains' device for a step adapted
+            on the device between transitions (EM-HMC, persistent MPF), whose value the host then never reads (it is not
+            checked; such a step needs a number for ``momentum_refresh``).
         num_leapfrog: leapfrog steps per transition (HAIS uses 1).
         momentum_refresh: γ ∈ (0, 1], the fraction of momentum power replaced before each
             transition; ``None`` = HAIS's ``1 − 0.5^ε``; 1 = full resampling (standard HMC).
@@ -84,7 +86,7 @@ class HMCKernel:
 
     def __init__(
         self,
-        step_size: float,
+        step_size: float | torch.Tensor,
         *,
         num_leapfrog: int = 1,
         momentum_refresh: float | None = None,
@@ -92,10 +94,16 @@ class HMCKernel:
         lower: float | list[float] | torch.Tensor | None = None,
         stiffness: float = 0.0,
     ) -> None:
-        check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True)
+        if isinstance(step_size, torch.Tensor):
+            if step_size.dim() != 0 or not step_size.is_floating_point():
+                raise ValueError(f"step_size must be a number or a 0-dim floating-point tensor, got a {step_size.dtype} tensor of shape {tuple(step_size.shape)}")
+            if momentum_refresh is None:
+                raise ValueError("momentum_refresh must be a number when step_size is a tensor (HAIS's 1 − 0.5^ε would read ε back to the host), got None")
+        else:
+            step_size = float(check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True))
         if not (isinstance(stiffness, (int, float)) and math.isfinite(stiffness) and stiffness >= 0):
             raise ValueError(f"stiffness must be a finite number >= 0, got {stiffness!r}")
-        self.step_size = float(step_size)
+        self.step_size = step_size
         self.stiffness = float(stiffness)
         self._refresh_setting = momentum_refresh
         self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
@@ -108,7 +116,7 @@ class HMCKernel:
         self.flip = flip
         self.lower = None if lower is None else torch.as_tensor(lower, dtype=torch.float64)
 
-    def step_size_at(self, beta: float) -> float:
+    def step_size_at(self, beta: float) -> float | torch.Tensor:
         """The leapfrog step at inverse temperature ``beta``: ``ε / √(1 + β s)``."""
         if self.stiffness == 0.0:
             return self.step_size

@@ -328,8 +328,12 @@ class DBM(EnergyModel):
         Hinton 2009, eq. 7) by the updates ``μ_i = σ(μ_{i-1} W_{i-1} + W_i μ_{i+1} + b_i)``, odd
         layers then even layers, each half-sweep an exact coordinate ascent step (so the bound
         never decreases). Initialised by a bottom-up pass with doubled input for the layers that
-        also receive top-down input. Stops after ``num_iterations`` sweeps or when no mean moves
-        by more than ``tolerance``.
+        also receive top-down input. Stops after ``num_iterations`` sweeps or after the first sweep
+        in which no mean moved by more than ``tolerance``.
+
+        The stopping test stays on the device: after that sweep the means are frozen (``torch.where``), so
+        a GPU runs all ``num_iterations`` sweeps without waiting for a value read back, with the same
+        result as stopping there. On the CPU, where a read costs nothing, the loop also ends there.
 
         Returns the hidden means ``[μ_1, …, μ_L]``, ``μ_i [B, n_i]``.
         """
@@ -339,17 +343,19 @@ class DBM(EnergyModel):
         for i in range(1, self.num_layers):
             scale = 1.0 if i == self.num_layers - 1 else 2.0
             means.append(torch.sigmoid(scale * (means[-1] @ self.weights[i - 1]) + self.biases[i]))
+        converged = torch.zeros((), dtype=torch.bool, device=v.device)
         for _ in range(num_iterations):
-            change = 0.0
+            change = torch.zeros((), dtype=v.dtype, device=v.device)
             for parity in (1, 2):
                 for i in range(parity, self.num_layers, 2):
                     total = means[i - 1] @ self.weights[i - 1] + self.biases[i]
                     if i + 1 < self.num_layers:
                         total = total + means[i + 1] @ self.weights[i].T
                     updated = torch.sigmoid(total)
-                    change = max(change, (updated - means[i]).abs().max().item())
-                    means[i] = updated
-            if change < tolerance:
+                    change = torch.maximum(change, (updated - means[i]).abs().amax())
+                    means[i] = torch.where(converged, means[i], updated)
+            converged = converged | (change < tolerance)
+            if v.device.type == "cpu" and converged:
                 break
         return means[1:]
 

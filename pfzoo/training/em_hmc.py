@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 
 import torch
 
@@ -81,27 +80,31 @@ class EMHMC(Objective):
         if self.latents.shape != (data.shape[0], model.num_latent):
             self.latents = model.sample_prior(data.shape[0], generator=generator)
         acceptance = self._advance(model, data, slice(None), self.num_hmc_steps, generator)
-        logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance, self.step_size.item())
+        logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance.item(), self.step_size.item())
         return True
 
     @torch.no_grad()
-    def _advance(self, model, data: torch.Tensor, rows, num_steps: int, generator: torch.Generator | None) -> float:
+    def _advance(self, model, data: torch.Tensor, rows, num_steps: int, generator: torch.Generator | None) -> torch.Tensor:
         """``num_steps`` HMC transitions of ``latents[rows]`` under the posteriors of ``data [B, M]``; adapts ε; returns
-        the mean acceptance probability."""
+        the mean acceptance probability (a 0-dim tensor).
+
+        ε is adapted on the device, ``ε ← ε exp(ā − target)`` after each transition with ā its mean acceptance, so the
+        batch steps (``batch_hmc_steps``) never wait for a value read back from a GPU."""
 
         posterior = PosteriorEnergyTarget(model, data)  # at β = 1: -log p(z) - log p(x | z)
         latents = self.latents[rows]
         state = HMCState(latents, torch.zeros_like(latents), posterior.statistics(latents))
-        step_size, acceptance = self.step_size.item(), []
+        step_size, acceptance = self.step_size.clone(), torch.zeros_like(self.step_size)
         for _ in range(num_steps):
             kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0, lower=model.latent_lower)
             state, info = kernel.step(state, posterior, beta=1.0, generator=generator)
-            acceptance.append(info.accept_prob.mean().item())
+            mean_acceptance = info.accept_prob.mean(dtype=torch.float64)
+            acceptance += mean_acceptance
             if self.target_acceptance is not None:
-                step_size *= math.exp(acceptance[-1] - self.target_acceptance)
-        self.step_size.fill_(step_size)
+                step_size = step_size * torch.exp(mean_acceptance - self.target_acceptance)
+        self.step_size.copy_(step_size)
         self.latents[rows] = state.position
-        return sum(acceptance) / len(acceptance)
+        return acceptance / num_steps
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
         """``mean_n -log p(x_n, z_n)`` over ``batch [B, M]``, rows ``indices [B]`` of the prepared data (``None``: all, in order)."""

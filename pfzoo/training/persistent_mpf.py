@@ -36,7 +36,7 @@ from torch import nn
 
 from pfzoo.kernels.gibbs import run_gibbs
 from pfzoo.kernels.hmc import EnergyTarget, HMCKernel, HMCState
-from pfzoo.validation import check_finite_number, check_generator, check_positive_int
+from pfzoo.validation import check_finite_number, check_generator, check_positive_int, checking_values
 
 logger = logging.getLogger(__name__)
 
@@ -166,17 +166,19 @@ class PersistentMPF(nn.Module):
         """``num_hmc_steps`` HMC transitions of the particles ``start [N, M]`` under the current model; adapts ε."""
         target = EnergyTarget(model)
         state = HMCState(start, torch.zeros_like(start), target.statistics(start))
-        step_size, acceptance = self.step_size.item(), []
+        # ε adapts on the device (ε ← ε exp(ā − target) after each transition): one read for the log line, not one per step
+        step_size, acceptance = self.step_size.clone(), torch.zeros_like(self.step_size)
         for _ in range(self.num_hmc_steps):
             kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
             state, info = kernel.step(state, target, beta=1.0, generator=generator)
-            acceptance.append(info.accept_prob.mean().item())
+            mean_acceptance = info.accept_prob.mean(dtype=torch.float64)
+            acceptance += mean_acceptance
             if self.target_acceptance is not None:
-                step_size *= math.exp(acceptance[-1] - self.target_acceptance)
-        self.step_size.fill_(step_size)
+                step_size = step_size * torch.exp(mean_acceptance - self.target_acceptance)
+        self.step_size.copy_(step_size)
         logger.info(
             "persistent MPF: advanced %d particles under θ_old (mean HMC acceptance probability %.3f; step size now %.4g)",
-            start.shape[0], sum(acceptance) / len(acceptance), step_size,
+            start.shape[0], acceptance.item() / self.num_hmc_steps, self.step_size.item(),
         )
         return state.position
 
@@ -202,7 +204,7 @@ class PersistentMPF(nn.Module):
                 raise ValueError(f"indices must be a 1-D integer tensor of row numbers, got {indices!r}")
             if indices.shape[0] != batch.shape[0]:
                 raise ValueError(f"indices must have one entry per batch row ({batch.shape[0]}), got {indices.shape[0]}")
-            if indices.numel() and (indices.min() < 0 or indices.max() >= num_prepared):
+            if indices.numel() and checking_values() and (indices.min() < 0 or indices.max() >= num_prepared):
                 raise ValueError(f"indices must lie in [0, {num_prepared}) (rows of the prepared data)")
             connected, reference_gap = self.connected[indices], self.reference_gap[indices]
         exponents = 0.5 * (model.free_energy(batch) - model.free_energy(connected) - reference_gap)

@@ -22,18 +22,26 @@ def load_average() -> list[float] | None:
         return None
 
 
-def machine_description() -> str:
-    """E.g. "2-core AMD EPYC ... CPU, Linux 6.x, Python 3.11.7"."""
-    cpu = platform.processor() or platform.machine()
+def cpu_name() -> str:
+    """The CPU model from /proc/cpuinfo (e.g. "AMD EPYC 7B13"), else what :mod:`platform` knows."""
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
                 if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return f"{os.cpu_count()}-core {cpu} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    return platform.processor() or platform.machine()
+
+
+def machine_description() -> str:
+    """E.g. "2-core AMD EPYC ... CPU, Linux 6.x, Python 3.11.7"."""
+    return f"{os.cpu_count()}-core {cpu_name()} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def device_name(device: torch.device) -> str:
+    """What ran the numbers: the GPU's name (e.g. "NVIDIA H100 80GB HBM3") for CUDA, the CPU model otherwise."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
 
 
 def pick_threads(requested: str, workload: Callable[[int], None]) -> tuple[int, dict]:

@@ -1,14 +1,29 @@
 """Speed measurements, written as JSON (never asserted in unit tests).
 
-    python scripts/benchmark.py [--output benchmark_results/benchmark.json] [--device cpu] [--threads N]
+    python scripts/benchmark.py --device cuda        # the sizes below → benchmark_results/benchmark-cuda.json
+    python scripts/benchmark.py [--device cpu]       # smaller step and chain counts (CPU_SIZES), a few minutes on 2 cores
+    python scripts/benchmark.py --quick              # every case at toy sizes in seconds → benchmark_results/quick/
+    python scripts/benchmark.py --only rbm_ais dbm_ais [--output FILE] [--threads N]
+
+The sizes named below are the issue's, run on CUDA; on CPU the cases of :data:`CPU_SIZES` run fewer steps or
+chains so the whole run takes minutes. Every case records the sizes it actually ran in its ``shape``; the ``machine``
+block records the device's name (the GPU, or the CPU model), torch's version and its threads. Timed CUDA regions end
+in ``torch.cuda.synchronize`` before the clock is read (:func:`best_seconds`, :func:`timed`) and hold no other host
+sync of the benchmark's own; what the library does inside a call (an estimator reducing its weights to a float
+estimate, an objective validating its batch) is part of what is measured.
 
 HAIS on a complete 36-dimensional Student-t product of experts with 200 particles and N = 10⁵
-intermediate distributions: wall seconds (the HAIS paper reports 170 s for this setting).
+intermediate distributions: wall seconds (the HAIS paper reports 170 s for this setting) and particle-steps per second.
 
-AIS on a 784×500 binary RBM: chain-steps per second, against the machine's own matmul throughput
-for the same shapes measured in the same run. One AIS step needs the products ``[N,V]·[V,H]`` and
-``[N,H]·[H,V]``; the "matmul bound" is the rate at which the machine does just those two, so
-``fraction_of_matmul_bound = matmul seconds per step / AIS seconds per step`` (1.0 = no overhead).
+AIS on a 784×500 binary RBM (``rbm_ais``) at 1,000 and at 10,000 chains: chain-steps per second, each against the
+device's own matmul throughput for the same shapes measured in the same run. One AIS step needs the products
+``[N,V]·[V,H]`` and ``[N,H]·[H,V]``; the "matmul bound" is the rate at which the device does just those two, so
+``fraction_of_matmul_bound = matmul seconds per step / AIS seconds per step`` (1.0 = no overhead). The issue's aim:
+at least 0.5 at 10,000 chains on a GPU.
+
+AIS on a 784–500–1000 DBM with random weights (``dbm_ais``), 1,000 chains from data base rates: chain-steps per
+second against the same bound for its even/odd RBM (:meth:`pfzoo.models.DBM.even_odd_rbm`, weight ``[784 + 1000, 500]``),
+whose two products are what one block-Gibbs step of the DBM's path needs with the odd layer summed out.
 
 AIS on a 784×20 RBM in float64 (``rbm_ais_small``, 200 chains × 2,000 linear steps): a step there is bound by the
 784 Bernoulli draws per chain rather than by the products; seconds, chain-steps per second and the same matmul
@@ -18,6 +33,10 @@ the least of two runs, with both estimates' errors against the exact log Z (the 
 
 RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
+
+PCD-1 training of a 784×500 RBM (``rbm_pcd``): :class:`pfzoo.training.PCD` with 100 persistent chains and SGD
+(the ``trainer=pcd`` settings) on minibatches of 100, 500 optimizer steps (one epoch of binarized MNIST's 50,000
+training digits; random binary digits here): optimizer steps per second and examples per second.
 
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
@@ -48,8 +67,9 @@ import torch
 
 from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
-from pfzoo.models import RBM, Ising, LinearGenerative, ProductOfExperts
-from pfzoo.training import BitFlipMPF
+from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
+from pfzoo.reporting import device_name, load_average
+from pfzoo.training import PCD, BitFlipMPF
 from pfzoo.training.ising_recovery import coupling_error
 
 
@@ -69,6 +89,15 @@ def best_seconds(fn, device: torch.device, repeats: int) -> float:
         synchronize(device)
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def timed(fn, device: torch.device):
+    """``fn()``'s result and wall seconds, for runs long enough that a warm-up call would be a negligible part."""
+    synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    synchronize(device)
+    return result, time.perf_counter() - start
 
 
 def random_rbm(num_visible: int, num_hidden: int, g: torch.Generator, device: torch.device) -> RBM:
@@ -103,17 +132,39 @@ def ais_rates(ais_seconds: float, matmul_seconds: float, num_visible: int, num_h
     }
 
 
-def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=1000, repeats=2) -> dict:
+def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=(1000, 10_000), num_steps=1000, repeats=2) -> dict:
+    """One run per chain count in ``num_chains``, each with its own matmul bound: ``runs[i]`` holds ``num_chains`` and
+    :func:`ais_rates`' fields."""
     g = torch.Generator(device).manual_seed(0)
     model = random_rbm(num_visible, num_hidden, g, device)
     data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
-    estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
-    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
-    matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, repeats)
+    runs = []
+    for chains in num_chains:
+        estimator = AIS(num_chains=chains, num_steps=num_steps, base="base_rate").to(device)
+        ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+        matmul_seconds = matmul_seconds_per_step(model.weight.detach(), chains, g, device, repeats)
+        runs.append({"num_chains": chains, **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, chains, num_steps)})
     return {
         "name": "rbm_ais",
-        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps},
-        **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, num_chains, num_steps),
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": list(num_chains), "num_steps": num_steps},
+        "runs": runs,
+    }
+
+
+def benchmark_dbm_ais(device: torch.device, layer_sizes=(784, 500, 1000), num_chains=1000, num_steps=1000, repeats=2) -> dict:
+    """AIS from data base rates on a DBM with weights N(0, 0.05²) and biases N(0, 1), against its even/odd RBM's matmul bound."""
+    g = torch.Generator(device).manual_seed(0)
+    weights = [torch.randn(lower, upper, generator=g, device=device) * 0.05 for lower, upper in zip(layer_sizes[:-1], layer_sizes[1:])]
+    model = DBM.from_tensors(weights, [torch.randn(size, generator=g, device=device) for size in layer_sizes])
+    data = (torch.rand(500, layer_sizes[0], generator=g, device=device) < 0.2).float()
+    estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
+    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+    even_odd_weight = model.even_odd_rbm().weight.detach()  # [Σ n_even, Σ n_odd]
+    matmul_seconds = matmul_seconds_per_step(even_odd_weight, num_chains, g, device, repeats)
+    return {
+        "name": "dbm_ais",
+        "shape": {"layer_sizes": list(layer_sizes), "even_odd_weight": list(even_odd_weight.shape), "num_chains": num_chains, "num_steps": num_steps},
+        **ais_rates(ais_seconds, matmul_seconds, *even_odd_weight.shape, num_chains, num_steps),
     }
 
 
@@ -185,17 +236,13 @@ def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=1
     shape = 1.5 + 2.0 * torch.rand(dim, generator=g, device=device)
     model = ProductOfExperts.from_tensors(filters, shape, expert="student_t")
     estimator = HAIS(num_chains, num_steps, 0.2, base="isotropic").to(device)
-    synchronize(device)
-    start = time.perf_counter()
-    estimate = estimator(model, generator=g)  # one long run: warm-up is a negligible part of it
-    synchronize(device)
-    seconds = time.perf_counter() - start
+    estimate, seconds = timed(lambda: estimator(model, generator=g), device)
     return {
         "name": "poe_hais",
         "shape": {"dim": dim, "num_chains": num_chains, "num_steps": num_steps},
         "seconds": seconds,
         "paper_seconds": 170.0,
-        "chain_steps_per_second": num_chains * num_steps / seconds,
+        "particle_steps_per_second": num_chains * num_steps / seconds,
         "log_z_error": estimate.log_z - model.log_partition().item(),
         "log_z_stderr": estimate.stderr,
     }
@@ -209,11 +256,7 @@ def benchmark_generative_hais(device: torch.device, dim=36, num_examples=100, nu
     model = LinearGenerative.from_tensors(basis, prior="laplace", noise_std=0.1)
     data = model.sample(num_examples, generator=g)
     estimator = HAIS(num_particles, num_steps, 0.05).to(device)
-    synchronize(device)
-    start = time.perf_counter()
-    estimate = estimator.log_likelihood(model, data, generator=g)
-    synchronize(device)
-    seconds = time.perf_counter() - start
+    estimate, seconds = timed(lambda: estimator.log_likelihood(model, data, generator=g), device)
     return {
         "name": "generative_hais",
         "shape": {"dim": dim, "num_examples": num_examples, "num_particles": num_particles, "num_steps": num_steps},
@@ -258,11 +301,7 @@ def benchmark_ising_mpf(device: torch.device, side=10, num_samples=20_000, lbfgs
         loss.backward()
         return loss
 
-    synchronize(device)
-    start = time.perf_counter()
-    optimizer.step(closure)
-    synchronize(device)
-    lbfgs_seconds = time.perf_counter() - start
+    _, lbfgs_seconds = timed(lambda: optimizer.step(closure), device)
     state = optimizer.state[optimizer._params[0]]
     return {
         "name": "ising_mpf",
@@ -327,46 +366,111 @@ def benchmark_rbm_mpf(device: torch.device, num_visible=784, num_hidden=500, bat
     }
 
 
-def main() -> None:
+def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1, num_chains=100,
+                      repeats=2) -> dict:
+    """``num_batches`` PCD-k optimizer steps (loss, backward, SGD step) cycling through 10 random binary minibatches."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    batches = (torch.rand(10, batch_size, num_visible, generator=g, device=device) < 0.2).float()
+    objective = PCD(k=k, num_chains=num_chains).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.5)  # conf/trainer/pcd.yaml
+
+    def epoch():
+        for step in range(num_batches):
+            optimizer.zero_grad(set_to_none=True)
+            objective.loss(model, batches[step % len(batches)], generator=g).backward()
+            optimizer.step()
+
+    seconds = best_seconds(epoch, device, repeats)
+    return {
+        "name": "rbm_pcd",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size, "num_batches": num_batches, "k": k,
+                  "num_chains": num_chains},
+        "seconds": seconds,
+        "steps_per_second": num_batches / seconds,
+        "examples_per_second": num_batches * batch_size / seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, default=Path("benchmark_results/benchmark.json"))
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default benchmark_results/benchmark-<device type>.json (--quick: benchmark_results/quick/...)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks (merged into an existing --output)")
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="every case at the toy sizes of QUICK_SIZES (seconds): a smoke run")
+    args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    output = args.output or Path("benchmark_results", *(["quick"] if args.quick else []), f"benchmark-{device.type}.json")
+    sizes = QUICK_SIZES if args.quick else CPU_SIZES if device.type == "cpu" else {}
     results = {
         "machine": {
+            "device": str(device),
+            "device_name": device_name(device),
             "platform": platform.platform(),
             "processor": platform.processor(),
             "torch": torch.__version__,
+            "cuda": torch.version.cuda,
             "threads": torch.get_num_threads(),
-            "device": str(device),
+            "sizes": "quick" if args.quick else "cpu" if device.type == "cpu" else "full",
         },
         "benchmarks": [],
     }
     for name, (run, summary) in BENCHMARKS.items():
         if args.only and name not in args.only:
             continue
-        result = run(device)
+        result = run(device, **sizes.get(name, {}))
         results["benchmarks"].append(result)
-        print(summary(result))
-    if args.only and args.output.is_file():  # keep the other benchmarks' last results
+        print(summary(result), flush=True)
+    results["machine"]["load_average"] = load_average()  # at the end: the 1- and 5-minute averages span the run
+    if args.only and output.is_file():  # keep the other benchmarks' last results
         ran = {result["name"] for result in results["benchmarks"]}
-        kept = [result for result in json.loads(args.output.read_text()).get("benchmarks", []) if result.get("name") not in ran]
+        kept = [result for result in json.loads(output.read_text()).get("benchmarks", []) if result.get("name") not in ran]
         results["benchmarks"] = kept + results["benchmarks"]
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results written to {args.output}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results written to {output}")
+
+
+CPU_SIZES = {
+    "rbm_ais": {"num_steps": 20, "repeats": 1},
+    "dbm_ais": {"num_steps": 20, "repeats": 1},
+    "rbm_raise": {"num_steps": 100},
+    "poe_hais": {"num_steps": 5000},
+    "generative_hais": {"num_examples": 20, "num_steps": 500},
+    "rbm_pcd": {"num_batches": 50},
+}
+"""Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
+QUICK_SIZES = {
+    "rbm_ais": {"num_chains": (10, 100), "num_steps": 3, "repeats": 1},
+    "dbm_ais": {"num_chains": 10, "num_steps": 3, "repeats": 1},
+    "rbm_ais_small": {"num_hidden": 10, "num_chains": 10, "num_steps": 10, "repeats": 1},
+    "rbm_raise": {"num_examples": 5, "num_chains": 2, "num_steps": 5},
+    "poe_hais": {"num_chains": 10, "num_steps": 10},
+    "generative_hais": {"num_examples": 3, "num_particles": 4, "num_steps": 10},
+    "ising_mpf": {"num_samples": 200, "lbfgs_iterations": 2, "evaluations": 1, "repeats": 1},
+    "ising_gibbs": {"num_chains": 10, "num_sweeps": 2, "repeats": 1},
+    "rbm_mpf": {"batch_size": 10, "num_flips": 5, "repeats": 1},
+    "rbm_pcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+}
+"""Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
+
+
+def rbm_ais_summary(r: dict) -> str:
+    return "rbm_ais: " + "; ".join(
+        f"{run['num_chains']} chains {run['chain_steps_per_second']:.3g} chain-steps/s ({run['fraction_of_matmul_bound']:.2f} of the "
+        f"matmul bound, {run['matmul_gflops']:.1f} GFLOP/s matmul)" for run in r["runs"])
 
 
 BENCHMARKS = {
-    "rbm_ais": (
-        benchmark_rbm_ais,
-        lambda r: f"rbm_ais: {r['chain_steps_per_second']:.3g} chain-steps/s "
-        f"({r['fraction_of_matmul_bound']:.2f} of the matmul bound, {r['matmul_gflops']:.1f} GFLOP/s matmul)",
+    "rbm_ais": (benchmark_rbm_ais, rbm_ais_summary),
+    "dbm_ais": (
+        benchmark_dbm_ais,
+        lambda r: f"dbm_ais: {'–'.join(map(str, r['shape']['layer_sizes']))}, {r['shape']['num_chains']} chains: "
+        f"{r['chain_steps_per_second']:.3g} chain-steps/s ({r['fraction_of_matmul_bound']:.2f} of the matmul bound)",
     ),
     "rbm_ais_small": (
         benchmark_rbm_ais_small,
@@ -384,7 +488,8 @@ BENCHMARKS = {
     "poe_hais": (
         benchmark_poe_hais,
         lambda r: f"poe_hais: N = {r['shape']['num_steps']:.0e}, {r['shape']['num_chains']} particles in {r['seconds']:.1f} s "
-        f"(paper: {r['paper_seconds']:.0f} s); log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}",
+        f"({r['particle_steps_per_second']:.3g} particle-steps/s; paper: {r['paper_seconds']:.0f} s at N = 1e5); "
+        f"log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}",
     ),
     "generative_hais": (
         benchmark_generative_hais,
@@ -409,6 +514,11 @@ BENCHMARKS = {
         lambda r: f"rbm_mpf: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, batch {r['shape']['batch_size']}: "
         f"all flips {r['all_flips']['examples_per_second']:.3g} examples/s, "
         f"{r['shape']['num_flips']} sampled flips {r['num_flips_' + str(r['shape']['num_flips'])]['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_pcd": (
+        benchmark_rbm_pcd,
+        lambda r: f"rbm_pcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
     ),
 }
 

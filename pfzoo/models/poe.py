@@ -10,7 +10,7 @@ from torch.nn import functional as F
 
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_generator, check_positive_int, checking_values
 
 EXPERTS = ("laplace", "student_t")
 DEFAULT_STUDENT_T_SHAPE = 1.5  # λ > ½, so a complete model has finite Z from the start
@@ -276,7 +276,8 @@ class ProductOfExperts(ContinuousModel):
             Student-t: log Z = Σ_l [½ log π + lnΓ(λ_l − ½) − lnΓ(λ_l)] − log|det Φ|   (every λ_l > ½)
 
         Raises ``NotImplementedError`` for an overcomplete model and ``ValueError`` when Z is infinite
-        (an undercomplete model, singular Φ, or a Student-t shape λ_l ≤ ½).
+        (an undercomplete model, singular Φ, or a Student-t shape λ_l ≤ ½); within
+        :func:`pfzoo.validation.values_checked` the last two return ``+inf`` instead (no value read back).
         """
         if self.num_experts < self.num_visible:
             raise ValueError(
@@ -289,13 +290,16 @@ class ProductOfExperts(ContinuousModel):
                 f"this one has {self.num_experts} experts in {self.num_visible} dimensions: estimate it with Hamiltonian AIS"
             )
         log_abs_det = torch.linalg.slogdet(self.filters.double()).logabsdet
-        if not torch.isfinite(log_abs_det):
+        if checking_values() and not torch.isfinite(log_abs_det):
             raise ValueError("filters are singular (det Φ = 0), so Z is infinite")
         if self.expert == "laplace":
             return self.num_experts * math.log(2) - log_abs_det
         shape = 0.5 + F.softplus(self.shape_excess.double()) if self.shape_above_half else self.log_shape.double().exp()
-        if (shape <= 0.5).any():
+        if checking_values() and (shape <= 0.5).any():
             raise ValueError(
                 f"every Student-t shape λ_l must exceed 1/2 for Z to be finite, got min λ = {shape.min().item():.6g}"
             )
-        return (_HALF_LOG_PI + torch.lgamma(shape - 0.5) - torch.lgamma(shape)).sum() - log_abs_det
+        log_z = (_HALF_LOG_PI + torch.lgamma(shape - 0.5) - torch.lgamma(shape)).sum() - log_abs_det
+        # Unchecked (inside the Trainer's steps, pfzoo.validation.values_checked) an infinite Z is +inf, a non-finite loss
+        # the Trainer reports, where lnΓ of a negative λ − ½ would give a finite, wrong value.
+        return torch.where((shape > 0.5).all(), log_z, torch.inf)

@@ -3,6 +3,7 @@
     python scripts/reproduce_raise.py [--models cd1-20 ...] [--steps 10000] [--from-zoo models] [--export-zoo models]
         [--sweep-steps 1000 10000 --sweep-models ...] [--schedule-pilot linear power:5 ... --pilot-models ...]
     python scripts/reproduce_raise.py --quick                     # smoke run → reports/raise/quick/
+    python scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models   # Table 1's settings → estimators/raise/paper_scale/
     python scripts/reproduce_raise.py --render estimators/raise/results.json [--export-zoo models]
 
 Trains (or resumes, or with ``--from-zoo`` reuses) each model of :data:`MODELS` by its recipe
@@ -12,12 +13,21 @@ base-rate initial distributions (RAISE on a random subset with control variates)
 against K (:func:`pfzoo.estimators.bracket_sweep.bracket_sweep`). ``--schedule-pilot``: per model, the schedule that
 closes their gap on validation digits (:func:`pfzoo.estimators.schedule_pilot.pilot_schedule`), then the test set
 with it. Writes ``<output>/table.md`` and ``results.json``; ``--export-zoo DIR`` puts each model and its card into
-``DIR/<family>-binarized_mnist[-<name>]`` (:func:`pfzoo.zoo.export`).
+``DIR/<family>-binarized_mnist[-<name>]`` (:func:`pfzoo.zoo.export`). Each table row states the wall time of its
+estimates, on the device named under the table (``--device cpu`` or ``cuda``: models, data and random streams live there).
+
+``--paper-scale`` measures with RAISE Table 1's own settings (:data:`PAPER_SCALE`): K = 10⁵ intermediate
+distributions, AIS with 5,000 chains, RAISE with 50 reverse chains on each of 100 random test digits and
+control variates for the full-set mean, both initial distributions (uniform and base rates), and no second, longer K.
+That is 500 times the AIS chain-steps and 100 times the RAISE chain-steps of the default settings, whose estimates took
+14 s to 11 minutes each on a 2-core CPU: run it with ``--device cuda``. It writes into ``estimators/raise/paper_scale/``
+by default, so the default table stays. The default settings (:data:`SETTINGS`) are the scaled-down ones that CPU runs can afford.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import logging
@@ -31,25 +41,27 @@ from omegaconf import OmegaConf
 
 from pfzoo import app, zoo
 from pfzoo.cli import compose
-from pfzoo.data import binarized_mnist
+from pfzoo.data import DataSplits, binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS, CSL, RAISE, Bracket
 from pfzoo.estimators.bracket_sweep import bracket_sweep
 from pfzoo.estimators.schedule_pilot import pilot_schedule
 from pfzoo.models import Capability
 from pfzoo.paths import schedule_from_name
-from pfzoo.reporting import load_average, machine_description
+from pfzoo.reporting import device_name, load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "raise_rbm_pcd_20"), "cd1-500": ("CD1(500)", "raise_rbm_cd1_500"),
           "pcd-500": ("PCD(500)", "raise_rbm_pcd_500"), "cd25-500": ("CD25(500)", "raise_rbm_cd25_500"),
           "dbm-500-1000": ("DBM (500–1000)", "raise_dbm_500_1000"), "dbn-500-1000": ("DBN (500–1000)", "raise_dbn_500_1000")}
 """Name → (table label, recipe in conf/experiment/)."""
-AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
+AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
 SETTINGS = {"steps": 10_000, "long_steps": 100_000, "ais_chains": 100, "posterior_samples": 100, "raise_chains": 10,
             "raise_examples": 50, "long_raise_examples": 20, "csl_chains": 10, "csl_samples": 1000, "csl_burn_in": 100}
 QUICK = {"steps": 100, "long_steps": 200, "ais_chains": 10, "posterior_samples": 5, "raise_chains": 2, "raise_examples": 10,
          "long_raise_examples": 5, "csl_samples": 20, "csl_burn_in": 5}
+PAPER_SCALE = {"steps": 100_000, "long_steps": 0, "ais_chains": 5000, "raise_chains": 50, "raise_examples": 100}
+"""RAISE Table 1's settings (Burda, Grosse & Salakhutdinov 2015), what ``--paper-scale`` puts over :data:`SETTINGS`; its single K, so no long K."""
 QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
 QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10]}
 SECTIONS = ("models", "sweeps", "schedule_pilots")
@@ -73,10 +85,10 @@ def zoo_folder(name: str, zoo_dir: Path) -> Path:
     return zoo_dir / zoo.folder_name(family(name), "binarized_mnist", name if family(name) == "rbm" else None)
 
 
-def train(name: str, runs_dir: Path, data_root: Path, quick: bool) -> Path:
-    """Train (or resume to completion) model ``name`` in ``<runs_dir>/<name>``; quick: tiny layers, one epoch."""
+def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch.device) -> Path:
+    """Train (or resume to completion) model ``name`` in ``<runs_dir>/<name>`` on ``device``; quick: tiny layers, one epoch."""
     cfg = compose("train", [f"+experiment={MODELS[name][1]}", "trainer.progress=false", f"run_dir={runs_dir / name}", f"data.root={data_root}",
-                            "resume=true"])
+                            "resume=true", f"device={device}"])
     for key, value in QUICK_TRAINING.items() if quick else ():
         if OmegaConf.select(cfg, key) is not None:
             OmegaConf.update(cfg, key, value)
@@ -95,7 +107,7 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
     def record(key, estimator, **extra):
         if only is None or key in only:
             began = time.perf_counter()
-            estimate = estimator.log_likelihood(model, data.test, base_data=data.train, generator=generator)
+            estimate = estimator.to(model.device).log_likelihood(model, data.test, base_data=data.train, generator=generator)
             rows[key] = {"mean": estimate.mean, "stderr": estimate.stderr, "seconds": round(time.perf_counter() - began, 1), **extra}
             if estimate.partition is not None:
                 rows[key].update(log_z=estimate.partition.log_z, log_z_stderr=estimate.partition.stderr, ess=estimate.partition.ess)
@@ -112,7 +124,7 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
         for base in ("uniform", "base_rate"):
             record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples))
         for base in ("uniform", "base_rate"):
-            chains = ais_chains.get(base, s["ais_chains"])
+            chains = max(ais_chains.get(base, 0), s["ais_chains"])
             record(f"ais_{base}{suffix}", AIS(chains, steps, base=base, posterior_samples=s["posterior_samples"]), chains=chains)
     return rows
 
@@ -127,24 +139,33 @@ def schedule_pilot(model, data, schedules: list[str], s: dict, seed: int) -> dic
     validation = data.valid[torch.randperm(data.valid.shape[0], generator=torch.Generator().manual_seed(seed + 3))[: s["pilot_examples"]]]
     pilot = pilot_schedule(model, validation, schedules, num_steps=s["steps"], ais_chains=s["pilot_ais_chains"], raise_chains=s["raise_chains"],
                            posterior_samples=s["posterior_samples"], base="base_rate", base_data=data.train,
-                           generator=torch.Generator().manual_seed(seed + 1), raise_generator=torch.Generator().manual_seed(seed + 2))
+                           generator=seeded(model.device, seed + 1), raise_generator=seeded(model.device, seed + 2))
     print(f"  chosen: {pilot.chosen}; measuring the test set with it", flush=True)
     with torch.no_grad():
         exact = ({"validation": model.log_prob(validation).mean().item(), "test": model.log_prob(data.test).mean().item()}
                  if has_exact_likelihood(model) else None)
     both = Bracket(AIS(s["pilot_ais_chains"], s["steps"], schedule=pilot.chosen, base="base_rate", posterior_samples=s["posterior_samples"]),
                    RAISE(s["raise_chains"], s["steps"], schedule=pilot.chosen, base="base_rate", num_examples=s["raise_examples"]))
-    estimate = both.log_likelihood(model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(seed))
+    estimate = both.log_likelihood(model, data.test, base_data=data.train, generator=seeded(model.device, seed))
     test = {"ais": estimate.upper.mean, "ais_stderr": estimate.upper.stderr, "ais_ess": estimate.upper.partition.ess,
             "raise": estimate.lower.mean, "raise_stderr": estimate.lower.stderr}
     print(f"  test set: AIS {pm(test, 'ais')}, RAISE {pm(test, 'raise')}", flush=True)
     return {"rows": [point_row(point) for point in pilot.points], "chosen": pilot.chosen, "test": test, "exact": exact}
 
 
+def seeded(device: torch.device, seed: int) -> torch.Generator:
+    return torch.Generator(device).manual_seed(seed)
+
+
+def comparable(stored: dict, results: dict) -> bool:
+    """Whether ``stored`` results belong in the same table as ``results``: the same settings, and wall times from the same kind of device."""
+    return stored.get("settings") == results["settings"] and stored.get("gpu") == results["gpu"]
+
+
 def store(results_file: Path, results: dict, section: str, name: str, entry: dict, fresh: bool) -> None:
     """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile."""
     latest = json.loads(results_file.read_text()) if results_file.is_file() and not fresh else {}
-    if latest.get("settings") == results["settings"]:
+    if comparable(latest, results):
         results.update({key: {**latest.get(key, {}), **results[key]} for key in SECTIONS})
     results[section][name] = entry
     results_file.write_text(json.dumps(results, indent=2) + "\n")
@@ -160,7 +181,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.add_argument("--" + key.replace("_", "-"), type=int, default=default)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="1 training epoch, 10 hidden units, K = 100, small chains: a smoke run")
+    scale = parser.add_mutually_exclusive_group()
+    scale.add_argument("--quick", action="store_true", help="1 training epoch, 10 hidden units, K = 100, small chains: a smoke run")
+    scale.add_argument("--paper-scale", action="store_true", help="RAISE Table 1's settings (PAPER_SCALE over the size options), meant for --device cuda")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where models, data and chains live (training too)")
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="measure nothing: rewrite table.md (with --export-zoo also the cards)")
     parser.add_argument("--from-zoo", type=Path, help="measure the checkpoints already in this zoo folder (e.g. models) instead of training")
     parser.add_argument("--export-zoo", type=Path, help="copy checkpoints and model cards into this zoo folder")
@@ -179,32 +203,33 @@ def main(argv: list[str] | None = None) -> None:
     if args.render is not None:
         return render(json.loads(args.render.read_text()), args.output or args.render.parent, args.export_zoo)
     torch.set_num_threads(args.threads)
+    device = app.resolve_device(args.device)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     data_root = args.data_root or resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
     if not (data_root / "binarized_mnist").is_dir():
         parser.error(f"{data_root}/binarized_mnist is missing; pass --data-root or set PFZOO_DATA")
-    output = args.output or (REPO / "reports" / "raise" / "quick" if args.quick else REPO / "estimators" / "raise")
+    output = args.output or (REPO / "reports" / "raise" / "quick" if args.quick else REPO / "estimators" / "raise" / ("paper_scale" if args.paper_scale else ""))
     runs_dir = args.runs_dir or REPO / "runs" / "reproduce_raise" / ("quick" if args.quick else "")
-    settings = {key: getattr(args, key) for key in SETTINGS} | (QUICK if args.quick else {})
-    data, results_file = binarized_mnist(data_root), output / "results.json"
+    settings = {key: getattr(args, key) for key in SETTINGS} | (QUICK if args.quick else PAPER_SCALE if args.paper_scale else {})
+    data, results_file = on_device(binarized_mnist(data_root), device), output / "results.json"
     output.mkdir(parents=True, exist_ok=True)
     previous = json.loads(results_file.read_text()) if results_file.is_file() and not args.quick else {}
-    previous = previous if previous.get("settings") == settings else {}  # numbers measured with other settings do not belong in the table
-    results = {"machine": machine_description(), "settings": settings, "seed": args.seed, "csl_stderr": "shared chains",
-               **{key: previous.get(key, {}) for key in SECTIONS}}
-    measured_on = f"{datetime.date.today().isoformat()}, {machine_description()}"
+    results = {"machine": machine_description(), "gpu": device_name(device) if device.type == "cuda" else None, "settings": settings, "seed": args.seed,
+               "csl_stderr": "shared chains"}
+    results |= {key: previous.get(key, {}) if comparable(previous, results) else {} for key in SECTIONS}
+    measured_on = f"{datetime.date.today().isoformat()}, {hardware(results)}"
 
     def checkpoint_of(name: str) -> Path:
         if args.from_zoo is not None:
             return zoo_folder(name, args.from_zoo) / zoo.CHECKPOINT_FILE
         print(f"{name}: training (or resuming) in {runs_dir / name}", flush=True)
-        return train(name, runs_dir, data_root, args.quick)
+        return train(name, runs_dir, data_root, args.quick, device)
 
     for name in args.models:
         checkpoint = checkpoint_of(name)
-        model = zoo.load(checkpoint)
+        model = zoo.load(checkpoint, map_location=device)
         print(f"{name}: measuring", flush=True)
-        estimates = measure(model, data, settings, torch.Generator().manual_seed(args.seed), ais_chains={} if args.quick else AIS_CHAINS.get(name, {}),
+        estimates = measure(model, data, settings, seeded(device, args.seed), ais_chains={} if args.quick else AIS_CHAINS.get(name, {}),
                             only=args.only)
         if args.only is not None:  # re-measured cells replace their old values; the others are kept
             estimates = {**results["models"].get(name, {}).get("estimates", {}), **estimates}
@@ -216,17 +241,21 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.sweep_models if args.sweep_steps else ():
         s = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}
         print(f"{name}: AIS and RAISE against K", flush=True)
-        points = bracket_sweep(zoo.load(checkpoint_of(name)), data.test, num_steps=args.sweep_steps, ais_chains=s["sweep_ais_chains"],
-                               raise_chains=s["raise_chains"], raise_examples=s["sweep_raise_examples"], posterior_samples=s["posterior_samples"],
-                               base="base_rate", base_data=data.train, generator=torch.Generator().manual_seed(args.seed + 1),
-                               raise_generator=torch.Generator().manual_seed(args.seed + 2))
+        points = bracket_sweep(zoo.load(checkpoint_of(name), map_location=device), data.test, num_steps=args.sweep_steps,
+                               ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"], raise_examples=s["sweep_raise_examples"],
+                               posterior_samples=s["posterior_samples"], base="base_rate", base_data=data.train,
+                               generator=seeded(device, args.seed + 1), raise_generator=seeded(device, args.seed + 2))
         store(results_file, results, "sweeps", name, {"settings": s, "rows": [point_row(p) for p in points], "measured_on": measured_on}, args.quick)
     for name in args.pilot_models if args.schedule_pilot else ():
         s = {**settings, "pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
-        pilot = schedule_pilot(zoo.load(checkpoint_of(name)), data, args.schedule_pilot, s, args.seed)
+        pilot = schedule_pilot(zoo.load(checkpoint_of(name), map_location=device), data, args.schedule_pilot, s, args.seed)
         store(results_file, results, "schedule_pilots", name, {**pilot, "settings": s, "measured_on": measured_on}, args.quick)
     render(results, output, None)
+
+
+def on_device(data: DataSplits, device: torch.device) -> DataSplits:
+    return dataclasses.replace(data, **{split: getattr(data, split).to(device) for split in ("train", "valid", "test")})
 
 
 def schedule_name(spec: str) -> str:
@@ -275,6 +304,16 @@ def describe_schedule(spec: str) -> str:
             "geometric": lambda: f"geometric from {schedule.start:g}"}.get(name, lambda: name)()
 
 
+def hardware(results: dict) -> str:
+    """Where the wall times were taken: the machine, and the GPU when the run had ``--device cuda``."""
+    return f"{results['gpu']} in a {results['machine']}" if results.get("gpu") else results["machine"]
+
+
+def duration(seconds: float) -> str:
+    """``42.0 s``, ``12.5 min`` or ``3.20 h``."""
+    return f"{seconds:.1f} s" if seconds < 60 else f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
+
+
 def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     """Write ``<output>/table.md``; with ``zoo_dir`` also each model's card there (the checkpoints are left as they are)."""
     s, models, rows = results["settings"], results["models"], []
@@ -283,15 +322,20 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
         for steps, suffix in ((s["steps"], ""), (s["long_steps"], f"@{s['long_steps']}")):
             if not suffix or f"ais_base_rate{suffix}" in estimates:
                 found = {key: estimates.get(key if key in ("exact", "csl") else key + suffix) for key in COLUMNS}
-                rows.append([f"{label(name, results)}, K = {steps:,}", *("—" if row is None else cell(row, s, key) for key, row in found.items())])
-    text = [*markdown_table(["model", *COLUMNS.values()], "l" + "r" * len(COLUMNS), rows), "", (
-        f"Mean test log-likelihood (nats) on the 10,000 binarized-MNIST test digits. K intermediate distributions (linear β) for RAISE and AIS; "
-        f"models with exact values are also run at K = {s['long_steps']:,}. AIS: {s['ais_chains']} chains; for the DBM and DBN log f(v) by "
+                timed = [row["seconds"] for key, row in found.items() if row is not None and not (suffix and key in ("exact", "csl"))]
+                rows.append([f"{label(name, results)}, K = {steps:,}", *("—" if row is None else cell(row, s, key) for key, row in found.items()),
+                             duration(sum(timed))])
+    longer = f"; models with exact values are also run at K = {s['long_steps']:,}" if s["long_steps"] else ""
+    long_examples = f" ({s['long_raise_examples']} at the long K)" if s["long_steps"] else ""
+    text = [*markdown_table(["model", *COLUMNS.values(), "wall time"], "l" + "r" * (len(COLUMNS) + 1), rows), "", (
+        f"Mean test log-likelihood (nats) on the 10,000 binarized-MNIST test digits. K intermediate distributions (linear β) for RAISE and AIS"
+        f"{longer}. AIS: {s['ais_chains']:,} chains; for the DBM and DBN log f(v) by "
         f"importance sampling with {s['posterior_samples']} mean-field / recognition proposals per digit; a cell naming its chains used that many. "
-        f"RAISE: {s['raise_chains']} reverse chains for each of {s['raise_examples']} random test digits ({s['long_raise_examples']} at the long K), "
+        f"RAISE: {s['raise_chains']} reverse chains for each of {s['raise_examples']} random test digits{long_examples}, "
         f"full-set mean by control variates (§4). CSL: {s['csl_chains']} chains × {s['csl_samples']} samples after {s['csl_burn_in']} burn-in "
         "sweeps, started at training digits. ± is each estimator's own standard error (not the test-set sampling error). AIS is biased upward "
-        "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds." + (
+        "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds. Wall time: the row's estimates one after "
+        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}." + (
             "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "
             "by the same chains (their errors are correlated): they understate CSL's error, by about 20× on a quick run (0.18 against 0.009)."))]
     text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []

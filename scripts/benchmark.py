@@ -52,6 +52,11 @@ of 100, summing all 784 single flips and sampling 50 of them.
 Per-example HAIS of a generative model (``generative_hais``): 100 test vectors × 200 particles of a complete
 36-dimensional Laplace-prior linear generative model, annealed from the prior to each posterior as one
 20,000-row batch (HAIS eqs. 27–29) at N = 10⁴ distributions: examples per second and particle-steps per second.
+
+AIS sharded across ``torch.distributed`` ranks (``distributed_ais``): the 784×500 float32 RBM, 512 chains × 500 steps, on
+1 and then 2 CPU ranks of one thread each (processes started as ``torchrun`` starts them, gloo over localhost, whatever
+``--device`` is): each run's chain-steps per second, the speed-up, and whether both gave the same log Z to the last
+bit (they must: a chain's random stream depends on the seed and its block only; pfzoo/distributed.py).
 """
 
 from __future__ import annotations
@@ -59,7 +64,12 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import platform
+import socket
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -392,6 +402,73 @@ def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, bat
     }
 
 
+def free_port() -> int:
+    """A port on localhost that nothing listens on, for a rendezvous."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_ranks(world_size: int, num_chains: int, num_steps: int, timeout: float = 1800) -> dict:
+    """Rank 0's report of AIS on ``world_size`` CPU ranks: processes started here as ``torchrun`` starts them (its
+    environment variables), one thread each, joined by gloo over localhost; each runs :func:`distributed_worker`."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder, "rank0.json")
+        environment = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": str(world_size), "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": str(free_port())}
+        command = [sys.executable, str(Path(__file__).resolve()), "--distributed-worker", str(report),
+                   "--worker-chains", str(num_chains), "--worker-steps", str(num_steps)]
+        ranks = [subprocess.Popen(command, env={**environment, "RANK": str(rank), "LOCAL_RANK": str(rank)},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in range(world_size)]
+        for process in ranks:
+            _, stderr = process.communicate(timeout=timeout)
+            if process.returncode != 0:
+                raise RuntimeError(f"a rank of the {world_size}-rank AIS run failed:\n{stderr[-2000:]}")
+        return json.loads(report.read_text())
+
+
+def distributed_worker(report: Path, num_chains: int, num_steps: int) -> None:
+    """One rank of :func:`run_ranks`: join the group, warm up, time one AIS run between two barriers; rank 0 writes
+    ``report`` (seconds, chain-steps/s, log Z and its bits as hex)."""
+    from pfzoo import distributed
+
+    torch.set_num_threads(1)
+    distributed.initialize()
+    try:
+        g = torch.Generator().manual_seed(0)
+        model = random_rbm(784, 500, g, torch.device("cpu"))
+        data = (torch.rand(500, 784, generator=g) < 0.2).float()
+        AIS(num_chains=num_chains, num_steps=2, schedule="linear", base="base_rate")(model, data=data, generator=torch.Generator().manual_seed(1))
+        estimator = AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate")
+        distributed.synchronize()
+        start = time.perf_counter()
+        estimate = estimator(model, data=data, generator=torch.Generator().manual_seed(0))
+        distributed.synchronize()
+        seconds = time.perf_counter() - start
+        if distributed.rank() == 0:
+            report.write_text(json.dumps({
+                "world_size": distributed.world_size(), "seconds": seconds, "chain_steps_per_second": num_chains * num_steps / seconds,
+                "log_z": estimate.log_z, "log_z_hex": float(estimate.log_z).hex(), "stderr": estimate.stderr,
+            }))
+    finally:
+        distributed.shutdown()
+
+
+def benchmark_distributed_ais(device: torch.device, num_chains=512, num_steps=500) -> dict:
+    """AIS on 1, then 2 CPU ranks (gloo, whatever ``device`` is: two ranks need two GPUs for NCCL): each run's report,
+    the 2-rank speed-up and whether both gave the same log Z to the last bit."""
+    one, two = run_ranks(1, num_chains, num_steps), run_ranks(2, num_chains, num_steps)
+    return {
+        "name": "distributed_ais",
+        "shape": {"num_visible": 784, "num_hidden": 500, "num_chains": num_chains, "num_steps": num_steps, "dtype": "float32",
+                  "device": "cpu", "backend": "gloo", "threads_per_rank": 1},
+        "one_rank": one,
+        "two_ranks": two,
+        "speedup": one["seconds"] / two["seconds"],
+        "identical_estimates": one["log_z_hex"] == two["log_z_hex"],
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", type=Path, default=None,
@@ -400,7 +477,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks (merged into an existing --output)")
     parser.add_argument("--quick", action="store_true", help="every case at the toy sizes of QUICK_SIZES (seconds): a smoke run")
+    parser.add_argument("--distributed-worker", type=Path, help=argparse.SUPPRESS)  # one rank started by run_ranks
+    parser.add_argument("--worker-chains", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-steps", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.distributed_worker is not None:
+        distributed_worker(args.distributed_worker, args.worker_chains, args.worker_steps)
+        return
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -455,6 +538,7 @@ QUICK_SIZES = {
     "ising_gibbs": {"num_chains": 10, "num_sweeps": 2, "repeats": 1},
     "rbm_mpf": {"batch_size": 10, "num_flips": 5, "repeats": 1},
     "rbm_pcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+    "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
 
@@ -519,6 +603,12 @@ BENCHMARKS = {
         benchmark_rbm_pcd,
         lambda r: f"rbm_pcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
         f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "distributed_ais": (
+        benchmark_distributed_ais,
+        lambda r: f"distributed_ais: {r['shape']['num_chains']} chains x {r['shape']['num_steps']} steps, CPU ranks on 1 thread each: "
+        f"1 rank {r['one_rank']['chain_steps_per_second']:.3g} chain-steps/s, 2 ranks {r['two_ranks']['chain_steps_per_second']:.3g} "
+        f"({r['speedup']:.2f}x); log Z {r['one_rank']['log_z']:.4f}, {'identical' if r['identical_estimates'] else 'DIFFERENT'} on both",
     ),
 }
 

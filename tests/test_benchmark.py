@@ -61,3 +61,4 @@ def test_every_case_runs_at_quick_sizes_and_reports_finite_positive_rates(tmp_pa
     assert cases["poe_hais"]["particle_steps_per_second"] > 0
     assert cases["rbm_raise"]["examples_per_second"] > 0
     assert cases["rbm_pcd"]["steps_per_second"] > 0 and cases["rbm_pcd"]["examples_per_second"] > 0
+    assert cases["distributed_ais"]["identical_estimates"] and cases["distributed_ais"]["two_ranks"]["world_size"] == 2

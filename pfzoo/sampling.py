@@ -41,9 +41,10 @@ def bernoulli_logits(
     """
     out_dtype = logits.dtype if dtype is None else dtype
     if logits.device.type == "cpu" and logits.numel() >= BULK_DRAWS:
-        scaled = torch.sigmoid(logits.detach().to(torch.float32)).mul_(float(1 << UNIFORM_BITS))
-        integers = uniform_integers(scaled.shape, generator=generator)
-        return torch.lt(integers, scaled, out=torch.empty(scaled.shape, dtype=out_dtype))
+        scaled = torch.sigmoid(logits.detach().to(torch.float32)).mul_(float(1 << UNIFORM_BITS))  # dense, in the logits' layout
+        # integers and draws in that same layout (e.g. a transposed product's): a comparison across layouts is twice as slow
+        integers = uniform_integers((scaled.numel(),), generator=generator).as_strided(scaled.shape, scaled.stride())
+        return torch.lt(integers, scaled, out=torch.empty_like(scaled, dtype=out_dtype))
     draw_dtype = torch.float32 if logits.dtype == torch.float64 else logits.dtype
     probs = torch.sigmoid(logits.detach().to(draw_dtype))
     # the uniforms in the logits' memory layout (e.g. a transposed product's): an in-place comparison across layouts is slow

@@ -81,6 +81,7 @@ from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.reporting import device_name, load_average
 from pfzoo.training import PCD, BitFlipMPF
 from pfzoo.training.ising_recovery import coupling_error
+from pfzoo.validation import values_checked
 
 
 def synchronize(device: torch.device) -> None:
@@ -378,17 +379,22 @@ def benchmark_rbm_mpf(device: torch.device, num_visible=784, num_hidden=500, bat
 
 def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1, num_chains=100,
                       repeats=2) -> dict:
-    """``num_batches`` PCD-k optimizer steps (loss, backward, SGD step) cycling through 10 random binary minibatches."""
+    """``num_batches`` PCD-k optimizer steps (loss, backward, SGD step) cycling through 10 random binary minibatches,
+    with the batches' value checks skipped as in the Trainer's steps (they were checked once, as the Trainer checks its
+    data splits)."""
     g = torch.Generator(device).manual_seed(0)
     model = random_rbm(num_visible, num_hidden, g, device)
     batches = (torch.rand(10, batch_size, num_visible, generator=g, device=device) < 0.2).float()
     objective = PCD(k=k, num_chains=num_chains).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.5)  # conf/trainer/pcd.yaml
 
+    model.check_visible(batches.flatten(0, 1), "batches")
+
     def epoch():
         for step in range(num_batches):
             optimizer.zero_grad(set_to_none=True)
-            objective.loss(model, batches[step % len(batches)], generator=g).backward()
+            with values_checked():
+                objective.loss(model, batches[step % len(batches)], generator=g).backward()
             optimizer.step()
 
     seconds = best_seconds(epoch, device, repeats)

@@ -125,7 +125,7 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
             record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples))
         for base in ("uniform", "base_rate"):
             chains = max(ais_chains.get(base, 0), s["ais_chains"])
-            record(f"ais_{base}{suffix}", AIS(chains, steps, base=base, posterior_samples=s["posterior_samples"]), chains=chains)
+            record(f"ais_{base}{suffix}", AIS(chains, steps, schedule="linear", base=base, posterior_samples=s["posterior_samples"]), chains=chains)
     return rows
 
 

@@ -44,7 +44,9 @@ def resolve_device(name: str) -> torch.device:
 
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Train ``cfg.model`` on ``cfg.dataset`` with ``cfg.trainer``, then measure its test log-likelihood; returns the
-    checkpoint path, the last epoch's metrics, the final estimate (:func:`final_log_likelihood`) and the wall time."""
+    checkpoint path, the last epoch's metrics, the final estimate (:func:`final_log_likelihood`) and the wall time.
+    Under a process group (``torchrun``) every rank calls it alike: the Trainer shards the minibatches, the estimators
+    their chains, and rank 0 alone writes files (pictures included)."""
     started = time.perf_counter()
     device = resolve_device(cfg.device)
     if cfg.final_num_test < 1:
@@ -61,7 +63,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
     final = final_log_likelihood(model, data, cfg, device)
-    pictures = training_pictures(model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed) if cfg.pictures else []
+    leader = distributed.rank() == 0  # under torchrun every rank trained the same model; one draws it
+    pictures = training_pictures(model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed) if cfg.pictures and leader else []
     return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics,
             "test_log_likelihood": final, "seconds": time.perf_counter() - started, "pictures": [str(p) for p in pictures]}
 

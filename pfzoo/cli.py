@@ -128,17 +128,14 @@ def check_overrides(task: str, argv: Sequence[str]) -> None:
 def run(task: str, argv: Sequence[str]) -> None:
     """The command line of ``task``: Hydra's (``-m`` sweeps, ``--cfg``, overrides) over the packaged configs, with
     overrides checked first so that a typo exits 2 in one line; exits with :func:`execute`'s code. Started by ``torchrun``,
-    evaluate joins the process group (:func:`pfzoo.distributed.initialize`) and its estimators shard their chains across
-    the ranks; rank 0 alone reports."""
+    both tasks join the process group (:func:`pfzoo.distributed.initialize`): evaluate's estimators shard their chains
+    across the ranks, train's :class:`~pfzoo.training.Trainer` shards every minibatch; rank 0 alone reports."""
     if task not in TASKS:
         print(f"error: the task must be one of {list(TASKS)}, got {task!r}", file=sys.stderr)
         sys.exit(EXIT_USAGE)
     if distributed.launched():
         distributed.initialize()
     try:
-        if distributed.is_active() and task != "evaluate":
-            report_error(f"{task} runs in one process; only evaluate shards its chains across torchrun's ranks")
-            sys.exit(EXIT_USAGE)
         check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]

@@ -98,10 +98,16 @@ def blocks(num_items: int) -> list[range]:
     return [range(index * num_items // count, (index + 1) * num_items // count) for index in range(count)]
 
 
+def owned_share(count: int) -> range:
+    """This rank's contiguous share of ``range(count)``, dealt in rank order (sizes differ by at most one; a rank gets
+    none when ``count`` is below the world size); ``range(count)`` without a process group."""
+    this, size = rank(), world_size()
+    return range(this * count // size, (this + 1) * count // size)
+
+
 def owned_blocks(num_blocks: int) -> range:
     """The indices of the blocks this rank runs: a contiguous share of ``num_blocks``, dealt in rank order."""
-    this, size = rank(), world_size()
-    return range(this * num_blocks // size, (this + 1) * num_blocks // size)
+    return owned_share(num_blocks)
 
 
 def stream_seed(generator: torch.Generator | None, device: torch.device) -> int:
@@ -124,6 +130,13 @@ def block_generator(seed: int, block: int, device: torch.device) -> torch.Genera
 def broadcast_from_first(values: list[Any]) -> None:
     """Replace the picklable items of ``values`` in place by rank 0's (e.g. a run directory only rank 0 may pick)."""
     dist.broadcast_object_list(values, src=0)
+
+
+def all_gather(item: Any) -> list[Any]:
+    """Every rank's picklable ``item`` (tensors on the CPU), in rank order, on every rank."""
+    gathered: list[Any] = [None] * world_size()
+    dist.all_gather_object(gathered, item)
+    return gathered
 
 
 def gather_blocks(payloads: list[Any]) -> list[Any]:

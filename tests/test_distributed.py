@@ -8,11 +8,12 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import distributed_training
 import pytest
 import torch
 from distributed_estimates import estimates
 
-from pfzoo import app, cli, distributed
+from pfzoo import app, cli, distributed, zoo
 from pfzoo.estimators import AIS
 from pfzoo.estimators.annealing import AnnealingDiagnostics
 from pfzoo.estimators.sharding import pool_chain_diagnostics
@@ -31,8 +32,13 @@ def free_port() -> int:
 
 def launch_two_ranks(out: Path, seed: int) -> list[dict]:
     """Both ranks' estimates from two processes joined by gloo over localhost, one thread each (as torchrun starts them)."""
+    run_two_ranks(f"import sys; sys.path.insert(0, {str(TESTS)!r}); from distributed_estimates import rank_main; rank_main({str(out)!r}, {seed})")
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
+
+
+def run_two_ranks(code: str) -> None:
+    """Run the Python ``code`` as rank 0 and rank 1 of a gloo group over localhost, one thread each; both must succeed."""
     port = free_port()
-    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); from distributed_estimates import rank_main; rank_main({str(out)!r}, {seed})"
     ranks = [
         subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={
             **os.environ, "OMP_NUM_THREADS": "1", "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2",
@@ -43,7 +49,6 @@ def launch_two_ranks(out: Path, seed: int) -> list[dict]:
     for process in ranks:
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr[-3000:]
-    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
 
 
 @contextmanager
@@ -117,15 +122,72 @@ def test_evaluate_under_torchrun_prints_one_report_with_the_estimate_of_one_rank
     assert different == set() and two["log_z"] == one["log_z"]
 
 
-def test_train_under_torchrun_exits_2_in_one_line(monkeypatch, capsys):
-    for name, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}.items():
-        monkeypatch.setenv(name, value)  # torchrun --nproc_per_node=1's environment
-    with pytest.raises(SystemExit) as exit_info:
-        cli.run("train", [])
-    assert exit_info.value.code == cli.EXIT_USAGE
-    error = capsys.readouterr().err.strip().splitlines()
-    assert len(error) == 1 and "train runs in one process" in error[0]
-    assert not distributed.is_active()
+@pytest.fixture(scope="module")
+def two_rank_training(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """The runs of tests/distributed_training.py on two ranks (launched once for the tests below): their folder and
+    both ranks' results."""
+    out = tmp_path_factory.mktemp("two_rank_training")
+    run_two_ranks(f"import sys; sys.path.insert(0, {str(TESTS)!r}); from distributed_training import rank_main; rank_main({str(out)!r})")
+    return out, [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
+
+
+def test_two_ranks_train_deterministic_objectives_as_one_process(two_rank_training, tmp_path):
+    out, (first, second) = two_rank_training
+    one = distributed_training.deterministic_runs(tmp_path)  # no process group: whole minibatches in this process
+    assert first["deterministic"] == second["deterministic"]  # every rank took the same steps
+    for name in ("sgd", "lbfgs"):
+        two = torch.tensor(first["deterministic"][name], dtype=torch.float64)
+        torch.testing.assert_close(two, torch.tensor(one[name], dtype=torch.float64), rtol=0, atol=1e-12, msg=name)
+        assert two.abs().max() > 0.05  # training moved the parameters, so the comparison says something
+    for name in ("sgd", "lbfgs"):  # rank 0 alone wrote the run directory: one line per epoch
+        assert (out / "runs" / name / "metrics.jsonl").read_text().count("\n") == 2
+
+
+def test_two_rank_pcd_keeps_a_share_of_the_chains_per_rank_and_resumes_exactly(two_rank_training):
+    out, (first, second) = two_rank_training
+    for name in ("whole", "resumed", "persistent_mpf"):
+        assert first["sampling"][name] == second["sampling"][name], name  # ranks agree on the parameters
+    assert first["sampling"]["resumed"] == first["sampling"]["whole"]  # 1 epoch, then resumed to 3 = 3 at once
+    state = zoo.load_checkpoint(out / "runs" / "whole" / "checkpoint.pt")["trainer_state"]
+    chains = [rank["objective"]["chains"] for rank in state["ranks"]]
+    half = distributed_training.NUM_CHAINS // 2
+    assert [tuple(c.shape) for c in chains] == [(half, 6), (half, 6)]  # num_chains split across the ranks
+    assert chains[0].tolist() == first["sampling"]["chains"] and chains[1].tolist() == second["sampling"]["chains"]
+    assert not torch.equal(state["ranks"][0]["sampling"], state["ranks"][1]["sampling"])  # a random stream per rank
+
+
+def test_resuming_with_another_number_of_ranks_is_refused_in_one_line(two_rank_training):
+    out, _ = two_rank_training
+    model, data = distributed_training.tiny_problem()
+    with pytest.raises(ValueError) as error:
+        distributed_training.pcd_trainer(out / "runs" / "whole", 4).fit(model, data, resume=True)
+    message = str(error.value)
+    assert "\n" not in message and "trained on 2 rank(s) but this run has 1" in message
+
+
+def test_one_rank_trains_as_a_plain_run_to_the_last_bit(tmp_path):
+    """Rank 0 keeps the sampling stream of a run without a process group, so PCD on one rank is that run."""
+    model, data = distributed_training.tiny_problem()
+    distributed_training.pcd_trainer(tmp_path / "plain", 2).fit(model, data)
+    plain = distributed_training.parameters(model)
+    with one_rank(tmp_path):
+        model, data = distributed_training.tiny_problem()
+        distributed_training.pcd_trainer(tmp_path / "grouped", 2).fit(model, data)
+    assert distributed_training.parameters(model) == plain
+    state = zoo.load_checkpoint(tmp_path / "grouped" / "checkpoint.pt")["trainer_state"]
+    assert len(state["ranks"]) == 1 and "ranks" not in zoo.load_checkpoint(tmp_path / "plain" / "checkpoint.pt")["trainer_state"]
+
+
+@pytest.mark.slow
+def test_train_under_torchrun_writes_one_run_directory(tmp_path):
+    overrides = ["trainer.epochs=2", "trainer.progress=false", "model.num_hidden=3", "pictures=false", "final_num_test=20"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(ROOT / "scripts" / "train.py"), *overrides]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("test log-likelihood") == 1, result.stdout  # rank 0 alone reports
+    (run_dir,) = (tmp_path / "runs" / "train").iterdir()  # both ranks trained in rank 0's run directory
+    assert (run_dir / "metrics.jsonl").read_text().count("\n") == 2
+    assert len(zoo.load_checkpoint(run_dir / "checkpoint.pt")["trainer_state"]["ranks"]) == 2
 
 
 def test_unsharded_estimates_run_as_without_a_process_group(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 
+from pfzoo import distributed
 from pfzoo.kernels.gibbs import run_gibbs
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
@@ -29,6 +30,14 @@ def _missing_gibbs_chain(model) -> str | None:
     if Capability.VISIBLE_GIBBS_CHAIN in offered and Capability.EXACT_FREE_ENERGY in offered:
         return None
     return f"{Capability.VISIBLE_GIBBS_CHAIN.value} and {Capability.EXACT_FREE_ENERGY.value}"
+
+
+def owned_chains(num_chains: int) -> int:
+    """How many of ``num_chains`` persistent chains this rank holds: its share under a process group, all without one."""
+    count = len(distributed.owned_share(num_chains))
+    if count == 0:
+        raise ValueError(f"num_chains must be at least the number of ranks ({distributed.world_size()}) so that every rank holds a chain, got {num_chains}")
+    return count
 
 
 class CD(Objective):
@@ -68,9 +77,17 @@ class PCD(Objective):
     and survive checkpoint / resume. They start, on the first batch, from ``num_chains`` rows of
     that batch drawn with replacement.
 
+    Under a ``torch.distributed`` process group (e.g. the :class:`~pfzoo.training.Trainer` under ``torchrun``)
+    ``num_chains`` counts the chains of the whole run, split across the ranks: rank r holds its contiguous share
+    ``[C_r, V]`` (:func:`pfzoo.distributed.owned_share`, sizes differ by at most one), started from its own shard of
+    the first minibatch and advanced with its own stream, so an R-rank run has the same total number of chains (and
+    the same per-step sampling cost in all) as one process. The ranks' negative phases are averaged with the weights
+    of their data shards, ``B_r / B``, which equal ``C_r / C`` when R divides both ``batch_size`` and ``num_chains``.
+
     Args:
         k: Gibbs sweeps per update (≥ 1).
-        num_chains: number of persistent chains (the size of the negative batch).
+        num_chains: number of persistent chains (the size of the negative batch), over all ranks; at least the
+            number of ranks.
     """
 
     chains: torch.Tensor
@@ -88,7 +105,7 @@ class PCD(Objective):
         self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         if self.chains.numel() == 0:
-            rows = torch.randint(batch.shape[0], (self.num_chains,), generator=generator, device=batch.device)
+            rows = torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)
             self.chains = batch[rows]
         elif self.chains.shape[1] != batch.shape[1]:
             raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")

@@ -22,6 +22,7 @@ from torch.nn import functional as F
 
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
+from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.objective import Objective
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
@@ -66,7 +67,8 @@ class DBMPersistentMeanField(Objective):
     of the batch drawn with replacement (visible layer) and uniformly random even hidden layers.
     The particles are the registered buffer ``chains [num_chains, Σ n_even]`` (the layout of
     :meth:`~pfzoo.models.DBM.split_even`), so they are checkpointed and restored with
-    ``state_dict``.
+    ``state_dict``. Under a ``torch.distributed`` process group ``num_chains`` counts the particles of all ranks and
+    each rank holds its contiguous share, as for :class:`~pfzoo.training.PCD`.
 
     Greedy pretraining: with ``pretrain`` given (e.g. ``functools.partial(pretrain_dbm,
     epochs_per_layer=10, batch_size=100, lr=0.05, k=1)``), the :class:`~pfzoo.training.Trainer`'s
@@ -164,8 +166,9 @@ class DBMPersistentMeanField(Objective):
         return positive - negative
 
     def _initial_chains(self, model: DBM, batch: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        rows = torch.randint(batch.shape[0], (self.num_chains,), generator=generator, device=batch.device)
-        hidden = torch.full((self.num_chains, model.num_even_units - model.num_visible), 0.5, device=batch.device, dtype=batch.dtype)
+        count = owned_chains(self.num_chains)  # this rank's share under a process group
+        rows = torch.randint(batch.shape[0], (count,), generator=generator, device=batch.device)
+        hidden = torch.full((count, model.num_even_units - model.num_visible), 0.5, device=batch.device, dtype=batch.dtype)
         return torch.cat([batch[rows], bernoulli(hidden, generator=generator)], dim=1)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import nn
 
+from pfzoo import distributed
 from pfzoo.data.splits import DataSplits
 from pfzoo.estimators.base import Estimator, ProgressCallback
 from pfzoo.models.capabilities import Capability, require
@@ -56,7 +57,9 @@ class GreedyTrainer(Trainer):
     layer folders); ``<run_dir>/metrics.jsonl`` holds one line per finished layer (its last epoch's
     metrics with ``"layer": i``). With an ``estimator`` and ``evaluate_every > 0``, the finished DBN's
     test log-likelihood is estimated once at the end (needs an exact DBN free energy, i.e.
-    ``model.free_energy_cost ≤ max_enumeration_units``; otherwise skipped with a warning).
+    ``model.free_energy_cost ≤ max_enumeration_units``; otherwise skipped with a warning). Under a
+    ``torch.distributed`` process group each layer's Trainer shards its minibatches across the ranks (see
+    :class:`Trainer`) and rank 0 alone writes these files.
 
     Args:
         init_from_data: base-rate initialisation of each RBM's visible biases before training it.
@@ -149,8 +152,10 @@ class GreedyTrainer(Trainer):
         require(model, Capability.LAYERWISE, by="greedy layer-wise training")
         train = self._prepare(model, data.train, "data.train")
         test = self._prepare(model, data.test, "data.test")
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.metrics_path.write_text("")
+        leader = distributed.rank() == 0  # under a process group one rank writes the run directory
+        if leader:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.metrics_path.write_text("")
         result: dict[str, Any] = {"epoch": self.epochs, "layers": len(model.rbms)}
         for layer, rbm in enumerate(model.rbms):
             if self.init_from_data:
@@ -158,8 +163,9 @@ class GreedyTrainer(Trainer):
             splits = DataSplits(name=f"{data.name}-layer{layer}", train=train, test=test)
             logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
             metrics = self.layer_trainer(layer).fit(rbm, splits, resume=resume, config=config)
-            with self.metrics_path.open("a") as file:
-                file.write(json.dumps({"layer": layer, **metrics}) + "\n")
+            if leader:
+                with self.metrics_path.open("a") as file:
+                    file.write(json.dumps({"layer": layer, **metrics}) + "\n")
             result.update({f"layer{layer}_{key}": value for key, value in metrics.items() if key != "epoch"})
             if self.on_layer_end is not None:
                 self.on_layer_end(layer, metrics)
@@ -169,8 +175,9 @@ class GreedyTrainer(Trainer):
                     train = bernoulli(rbm.hidden_probs(train), generator=generator)
                     test = bernoulli(rbm.hidden_probs(test), generator=generator)
         result.update(self._evaluate_dbn(model, data))
-        save(self.checkpoint_path, model, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
-        logger.info("saved the greedily trained DBN to %s", self.checkpoint_path)
+        if leader:
+            save(self.checkpoint_path, model, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
+            logger.info("saved the greedily trained DBN to %s", self.checkpoint_path)
         return result
 
     def _evaluate_dbn(self, model: DBN, data: DataSplits) -> dict[str, Any]:

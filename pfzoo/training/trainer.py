@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import torch
+from torch import distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from pfzoo import distributed
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
@@ -55,6 +57,33 @@ class Trainer:
     sampling from a generator on the model's device seeded with ``seed + 1``. Evaluation
     (pseudo-likelihood bit flips, the estimator) uses a generator re-seeded with ``seed + 2`` at
     every evaluation, so it never perturbs training and epochs are compared with common random numbers.
+
+    Several processes: while a ``torch.distributed`` process group is initialised (``torchrun``, world size R ≥ 1;
+    :func:`pfzoo.distributed.is_active`), every rank must call ``fit`` alike (same model, data and settings). All ranks
+    draw the same shuffled order (the shuffle stream is seeded alike) and cut each minibatch of ``batch_size`` rows
+    ``[B]`` into R contiguous shards ``[B_r]`` (sizes differ by at most one; :func:`pfzoo.distributed.owned_share`);
+    rank r evaluates the objective on its shard alone (an epoch-stateful objective gets the shard's row numbers as
+    ``indices``). Each rank's gradient and loss, weighted by its share ``B_r / B``, are summed over the ranks in one
+    ``all_reduce`` of a flat buffer per loss evaluation (each closure call of an L-BFGS step included), and the L2
+    penalty's gradient is added after it: this is equivalent to DistributedDataParallel's gradient averaging, written
+    out because DDP prepares its reducer in ``forward`` while objectives call other model methods (``free_energy``,
+    ``energy``, ...). Every rank then takes the same step, so the parameters (broadcast from rank 0 at the start) stay
+    identical. What a 2-rank run equals: for deterministic objectives (pseudo-likelihood, bit-flip MPF, exact maximum
+    likelihood) the updates of one process with the same ``batch_size``, up to the order of floating-point summation;
+    for sampling objectives (CD, PCD, EM-HMC, persistent MPF) the same algorithm with the same total number of chains
+    (PCD splits its ``num_chains`` across the ranks) on other random streams, so their numbers differ from one
+    process's. Rank r > 0 samples from a generator seeded by (``seed + 1``, r) with
+    :func:`pfzoo.distributed.block_generator`; rank 0 keeps the stream of a run without a process group, so a 1-rank
+    ``torchrun`` run trains as a plain one, bit for bit. An epoch-stateful objective prepares the whole training set on
+    every rank with that rank's stream (when any rank reports a change the optimiser's state is discarded and the model
+    re-broadcast from rank 0, since a prepare that trains, a DBM's greedy pretraining, drew from each rank's stream). Evaluation
+    runs on every rank alike: estimators shard their chains, pseudo-likelihood and reconstruction error are computed
+    whole on each rank. Rank 0 alone writes ``metrics.jsonl``, checkpoints and log lines; an epoch's ``seconds`` is
+    the slowest rank's (so the ``max_seconds`` rule stops every rank at the same epoch). The checkpoint's
+    ``trainer_state`` then also holds ``"ranks": [{"objective": state_dict, "sampling": ByteTensor}, ...]``, every
+    rank's objective state (e.g. its PCD chains) and sampling stream in rank order (``"objective"`` and
+    ``generators["sampling"]`` are rank 0's), and resumes only with the same number of ranks; a checkpoint without
+    ``"ranks"`` counts as one rank's.
 
     Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds``
     (training time), ``{train,test}_reconstruction_error`` (models with ``hidden_probs`` /
@@ -202,34 +231,40 @@ class Trainer:
         if self.estimator is not None:
             self.estimator.to(model.device)
         optimizer = self.make_optimizer(model.parameters())
-        generators = {
-            "shuffle": torch.Generator().manual_seed(self.seed),
-            "sampling": torch.Generator(model.device).manual_seed(self.seed + _SAMPLING_SEED_OFFSET),
-        }
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._remove_stale_temporaries()
+        generators = {"shuffle": torch.Generator().manual_seed(self.seed), "sampling": self._sampling_generator(model.device)}
+        leader = distributed.rank() == 0  # the one rank that writes files and logs (every rank without a group)
+        if leader:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self._remove_stale_temporaries()
         start = self._restore(model, optimizer, generators, config) if resume else 0
+        if distributed.is_active():
+            _broadcast_state(model)  # as DDP does: ranks that were initialised apart still start from one model
         records = self._metrics_through(start)
         weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
         # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
-        bars = self.progress and sys.stderr.isatty()
+        bars = self.progress and sys.stderr.isatty() and leader
         with logging_redirect_tqdm(), tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not bars) as bar:
             for epoch in range(start + 1, self.epochs + 1):
                 reason = self.stop_reason(records)
                 if reason is not None:
-                    logger.info("stopping after epoch %d of %d: %s", epoch - 1, self.epochs, reason)
+                    if leader:
+                        logger.info("stopping after epoch %d of %d: %s", epoch - 1, self.epochs, reason)
                     break
                 self._set_learning_rate(optimizer, epoch)
                 began = time.perf_counter()
                 loss = self._train_epoch(model, train, optimizer, weights, generators, epoch)
-                record = {"epoch": epoch, "loss": loss, "seconds": time.perf_counter() - began}
+                seconds = time.perf_counter() - began
+                if distributed.is_active():  # one record for all ranks, or the max_seconds rule could stop some ranks only
+                    seconds = _max_over_ranks(seconds, model.device)
+                record = {"epoch": epoch, "loss": loss, "seconds": seconds}
                 record.update(self._evaluate(model, train, test, epoch))
                 with torch.no_grad():
                     record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
-                with self.metrics_path.open("a") as file:
-                    file.write(json.dumps(record) + "\n")
+                if leader:
+                    with self.metrics_path.open("a") as file:
+                        file.write(json.dumps(record) + "\n")
                 records.append(record)
-                if epoch % self.log_every == 0 or epoch in (1, self.epochs):
+                if leader and (epoch % self.log_every == 0 or epoch in (1, self.epochs)):
                     logger.info("epoch %d/%d  %s", epoch, self.epochs, format_record(record))
                 if epoch % self.checkpoint_every == 0 or epoch == self.epochs or self.stop_reason(records) is not None:
                     self._save(model, optimizer, generators, epoch, config)
@@ -264,6 +299,15 @@ class Trainer:
             group.setdefault("initial_lr", group["lr"])
             group["lr"] = group["initial_lr"] / (1 + self.learning_rate_decay * (epoch - 1))
 
+    def _sampling_generator(self, device: torch.device) -> torch.Generator:
+        """The objective's sampling stream on ``device``: seeded with ``seed + 1`` without a process group and on rank 0,
+        by (``seed + 1``, rank) through :func:`pfzoo.distributed.block_generator` on the other ranks, so persistent
+        chains differ between ranks while a 1-rank ``torchrun`` run keeps the stream of a plain run."""
+        this = distributed.rank()
+        if this == 0:
+            return torch.Generator(device).manual_seed(self.seed + _SAMPLING_SEED_OFFSET)
+        return distributed.block_generator(self.seed + _SAMPLING_SEED_OFFSET, this, device)
+
     def _train_epoch(
         self,
         model: EnergyModel,
@@ -274,10 +318,18 @@ class Trainer:
         epoch: int,
     ) -> float:
         """One pass over ``train [N, V]`` in a fresh random order, after the objective's ``prepare`` if it has one;
-        returns the example-weighted mean loss."""
+        returns the example-weighted mean loss. Under a process group each rank computes the loss of its shard of every
+        minibatch and the ranks' gradients are summed (class docstring)."""
         stateful = callable(getattr(self.objective, "prepare", None))
         project = getattr(model, "project_parameters", None)  # a model's constraints, e.g. bounded basis norms
-        if stateful and self.objective.prepare(model, train, generator=generators["sampling"]):
+        group = distributed.is_active()
+        parameters = list(model.parameters())
+        changed = stateful and self.objective.prepare(model, train, generator=generators["sampling"])
+        if group:  # every rank must clear alike, or their L-BFGS steps would part
+            changed = _max_over_ranks(float(bool(changed)), model.device) > 0
+            if changed:  # a prepare that trains (a DBM's greedy pretraining) drew from each rank's own stream
+                _broadcast_state(model)
+        if changed:
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
         # The loss sum and the first non-finite batch stay on the device and are read once, after the epoch: a read per
@@ -287,8 +339,12 @@ class Trainer:
         batches = order.split(self.batch_size)
         batch_bars = self.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
         for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not batch_bars)):
-            batch = train[rows]
-            row_indices = {"indices": rows} if stateful else {}
+            shard = rows
+            if group:
+                share = distributed.owned_share(rows.shape[0])
+                shard = rows[share.start : share.stop]  # [B_r]: this rank's contiguous part of the minibatch
+            batch = train[shard]
+            row_indices = {"indices": shard} if stateful else {}
 
             def closure() -> torch.Tensor:
                 optimizer.zero_grad(set_to_none=True)
@@ -298,9 +354,23 @@ class Trainer:
                 loss.backward()
                 return loss
 
-            loss = optimizer.step(closure).detach()
+            def reduced_closure() -> torch.Tensor:
+                optimizer.zero_grad(set_to_none=True)
+                fraction = shard.shape[0] / rows.shape[0]  # B_r / B: the mean over the minibatch is Σ_r B_r/B · mean_r
+                loss = torch.zeros((), dtype=model.dtype, device=model.device)
+                if shard.numel():  # a minibatch smaller than the world size leaves some ranks without rows
+                    loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
+                    (loss * fraction).backward()
+                loss = _all_reduce_gradients(parameters, loss.detach() * fraction, structure_may_differ=rows.shape[0] < distributed.world_size())
+                if self.weight_decay:  # the same on every rank: added once, after the sum
+                    penalty = self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
+                    penalty.backward()
+                    loss = loss + penalty.detach()
+                return loss
+
+            loss = optimizer.step(reduced_closure if group else closure).detach()
             first_bad_batch = torch.where((first_bad_batch < 0) & ~torch.isfinite(loss), index, first_bad_batch)
-            total += loss * batch.shape[0]
+            total += loss * rows.shape[0]
             if project is not None:
                 project()
         if first_bad_batch.item() >= 0:
@@ -327,14 +397,21 @@ class Trainer:
         return record
 
     def _save(self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator], epoch: int, config: dict | None) -> None:
+        """Write the checkpoint (class docstring); under a process group every rank sends its objective state and
+        sampling stream to it and rank 0 alone writes."""
         trainer_state = {
             "epoch": epoch,
             "optimizer": optimizer.state_dict(),
             "objective": self.objective.state_dict(),
             "generators": {name: generator.get_state() for name, generator in generators.items()},
         }
-        save(self.checkpoint_path, model, config=config, trainer_state=trainer_state)
-        logger.debug("saved checkpoint after epoch %d to %s", epoch, self.checkpoint_path)
+        if distributed.is_active():
+            own = {"objective": {key: value.detach().cpu() for key, value in self.objective.state_dict().items()},
+                   "sampling": generators["sampling"].get_state()}
+            trainer_state["ranks"] = distributed.all_gather(own)
+        if distributed.rank() == 0:
+            save(self.checkpoint_path, model, config=config, trainer_state=trainer_state)
+            logger.debug("saved checkpoint after epoch %d to %s", epoch, self.checkpoint_path)
 
     def _restore(
         self, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator], config: dict | None = None
@@ -344,11 +421,13 @@ class Trainer:
         A run resumes only under the config it started with: ``config`` may differ from the checkpoint's only in
         :data:`RESUMABLE_KEYS` (more epochs, where the run lives, whether bars show); any other difference (a
         learning rate, a seed, a chain count) is refused in one line that lists it, since resuming would silently
-        continue the old settings' optimiser state and random streams under the new ones' name."""
-        if not self.checkpoint_path.is_file():
-            logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
+        continue the old settings' optimiser state and random streams under the new ones' name. A checkpoint written by
+        a different number of ranks is refused too (its ranks' chains and streams have no counterpart here)."""
+        checkpoint = self._read_checkpoint()
+        if checkpoint is None:
+            if distributed.rank() == 0:
+                logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
             return 0
-        checkpoint = load_checkpoint(self.checkpoint_path)
         name = getattr(type(model), "registry_name", None)
         if checkpoint["trainer_state"] is None or checkpoint["model"] != name or checkpoint["model_config"] != model.config():
             raise ValueError(
@@ -363,13 +442,38 @@ class Trainer:
                 f"{'; '.join(differences)} (only {', '.join(RESUMABLE_KEYS)} may change; start a new run_dir instead)"
             )
         state = checkpoint["trainer_state"]
+        ranks = state.get("ranks")
+        saved, world = (1 if ranks is None else len(ranks)), distributed.world_size()
+        if saved != world:
+            raise ValueError(
+                f"resume=true refused: {self.checkpoint_path} was trained on {saved} rank(s) but this run has {world} "
+                f"(resume with torchrun --nproc_per_node={saved}, or start a new run_dir)"
+            )
         model.load_state_dict(checkpoint["state_dict"])
         optimizer.load_state_dict(state["optimizer"])
-        self.objective.load_state_dict(state["objective"])
-        for stream, generator in generators.items():
-            generator.set_state(state["generators"][stream])
-        logger.info("resuming from %s after epoch %d", self.checkpoint_path, state["epoch"])
+        own = {"objective": state["objective"], "sampling": state["generators"]["sampling"]} if ranks is None else ranks[distributed.rank()]
+        self.objective.load_state_dict(own["objective"])
+        generators["shuffle"].set_state(state["generators"]["shuffle"])
+        generators["sampling"].set_state(own["sampling"])
+        if distributed.rank() == 0:
+            logger.info("resuming from %s after epoch %d", self.checkpoint_path, state["epoch"])
         return state["epoch"]
+
+    def _read_checkpoint(self) -> dict[str, Any] | None:
+        """The raw checkpoint at :attr:`checkpoint_path`, ``None`` when there is none. Under a process group rank 0
+        reads it and sends it to the others, so every rank decides alike (and the run directory need not be shared)."""
+        if not distributed.is_active():
+            return load_checkpoint(self.checkpoint_path) if self.checkpoint_path.is_file() else None
+        shared: list[Any] = [None, None]  # [checkpoint, rank 0's error message]
+        if distributed.rank() == 0 and self.checkpoint_path.is_file():
+            try:
+                shared[0] = load_checkpoint(self.checkpoint_path)
+            except ValueError as error:
+                shared[1] = str(error)
+        distributed.broadcast_from_first(shared)
+        if shared[1] is not None:
+            raise ValueError(shared[1])
+        return shared[0]
 
     def _remove_stale_temporaries(self) -> None:
         """Delete ``.checkpoint.pt.*.tmp`` files: a save killed mid-write (SIGKILL skips its clean-up) leaves one, and
@@ -379,6 +483,15 @@ class Trainer:
             stale.unlink(missing_ok=True)
 
     def _metrics_through(self, epoch: int) -> list[dict[str, Any]]:
+        """:meth:`_rewrite_metrics_through` on rank 0, whose records every rank then holds (the stopping rules read them)."""
+        records = self._rewrite_metrics_through(epoch) if distributed.rank() == 0 else None
+        if distributed.is_active():
+            shared = [records]
+            distributed.broadcast_from_first(shared)
+            records = shared[0]
+        return records
+
+    def _rewrite_metrics_through(self, epoch: int) -> list[dict[str, Any]]:
         """Keep only the records of epochs ≤ ``epoch`` in ``metrics.jsonl`` (later ones postdate the checkpoint); return them.
 
         A line that is not a JSON record (the last line torn by a kill mid-write) is dropped with a warning."""
@@ -398,6 +511,44 @@ class Trainer:
                         records.append(record)
         self.metrics_path.write_text("".join(json.dumps(record) + "\n" for record in records))
         return records
+
+
+def _all_reduce_gradients(parameters: list[nn.Parameter], loss: torch.Tensor, *, structure_may_differ: bool) -> torch.Tensor:
+    """Sum every rank's ``.grad`` of ``parameters`` and its ``loss`` (scalar), each already weighted by the rank's share
+    of the minibatch, in one ``all_reduce`` of a flat buffer; writes the sums into ``.grad`` and returns the summed loss.
+
+    A parameter without a gradient keeps ``grad = None`` (SGD with momentum would move it on a zero gradient). Ranks
+    that computed a loss agree on which parameters have one, so this rank's own ``None``s decide without a host sync;
+    only when ``structure_may_differ`` (some rank had no rows) the per-parameter flags summed with the buffer decide.
+    """
+    dtype = loss.dtype
+    for parameter in parameters:
+        dtype = torch.promote_types(dtype, parameter.dtype)
+    pieces = [p.grad.reshape(-1).to(dtype) if p.grad is not None else torch.zeros(p.numel(), dtype=dtype, device=p.device) for p in parameters]
+    flags = torch.tensor([float(p.grad is not None) for p in parameters], dtype=dtype, device=loss.device)
+    buffer = torch.cat([*pieces, flags, loss.reshape(1).to(dtype)])
+    dist.all_reduce(buffer)
+    present = (buffer[-1 - len(parameters) : -1] > 0).tolist() if structure_may_differ else [p.grad is not None for p in parameters]
+    offset = 0
+    for parameter, has_gradient in zip(parameters, present):
+        size = parameter.numel()
+        parameter.grad = buffer[offset : offset + size].view_as(parameter).to(parameter.dtype) if has_gradient else None
+        offset += size
+    return buffer[-1].to(loss.dtype)
+
+
+def _max_over_ranks(value: float, device: torch.device) -> float:
+    """The largest of every rank's ``value``."""
+    tensor = torch.tensor([float(value)], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.item()
+
+
+def _broadcast_state(model: nn.Module) -> None:
+    """Overwrite every rank's parameters and buffers with rank 0's, in place."""
+    for value in model.state_dict().values():
+        if torch.is_tensor(value):
+            dist.broadcast(value, src=0)
 
 
 RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root")

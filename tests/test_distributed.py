@@ -135,7 +135,7 @@ def test_two_ranks_train_deterministic_objectives_as_one_process(two_rank_traini
     out, (first, second) = two_rank_training
     one = distributed_training.deterministic_runs(tmp_path)  # no process group: whole minibatches in this process
     assert first["deterministic"] == second["deterministic"]  # every rank took the same steps
-    for name in ("sgd", "lbfgs"):
+    for name in ("sgd", "ragged", "lbfgs"):
         two = torch.tensor(first["deterministic"][name], dtype=torch.float64)
         torch.testing.assert_close(two, torch.tensor(one[name], dtype=torch.float64), rtol=0, atol=1e-12, msg=name)
         assert two.abs().max() > 0.05  # training moved the parameters, so the comparison says something

@@ -180,13 +180,15 @@ def test_one_rank_trains_as_a_plain_run_to_the_last_bit(tmp_path):
 
 @pytest.mark.slow
 def test_train_under_torchrun_writes_one_run_directory(tmp_path):
-    overrides = ["trainer.epochs=2", "trainer.progress=false", "model.num_hidden=3", "pictures=false", "final_num_test=20"]
+    overrides = ["trainer.epochs=2", "trainer.progress=false", "model.num_hidden=3", "pictures=false", "final_num_test=20",
+                 "trainer.evaluate_every=2", "estimator.num_steps=20"]  # the estimator shards its chains at epoch 2
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(ROOT / "scripts" / "train.py"), *overrides]
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("test log-likelihood") == 1, result.stdout  # rank 0 alone reports
     (run_dir,) = (tmp_path / "runs" / "train").iterdir()  # both ranks trained in rank 0's run directory
-    assert (run_dir / "metrics.jsonl").read_text().count("\n") == 2
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [record["epoch"] for record in records] == [1, 2] and "test_log_likelihood" in records[1]
     assert len(zoo.load_checkpoint(run_dir / "checkpoint.pt")["trainer_state"]["ranks"]) == 2
 
 

@@ -21,7 +21,7 @@ from pfzoo import distributed
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
-from pfzoo.validation import check_binary, check_bool, check_finite_number, check_matrix, check_positive_int
+from pfzoo.validation import check_binary, check_bool, check_finite_number, check_matrix, check_positive_int, values_checked
 from pfzoo.zoo import load_checkpoint, save
 
 logger = logging.getLogger(__name__)
@@ -332,10 +332,13 @@ class Trainer:
         if changed:
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
-        # The loss sum and the first non-finite batch stay on the device and are read once, after the epoch: a read per
-        # batch would stall a GPU's queue at every step.
+        # The loss sum and the first non-finite loss stay on the device and are read once, after the epoch: a read per
+        # batch would stall a GPU's queue at every step. L-BFGS reads every loss itself (its line search), so there the
+        # closure checks at no cost and stops before a NaN reaches its curvature pairs.
         total = torch.zeros((), dtype=torch.float64, device=train.device)
         first_bad_batch = torch.full((), -1, dtype=torch.long, device=train.device)
+        first_bad_loss = torch.zeros((), dtype=torch.float64, device=train.device)
+        check_each_loss = isinstance(optimizer, torch.optim.LBFGS)
         batches = order.split(self.batch_size)
         batch_bars = self.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
         for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not batch_bars)):
@@ -348,9 +351,12 @@ class Trainer:
 
             def closure() -> torch.Tensor:
                 optimizer.zero_grad(set_to_none=True)
-                loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
+                with values_checked():  # rows of the split checked in fit, and row numbers from randperm
+                    loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
                 if self.weight_decay:
                     loss = loss + self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
+                if check_each_loss and not torch.isfinite(loss):
+                    raise self._non_finite(loss.item(), epoch, index)
                 loss.backward()
                 return loss
 
@@ -359,26 +365,34 @@ class Trainer:
                 fraction = shard.shape[0] / rows.shape[0]  # B_r / B: the mean over the minibatch is Σ_r B_r/B · mean_r
                 loss = torch.zeros((), dtype=model.dtype, device=model.device)
                 if shard.numel():  # a minibatch smaller than the world size leaves some ranks without rows
-                    loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
+                    with values_checked():
+                        loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
                     (loss * fraction).backward()
                 loss = _all_reduce_gradients(parameters, loss.detach() * fraction, structure_may_differ=rows.shape[0] < distributed.world_size())
                 if self.weight_decay:  # the same on every rank: added once, after the sum
                     penalty = self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
                     penalty.backward()
                     loss = loss + penalty.detach()
+                if check_each_loss and not torch.isfinite(loss):
+                    raise self._non_finite(loss.item(), epoch, index)
                 return loss
 
             loss = optimizer.step(reduced_closure if group else closure).detach()
-            first_bad_batch = torch.where((first_bad_batch < 0) & ~torch.isfinite(loss), index, first_bad_batch)
+            newly_bad = (first_bad_batch < 0) & ~torch.isfinite(loss)
+            first_bad_batch = torch.where(newly_bad, index, first_bad_batch)
+            first_bad_loss = torch.where(newly_bad, loss.double(), first_bad_loss)
             total += loss * rows.shape[0]
             if project is not None:
                 project()
         if first_bad_batch.item() >= 0:
-            raise FloatingPointError(
-                f"the loss became non-finite at epoch {epoch}, batch {first_bad_batch.item()}; the epoch was abandoned and "
-                f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
-            )
+            raise self._non_finite(first_bad_loss.item(), epoch, first_bad_batch.item())
         return total.item() / train.shape[0]
+
+    def _non_finite(self, loss: float, epoch: int, batch: int) -> FloatingPointError:
+        return FloatingPointError(
+            f"loss is {loss} at epoch {epoch}, batch {batch}; the epoch was abandoned and "
+            f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
+        )
 
     def _evaluate(self, model: EnergyModel, train: torch.Tensor, test: torch.Tensor, epoch: int) -> dict[str, float | None]:
         """Reconstruction error and (where cheap) pseudo-log-likelihood on both splits, plus the estimator at its epochs."""

@@ -8,6 +8,10 @@ drawn from the caller's generator, the block's index). A chain's random stream t
 its global index, never on the number of ranks, and once the blocks are gathered in block order every rank holds the
 same weights, bit for bit, as a run on any other number of ranks. (They differ from a run without a process group,
 which draws every chain from one generator.)
+
+The Trainer's collectives live here too: the per-step sum of the ranks' weighted gradients
+(:func:`all_reduce_gradients`), the start-of-run copy of rank 0's model (:func:`broadcast_module_state`) and the
+agreements every rank must share (:func:`max_over_ranks`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, Iterator
 
 import torch
 from torch import distributed as dist
+from torch import nn
 
 MIN_BLOCK_SIZE = 32
 """Fewest items per block (unless there are fewer items): a rank runs its blocks one after another, and smaller
@@ -145,3 +150,41 @@ def gather_blocks(payloads: list[Any]) -> list[Any]:
     gathered: list[list[Any] | None] = [None] * world_size()
     dist.all_gather_object(gathered, payloads)
     return [payload for share in gathered for payload in share or ()]
+
+
+def all_reduce_gradients(parameters: list[nn.Parameter], loss: torch.Tensor, *, structure_may_differ: bool) -> torch.Tensor:
+    """Sum every rank's ``.grad`` of ``parameters`` and its ``loss`` (scalar), each already weighted by the rank's share
+    of the minibatch, in one ``all_reduce`` of a flat buffer; writes the sums into ``.grad`` and returns the summed loss.
+
+    A parameter without a gradient keeps ``grad = None`` (SGD with momentum would move it on a zero gradient). Ranks
+    that computed a loss agree on which parameters have one, so this rank's own ``None``s decide without a host sync;
+    only when ``structure_may_differ`` (some rank had no rows) the per-parameter flags summed with the buffer decide.
+    """
+    dtype = loss.dtype
+    for parameter in parameters:
+        dtype = torch.promote_types(dtype, parameter.dtype)
+    pieces = [p.grad.reshape(-1).to(dtype) if p.grad is not None else torch.zeros(p.numel(), dtype=dtype, device=p.device) for p in parameters]
+    flags = torch.tensor([float(p.grad is not None) for p in parameters], dtype=dtype, device=loss.device)
+    buffer = torch.cat([*pieces, flags, loss.reshape(1).to(dtype)])
+    dist.all_reduce(buffer)
+    present = (buffer[-1 - len(parameters) : -1] > 0).tolist() if structure_may_differ else [p.grad is not None for p in parameters]
+    offset = 0
+    for parameter, has_gradient in zip(parameters, present):
+        size = parameter.numel()
+        parameter.grad = buffer[offset : offset + size].view_as(parameter).to(parameter.dtype) if has_gradient else None
+        offset += size
+    return buffer[-1].to(loss.dtype)
+
+
+def max_over_ranks(value: float, device: torch.device) -> float:
+    """The largest of every rank's ``value``."""
+    tensor = torch.tensor([float(value)], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.item()
+
+
+def broadcast_module_state(model: nn.Module) -> None:
+    """Overwrite every rank's parameters and buffers with rank 0's, in place."""
+    for value in model.state_dict().values():
+        if torch.is_tensor(value):
+            dist.broadcast(value, src=0)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import torch
-from torch import distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
@@ -238,7 +237,7 @@ class Trainer:
             self._remove_stale_temporaries()
         start = self._restore(model, optimizer, generators, config) if resume else 0
         if distributed.is_active():
-            _broadcast_state(model)  # as DDP does: ranks that were initialised apart still start from one model
+            distributed.broadcast_module_state(model)  # as DDP does: ranks that were initialised apart still start from one model
         records = self._metrics_through(start)
         weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
         # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
@@ -255,7 +254,7 @@ class Trainer:
                 loss = self._train_epoch(model, train, optimizer, weights, generators, epoch)
                 seconds = time.perf_counter() - began
                 if distributed.is_active():  # one record for all ranks, or the max_seconds rule could stop some ranks only
-                    seconds = _max_over_ranks(seconds, model.device)
+                    seconds = distributed.max_over_ranks(seconds, model.device)
                 record = {"epoch": epoch, "loss": loss, "seconds": seconds}
                 record.update(self._evaluate(model, train, test, epoch))
                 with torch.no_grad():
@@ -326,9 +325,9 @@ class Trainer:
         parameters = list(model.parameters())
         changed = stateful and self.objective.prepare(model, train, generator=generators["sampling"])
         if group:  # every rank must clear alike, or their L-BFGS steps would part
-            changed = _max_over_ranks(float(bool(changed)), model.device) > 0
+            changed = distributed.max_over_ranks(float(bool(changed)), model.device) > 0
             if changed:  # a prepare that trains (a DBM's greedy pretraining) drew from each rank's own stream
-                _broadcast_state(model)
+                distributed.broadcast_module_state(model)
         if changed:
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
         order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
@@ -368,7 +367,7 @@ class Trainer:
                     with values_checked():
                         loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
                     (loss * fraction).backward()
-                loss = _all_reduce_gradients(parameters, loss.detach() * fraction, structure_may_differ=rows.shape[0] < distributed.world_size())
+                loss = distributed.all_reduce_gradients(parameters, loss.detach() * fraction, structure_may_differ=rows.shape[0] < distributed.world_size())
                 if self.weight_decay:  # the same on every rank: added once, after the sum
                     penalty = self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
                     penalty.backward()
@@ -525,44 +524,6 @@ class Trainer:
                         records.append(record)
         self.metrics_path.write_text("".join(json.dumps(record) + "\n" for record in records))
         return records
-
-
-def _all_reduce_gradients(parameters: list[nn.Parameter], loss: torch.Tensor, *, structure_may_differ: bool) -> torch.Tensor:
-    """Sum every rank's ``.grad`` of ``parameters`` and its ``loss`` (scalar), each already weighted by the rank's share
-    of the minibatch, in one ``all_reduce`` of a flat buffer; writes the sums into ``.grad`` and returns the summed loss.
-
-    A parameter without a gradient keeps ``grad = None`` (SGD with momentum would move it on a zero gradient). Ranks
-    that computed a loss agree on which parameters have one, so this rank's own ``None``s decide without a host sync;
-    only when ``structure_may_differ`` (some rank had no rows) the per-parameter flags summed with the buffer decide.
-    """
-    dtype = loss.dtype
-    for parameter in parameters:
-        dtype = torch.promote_types(dtype, parameter.dtype)
-    pieces = [p.grad.reshape(-1).to(dtype) if p.grad is not None else torch.zeros(p.numel(), dtype=dtype, device=p.device) for p in parameters]
-    flags = torch.tensor([float(p.grad is not None) for p in parameters], dtype=dtype, device=loss.device)
-    buffer = torch.cat([*pieces, flags, loss.reshape(1).to(dtype)])
-    dist.all_reduce(buffer)
-    present = (buffer[-1 - len(parameters) : -1] > 0).tolist() if structure_may_differ else [p.grad is not None for p in parameters]
-    offset = 0
-    for parameter, has_gradient in zip(parameters, present):
-        size = parameter.numel()
-        parameter.grad = buffer[offset : offset + size].view_as(parameter).to(parameter.dtype) if has_gradient else None
-        offset += size
-    return buffer[-1].to(loss.dtype)
-
-
-def _max_over_ranks(value: float, device: torch.device) -> float:
-    """The largest of every rank's ``value``."""
-    tensor = torch.tensor([float(value)], dtype=torch.float64, device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return tensor.item()
-
-
-def _broadcast_state(model: nn.Module) -> None:
-    """Overwrite every rank's parameters and buffers with rank 0's, in place."""
-    for value in model.state_dict().values():
-        if torch.is_tensor(value):
-            dist.broadcast(value, src=0)
 
 
 RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root")

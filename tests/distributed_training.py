@@ -8,8 +8,8 @@ import torch
 
 from pfzoo import distributed
 from pfzoo.data import DataSplits
-from pfzoo.models import RBM
-from pfzoo.training import PCD, PersistentMPF, PseudoLikelihood, Trainer
+from pfzoo.models import RBM, LinearGenerative
+from pfzoo.training import CD, EMHMC, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
 
 NUM_CHAINS = 6
 """PCD's chains over all ranks: three per rank on two."""
@@ -24,24 +24,34 @@ def tiny_problem() -> tuple[RBM, DataSplits]:
     return model, DataSplits(name="tiny", train=data[:25], test=data[25:])
 
 
-def parameters(model: RBM) -> list[float]:
+def parameters(model: torch.nn.Module) -> list[float]:
     return torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()
 
 
 def deterministic_runs(run_dir: Path) -> dict[str, list[float]]:
     """The final parameters of pseudo-likelihood training by SGD with momentum and weight decay (2 epochs of minibatches
-    of 10), the same on 21 rows (the last minibatch of one row leaves rank 0 of two without rows) and by full-batch
-    L-BFGS (2 epochs): deterministic, so any number of ranks must agree with one process."""
+    of 10), the same on 21 rows (the last minibatch of one row leaves rank 0 of two without rows), by full-batch
+    L-BFGS (2 epochs), and of bit-flip MPF over every single flip by SGD: deterministic, so any number of ranks must
+    agree with one process."""
     results = {}
     sgd = partial(torch.optim.SGD, lr=0.1, momentum=0.5)
-    for name, optimizer, batch_size, rows in (("sgd", sgd, 10, 25), ("ragged", sgd, 10, 21),
-                                              ("lbfgs", partial(torch.optim.LBFGS, lr=0.5, max_iter=5), 100, 25)):
+    lbfgs = partial(torch.optim.LBFGS, lr=0.5, max_iter=5)
+    for name, objective, optimizer, batch_size, rows in (("sgd", PseudoLikelihood, sgd, 10, 25), ("ragged", PseudoLikelihood, sgd, 10, 21),
+                                                         ("lbfgs", PseudoLikelihood, lbfgs, 100, 25), ("mpf", BitFlipMPF, sgd, 10, 25)):
         model, data = tiny_problem()
         data = DataSplits(name=data.name, train=data.train[:rows], test=data.test)
-        Trainer(PseudoLikelihood(), optimizer, run_dir=run_dir / name, epochs=2, batch_size=batch_size, weight_decay=0.01,
+        Trainer(objective(), optimizer, run_dir=run_dir / name, epochs=2, batch_size=batch_size, weight_decay=0.01,
                 progress=False, seed=1).fit(model, data)
         results[name] = parameters(model)
     return results
+
+
+def tiny_generative_problem() -> tuple[LinearGenerative, DataSplits]:
+    """A 4-dimensional, 2-latent float64 Laplace-prior linear generative model and 25 training rows drawn from it."""
+    g = torch.Generator().manual_seed(6)
+    model = LinearGenerative.from_tensors(0.5 * torch.randn(4, 2, generator=g, dtype=torch.float64), prior="laplace", noise_std=0.3)
+    data = model.sample(35, generator=g)
+    return model, DataSplits(name="tiny_generative", train=data[:25], test=data[25:])
 
 
 def pcd_trainer(run_dir: Path, epochs: int) -> Trainer:
@@ -51,7 +61,8 @@ def pcd_trainer(run_dir: Path, epochs: int) -> Trainer:
 
 def sampling_runs(run_dir: Path) -> dict[str, list]:
     """PCD for 3 epochs at once, and for 1 epoch then resumed to 3 (as after a kill following epoch 1's checkpoint);
-    persistent MPF (epoch-stateful: ``prepare`` and ``indices``) for 2 epochs."""
+    persistent MPF (epoch-stateful: ``prepare`` and ``indices``), CD-1, MPF over 2 sampled flips per example and EM with
+    HMC E-steps (epoch-stateful, on a linear generative model) for 2 epochs each."""
     results = {}
     model, data = tiny_problem()
     trainer = pcd_trainer(run_dir / "whole", 3)
@@ -67,6 +78,15 @@ def sampling_runs(run_dir: Path) -> dict[str, list]:
     Trainer(PersistentMPF(), partial(torch.optim.SGD, lr=0.1), run_dir=run_dir / "mpf", epochs=2, batch_size=10, progress=False,
             seed=3).fit(model, data)
     results["persistent_mpf"] = parameters(model)
+    for name, objective in (("cd", CD(k=1)), ("mpf_sgd", BitFlipMPF(num_flips=2))):
+        model, data = tiny_problem()
+        Trainer(objective, partial(torch.optim.SGD, lr=0.1), run_dir=run_dir / name, epochs=2, batch_size=10, progress=False,
+                seed=4).fit(model, data)
+        results[name] = parameters(model)
+    model, data = tiny_generative_problem()
+    Trainer(EMHMC(num_hmc_steps=3, num_leapfrog=3, batch_hmc_steps=1), partial(torch.optim.SGD, lr=0.01), run_dir=run_dir / "em_hmc",
+            epochs=2, batch_size=10, progress=False, seed=5).fit(model, data)
+    results["em_hmc"] = parameters(model)
     return results
 
 

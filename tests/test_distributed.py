@@ -135,7 +135,7 @@ def test_two_ranks_train_deterministic_objectives_as_one_process(two_rank_traini
     out, (first, second) = two_rank_training
     one = distributed_training.deterministic_runs(tmp_path)  # no process group: whole minibatches in this process
     assert first["deterministic"] == second["deterministic"]  # every rank took the same steps
-    for name in ("sgd", "ragged", "lbfgs"):
+    for name in ("sgd", "ragged", "lbfgs", "mpf"):
         two = torch.tensor(first["deterministic"][name], dtype=torch.float64)
         torch.testing.assert_close(two, torch.tensor(one[name], dtype=torch.float64), rtol=0, atol=1e-12, msg=name)
         assert two.abs().max() > 0.05  # training moved the parameters, so the comparison says something
@@ -145,7 +145,7 @@ def test_two_ranks_train_deterministic_objectives_as_one_process(two_rank_traini
 
 def test_two_rank_pcd_keeps_a_share_of_the_chains_per_rank_and_resumes_exactly(two_rank_training):
     out, (first, second) = two_rank_training
-    for name in ("whole", "resumed", "persistent_mpf"):
+    for name in ("whole", "resumed", "persistent_mpf", "cd", "mpf_sgd", "em_hmc"):
         assert first["sampling"][name] == second["sampling"][name], name  # ranks agree on the parameters
     assert first["sampling"]["resumed"] == first["sampling"]["whole"]  # 1 epoch, then resumed to 3 = 3 at once
     state = zoo.load_checkpoint(out / "runs" / "whole" / "checkpoint.pt")["trainer_state"]
@@ -154,6 +154,9 @@ def test_two_rank_pcd_keeps_a_share_of_the_chains_per_rank_and_resumes_exactly(t
     assert [tuple(c.shape) for c in chains] == [(half, 6), (half, 6)]  # num_chains split across the ranks
     assert chains[0].tolist() == first["sampling"]["chains"] and chains[1].tolist() == second["sampling"]["chains"]
     assert not torch.equal(state["ranks"][0]["sampling"], state["ranks"][1]["sampling"])  # a random stream per rank
+    start = {"cd": distributed_training.tiny_problem()[0], "em_hmc": distributed_training.tiny_generative_problem()[0]}
+    for name, model in start.items():  # training moved the parameters, so the agreement says something
+        assert (torch.tensor(first["sampling"][name]) - torch.tensor(distributed_training.parameters(model))).abs().max() > 1e-3, name
 
 
 def test_resuming_with_another_number_of_ranks_is_refused_in_one_line(two_rank_training):

@@ -84,9 +84,12 @@ def sampling_runs(run_dir: Path) -> dict[str, list]:
                 seed=4).fit(model, data)
         results[name] = parameters(model)
     model, data = tiny_generative_problem()
-    Trainer(EMHMC(num_hmc_steps=3, num_leapfrog=3, batch_hmc_steps=1), partial(torch.optim.SGD, lr=0.01), run_dir=run_dir / "em_hmc",
-            epochs=2, batch_size=10, progress=False, seed=5).fit(model, data)
+    trainer = Trainer(EMHMC(num_hmc_steps=3, num_leapfrog=3, batch_hmc_steps=1), partial(torch.optim.SGD, lr=0.01),
+                      run_dir=run_dir / "em_hmc", epochs=2, batch_size=10, progress=False, seed=5)
+    trainer.fit(model, data)
     results["em_hmc"] = parameters(model)
+    trainer.objective.prepare(model, data.train, generator=torch.Generator().manual_seed(distributed.rank()))  # one more E-step
+    results["em_hmc_latents"] = trainer.objective.latents.tolist()
     return results
 
 

@@ -6,6 +6,7 @@ import logging
 
 import torch
 
+from pfzoo import distributed
 from pfzoo.kernels.hmc import HMCKernel, HMCState
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.posterior import PosteriorEnergyTarget
@@ -31,7 +32,13 @@ class EMHMC(Objective):
     ``-∇ log p(x)`` once the chains have mixed. Constraints such as bounded basis norms are the model's
     ``project_parameters``, which the Trainer applies after every step.
 
-    Buffers (checkpointed): ``latents [N, L]``, ``step_size``.
+    Buffers (checkpointed): ``latents [N, L]``, ``step_size``, ``batch_advanced [N]`` (the examples whose latents a
+    minibatch advanced since the last E-step).
+
+    Under a ``torch.distributed`` process group the E-step is split: each rank advances a contiguous share of the
+    examples with its own stream and ε, and the shares are gathered. The Trainer splits the M-step's minibatches, so a
+    minibatch's transitions of a latent happen on one rank only; the next E-step starts every example from the copy of
+    the rank that advanced it last, so no transition is lost.
 
     Args:
         num_hmc_steps: HMC transitions per E-step (≥ 1).
@@ -69,6 +76,7 @@ class EMHMC(Objective):
         self.target_acceptance = target_acceptance
         self.register_buffer("step_size", torch.tensor(float(step_size), dtype=torch.float64))
         self.register_buffer("latents", torch.empty(0))
+        self.register_buffer("batch_advanced", torch.zeros(0, dtype=torch.bool))
 
     @torch.no_grad()
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
@@ -79,9 +87,29 @@ class EMHMC(Objective):
         check_generator(generator, model.device)
         if self.latents.shape != (data.shape[0], model.num_latent):
             self.latents = model.sample_prior(data.shape[0], generator=generator)
-        acceptance = self._advance(model, data, slice(None), self.num_hmc_steps, generator)
-        logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance.item(), self.step_size.item())
+            self.batch_advanced = torch.zeros(data.shape[0], dtype=torch.bool, device=self.latents.device)
+        if distributed.is_active():
+            self._merge_rank_copies()
+        # Under a process group each rank advances its contiguous share of the examples (its ε adapting on that share)
+        # and the shares are gathered, so the E-step's work is split and every rank holds every latent.
+        share = distributed.owned_share(data.shape[0])
+        rows = slice(share.start, share.stop)
+        if len(share):
+            acceptance = self._advance(model, data[rows], rows, self.num_hmc_steps, generator)
+            logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance.item(), self.step_size.item())
+        if distributed.is_active():
+            self.latents = torch.cat(distributed.all_gather(self.latents[rows].cpu())).to(self.latents.device)
+        self.batch_advanced.zero_()
         return True
+
+    def _merge_rank_copies(self) -> None:
+        """Every rank's copy of the latents replaced by each example's latest: the copy of the rank whose minibatch
+        shards advanced it since the last E-step (an example falls in one shard per epoch), else the common copy."""
+        copies = distributed.all_gather((self.latents.cpu(), self.batch_advanced.cpu()))
+        merged = copies[0][0].clone()
+        for latents, advanced in copies:
+            merged[advanced] = latents[advanced]
+        self.latents = merged.to(self.latents.device)
 
     @torch.no_grad()
     def _advance(self, model, data: torch.Tensor, rows, num_steps: int, generator: torch.Generator | None) -> torch.Tensor:
@@ -115,12 +143,16 @@ class EMHMC(Objective):
             raise ValueError(f"batch has {batch.shape[0]} rows but {self.latents[rows].shape[0]} latents were selected; pass the batch's indices")
         if self.batch_hmc_steps:
             self._advance(model, batch, rows, self.batch_hmc_steps, generator)
+            self.batch_advanced[rows] = True
         return model.joint_energy(batch, self.latents[rows]).mean()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         saved = state_dict.get(prefix + "latents")
         if saved is not None:  # created by prepare: resize before copying
             self.latents = torch.empty_like(saved, device=self.latents.device)
+            # a checkpoint from before batch_advanced existed: no minibatch has advanced a latent on another rank
+            state_dict.setdefault(prefix + "batch_advanced", torch.zeros(saved.shape[0], dtype=torch.bool))
+            self.batch_advanced = torch.empty_like(state_dict[prefix + "batch_advanced"], device=self.latents.device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:

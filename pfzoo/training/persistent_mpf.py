@@ -34,6 +34,7 @@ import math
 import torch
 from torch import nn
 
+from pfzoo import distributed
 from pfzoo.kernels.gibbs import run_gibbs
 from pfzoo.kernels.hmc import EnergyTarget, HMCKernel, HMCState
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int, checking_values
@@ -95,7 +96,9 @@ class PersistentMPF(nn.Module):
 
     Buffers (in ``state_dict()``, so checkpoint / resume is exact): ``connected [N, M]`` (the particles
     ``x'_n``), ``reference_gap [N]`` (``E(x_n; θ_old) − E(x'_n; θ_old)``, all that K needs of θ_old),
-    ``step_size`` (the adapted ε) and ``num_prepared`` (calls of :meth:`prepare` so far).
+    ``step_size`` (the adapted ε) and ``num_prepared`` (calls of :meth:`prepare` so far). Under a ``torch.distributed``
+    process group each rank advances a contiguous share of the particles (its own stream and ε) and the shares are
+    gathered.
 
     Args:
         num_hmc_steps: HMC transitions of the particles per refresh of θ_old (≥ 1).
@@ -158,7 +161,13 @@ class PersistentMPF(nn.Module):
         if not due:
             return False
         start = data if restart else self.connected
-        self.connected = reversible_gibbs(model, start, self.num_gibbs_sweeps, generator=generator) if binary else self._advance_hmc(model, start, generator)
+        # Under a process group each rank advances a contiguous share of the particles and the shares are gathered, so
+        # the work is split and every rank holds every particle.
+        share = distributed.owned_share(data.shape[0])
+        mine = start[share.start : share.stop]
+        if len(share):
+            mine = reversible_gibbs(model, mine, self.num_gibbs_sweeps, generator=generator) if binary else self._advance_hmc(model, mine, generator)
+        self.connected = torch.cat(distributed.all_gather(mine.cpu())).to(data.device) if distributed.is_active() else mine
         self.reference_gap = model.free_energy(data) - model.free_energy(self.connected)
         return True
 

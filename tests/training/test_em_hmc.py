@@ -98,3 +98,24 @@ def test_batch_e_steps_refresh_only_the_batch_latents_and_can_be_switched_off():
         assert changed[10:20].any() == (steps > 0)
     with pytest.raises(ValueError, match="batch_hmc_steps"):
         EMHMC(batch_hmc_steps=-1)
+
+
+def test_the_e_step_starts_each_example_from_the_rank_whose_minibatches_advanced_it(monkeypatch):
+    """Under a process group a minibatch shard's transitions stay on its rank: the merge takes each example's latent
+    from the rank that advanced it since the last E-step, and the common copy (rank 0's) for the others."""
+    from pfzoo import distributed
+
+    objective = EMHMC()
+    objective.latents = torch.arange(8.0).view(4, 2)
+    objective.batch_advanced = torch.tensor([True, False, False, False])
+    other = (-torch.arange(8.0).view(4, 2), torch.tensor([False, True, True, False]))
+    monkeypatch.setattr(distributed, "all_gather", lambda item: [item, other])  # this rank is rank 0 of two
+    objective._merge_rank_copies()
+    assert objective.latents.tolist() == [[0.0, 1.0], [-2.0, -3.0], [-4.0, -5.0], [6.0, 7.0]]
+
+
+def test_a_state_saved_before_batch_advanced_existed_still_loads():
+    saved = {"step_size": torch.tensor(0.1, dtype=torch.float64), "latents": torch.ones(5, 3)}
+    objective = EMHMC()
+    objective.load_state_dict(saved)
+    assert torch.equal(objective.latents, torch.ones(5, 3)) and objective.batch_advanced.tolist() == [False] * 5

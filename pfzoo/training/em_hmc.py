@@ -143,7 +143,10 @@ class EMHMC(Objective):
             raise ValueError(f"batch has {batch.shape[0]} rows but {self.latents[rows].shape[0]} latents were selected; pass the batch's indices")
         if self.batch_hmc_steps:
             self._advance(model, batch, rows, self.batch_hmc_steps, generator)
-            self.batch_advanced[rows] = True
+            if indices is None:
+                self.batch_advanced.fill_(True)
+            else:
+                self.batch_advanced.index_fill_(0, indices, True)  # the value as a kernel argument: no copy to a GPU
         return model.joint_energy(batch, self.latents[rows]).mean()
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:

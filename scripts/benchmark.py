@@ -28,8 +28,9 @@ whose two products are what one block-Gibbs step of the DBM's path needs with th
 AIS on a 784×20 RBM in float64 (``rbm_ais_small``, 200 chains × 2,000 linear steps): a step there is bound by the
 784 Bernoulli draws per chain rather than by the products; seconds, chain-steps per second and the same matmul
 ratio, and the seconds of the ``rbms`` package's ``compute_partition_function_ais`` on the same RBM and settings
-in the same run when ``import rbms`` works (an optional comparison, not a dependency; ``null`` otherwise), both timed as
-the least of two runs, with both estimates' errors against the exact log Z (the 2²⁰ hidden states summed).
+in the same run when ``import rbms`` works (an optional comparison, not a dependency; ``null`` otherwise), the two timed
+in alternation (the least of three runs each, and the ratio in each pair), with both estimates' errors against the
+exact log Z (the 2²⁰ hidden states summed).
 
 RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
@@ -72,6 +73,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -179,10 +181,10 @@ def benchmark_dbm_ais(device: torch.device, layer_sizes=(784, 500, 1000), num_ch
     }
 
 
-def rbms_ais(model: RBM, num_chains: int, num_steps: int, device: torch.device, repeats: int) -> dict | None:
-    """The ``rbms`` package's AIS (``num_steps + 1`` β's, its own base: the target's visible biases, W = 0, c = 0) on
-    ``model``'s float64 parameters, run ``repeats`` times: the least wall seconds, the log Z of the first run and the
-    version; None when ``rbms`` does not import. It draws from torch's global generator, so that is seeded here."""
+def rbms_ais(model: RBM, num_chains: int, num_steps: int) -> tuple[Callable[[], float], str] | None:
+    """A call of the ``rbms`` package's AIS (``num_steps + 1`` β's, its own base: the target's visible biases, W = 0,
+    c = 0) on ``model``'s float64 parameters, returning its log Z, and the package's version; None when ``rbms`` does not
+    import. It draws from torch's global generator, which is seeded here once."""
     try:
         from rbms.bernoulli_bernoulli import BBRBM
         from rbms.partition_function.ais import compute_partition_function_ais
@@ -190,26 +192,29 @@ def rbms_ais(model: RBM, num_chains: int, num_steps: int, device: torch.device, 
         return None
     params = BBRBM(model.weight.detach().double(), model.visible_bias.detach().double(), model.hidden_bias.detach().double())
     torch.manual_seed(0)
-    times, log_zs = [], []
-    for _ in range(repeats):
-        synchronize(device)
-        start = time.perf_counter()
-        log_zs.append(float(compute_partition_function_ais(num_chains=num_chains, num_beta=num_steps + 1, params=params)))
-        synchronize(device)
-        times.append(time.perf_counter() - start)
-    return {"seconds": min(times), "log_z": log_zs[0], "version": importlib.metadata.version("rbms")}
+    return (lambda: float(compute_partition_function_ais(num_chains=num_chains, num_beta=num_steps + 1, params=params))), \
+        importlib.metadata.version("rbms")
 
 
-def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20, num_chains=200, num_steps=2000, repeats=2) -> dict:
+def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20, num_chains=200, num_steps=2000, repeats=3) -> dict:
+    """pfzoo's AIS and, when installed, ``rbms``'s, timed in alternation (``repeats`` pairs after a warm-up of pfzoo's):
+    on shared cores whose speed drifts over a minute, both see the same drift. Ratios of the least times and per pair."""
     g = torch.Generator(device).manual_seed(0)
     model = random_rbm(num_visible, num_hidden, g, device).double()
     data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).double()
     estimator = AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate").to(device)
-    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
-    estimate = estimator(model, data=data, generator=g)
+    estimate = estimator(model, data=data, generator=g)  # also the warm-up
     exact_log_z = model.log_partition().item()  # 2^20 hidden states summed
+    rbms_run = rbms_ais(model, num_chains, num_steps)
+    ours, theirs, rbms_log_z = [], [], None
+    for _ in range(repeats):
+        ours.append(timed(lambda: estimator(model, data=data, generator=g), device)[1])
+        if rbms_run is not None:
+            log_z, seconds = timed(rbms_run[0], device)
+            rbms_log_z = log_z if rbms_log_z is None else rbms_log_z
+            theirs.append(seconds)
+    ais_seconds = min(ours)
     matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, repeats)
-    rbms_run = rbms_ais(model, num_chains, num_steps, device, repeats)
     return {
         "name": "rbm_ais_small",
         "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps,
@@ -218,10 +223,11 @@ def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20
         "exact_log_z": exact_log_z,
         "log_z_error": estimate.log_z - exact_log_z,
         "log_z_stderr": estimate.stderr,
-        "rbms_seconds": None if rbms_run is None else rbms_run["seconds"],
-        "rbms_log_z_error": None if rbms_run is None else rbms_run["log_z"] - exact_log_z,
-        "rbms_version": None if rbms_run is None else rbms_run["version"],
-        "speedup_over_rbms": None if rbms_run is None else rbms_run["seconds"] / ais_seconds,
+        "rbms_seconds": min(theirs) if theirs else None,
+        "rbms_log_z_error": None if rbms_log_z is None else rbms_log_z - exact_log_z,
+        "rbms_version": None if rbms_run is None else rbms_run[1],
+        "speedup_over_rbms": min(theirs) / ais_seconds if theirs else None,
+        "speedup_per_pair": [their / our for our, their in zip(ours, theirs)] if theirs else None,
     }
 
 
@@ -568,7 +574,8 @@ BENCHMARKS = {
         f"{r['shape']['num_steps']} steps in {r['seconds']:.2f} s ({r['chain_steps_per_second']:.3g} chain-steps/s, "
         f"{r['fraction_of_matmul_bound']:.2f} of the matmul bound), log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}; "
         + ("rbms not installed" if r["rbms_seconds"] is None else
-           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s, log Z error {r['rbms_log_z_error']:+.4f} ({r['speedup_over_rbms']:.2f}x)"),
+           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s, log Z error {r['rbms_log_z_error']:+.4f} ({r['speedup_over_rbms']:.2f}x; "
+           f"pairs {', '.join(f'{x:.2f}' for x in r['speedup_per_pair'])})"),
     ),
     "rbm_raise": (
         benchmark_rbm_raise,

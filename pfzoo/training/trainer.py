@@ -349,26 +349,21 @@ class Trainer:
             row_indices = {"indices": shard} if stateful else {}
 
             def closure() -> torch.Tensor:
+                """The minibatch's loss, its gradient in ``.grad``: under a process group this rank's shard's weighted by
+                ``B_r / B`` and summed over the ranks (the minibatch mean is ``Σ_r B_r/B · mean_r``); then the L2
+                penalty's, the same on every rank, added once."""
                 optimizer.zero_grad(set_to_none=True)
-                with values_checked():  # rows of the split checked in fit, and row numbers from randperm
-                    loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
-                if self.weight_decay:
-                    loss = loss + self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
-                if check_each_loss and not torch.isfinite(loss):
-                    raise self._non_finite(loss.item(), epoch, index)
-                loss.backward()
-                return loss
-
-            def reduced_closure() -> torch.Tensor:
-                optimizer.zero_grad(set_to_none=True)
-                fraction = shard.shape[0] / rows.shape[0]  # B_r / B: the mean over the minibatch is Σ_r B_r/B · mean_r
                 loss = torch.zeros((), dtype=model.dtype, device=model.device)
                 if shard.numel():  # a minibatch smaller than the world size leaves some ranks without rows
-                    with values_checked():
+                    with values_checked():  # rows of the split checked in fit, and row numbers from randperm
                         loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
-                    (loss * fraction).backward()
-                loss = distributed.all_reduce_gradients(parameters, loss.detach() * fraction, structure_may_differ=rows.shape[0] < distributed.world_size())
-                if self.weight_decay:  # the same on every rank: added once, after the sum
+                    if group:
+                        loss = loss * (shard.shape[0] / rows.shape[0])
+                    loss.backward()
+                loss = loss.detach()
+                if group:
+                    loss = distributed.all_reduce_gradients(parameters, loss, structure_may_differ=rows.shape[0] < distributed.world_size())
+                if self.weight_decay:
                     penalty = self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
                     penalty.backward()
                     loss = loss + penalty.detach()
@@ -376,7 +371,7 @@ class Trainer:
                     raise self._non_finite(loss.item(), epoch, index)
                 return loss
 
-            loss = optimizer.step(reduced_closure if group else closure).detach()
+            loss = optimizer.step(closure)
             newly_bad = (first_bad_batch < 0) & ~torch.isfinite(loss)
             first_bad_batch = torch.where(newly_bad, index, first_bad_batch)
             first_bad_loss = torch.where(newly_bad, loss.double(), first_bad_loss)

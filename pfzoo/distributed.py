@@ -144,6 +144,12 @@ def all_gather(item: Any) -> list[Any]:
     return gathered
 
 
+def gather_rows(share: torch.Tensor) -> torch.Tensor:
+    """Every rank's rows ``share [n_r, ...]`` concatenated in rank order ``[Σ n_r, ...]``, on ``share``'s device, on every
+    rank: the whole of a tensor whose rows the ranks computed in :func:`owned_share` parts."""
+    return torch.cat(all_gather(share.cpu())).to(share.device)
+
+
 def gather_blocks(payloads: list[Any]) -> list[Any]:
     """Every rank's ``payloads`` (one picklable item per owned block, tensors on the CPU) concatenated in rank order,
     hence in block order, on every rank: the single collective of an estimate."""

@@ -98,7 +98,7 @@ class EMHMC(Objective):
             acceptance = self._advance(model, data[rows], rows, self.num_hmc_steps, generator)
             logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance.item(), self.step_size.item())
         if distributed.is_active():
-            self.latents = torch.cat(distributed.all_gather(self.latents[rows].cpu())).to(self.latents.device)
+            self.latents = distributed.gather_rows(self.latents[rows])
         self.batch_advanced.zero_()
         return True
 

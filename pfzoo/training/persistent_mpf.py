@@ -167,7 +167,7 @@ class PersistentMPF(nn.Module):
         mine = start[share.start : share.stop]
         if len(share):
             mine = reversible_gibbs(model, mine, self.num_gibbs_sweeps, generator=generator) if binary else self._advance_hmc(model, mine, generator)
-        self.connected = torch.cat(distributed.all_gather(mine.cpu())).to(data.device) if distributed.is_active() else mine
+        self.connected = distributed.gather_rows(mine) if distributed.is_active() else mine
         self.reference_gap = model.free_energy(data) - model.free_energy(self.connected)
         return True
 

@@ -15,6 +15,24 @@ BULK_DRAWS = 1 << 15
 a numpy generator costs about 15 µs, more than torch spends on a few thousand uniforms."""
 
 
+def normal(shape: torch.Size | tuple[int, ...], *, generator: torch.Generator | None = None, device: torch.device | str | None = None,
+           dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Independent standard normal draws of ``shape``: every Gaussian draw of the kernels and paths comes from here."""
+    return torch.randn(shape, generator=generator, device=device, dtype=dtype)
+
+
+def uniform(shape: torch.Size | tuple[int, ...], *, generator: torch.Generator | None = None, device: torch.device | str | None = None,
+            dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Independent draws uniform on ``[0, 1)`` of ``shape``: every accept/reject uniform of the kernels comes from here."""
+    return torch.rand(shape, generator=generator, device=device, dtype=dtype)
+
+
+def randint(high: int, shape: torch.Size | tuple[int, ...], *, generator: torch.Generator | None = None,
+            device: torch.device | str | None = None) -> torch.Tensor:
+    """Independent integers uniform on ``[0, high)``, int64 ``shape``."""
+    return torch.randint(high, shape, generator=generator, device=device)
+
+
 def bernoulli(probs: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """Independent draws ``x ~ Bernoulli(probs)`` as ``1[U < p]`` with ``U ~ Uniform[0, 1)``, same shape and dtype.
 

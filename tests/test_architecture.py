@@ -11,11 +11,12 @@ import pfzoo.models
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pfzoo"
 
-# app → training → estimators → paths → kernels → models → utilities (DESIGN.md). A module may import its own layer
-# and the layers below it. data generates from models (the spin glass samples an Ising model), so it sits above them.
+# app → training → estimators → paths → models → kernels → utilities (DESIGN.md). A module may import its own layer
+# and the layers below it. Kernels act on targets and know no model family; models run kernels in their samplers. data
+# generates from models (the spin glass samples an Ising model), so it sits above them.
 LAYERS = {
     "validation": 0, "logmath": 0, "distributed": 0, "sampling": 0, "hamiltonian": 0, "reporting": 0, "schema": 0,
-    "models": 1, "data": 2, "kernels": 2, "paths": 3, "estimators": 4, "zoo": 4, "training": 5, "pictures": 5, "app": 6, "cli": 7,
+    "kernels": 1, "models": 2, "data": 3, "paths": 3, "estimators": 4, "zoo": 4, "training": 5, "pictures": 5, "app": 6, "cli": 7,
     "__init__": 0, "__main__": 8,
 }
 
@@ -113,4 +114,54 @@ def test_no_model_class_checks_outside_the_models_package():
                 classes = node.args[1]
                 names = [c.id for c in (classes.elts if isinstance(classes, ast.Tuple) else [classes]) if isinstance(c, ast.Name)]
                 offenders += [f"{path.relative_to(PACKAGE)}:{node.lineno} {n}" for n in names if n in model_classes]
+    assert offenders == []
+
+
+def _model_probes(path: Path) -> list[str]:
+    """``hasattr``/``getattr`` on an object named like a model (``model``, ``target``, ``base``, ``rbm``, ...) in one file."""
+    names = ("model", "rbm", "dbm", "dbn", "ising", "knot")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr") and node.args:
+            subject = node.args[0]
+            name = subject.id if isinstance(subject, ast.Name) else getattr(subject, "attr", "")
+            if isinstance(subject, ast.Call) and isinstance(subject.func, ast.Name) and subject.func.id == "type" and subject.args:
+                inner = subject.args[0]
+                name = inner.id if isinstance(inner, ast.Name) else getattr(inner, "attr", "")
+            if any(word in name.lower() for word in names):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.id}({name}, ...)")
+    return found
+
+
+def test_no_model_probes_outside_the_models_package():
+    """Consumers ask for declared capabilities and methods, never whether a model happens to have an attribute."""
+    offenders = [hit for path in PACKAGE.rglob("*.py") if "models" not in path.relative_to(PACKAGE).parts for hit in _model_probes(path)]
+    assert offenders == []
+
+
+def test_no_family_name_comparisons_outside_the_models_package():
+    """A family's name (``path_family``, ``registry_name``) may key a registry, never an ``if`` that singles a family out."""
+    families = {"rbm", "dbm", "dbn", "ising", "hopfield", "gaussian", "gaussian_rbm", "continuous", "binary_energy", "poe", "ica", "mcrbm"}
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if "models" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                attributes = {side.attr for side in sides if isinstance(side, ast.Attribute)}
+                constants = {side.value for side in sides if isinstance(side, ast.Constant) and isinstance(side.value, str)}
+                if attributes & {"path_family", "registry_name"} and constants & families:
+                    offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_kernels_import_no_model_family():
+    """Kernels act on targets: nothing under pfzoo/kernels imports pfzoo.models, pfzoo.paths or anything above them."""
+    offenders = [
+        f"{name} imports {imported}"
+        for name in modules() if name.startswith("pfzoo.kernels")
+        for imported in imported_modules(name)
+        if imported.startswith(("pfzoo.models", "pfzoo.paths", "pfzoo.estimators", "pfzoo.training", "pfzoo.data"))
+    ]
     assert offenders == []

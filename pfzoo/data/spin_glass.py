@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from pfzoo.data.splits import DataSplits
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.ising import Ising
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int
@@ -160,11 +161,10 @@ def sample_spin_glass(
     ``burn_in + thin, burn_in + 2 thin, ...`` the state of every chain is kept, until ``num_samples``
     rows are collected (R = ceil(num_samples / C) rounds, ``burn_in + R thin`` sweeps in all). Rows are
     ordered round by round, chains in order within a round; the last round keeps the first
-    ``num_samples - (R - 1) C`` chains. Each sweep is :meth:`Ising.gibbs_sweep` over the model's
-    independent sets (two blocks on an even-sided lattice).
+    ``num_samples - (R - 1) C`` chains. Each sweep is a step of the model's visible Gibbs chain
+    (``model.gibbs_chain()``: for an Ising model a scan over its independent sets, two blocks on an even-sided lattice).
     """
-    if not callable(getattr(model, "gibbs_sweep", None)):
-        raise ValueError(f"model must be a fully visible binary model with gibbs_sweep (an Ising model), got {type(model).__name__}")
+    require(model, Capability.BINARY_STATES, Capability.VISIBLE_GIBBS_CHAIN, by="sample_spin_glass")
     check_positive_int(num_samples, "num_samples")
     check_positive_int(num_chains, "num_chains")
     _check_non_negative_int(burn_in, "burn_in")
@@ -172,15 +172,16 @@ def sample_spin_glass(
     check_generator(generator, model.device)
     chains = min(num_chains, num_samples)
     num_rounds = -(-num_samples // chains)
-    blocks = model.gibbs_blocks()
-    x = bernoulli(torch.full((chains, model.num_units), 0.5, device=model.device, dtype=model.dtype), generator=generator)
+    kernel, target = model.gibbs_chain()
+    start = bernoulli(torch.full((chains, model.num_visible), 0.5, device=model.device, dtype=model.dtype), generator=generator)
+    state = kernel.init(start, target)
     for _ in range(burn_in):
-        x = model.gibbs_sweep(x, generator=generator, blocks=blocks)
+        state, _ = kernel.step(state, target, generator=generator)
     kept = []
     for _ in range(num_rounds):
         for _ in range(thin):
-            x = model.gibbs_sweep(x, generator=generator, blocks=blocks)
-        kept.append(x)
+            state, _ = kernel.step(state, target, generator=generator)
+        kept.append(state.position)
     samples = torch.cat(kept)[:num_samples]
     logger.debug(
         "sampled %d states from %d chains (%d burn-in + %d x %d sweeps)", num_samples, chains, burn_in, num_rounds, thin

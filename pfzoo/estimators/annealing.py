@@ -81,6 +81,8 @@ def anneal(
 
         log w += log f_{β_k}(x) - log f_{β_{k-1}}(x);   x ← T_{β_k}(x)
 
+    ``state`` is a kernel state of the path (``path.sample_base`` or ``path.init``); each transition is one step of
+    ``path.kernel`` on ``path.target``, whose new state carries the statistics the next increment reads.
     The transition after the last increment would not change the weights and is skipped.
     ``betas`` (float64 ``[K + 1]``) may run in either direction: RAISE anneals from 1 down to 0.
     Log weights accumulate in float64. The kernels' acceptance probabilities are summed per stretch
@@ -91,14 +93,13 @@ def anneal(
     """
     betas_list = betas.tolist()
     num_steps = len(betas_list) - 1
-    stats = path.statistics(state)
     log_weights = None
     report_every = max(1, num_steps // _PROGRESS_UPDATES)
     per_step = [] if diagnostics else None
     num_segments = max(1, min(ACCEPTANCE_SEGMENTS, num_steps - 1))
     acceptance_sums, acceptance_counts = None, [0] * num_segments
     for k in range(1, num_steps + 1):
-        increment = path.log_weight_increment(stats, betas_list[k - 1], betas_list[k])
+        increment = path.log_weight_increment(path.statistics(state), betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
         if per_step is not None:
             if group_size is None:
@@ -108,8 +109,8 @@ def anneal(
             else:
                 per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights.view(-1, group_size)).mean()]))
         if k < num_steps:
-            state, stats, info = path.transition(state, stats, betas_list[k], generator=generator)
-            if info is not None:
+            state, info = path.transition(state, betas_list[k], generator=generator)
+            if info.accept_prob is not None:
                 segment = min(num_segments - 1, (k - 1) * num_segments // max(1, num_steps - 1))
                 if acceptance_sums is None:
                     acceptance_sums = torch.zeros(num_segments, dtype=torch.float64, device=info.accept_prob.device)

@@ -184,7 +184,7 @@ class RAISE(LikelihoodEstimator):
         log_weights, parts = [], []
         for index, batch in enumerate(batches):
             proposal = model.propose_path_state(batch, num_samples=self.num_chains, generator=generator)
-            state, _, _ = path.transition(proposal.state, path.statistics(proposal.state), 1.0, generator=generator)
+            state, _ = path.transition(path.init(proposal.state, generator=generator), 1.0, generator=generator)
             batch_progress = None
             if progress is not None:
                 batch_progress = offset_progress(progress, index, len(batches))

@@ -1,18 +1,29 @@
-"""MCMC transition kernels, all with ``step(state, target, *, beta, generator) -> (state, info)``.
+"""MCMC transition kernels, all under one contract (:class:`Kernel`): ``init(position, target) -> state`` and
+``step(state, target, *, beta, generator, **settings) -> (state, info)``.
 
-Gibbs kernels (:class:`BlockGibbs`, :class:`SweepGibbs`) take a model with exact conditionals as the
-target; position-space kernels (:class:`HMCKernel`, :class:`RandomWalkMetropolis`,
-:class:`BitFlipMetropolis`) take a :class:`PositionTarget` (see :mod:`pfzoo.kernels.hmc`).
+Gibbs kernels (:class:`BlockGibbs`, :class:`ScanGibbs`) act on targets with exact conditionals
+(:class:`BlockConditionals`, :class:`ScanConditionals`); position-space kernels (:class:`HMCKernel`,
+:class:`RandomWalkMetropolis`, :class:`BitFlipMetropolis`) on a :class:`PositionTarget`. :class:`Cycle` and
+:class:`Repeat` build kernels from kernels; :func:`adaptive_chain` adapts an HMC step between transitions.
 """
 
-from pfzoo.kernels.gibbs import BlockGibbs, GibbsInfo, GibbsState, SweepGibbs, gibbs_kernel, run_gibbs
+from pfzoo.kernels.adaptation import AdaptedChain, adaptive_chain
+from pfzoo.kernels.base import (
+    BINARY_ENERGY_VALUES, BLOCK_CONDITIONALS, ENERGY_AND_GRADIENT, EXACT_DRAWS, REAL_ENERGY_VALUES, SCAN_CONDITIONALS, CompositeInfo, Cycle, Kernel, Repeat,
+    check_kernel, run_chain,
+)
+from pfzoo.kernels.exact import ExactDraws, ExactInfo, ExactState, PerfectTransition
+from pfzoo.kernels.gibbs import BlockConditionals, BlockGibbs, GibbsInfo, GibbsState, ScanConditionals, ScanGibbs
 from pfzoo.kernels.hmc import (
     EnergyTarget, Evaluation, HMCInfo, HMCKernel, HMCState, PositionTarget, hais_momentum_refresh, leapfrog, refresh_momentum,
 )
 from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisInfo, MetropolisState, RandomWalkMetropolis
 
 __all__ = [
-    "BitFlipMetropolis", "BlockGibbs", "EnergyTarget", "Evaluation", "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState",
-    "MetropolisInfo", "MetropolisState", "PositionTarget", "RandomWalkMetropolis", "SweepGibbs", "gibbs_kernel",
-    "hais_momentum_refresh", "leapfrog", "refresh_momentum", "run_gibbs",
+    "BINARY_ENERGY_VALUES", "BLOCK_CONDITIONALS", "ENERGY_AND_GRADIENT", "EXACT_DRAWS", "ExactDraws", "ExactInfo", "ExactState",
+    "PerfectTransition", "REAL_ENERGY_VALUES", "SCAN_CONDITIONALS", "check_kernel",
+    "AdaptedChain", "BitFlipMetropolis", "BlockConditionals", "BlockGibbs", "CompositeInfo", "Cycle", "EnergyTarget", "Evaluation",
+    "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState", "Kernel", "MetropolisInfo", "MetropolisState", "PositionTarget",
+    "RandomWalkMetropolis", "Repeat", "ScanConditionals", "ScanGibbs", "adaptive_chain", "hais_momentum_refresh", "leapfrog",
+    "refresh_momentum", "run_chain",
 ]

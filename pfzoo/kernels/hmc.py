@@ -1,7 +1,7 @@
 """Hamiltonian Monte Carlo: leapfrog integration, partial momentum refresh, Metropolis accept/reject,
 standard or reduced momentum flips, and reflection at lower bounds.
 
-Every kernel follows one contract, ``step(state, target, *, beta, generator) -> (state, info)``. For the
+Every kernel follows one contract (:mod:`pfzoo.kernels.base`). For the
 position-space kernels (HMC here, :mod:`pfzoo.kernels.metropolis`) the target is a
 :class:`PositionTarget`: ``statistics(x)`` evaluates whatever per-state quantities give the energy at
 any β (one energy-and-gradient evaluation), ``evaluation(stats, beta)`` turns them into the energy and
@@ -18,6 +18,8 @@ from typing import Any, NamedTuple, Protocol
 import torch
 
 from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
+from pfzoo.kernels.base import ENERGY_AND_GRADIENT
+from pfzoo.sampling import normal, uniform
 from pfzoo.validation import check_finite_number, check_positive_int
 
 
@@ -53,9 +55,12 @@ def hais_momentum_refresh(step_size: float) -> float:
     return 1.0 - 0.5**step_size
 
 
-def refresh_momentum(momentum: torch.Tensor, refresh: float, *, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Partial refresh ``p ← √(1−γ) p + √γ n``, ``n ~ N(0, I)`` (Horowitz 1991; HAIS eq. 22); γ = ``refresh`` ∈ (0, 1]."""
-    noise = torch.randn(momentum.shape, generator=generator, device=momentum.device, dtype=momentum.dtype)
+def refresh_momentum(momentum: torch.Tensor, refresh: float | torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Partial refresh ``p ← √(1−γ) p + √γ n``, ``n ~ N(0, I)`` (Horowitz 1991; HAIS eq. 22); γ = ``refresh`` ∈ (0, 1], a
+    number or a 0-dim tensor on the momenta's device (then never read back to the host)."""
+    noise = normal(momentum.shape, generator=generator, device=momentum.device, dtype=momentum.dtype)
+    if isinstance(refresh, torch.Tensor):
+        return torch.sqrt(1.0 - refresh) * momentum + torch.sqrt(refresh) * noise
     if refresh == 1.0:
         return noise
     return math.sqrt(1.0 - refresh) * momentum + math.sqrt(refresh) * noise
@@ -64,10 +69,13 @@ def refresh_momentum(momentum: torch.Tensor, refresh: float, *, generator: torch
 class HMCKernel:
     """HMC transition: partial momentum refresh, L leapfrog steps, Metropolis accept/reject, momentum flip on reject.
 
+    The kernel holds settings only; :meth:`step` takes ``step_size`` per call too (a number, or a 0-dim tensor adapted
+    on the device between calls by :func:`pfzoo.kernels.adaptation.adaptive_chain`), so one kernel serves every
+    transition of a run.
+
     Args:
-        step_size: leapfrog step ε: a number, or a 0-dim floating-point tensor on the chains' device for a step adapted
-            on the device between transitions (EM-HMC, persistent MPF), whose value the host then never reads (it is not
-            checked; such a step needs a number for ``momentum_refresh``).
+        step_size: leapfrog step ε: a number, or a 0-dim floating-point tensor on the chains' device, whose value the
+            host then never reads (it is not checked).
         num_leapfrog: leapfrog steps per transition (HAIS uses 1).
         momentum_refresh: γ ∈ (0, 1], the fraction of momentum power replaced before each
             transition; ``None`` = HAIS's ``1 − 0.5^ε``; 1 = full resampling (standard HMC).
@@ -84,6 +92,8 @@ class HMCKernel:
             everywhere.
     """
 
+    needs = ENERGY_AND_GRADIENT
+
     def __init__(
         self,
         step_size: float | torch.Tensor,
@@ -97,34 +107,31 @@ class HMCKernel:
         if isinstance(step_size, torch.Tensor):
             if step_size.dim() != 0 or not step_size.is_floating_point():
                 raise ValueError(f"step_size must be a number or a 0-dim floating-point tensor, got a {step_size.dtype} tensor of shape {tuple(step_size.shape)}")
-            if momentum_refresh is None:
-                raise ValueError("momentum_refresh must be a number when step_size is a tensor (HAIS's 1 − 0.5^ε would read ε back to the host), got None")
         else:
             step_size = float(check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True))
         if not (isinstance(stiffness, (int, float)) and math.isfinite(stiffness) and stiffness >= 0):
             raise ValueError(f"stiffness must be a finite number >= 0, got {stiffness!r}")
+        if momentum_refresh is not None and not 0.0 < float(momentum_refresh) <= 1.0:
+            raise ValueError(f"momentum_refresh must lie in (0, 1] or be None (HAIS's 1 − 0.5^ε), got {momentum_refresh}")
         self.step_size = step_size
         self.stiffness = float(stiffness)
-        self._refresh_setting = momentum_refresh
+        self.momentum_refresh = None if momentum_refresh is None else float(momentum_refresh)
         self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
-        refresh = hais_momentum_refresh(self.step_size) if momentum_refresh is None else float(momentum_refresh)
-        if not 0.0 < refresh <= 1.0:
-            raise ValueError(f"momentum_refresh must lie in (0, 1], got {momentum_refresh}")
-        self.momentum_refresh = refresh
         if flip not in ("standard", "reduced"):
             raise ValueError(f"flip must be 'standard' or 'reduced', got {flip!r}")
         self.flip = flip
         self.lower = None if lower is None else torch.as_tensor(lower, dtype=torch.float64)
 
-    def step_size_at(self, beta: float) -> float | torch.Tensor:
-        """The leapfrog step at inverse temperature ``beta``: ``ε / √(1 + β s)``."""
+    def step_size_at(self, beta: float, step_size: float | torch.Tensor | None = None) -> float | torch.Tensor:
+        """The leapfrog step at inverse temperature ``beta``: ``ε / √(1 + β s)`` with ε = ``step_size`` or the kernel's."""
+        step_size = self.step_size if step_size is None else step_size
         if self.stiffness == 0.0:
-            return self.step_size
-        return self.step_size / math.sqrt(1.0 + beta * self.stiffness)
+            return step_size
+        return step_size / math.sqrt(1.0 + beta * self.stiffness)
 
-    def refresh_at(self, step_size: float) -> float:
+    def refresh_at(self, step_size: float | torch.Tensor) -> float | torch.Tensor:
         """γ for a transition of step ``step_size``: the setting, or HAIS's ``1 − 0.5^ε`` following the step."""
-        return hais_momentum_refresh(step_size) if self._refresh_setting is None else self.momentum_refresh
+        return hais_momentum_refresh(step_size) if self.momentum_refresh is None else self.momentum_refresh
 
     def reflecting_at(self, lower: float | list[float] | torch.Tensor) -> HMCKernel:
         """The same kernel (a shallow copy) with trajectories reflecting at ``lower`` (a number or ``[D]``)."""
@@ -132,20 +139,24 @@ class HMCKernel:
         kernel.lower = torch.as_tensor(lower, dtype=torch.float64)
         return kernel
 
-    def init_state(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> HMCState:
-        """Chains at ``position [N, D]`` with momenta drawn from N(0, I) and the target's statistics."""
-        momentum = torch.randn(position.shape, generator=generator, device=position.device, dtype=position.dtype)
+    def init(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None,
+             momentum: torch.Tensor | None = None) -> HMCState:
+        """Chains at ``position [N, D]`` with the target's statistics and ``momentum [N, D]``, by default drawn from
+        N(0, I). A kernel with full refresh (γ = 1) replaces the momenta at its first step, so its callers pass zeros
+        and spend no draws."""
+        if momentum is None:
+            momentum = normal(position.shape, generator=generator, device=position.device, dtype=position.dtype)
         return HMCState(position, momentum, target.statistics(position))
 
     def step(
-        self, state: HMCState, target: PositionTarget, *, beta: float = 1.0, generator: torch.Generator | None = None
+        self, state: HMCState, target: PositionTarget, *, beta: float = 1.0, generator: torch.Generator | None = None,
+        step_size: float | torch.Tensor | None = None,
     ) -> tuple[HMCState, HMCInfo]:
-        """One transition leaving ``p(x, p) ∝ exp(−E_β(x) − ½|p|²)`` invariant → ``(state, info)``."""
-        step_size = self.step_size_at(beta)
+        """One transition leaving ``p(x, p) ∝ exp(−E_β(x) − ½|p|²)`` invariant → ``(state, info)``; ``step_size``
+        replaces the kernel's ε for this call (a number or a 0-dim tensor on the chains' device)."""
+        step_size = self.step_size_at(beta, step_size)
         momentum = refresh_momentum(state.momentum, self.refresh_at(step_size), generator=generator)
-        if self.lower is not None and self.lower.device != state.position.device:
-            self.lower = self.lower.to(state.position.device)  # once, not every transition
-        lower = None if self.lower is None else self.lower.to(state.position.dtype)
+        lower = None if self.lower is None else self.lower.to(device=state.position.device, dtype=state.position.dtype)
         current = target.evaluation(state.stats, beta)
         evaluate = lambda x: target.evaluation(target.statistics(x), beta)  # noqa: E731
         integrate = lambda p: leapfrog(  # noqa: E731
@@ -154,15 +165,15 @@ class HMCKernel:
         proposal, proposal_momentum, proposal_eval = integrate(momentum)
         start = hamiltonian(current, momentum)
         accept_prob = acceptance(start, hamiltonian(proposal_eval, proposal_momentum))
-        uniform = torch.rand(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
-        accepted = uniform < accept_prob
+        draw = uniform(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
+        accepted = draw < accept_prob
         if self.flip == "standard":
             flipped = ~accepted
         else:
             _, reverse_momentum, reverse_eval = integrate(-momentum)
             reverse_prob = acceptance(start, hamiltonian(reverse_eval, reverse_momentum))
             flip_prob = torch.clamp(reverse_prob - accept_prob, min=0.0)
-            flipped = ~accepted & (uniform < accept_prob + flip_prob)
+            flipped = ~accepted & (draw < accept_prob + flip_prob)
         new_momentum = torch.where(flipped[:, None], -momentum, momentum)
         new_state = HMCState(
             select(accepted, proposal, state.position),

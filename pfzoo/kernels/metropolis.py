@@ -1,6 +1,6 @@
 """Metropolis kernels: random walk over real vectors (the HAIS paper's baseline) and single-bit flips over binary states.
 
-Both follow ``step(state, target, *, beta, generator) -> (state, info)`` with a
+Both follow the kernel contract (:mod:`pfzoo.kernels.base`) with a
 :class:`~pfzoo.kernels.hmc.PositionTarget` (gradients are not used) and a state that carries the
 target's statistics of its positions, so a change of β costs no evaluation.
 """
@@ -12,7 +12,9 @@ from typing import Any, NamedTuple
 import torch
 
 from pfzoo.hamiltonian import select
+from pfzoo.kernels.base import BINARY_ENERGY_VALUES, REAL_ENERGY_VALUES
 from pfzoo.kernels.hmc import PositionTarget
+from pfzoo.sampling import normal, randint, uniform
 from pfzoo.validation import check_finite_number, check_positive_int
 
 
@@ -34,8 +36,8 @@ def _metropolis_accept(current, proposal, *, generator) -> tuple[torch.Tensor, t
     """Acceptance ``min(1, exp(E(x) − E(x')))`` and the draw against it, ``[N]`` each."""
     log_ratio = current.energy.double() - proposal.energy.double()
     accept_prob = torch.nan_to_num(torch.exp(torch.clamp(log_ratio, max=0.0)), nan=0.0)
-    uniform = torch.rand(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
-    return accept_prob, uniform < accept_prob
+    draw = uniform(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
+    return accept_prob, draw < accept_prob
 
 
 class RandomWalkMetropolis:
@@ -45,17 +47,19 @@ class RandomWalkMetropolis:
         scale: proposal standard deviation σ (the HAIS paper's baseline uses 0.1).
     """
 
+    needs = REAL_ENERGY_VALUES
+
     def __init__(self, scale: float = 0.1) -> None:
         check_finite_number(scale, "scale", minimum=0.0, exclusive=True)
         self.scale = float(scale)
 
-    def init_state(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> MetropolisState:
+    def init(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> MetropolisState:
         return MetropolisState(position, target.statistics(position))
 
     def step(
         self, state: MetropolisState, target: PositionTarget, *, beta: float = 1.0, generator: torch.Generator | None = None
     ) -> tuple[MetropolisState, MetropolisInfo]:
-        noise = torch.randn(state.position.shape, generator=generator, device=state.position.device, dtype=state.position.dtype)
+        noise = normal(state.position.shape, generator=generator, device=state.position.device, dtype=state.position.dtype)
         proposal = state.position + self.scale * noise
         proposal_stats = target.statistics(proposal)
         accept_prob, accepted = _metropolis_accept(
@@ -77,10 +81,12 @@ class BitFlipMetropolis:
         num_flips: proposals per step; ``None`` = one per unit (a random-site sweep).
     """
 
+    needs = BINARY_ENERGY_VALUES
+
     def __init__(self, num_flips: int | None = None) -> None:
         self.num_flips = None if num_flips is None else check_positive_int(num_flips, "num_flips")
 
-    def init_state(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> MetropolisState:
+    def init(self, position: torch.Tensor, target: PositionTarget, *, generator: torch.Generator | None = None) -> MetropolisState:
         return MetropolisState(position, target.statistics(position))
 
     def step(
@@ -93,7 +99,7 @@ class BitFlipMetropolis:
         accept_sum = torch.zeros(num_chains, dtype=torch.float64, device=position.device)
         any_accepted = torch.zeros(num_chains, dtype=torch.bool, device=position.device)
         for _ in range(num_flips):
-            units = torch.randint(width, (num_chains,), generator=generator, device=position.device)
+            units = randint(width, (num_chains,), generator=generator, device=position.device)
             proposal = position.clone()
             proposal[rows, units] = 1 - proposal[rows, units]
             proposal_stats = target.statistics(proposal)

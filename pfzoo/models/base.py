@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from pfzoo.kernels import Kernel
 from pfzoo.models.capabilities import Capability
 from pfzoo.validation import check_binary, check_matrix
 
@@ -45,6 +46,12 @@ class EnergyModel(nn.Module):
     """What every model of the family offers; :attr:`capabilities` adds what depends on the size."""
     path_family: str | None = None
     """The key of the family's annealing paths and bases in :mod:`pfzoo.paths.registry` (``None``: not annealable)."""
+    heavy_tailed: bool | None = False
+    """Whether the density's tails are polynomial (an annealing base must then be heavy-tailed too): families with
+    Student-t experts say so; ``None`` = unknown (a user's energy: ``base="auto"`` judges the tails by the data)."""
+    samples_exactly: bool = False
+    """Whether :meth:`sample` draws exact, independent samples (not MCMC): a data-free annealing base can then be
+    fitted to the model's own samples."""
     max_enumeration_units: int | None = None
     """The most binary units an exact sum may enumerate (families that enumerate set it)."""
 
@@ -107,6 +114,18 @@ class EnergyModel(nn.Module):
         for the Boltzmann machines, HMC for energies over real vectors)."""
         raise NotImplementedError(f"{type(self).__name__} has no sampler")
 
+    def gibbs_chain(self, *, reversible: bool = False) -> tuple[Kernel, Any]:
+        """``(kernel, target)`` of this family's Gibbs chain over its visible units at any β
+        (:attr:`Capability.VISIBLE_GIBBS_CHAIN`): ``kernel.step(state, target, beta=β, generator=g)`` leaves the visible
+        marginal of ``p_β`` invariant and maps visible states ``[N, V]`` to visible states. ``reversible``: a step that
+        is also reversible (RAISE, MPF's connectivity); a block-Gibbs step ``v → h → v`` already is."""
+        raise NotImplementedError(f"{type(self).__name__} has no Gibbs chain over its visible units")
+
+    def energy_target(self) -> Any:
+        """This model's own density at β, ``E_β = β E``, as a position-space target for HMC and Metropolis kernels
+        (:class:`~pfzoo.kernels.PositionTarget`; :attr:`Capability.REAL_ENERGY`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no differentiable energy over real vectors")
+
     def visible_filters(self) -> torch.Tensor | None:
         """The first layer's filters over the visible units ``[K, V]`` (one row per hidden unit or expert), for
         pictures; ``None`` for families without such a layer."""
@@ -115,6 +134,11 @@ class EnergyModel(nn.Module):
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z`` as a float64 scalar, where the model allows it."""
         raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")
+
+    def improper_reason(self) -> str | None:
+        """Why this model's partition function is infinite (one clause naming the parameters at fault), or ``None``
+        for a proper model; families that can be improper (products of experts) override it."""
+        return None
 
     def log_prob(self, v: torch.Tensor, *, log_z: torch.Tensor | float | None = None) -> torch.Tensor:
         """Exact ``log p(v) = -F(v) - log Z`` (float64, ``[B]``).

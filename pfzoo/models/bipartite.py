@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
+from pfzoo.kernels import BlockGibbs, run_chain
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
+
+
+class BipartiteConditionals:
+    """A bipartite model's own ``p_β(v, h) ∝ exp(−β E(v, h))`` as a block-Gibbs target
+    (:class:`~pfzoo.kernels.BlockConditionals`): its draws start from the states themselves, so it keeps no statistics."""
+
+    def __init__(self, model: "BipartiteModel") -> None:
+        self.model = model
+
+    def statistics(self, visible: torch.Tensor, *, beta: float = 0.0) -> None:
+        return None
+
+    def draw_hidden(self, visible: torch.Tensor, stats: Any, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        return self.model.draw_hidden(visible, beta=beta, generator=generator)
+
+    def draw_visible(self, hidden: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        return self.model.draw_visible(hidden, beta=beta, generator=generator)
 
 
 class BipartiteModel(EnergyModel):
     """An :class:`EnergyModel` over ``(v [B, V], h ∈ {0,1}^[B, H])`` whose conditionals factorise.
 
     Subclasses implement the unchecked hot-loop draws ``draw_hidden(v, *, beta, generator)`` and
-    ``draw_visible(h, *, beta, generator)`` (used by :mod:`pfzoo.kernels.gibbs` and the trainers);
-    this class adds the validated public samplers on top. ``p_β(v, h) ∝ exp(-β E(v, h))``.
+    ``draw_visible(h, *, beta, generator)``; :meth:`gibbs_chain` hands them to :class:`~pfzoo.kernels.BlockGibbs`
+    (model samplers, trainers' negative phases), and this class adds the validated public samplers on top.
+    ``p_β(v, h) ∝ exp(-β E(v, h))``.
     """
 
     num_hidden: int
@@ -32,6 +53,10 @@ class BipartiteModel(EnergyModel):
 
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         raise NotImplementedError
+
+    def gibbs_chain(self, *, reversible: bool = False) -> tuple[BlockGibbs, BipartiteConditionals]:
+        """Block Gibbs ``v → h → v`` on the model's own conditionals (reversible in v as it stands)."""
+        return BlockGibbs(), BipartiteConditionals(self)
 
     @torch.no_grad()
     def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -57,10 +82,9 @@ class BipartiteModel(EnergyModel):
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
         hidden = bernoulli(torch.full((num_samples, self.num_hidden), 0.5, device=self.device, dtype=self.dtype), generator=generator)
-        visible = self.draw_visible(hidden, generator=generator)
-        for _ in range(num_steps):
-            visible = self.draw_visible(self.draw_hidden(visible, generator=generator), generator=generator)
-        return visible
+        kernel, target = self.gibbs_chain()
+        state, _ = run_chain(kernel, target, self.draw_visible(hidden, generator=generator), num_steps, generator=generator)
+        return state.position
 
     def propose_path_state(
         self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None

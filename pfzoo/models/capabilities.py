@@ -26,8 +26,10 @@ class Capability(str, enum.Enum):
     LATENT_GENERATIVE = "a prior over latents and a likelihood p(x | z) (a latent-variable generative model)"
     EXACT_LOG_Z = "an exact log Z at its size (closed form or enumeration)"
     CLOSED_FORM_LOG_Z = "a closed-form, differentiable log Z"
+    GAUSSIAN_MOMENTS = "a Gaussian density with its mean and covariance in closed form"
     EXACT_FREE_ENERGY = "an exact free energy at its size"
     MEAN_FIELD = "a mean-field posterior over several hidden layers (a DBM)"
+    RECONSTRUCTION = "a mean-field reconstruction of its visible units through its hidden ones"
     LAYERWISE = "a stack of RBMs trained layer by layer (a DBN)"
 
 
@@ -52,7 +54,9 @@ def require(model, *needed: Capability, by: str, alternatives: Iterable[str] = (
 
     ``by`` names the consumer ("HAIS"); ``alternatives`` are what to use instead ("estimator=ais").
     """
-    offered = model.capabilities
+    offered = getattr(model, "capabilities", None)
+    if offered is None:
+        raise MissingCapability(f"{by} needs a pfzoo model (pfzoo.models.EnergyModel), got {type(model).__name__}")
     missing = [need for need in needed if need not in offered]
     if not missing or (any_of and len(missing) < len(needed)):
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
+from pfzoo.kernels import EnergyTarget, HMCKernel
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.validation import check_generator, check_positive_int
@@ -22,12 +22,6 @@ class ContinuousModel(EnergyModel):
     binary_visible = False
     family_capabilities = frozenset({Capability.REAL_ENERGY})
     path_family = "continuous"
-    heavy_tailed = False
-    """Whether the density's tails are polynomial (an annealing base must then be heavy-tailed too); families with
-    Student-t experts override it."""
-    samples_exactly = False
-    """Whether :meth:`sample` draws exact, independent samples (not MCMC): a data-free annealing base can then be
-    fitted to the model's own samples."""
 
     def energy(self, x: torch.Tensor) -> torch.Tensor:
         """``E(x)`` for ``x [B, M]`` → ``[B]``; implementations validate ``x`` with ``self.check_visible(x, "x")``."""
@@ -56,6 +50,10 @@ class ContinuousModel(EnergyModel):
         """
         return self.energy(x), self.energy_grad(x)
 
+    def energy_target(self) -> EnergyTarget:
+        """``E_β = β E`` with the analytic (or autograd) :meth:`energy_and_grad`, for HMC and Metropolis kernels."""
+        return EnergyTarget(self)
+
     @torch.no_grad()
     def sample(
         self,
@@ -77,13 +75,10 @@ class ContinuousModel(EnergyModel):
         if not step_size > 0:
             raise ValueError(f"step_size must be positive, got {step_size}")
         check_generator(generator, self.device)
-        evaluate = lambda x: Evaluation(*self.energy_and_grad(x))  # noqa: E731
-        x = torch.randn(num_samples, self.num_visible, generator=generator, device=self.device, dtype=self.dtype)
-        current = evaluate(x)
+        kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=1.0)
+        target = self.energy_target()
+        start = torch.randn(num_samples, self.num_visible, generator=generator, device=self.device, dtype=self.dtype)
+        state = kernel.init(start, target, momentum=torch.zeros_like(start))  # fully refreshed at every step
         for _ in range(num_steps):
-            momentum = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
-            proposal, proposal_momentum, proposed = leapfrog(x, momentum, current, evaluate, step_size=step_size, num_steps=num_leapfrog)
-            accept_prob = acceptance(hamiltonian(current, momentum), hamiltonian(proposed, proposal_momentum))
-            accepted = torch.rand(accept_prob.shape, generator=generator, device=x.device, dtype=torch.float64) < accept_prob
-            x, current = select(accepted, proposal, x), select(accepted, proposed, current)
-        return x
+            state, _ = kernel.step(state, target, generator=generator)
+        return state.position

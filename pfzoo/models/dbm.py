@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
@@ -18,6 +19,8 @@ from pfzoo.validation import check_finite_number, check_binary, check_generator,
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
 DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
+RECONSTRUCTION_MEAN_FIELD_ITERATIONS = 10
+"""Mean-field sweeps (at most; fewer when converged) behind a DBM's reconstruction: as in training."""
 BASE_RATE_MEAN_FIELD_ROWS = 10_000  # data rows whose mean-field posteriors set a "base_rate" base's hidden biases
 
 
@@ -47,6 +50,7 @@ class DBM(EnergyModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.MEAN_FIELD,
+        Capability.RECONSTRUCTION,
     })
     path_family = "dbm"
 
@@ -279,9 +283,9 @@ class DBM(EnergyModel):
             if initial_visible.shape[0] != num_samples:
                 raise ValueError(f"initial_visible must have {num_samples} rows, got {initial_visible.shape[0]}")
             even = torch.cat([initial_visible, initial_visible.new_zeros(num_samples, self.num_even_units - self.num_visible)], 1)
-        for _ in range(num_steps):
-            odd = rbm.draw_hidden(even, beta=beta, generator=generator)
-            even = rbm.draw_visible(odd, beta=beta, generator=generator)
+        kernel, target = rbm.gibbs_chain()  # odd/even sweeps: block Gibbs on the even/odd RBM
+        state, _ = run_chain(kernel, target, even, num_steps, beta=beta, generator=generator)
+        even = state.position
         odd = rbm.draw_hidden(even, beta=beta, generator=generator)
         return _interleave(self.split_even(even), self.split_odd(odd))
 
@@ -306,11 +310,11 @@ class DBM(EnergyModel):
         rbm = self.even_odd_rbm()
         means = self.mean_field(initial_visible)
         even_hidden = [bernoulli(means[i - 1], generator=generator) for i in self.even_layers[1:]]
-        even = torch.cat([initial_visible, *even_hidden], dim=1)
+        kernel, target = rbm.gibbs_chain()
+        state = kernel.init(torch.cat([initial_visible, *even_hidden], dim=1), target)
         while True:
-            odd = rbm.draw_hidden(even, generator=generator)
-            yield odd[:, : self.layer_sizes[1]]
-            even = rbm.draw_visible(odd, generator=generator)
+            state, _ = kernel.step(state, target, generator=generator)
+            yield state.hidden[:, : self.layer_sizes[1]]
 
     # ---- mean field ---------------------------------------------------------------------
 
@@ -358,6 +362,12 @@ class DBM(EnergyModel):
             if v.device.type == "cpu" and converged:
                 break
         return means[1:]
+
+    def reconstruct(self, v: torch.Tensor, *, num_iterations: int = RECONSTRUCTION_MEAN_FIELD_ITERATIONS) -> torch.Tensor:
+        """Reconstruction ``σ(μ¹ W_0ᵀ + b_0)`` of binary ``v [B, V]`` through the first hidden layer's mean-field means
+        ``μ¹`` (at most ``num_iterations`` sweeps, as in training); for one hidden layer exactly the RBM's. Not validated."""
+        first = self.mean_field(v, num_iterations=num_iterations)[0]
+        return torch.sigmoid(first @ self.weights[0].T + self.biases[0])
 
     def mean_field_lower_bound(self, v: torch.Tensor, means: list[torch.Tensor] | None = None) -> torch.Tensor:
         """``log f(v) ≥ E_q[-E(v, h)] + H(q)`` (RAISE §5.2) for ``v [B, V]`` → float64 ``[B]``.

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
@@ -336,12 +337,14 @@ class DBN(EnergyModel):
         return self._hidden_chain(initial_visible, generator)
 
     def _hidden_chain(self, initial_visible: torch.Tensor, generator: torch.Generator | None) -> Iterator[torch.Tensor]:
+        kernel, target = self.top.gibbs_chain()
         with torch.no_grad():
-            state = self._recognize_top_visible(initial_visible, sample=True, generator=generator)
+            state = kernel.init(self._recognize_top_visible(initial_visible, sample=True, generator=generator), target)
         while True:
             with torch.no_grad():  # not held across the yield: the caller's grad mode is its own
-                state = self.top.draw_visible(self.top.draw_hidden(state, generator=generator), generator=generator)
-                first = self._draw_down(self.num_layers - 2, state, lowest=1, generator=generator)[0] if self.num_layers > 3 else state
+                state, _ = kernel.step(state, target, generator=generator)
+                top_visible = state.position
+                first = self._draw_down(self.num_layers - 2, top_visible, lowest=1, generator=generator)[0] if self.num_layers > 3 else top_visible
             yield first
 
     @torch.no_grad()
@@ -378,8 +381,8 @@ class DBN(EnergyModel):
             if initial_visible.shape[0] != num_samples:
                 raise ValueError(f"initial_visible must have {num_samples} rows, got {initial_visible.shape[0]}")
             state = self._recognize_top_visible(initial_visible, sample=True, generator=generator)
-        for _ in range(num_steps):
-            state = top.draw_visible(top.draw_hidden(state, generator=generator), generator=generator)
+        kernel, target = top.gibbs_chain()
+        state = run_chain(kernel, target, state, num_steps, generator=generator)[0].position
         top_hidden = top.draw_hidden(state, generator=generator)
         return self._draw_down(self.num_layers - 2, state, generator=generator) + [state, top_hidden]
 

@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
 from pfzoo.validation import check_generator, check_matrix, check_positive_int
@@ -32,6 +33,7 @@ class Gaussian(ContinuousModel):
     """
 
     path_family = "gaussian"
+    family_capabilities = ContinuousModel.family_capabilities | {Capability.GAUSSIAN_MOMENTS}
 
     def __init__(self, num_visible: int, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
@@ -150,6 +152,13 @@ class Gaussian(ContinuousModel):
         return 0.5 * self.num_visible * _LOG_2PI - self.precision_log_cholesky.double().diagonal().sum()
 
     @torch.no_grad()
+    def frame(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(μ [M], L⁻¹ [M, M])`` with ``Λ = L Lᵀ``, detached: ``x = μ + z L⁻¹`` is this Gaussian for ``z ~ N(0, I)``, the
+        unit-scale coordinates an annealing kernel steps in."""
+        cholesky = self.precision_cholesky.detach()
+        eye = torch.eye(cholesky.shape[0], dtype=cholesky.dtype, device=cholesky.device)
+        return self.mean.detach(), torch.linalg.solve_triangular(cholesky, eye, upper=False)
+
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact samples ``x = μ + L⁻ᵀ ε``, ``ε ~ N(0, I)``, ``[num_samples, M]`` (covariance ``L⁻ᵀ L⁻¹ = Λ⁻¹``)."""
         check_positive_int(num_samples, "num_samples")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pfzoo.kernels import GibbsState, ScanGibbs, run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
@@ -32,6 +33,26 @@ def independent_sets(coupling: torch.Tensor) -> list[torch.Tensor]:
         colour[unit] = next(c for c in range(len(colour) + 1) if c not in taken)
     colours = torch.tensor(colour)
     return [torch.nonzero(colours == c).flatten().to(coupling.device) for c in range(int(colours.max()) + 1)]
+
+
+class IsingConditionals:
+    """An Ising model's ``p_β(x) ∝ exp(β (½ xᵀJx + b·x))`` as a scan-Gibbs target (:class:`~pfzoo.kernels.ScanConditionals`):
+    ``p_β(x_i = 1 | x_{-i}) = σ(β (Jx + b)_i)``, one matrix product per block; no statistics kept.
+
+    Args:
+        coupling: symmetric, zero-diagonal ``J [D, D]``; bias: ``b [D]`` (both detached).
+        scan: the blocks in visiting order, each an independent set of the coupling graph.
+    """
+
+    def __init__(self, coupling: torch.Tensor, bias: torch.Tensor, scan: list[torch.Tensor]) -> None:
+        self.coupling, self.bias, self.scan = coupling, bias, scan
+
+    def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> None:
+        return None
+
+    def draw_block(self, x: torch.Tensor, block: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        logits = x @ self.coupling[:, block] + self.bias[block]
+        return bernoulli(torch.sigmoid(beta * logits), generator=generator)
 
 
 @register_model("ising")
@@ -143,6 +164,14 @@ class Ising(EnergyModel):
         """The blocks :meth:`gibbs_sweep` resamples at once: :func:`independent_sets` of the current couplings."""
         return independent_sets(self.symmetric_coupling.detach())
 
+    def gibbs_chain(self, *, reversible: bool = False, blocks: list[torch.Tensor] | None = None) -> tuple[ScanGibbs, IsingConditionals]:
+        """Systematic-scan Gibbs over the independent sets ``B_1 … B_m`` (default :meth:`gibbs_blocks`; pass ``blocks``
+        when building chains repeatedly); ``reversible``: the palindromic scan ``B_1 … B_m … B_1`` (a forward-only scan
+        leaves ``p_β`` invariant but is not reversible; its reversal is the backward scan)."""
+        blocks = self.gibbs_blocks() if blocks is None else blocks
+        scan = blocks + blocks[-2::-1] if reversible else blocks
+        return ScanGibbs(), IsingConditionals(self.symmetric_coupling.detach(), self.bias.detach(), scan)
+
     def gibbs_sweep(
         self,
         x: torch.Tensor,
@@ -151,20 +180,16 @@ class Ising(EnergyModel):
         generator: torch.Generator | None = None,
         blocks: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        """One systematic-scan Gibbs sweep at inverse temperature β over chains ``x [B, D]`` → ``[B, D]``.
+        """One systematic-scan Gibbs sweep at inverse temperature β over chains ``x [B, D]`` → ``[B, D]``: one step of
+        :meth:`gibbs_chain`'s kernel.
 
         ``p_β(x_i = 1 | x_{-i}) = σ(β (Jx + b)_i)``. Units are resampled block by block, each block an
         independent set of the coupling graph (default :func:`independent_sets` of the current J; pass
         ``blocks`` when calling repeatedly): one matrix product per block, so a checkerboard lattice costs
         two per sweep. Every block update leaves ``p_β`` invariant, hence so does the sweep. Not validated.
         """
-        coupling = self.symmetric_coupling.detach()
-        bias = self.bias.detach()
-        x = x.clone()
-        for block in self.gibbs_blocks() if blocks is None else blocks:
-            logits = x @ coupling[:, block] + bias[block]
-            x[:, block] = bernoulli(torch.sigmoid(beta * logits), generator=generator)
-        return x
+        kernel, target = self.gibbs_chain(blocks=blocks)
+        return kernel.step(GibbsState(x, x.new_empty(0)), target, beta=beta, generator=generator)[0].position
 
     @torch.no_grad()
     def sample(
@@ -190,10 +215,8 @@ class Ising(EnergyModel):
             x = self.check_visible(initial, "initial")
             if x.shape[0] != num_samples:
                 raise ValueError(f"initial must have num_samples={num_samples} rows, got shape {tuple(x.shape)}")
-        blocks = self.gibbs_blocks()
-        for _ in range(num_sweeps):
-            x = self.gibbs_sweep(x, beta=beta, generator=generator, blocks=blocks)
-        return x
+        kernel, target = self.gibbs_chain()
+        return run_chain(kernel, target, x, num_sweeps, beta=beta, generator=generator)[0].position
 
     # ---- partition function ---------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class RBM(BipartiteModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.HIDDEN_CHAIN,
-        Capability.POSTERIOR_PROPOSAL,
+        Capability.POSTERIOR_PROPOSAL, Capability.RECONSTRUCTION,
     })
     path_family = "rbm"
 
@@ -143,6 +143,10 @@ class RBM(BipartiteModel):
         """``p(v = 1 | h) = σ(β (Wh + b))``, ``[B, V]``. Inputs are not validated."""
         return torch.sigmoid(beta * (h @ self.weight.T + self.visible_bias))
 
+    def reconstruct(self, v: torch.Tensor) -> torch.Tensor:
+        """Mean-field reconstruction ``σ(σ(vW + c) Wᵀ + b)`` of ``v [B, V]`` → ``[B, V]``. Not validated."""
+        return self.visible_probs(self.hidden_probs(v))
+
     def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
         return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
@@ -170,11 +174,11 @@ class RBM(BipartiteModel):
     @torch.no_grad()
     def hidden_chain(self, initial_visible: torch.Tensor, *, generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
         """Endless block Gibbs chains from ``initial_visible [C, V]``; each step yields the hidden states ``[C, H]``."""
-        visible = self.check_visible(initial_visible, "initial_visible")
+        kernel, target = self.gibbs_chain()
+        state = kernel.init(self.check_visible(initial_visible, "initial_visible"), target)
         while True:
-            hidden = self.draw_hidden(visible, generator=generator)
-            yield hidden
-            visible = self.draw_visible(hidden, generator=generator)
+            state, _ = kernel.step(state, target, generator=generator)
+            yield state.hidden
 
     # ---- partition function -------------------------------------------------------------
 

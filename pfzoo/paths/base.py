@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from pfzoo.kernels import Kernel
+
 
 class AnnealingPath(ABC):
     """A family of unnormalised densities ``f_β``, β ∈ [0, 1], from a tractable base (β = 0) to the target (β = 1).
@@ -14,48 +16,40 @@ class AnnealingPath(ABC):
     Paths are built by :func:`pfzoo.paths.registry.build` from a model and a base; they depend on
     models, never the reverse.
 
-    Paths work on *statistics* of a state: whatever per-state quantities let ``log f_β`` be
-    evaluated at any β cheaply (for an RBM, ``vW + c`` and ``b·v``). The engine computes them
-    once per state, uses them for the weight increment, and hands them to :meth:`transition`,
-    which returns the statistics of the new state along with it.
+    A path hands the engine two things: :attr:`target`, ``f_β`` at any β in the form its kernel acts on (block
+    conditionals, energies and gradients, ...), and :attr:`kernel` (:mod:`pfzoo.kernels`), the transition that leaves
+    ``f_β / Z_β`` invariant. The kernel's state carries the target's *statistics* of its positions: whatever
+    per-state quantities let ``log f_β`` be evaluated at any β cheaply (for an RBM, ``vW + c`` and ``b·v``). They are
+    computed once per state, by the kernel step that makes the state, and reused by the weight increment.
     """
 
+    target: Any
+    kernel: Kernel
+
     @abstractmethod
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> Any:
-        """``num_chains`` exact samples from the base distribution ``f_0 / Z_0``."""
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``num_chains`` exact samples ``[num_chains, D]`` from the base distribution ``f_0 / Z_0`` (positions)."""
 
     @abstractmethod
     def base_log_partition(self) -> torch.Tensor:
         """Exact ``log Z_0`` (float64 scalar)."""
 
     @abstractmethod
-    def statistics(self, state: Any) -> Any:
-        """Per-state statistics from which ``log f_β(state)`` follows for any β."""
-
-    @abstractmethod
     def log_weight_increment(self, stats: Any, beta_from: float, beta_to: float) -> torch.Tensor:
-        """``log f_{beta_to}(x) - log f_{beta_from}(x)`` per chain, float64 ``[N]``."""
+        """``log f_{beta_to}(x) - log f_{beta_from}(x)`` per chain, float64 ``[N]``, from a state's statistics."""
 
-    @abstractmethod
-    def transition(self, state: Any, stats: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any, Any]:
-        """One step of a Markov kernel leaving ``f_β`` invariant → ``(new_state, new_stats, info)``.
+    def init(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> Any:
+        """Chains at ``position [N, D]`` as kernel states (with their statistics)."""
+        return self.kernel.init(position, self.target, generator=generator)
 
-        ``info`` is the kernel's (:mod:`pfzoo.kernels`): ``None`` for exact Gibbs and perfect transitions
-        (always accepted), else a NamedTuple with ``accept_prob [N]`` that the engine averages per β segment.
-        """
-
-
-class KernelPath(AnnealingPath):
-    """A path whose transitions are steps of a kernel (:mod:`pfzoo.kernels`) on ``self.density``, the path's
-    distribution at any β as a :class:`~pfzoo.kernels.PositionTarget`, and whose kernel state carries the
-    statistics of its positions (so the statistics are the state's, and a step returns the new ones with it)."""
-
-    kernel: Any
-    density: Any
+    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> Any:
+        """Kernel states of ``num_chains`` exact base samples."""
+        return self.init(self.draw_base(num_chains, generator=generator), generator=generator)
 
     def statistics(self, state: Any) -> Any:
+        """The statistics a kernel state carries of its positions."""
         return state.stats
 
-    def transition(self, state: Any, stats: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any, Any]:
-        state, info = self.kernel.step(state, self.density, beta=beta, generator=generator)
-        return state, state.stats, info
+    def transition(self, state: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any]:
+        """One kernel step at β → ``(state, info)``; ``info.accept_prob`` is ``None`` for moves that always accept."""
+        return self.kernel.step(state, self.target, beta=beta, generator=generator)

@@ -7,11 +7,10 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
-from pfzoo.kernels.hmc import Evaluation
-from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisState
+from pfzoo.kernels import BINARY_ENERGY_VALUES, BitFlipMetropolis, Evaluation, Kernel, check_kernel
 from pfzoo.models.ising import Ising
 from pfzoo.models.rbm import base_rate_visible_bias
-from pfzoo.paths.base import KernelPath
+from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_binary
@@ -38,23 +37,22 @@ class BinaryGeometricEnergy:
         return Evaluation(torch.lerp(stats.base_energy, stats.target_energy, beta), None, stats)
 
 
-class BinaryGeometricPath(KernelPath):
+class BinaryGeometricPath(AnnealingPath):
     """``log f_β(x) = −(1−β) E_0(x) − β E_1(x)`` from independent units ``E_0(x) = −b_0·x`` to the target energy.
 
     ``log Z_0 = Σ_i softplus(b_0,i)``; the increment is ``−(β'−β)(E_1 − E_0)``; transitions are
     :class:`~pfzoo.kernels.BitFlipMetropolis` (``kernel``; default one proposal per unit).
     """
 
-    def __init__(self, target, base: Ising, kernel: BitFlipMetropolis | None = None) -> None:
+    def __init__(self, target, base: Ising, kernel: Kernel | None = None) -> None:
         if base.num_units != target.num_visible:
             raise ValueError(f"base has {base.num_units} units, target {target.num_visible}")
         self.base_bias = base.bias.detach().to(target.dtype)
-        self.kernel = BitFlipMetropolis() if kernel is None else kernel
-        self.density = BinaryGeometricEnergy(target, self.base_bias)
+        self.kernel = BitFlipMetropolis() if kernel is None else check_kernel(kernel, {BINARY_ENERGY_VALUES}, "a path over binary energies")
+        self.target = BinaryGeometricEnergy(target, self.base_bias)
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> MetropolisState:
-        x = bernoulli(torch.sigmoid(self.base_bias).expand(num_chains, -1), generator=generator)
-        return self.kernel.init_state(x, self.density, generator=generator)
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        return bernoulli(torch.sigmoid(self.base_bias).expand(num_chains, -1), generator=generator)
 
     def base_log_partition(self) -> torch.Tensor:
         return F.softplus(self.base_bias.double()).sum()
@@ -80,6 +78,4 @@ register_family("binary_energy", bases=("base_rate", "uniform"), make_base=indep
 
 @register_path("binary_energy", "geometric")
 def binary_geometric_path(model, base, kernel) -> BinaryGeometricPath:
-    if kernel is not None and not isinstance(kernel, BitFlipMetropolis):
-        raise ValueError(f"kernel must be a BitFlipMetropolis for binary energies, got {type(kernel).__name__}")
     return BinaryGeometricPath(target=model, base=base, kernel=kernel)

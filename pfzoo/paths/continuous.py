@@ -4,14 +4,14 @@ bases: Gaussians and a heavy-tailed product of Student-t experts along the data'
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 
-from pfzoo.kernels.hmc import Evaluation, HMCKernel
+from pfzoo.kernels import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, Evaluation, HMCKernel, Kernel, check_kernel
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.models.poe import student_t_responses
-from pfzoo.paths.base import KernelPath
+from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path
 from pfzoo.validation import check_matrix
 
@@ -218,19 +218,13 @@ def _student_t_shape(mean_log1p: torch.Tensor) -> torch.Tensor:
 
 
 def base_frame(base) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(location [M], mixing [M, M])`` with ``x = location + z · mixing`` and ``z`` of unit scale under ``base``:
-    the base's own :meth:`StudentTBase.frame`, or for a :class:`~pfzoo.models.Gaussian` ``(μ, L⁻¹)`` with ``Λ = L Lᵀ``
-    (so ``z ~ N(0, I)``)."""
-    frame = getattr(base, "frame", None)
-    if frame is not None:
-        return frame()
+    """``(location [M], mixing [M, M])`` with ``x = location + z · mixing`` and ``z`` of unit scale under ``base`` (a
+    :class:`~pfzoo.models.Gaussian` or a :class:`StudentTBase`: both state their frame)."""
     with torch.no_grad():
-        cholesky = base.precision_cholesky.detach()
-        eye = torch.eye(cholesky.shape[0], dtype=cholesky.dtype, device=cholesky.device)
-        return base.mean.detach(), torch.linalg.solve_triangular(cholesky, eye, upper=False)
+        return base.frame()
 
 
-class ContinuousGeometricPath(KernelPath):
+class ContinuousGeometricPath(AnnealingPath):
     """``log f_β(x) = −(1−β) E_0(x) − β E_1(x)`` from a tractable base (a Gaussian or a :class:`StudentTBase`) to the
     target (HAIS eq. 13).
 
@@ -256,30 +250,26 @@ class ContinuousGeometricPath(KernelPath):
     target that declares heavy tails, ``target.heavy_tailed``); AIS adds them to the estimate's warnings.
     """
 
-    def __init__(self, target, base, kernel) -> None:
-        if not (callable(getattr(kernel, "step", None)) and callable(getattr(kernel, "init_state", None))):
-            raise ValueError(f"kernel must be a position-space transition kernel with init_state and step (e.g. pfzoo.kernels.HMCKernel), "
-                             f"got {type(kernel).__name__}")
+    def __init__(self, target, base, kernel: Kernel) -> None:
+        check_kernel(kernel, {ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES}, "a continuous path")
         if base.num_visible != target.num_visible:
             raise ValueError(f"base has {base.num_visible} dimensions, target {target.num_visible}")
         self.base = base
         self.kernel = kernel
         frame = base_frame(base) if getattr(kernel, "lower", None) is None else (None, None)
-        self.density = GeometricEnergyTarget(target, base, *frame)
+        self.target = GeometricEnergyTarget(target, base, *frame)
         self.warnings: tuple[str, ...] = ()
-        if getattr(target, "heavy_tailed", False) and not getattr(base, "heavy_tailed", False):
+        if target.heavy_tailed and not base.heavy_tailed:
             self.warnings = (
                 f"{type(target).__name__} has heavy-tailed experts but the base is Gaussian: the chains cannot reach the far "
                 f"tails within the schedule, so log Ẑ can be low by more than its stderr (measured: 0.5 nats at K = 10⁴ on a "
                 f"36-d Student-t product of experts); pass data so that base='auto' fits a Student-t base",
             )
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> Any:
-        """Exact base samples as kernel states; their positions are in the kernel's coordinates (``density.position``
-        maps them to ``x``)."""
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact base samples in the kernel's coordinates (``target.position`` maps them to ``x``)."""
         with torch.no_grad():
-            position = self.density.coordinates(self.base.sample(num_chains, generator=generator))
-        return self.kernel.init_state(position, self.density, generator=generator)
+            return self.target.coordinates(self.base.sample(num_chains, generator=generator))
 
     def base_log_partition(self) -> torch.Tensor:
         return self.base.log_partition()
@@ -313,7 +303,7 @@ def fitting_samples(model, data: torch.Tensor | None) -> torch.Tensor | None:
     complete products of experts, ICA), since the base should approximate the model, not the data it was trained on;
     they come from a private generator with a fixed seed, so the base is a function of the model alone and the
     caller's random stream is untouched. Any other model: ``data`` (``None`` without)."""
-    if not getattr(model, "samples_exactly", False):
+    if not model.samples_exactly:
         return data
     return model.sample(OWN_SAMPLES, generator=torch.Generator(model.device).manual_seed(0))
 
@@ -362,10 +352,9 @@ def choose_continuous_base(model, data: torch.Tensor | None) -> str:
     samples = fitting_samples(model, data)
     if samples is None:
         return "isotropic"
-    declared = getattr(model, "heavy_tailed", None)
-    if declared is None:
+    if model.heavy_tailed is None:
         return "student_t" if heavy_tailed(_fitting_data(model, "auto", samples)) else "fitted"
-    return "student_t" if declared and getattr(model, "samples_exactly", False) else "fitted"
+    return "student_t" if model.heavy_tailed and model.samples_exactly else "fitted"
 
 
 register_family("continuous", bases=("fitted", "student_t", "isotropic"), make_base=continuous_base, free_base="isotropic",

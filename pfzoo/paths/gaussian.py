@@ -20,9 +20,12 @@ from abc import abstractmethod
 
 import torch
 
+from pfzoo.kernels import EXACT_DRAWS, Kernel, PerfectTransition, check_kernel
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.continuous import ContinuousGeometricPath, gaussian_base
-from pfzoo.paths.registry import refuse_kernel, register_family, register_path
+from pfzoo.paths.registry import register_family, register_path
+from pfzoo.sampling import normal
 
 
 class GaussianParameters:
@@ -62,28 +65,30 @@ class GaussianPath(AnnealingPath):
 
     ``log f_β(x) = h_βᵀx − ½ xᵀΛ_βx + c(β)``, where ``c(β) = −(1−β) E_0(0) − β E_1(0)`` makes
     ``f_0 = exp(−E_0)`` and ``f_1 = exp(−E_1)`` exactly (constants in between cancel in the
-    weights). The state is ``x [N, M]``; the transition at β ignores it and draws
-    ``x ~ N(μ_β, Σ_β)`` exactly. Computation is in float64; states are in the target's dtype.
+    weights). Positions are ``x [N, M]``; the kernel (:class:`~pfzoo.kernels.PerfectTransition`) ignores them and
+    draws ``x ~ N(μ_β, Σ_β)`` exactly (:class:`GaussianPathDraws`). Computation is in float64; states are in the target's
+    dtype.
 
     Args:
         target, base: :class:`pfzoo.models.Gaussian` models of the same dimension.
     """
 
-    def __init__(self, target, base) -> None:
-        for name, model in (("target", target), ("base", base)):
-            if getattr(model, "path_family", None) != "gaussian":
-                raise ValueError(f"{name} must be a pfzoo.models.Gaussian, got {type(model).__name__}")
+    def __init__(self, target, base, kernel: Kernel | None = None) -> None:
+        require(target, Capability.GAUSSIAN_MOMENTS, by="a Gaussian path's target")
+        require(base, Capability.GAUSSIAN_MOMENTS, by="a Gaussian path's base")
         if base.num_visible != target.num_visible:
             raise ValueError(f"base has {base.num_visible} dimensions, target {target.num_visible}")
         with torch.no_grad():
-            self.base = GaussianParameters(base.mean.double(), base.covariance.double())
-            self.target = GaussianParameters(target.mean.double(), target.covariance.double())
+            self.base_gaussian = GaussianParameters(base.mean.double(), base.covariance.double())
+            self.target_gaussian = GaussianParameters(target.mean.double(), target.covariance.double())
             zero = target.mean.new_zeros(1, target.num_visible)
             self.base_offset = -base.energy(zero.to(base.mean)).double().squeeze(0)
             self.target_offset = -target.energy(zero).double().squeeze(0)
             self._base_log_partition = base.log_partition().double()
         self.dtype = target.mean.dtype
         self._cache: dict[float, GaussianParameters] = {}
+        self.target = GaussianPathDraws(self)
+        self.kernel = PerfectTransition() if kernel is None else check_kernel(kernel, {EXACT_DRAWS}, "a Gaussian path")
 
     @abstractmethod
     def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,9 +103,9 @@ class GaussianPath(AnnealingPath):
             if len(self._cache) >= 4:
                 self._cache.pop(next(iter(self._cache)))
             if beta in (0.0, 1.0):
-                self._cache[beta] = self.base if beta == 0.0 else self.target
+                self._cache[beta] = self.base_gaussian if beta == 0.0 else self.target_gaussian
             else:
-                mean, covariance = self.mean_covariance(torch.tensor([beta], dtype=torch.float64, device=self.base.mean.device))
+                mean, covariance = self.mean_covariance(torch.tensor([beta], dtype=torch.float64, device=self.base_gaussian.mean.device))
                 self._cache[beta] = GaussianParameters(mean[0], covariance[0])
         return self._cache[beta]
 
@@ -114,10 +119,10 @@ class GaussianPath(AnnealingPath):
         Under perfect transitions ``E[log w] = log Z_1 − log Z_0 − Σ_k KL(p_{k−1} ‖ p_k)`` exactly (each
         increment is evaluated at an exact sample of p_{k−1}), so this is the bias of ``E[log Ẑ]``.
         """
-        betas = torch.as_tensor(betas, dtype=torch.float64, device=self.base.mean.device)
+        betas = torch.as_tensor(betas, dtype=torch.float64, device=self.base_gaussian.mean.device)
         mean, covariance = self.mean_covariance(betas)
-        mean[0], covariance[0] = self.base.mean, self.base.covariance  # the endpoints exactly
-        mean[-1], covariance[-1] = self.target.mean, self.target.covariance
+        mean[0], covariance[0] = self.base_gaussian.mean, self.base_gaussian.covariance  # the endpoints exactly
+        mean[-1], covariance[-1] = self.target_gaussian.mean, self.target_gaussian.covariance
         cholesky = torch.linalg.cholesky((covariance + covariance.transpose(-1, -2)) / 2)
         log_det = 2 * cholesky.diagonal(dim1=-2, dim2=-1).log().sum(-1)
         precision = torch.cholesky_inverse(cholesky)
@@ -131,14 +136,11 @@ class GaussianPath(AnnealingPath):
         values = [self.parameters(b) for b in betas.tolist()]
         return torch.stack([symmetric_divergence(p, q) for p, q in zip(values[:-1], values[1:])])
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        return self._draw(self.base, num_chains, generator)
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.draw(self.base_gaussian, num_chains, generator)
 
     def base_log_partition(self) -> torch.Tensor:
         return self._base_log_partition
-
-    def statistics(self, state: torch.Tensor) -> torch.Tensor:
-        return state
 
     def log_f(self, x: torch.Tensor, beta: float) -> torch.Tensor:
         """``log f_β(x)`` for ``x [N, M]`` → float64 ``[N]``."""
@@ -150,13 +152,24 @@ class GaussianPath(AnnealingPath):
     def log_weight_increment(self, stats: torch.Tensor, beta_from: float, beta_to: float) -> torch.Tensor:
         return self.log_f(stats, beta_to) - self.log_f(stats, beta_from)
 
-    def transition(self, state, stats, beta: float, *, generator: torch.Generator | None = None):
-        x = self._draw(self.parameters(beta), state.shape[0], generator)
-        return x, x, None
-
-    def _draw(self, p: GaussianParameters, num: int, generator) -> torch.Tensor:
-        noise = torch.randn(num, p.mean.numel(), generator=generator, dtype=torch.float64, device=p.mean.device)
+    def draw(self, p: GaussianParameters, num: int, generator: torch.Generator | None) -> torch.Tensor:
+        """``num`` exact samples ``[num, M]`` of ``N(p.mean, p.covariance)`` in the target's dtype."""
+        noise = normal((num, p.mean.numel()), generator=generator, dtype=torch.float64, device=p.mean.device)
         return (p.mean + noise @ p.covariance_cholesky.T).to(self.dtype)
+
+
+class GaussianPathDraws:
+    """A :class:`GaussianPath` at β as a target of perfect transitions (:class:`~pfzoo.kernels.ExactDraws`); a state's
+    statistics are its positions."""
+
+    def __init__(self, path: GaussianPath) -> None:
+        self.path = path
+
+    def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> torch.Tensor:
+        return x
+
+    def draw(self, num_samples: int, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        return self.path.draw(self.path.parameters(beta), num_samples, generator)
 
 
 class GaussianGeometricPath(GaussianPath):
@@ -164,8 +177,8 @@ class GaussianGeometricPath(GaussianPath):
 
     def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         betas = betas.to(torch.float64)[:, None]
-        precision = (1 - betas[:, :, None]) * self.base.precision + betas[:, :, None] * self.target.precision
-        linear = (1 - betas) * self.base.linear + betas * self.target.linear
+        precision = (1 - betas[:, :, None]) * self.base_gaussian.precision + betas[:, :, None] * self.target_gaussian.precision
+        linear = (1 - betas) * self.base_gaussian.linear + betas * self.target_gaussian.linear
         covariance = torch.cholesky_inverse(torch.linalg.cholesky((precision + precision.transpose(-1, -2)) / 2))
         return (covariance @ linear[:, :, None]).squeeze(-1), covariance
 
@@ -177,10 +190,11 @@ class GaussianMomentAveragedPath(GaussianPath):
 
     def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         betas = betas.to(torch.float64)[:, None]
-        difference = self.target.mean - self.base.mean
-        mean = (1 - betas) * self.base.mean + betas * self.target.mean
+        base, target = self.base_gaussian, self.target_gaussian
+        difference = target.mean - base.mean
+        mean = (1 - betas) * base.mean + betas * target.mean
         weights = betas[:, :, None]
-        covariance = (1 - weights) * self.base.covariance + weights * self.target.covariance + weights * (1 - weights) * torch.outer(difference, difference)
+        covariance = (1 - weights) * base.covariance + weights * target.covariance + weights * (1 - weights) * torch.outer(difference, difference)
         return mean, covariance
 
 
@@ -189,14 +203,13 @@ register_family("gaussian", bases=("fitted", "isotropic"), make_base=gaussian_ba
 
 @register_path("gaussian", "geometric")
 def gaussian_geometric_path(model, base, kernel) -> GaussianPath | ContinuousGeometricPath:
-    """Perfect transitions (exact draws of each intermediate Gaussian); with a ``kernel`` (e.g. HMC) the generic
-    continuous path instead, which is how kernels are checked against a closed form."""
-    if kernel is not None:
+    """Perfect transitions (exact draws of each intermediate Gaussian); with a position-space ``kernel`` (e.g. HMC) the
+    generic continuous path instead, which is how kernels are checked against a closed form."""
+    if kernel is not None and getattr(kernel, "needs", None) != EXACT_DRAWS:
         return ContinuousGeometricPath(target=model, base=base, kernel=kernel)
-    return GaussianGeometricPath(target=model, base=base)
+    return GaussianGeometricPath(target=model, base=base, kernel=kernel)
 
 
 @register_path("gaussian", "moment_averaged")
 def gaussian_moment_averaged_path(model, base, kernel) -> GaussianMomentAveragedPath:
-    refuse_kernel(model, kernel, "perfect transitions (exact draws of each intermediate Gaussian)")
-    return GaussianMomentAveragedPath(target=model, base=base)
+    return GaussianMomentAveragedPath(target=model, base=base, kernel=kernel)

@@ -7,9 +7,10 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
+from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, Kernel, check_kernel
 from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
-from pfzoo.paths.registry import refuse_kernel, register_family, register_path, same_family_base
+from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import bernoulli, bernoulli_logits
 
 
@@ -24,20 +25,16 @@ class RBMPathStatistics(NamedTuple):
     visible_term: torch.Tensor
 
 
-class RBMGeometricPath(AnnealingPath):
-    """Geometric path between a base RBM with ``W_0 = 0`` and a target binary RBM.
+class RBMPathConditionals:
+    """The interpolated RBM of :class:`RBMGeometricPath` at any β as a block-Gibbs target
+    (:class:`~pfzoo.kernels.BlockConditionals`): ``W_β = βW``, ``b_β = b_0 + β(b − b_0)``, ``c_β = c_0 + β(c − c_0)``.
 
-    The joint energies are linear in the parameters, so the geometric average of the joint
-    distributions is itself an RBM with interpolated parameters
-    ``W_β = βW``, ``b_β = (1-β) b_0 + β b``, ``c_β = (1-β) c_0 + β c`` (Salakhutdinov & Murray 2008, eq. 14).
-    Summing out ``h``:
-
-        log f_β(v) = b_β·v + Σ_j softplus(c_0 + β (vW + c - c_0))_j
-
-    and ``log Z_0 = Σ_i softplus(b_0,i) + Σ_j softplus(c_0,j)``. The transition is one block Gibbs
-    sweep ``h ~ p_β(h | v)``, ``v ~ p_β(v | h)``: two matrix products and two Bernoulli draws
-    per step, including the statistics of the new state.
+    Its statistics of ``v [N, V]`` are :class:`RBMPathStatistics` (one product gives both); the hidden draw reuses their
+    ``vW + c − c_0``, so a block-Gibbs step costs two matrix products and two Bernoulli draws, the new state's
+    statistics included.
     """
+
+    offers = frozenset({BLOCK_CONDITIONALS})
 
     def __init__(self, target, base) -> None:
         if base.weight.shape != target.weight.shape:
@@ -64,21 +61,54 @@ class RBMGeometricPath(AnnealingPath):
         self.draw_base_visible_bias = self.base_visible_bias.to(draw_dtype)
         self.draw_visible_bias_delta = self.visible_bias_delta.to(draw_dtype)
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        probs = torch.sigmoid(self.base_visible_bias).expand(num_chains, -1)
-        return bernoulli(probs, generator=generator)
-
-    def base_log_partition(self) -> torch.Tensor:
-        return F.softplus(self.base_visible_bias.double()).sum() + F.softplus(self.base_hidden_bias.double()).sum()
-
-    def statistics(self, v: torch.Tensor) -> RBMPathStatistics:
+    def statistics(self, v: torch.Tensor, *, beta: float = 0.0) -> RBMPathStatistics:
         products = torch.addmm(self.statistics_bias, self.statistics_weight, v.T)  # [H + 1, N]
         return RBMPathStatistics(products[:-1].T, products[-1])  # [N, H] a transposed view, and [N]
 
+    def draw_hidden(self, v: torch.Tensor, stats: RBMPathStatistics, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        """``h ~ Bernoulli(σ(c_0 + β u))`` with ``u = vW + c − c_0`` from the statistics; drawn in the visible draws' dtype."""
+        return bernoulli_logits(torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta), dtype=self.draw_weight.dtype,
+                                generator=generator)
+
+    def draw_visible(self, h: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        """``v ~ Bernoulli(σ(b_β + β hWᵀ))`` with ``b_β = b_0 + β(b − b_0)`` (a ``[V]`` vector, so the ``[N, V]`` logits come
+        out of one ``addmm``, float32 for float64 models); draws by :func:`pfzoo.sampling.bernoulli_logits`."""
+        visible_bias = torch.add(self.draw_base_visible_bias, self.draw_visible_bias_delta, alpha=beta)
+        visible_logits = torch.addmm(visible_bias, h, self.draw_weight.T, alpha=beta)
+        return bernoulli_logits(visible_logits, dtype=self.weight.dtype, generator=generator)
+
+
+class RBMGeometricPath(AnnealingPath):
+    """Geometric path between a base RBM with ``W_0 = 0`` and a target binary RBM.
+
+    The joint energies are linear in the parameters, so the geometric average of the joint
+    distributions is itself an RBM with interpolated parameters
+    ``W_β = βW``, ``b_β = (1-β) b_0 + β b``, ``c_β = (1-β) c_0 + β c`` (Salakhutdinov & Murray 2008, eq. 14).
+    Summing out ``h``:
+
+        log f_β(v) = b_β·v + Σ_j softplus(c_0 + β (vW + c - c_0))_j
+
+    and ``log Z_0 = Σ_i softplus(b_0,i) + Σ_j softplus(c_0,j)``. The target is :class:`RBMPathConditionals`; the
+    default kernel one block Gibbs sweep ``h ~ p_β(h | v)``, ``v ~ p_β(v | h)`` per step (any kernel on block
+    conditionals may replace it, e.g. ``Repeat(BlockGibbs(), 3)``).
+    """
+
+    def __init__(self, target, base, kernel: Kernel | None = None) -> None:
+        self.target = RBMPathConditionals(target, base)
+        self.kernel = BlockGibbs() if kernel is None else check_kernel(kernel, self.target.offers, "an RBM path")
+
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        probs = torch.sigmoid(self.target.base_visible_bias).expand(num_chains, -1)
+        return bernoulli(probs, generator=generator)
+
+    def base_log_partition(self) -> torch.Tensor:
+        return F.softplus(self.target.base_visible_bias.double()).sum() + F.softplus(self.target.base_hidden_bias.double()).sum()
+
     def log_f(self, v: torch.Tensor, stats: RBMPathStatistics, beta: float) -> torch.Tensor:
         """``log f_β(v)`` (float64 ``[N]``); the engine uses the exact increment form instead."""
-        hidden_term = F.softplus(self.base_hidden_bias + beta * stats.hidden_input).sum(-1, dtype=torch.float64)
-        return (v @ self.base_visible_bias).double() + beta * stats.visible_term.double() + hidden_term
+        target = self.target
+        hidden_term = F.softplus(target.base_hidden_bias + beta * stats.hidden_input).sum(-1, dtype=torch.float64)
+        return (v @ target.base_visible_bias).double() + beta * stats.visible_term.double() + hidden_term
 
     def log_weight_increment(self, stats: RBMPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         """``log f_{β'}(v) - log f_β(v) = (β'-β)(b-b_0)·v + Σ_j [softplus(x'_j) - softplus(x'_j - (β'-β) u_j)]``
@@ -87,26 +117,9 @@ class RBMGeometricPath(AnnealingPath):
         :func:`pfzoo.logmath.softplus_difference`. float64 ``[N]``.
         """
         step = beta_to - beta_from
-        x_to = torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta_to)
-        hidden = softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=abs(step) * self.hidden_input_bound)
+        x_to = torch.add(self.target.base_hidden_bias, stats.hidden_input, alpha=beta_to)
+        hidden = softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=abs(step) * self.target.hidden_input_bound)
         return step * stats.visible_term.double() + hidden
-
-    def transition(
-        self, v: torch.Tensor, stats: RBMPathStatistics, beta: float, *, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, RBMPathStatistics, None]:
-        """One block Gibbs sweep of the interpolated RBM at β (:class:`~pfzoo.kernels.BlockGibbs` fused with the
-        statistics: the hidden input ``vW`` of the current state is reused, so a step costs two matrix products).
-
-        ``h ~ Bernoulli(σ(c_0 + β u))``, then ``v ~ Bernoulli(σ(b_β + β hWᵀ))`` with ``b_β = b_0 + β(b - b_0)`` (a ``[V]``
-        vector, so the ``[N, V]`` logits come out of one ``addmm``, float32 for float64 models); draws by
-        :func:`pfzoo.sampling.bernoulli_logits`.
-        """
-        h = bernoulli_logits(torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta), dtype=self.draw_weight.dtype,
-                             generator=generator)
-        visible_bias = torch.add(self.draw_base_visible_bias, self.draw_visible_bias_delta, alpha=beta)
-        visible_logits = torch.addmm(visible_bias, h, self.draw_weight.T, alpha=beta)
-        v = bernoulli_logits(visible_logits, dtype=self.weight.dtype, generator=generator)
-        return v, self.statistics(v), None
 
 
 # The RBM family and the deep models whose paths are RBM paths: a DBM's over its even layers with the odd
@@ -118,19 +131,16 @@ register_family("dbn", bases=("base_rate", "uniform"), make_base=same_family_bas
 
 @register_path("rbm", "geometric")
 def rbm_geometric_path(model, base, kernel) -> RBMGeometricPath:
-    refuse_kernel(model, kernel)
-    return RBMGeometricPath(target=model, base=base)
+    return RBMGeometricPath(target=model, base=base, kernel=kernel)
 
 
 @register_path("dbm", "geometric")
 def dbm_geometric_path(model, base, kernel) -> RBMGeometricPath:
-    """States ``(v, h², h⁴, …) [N, Σ n_even]``; one transition is one odd/even Gibbs sweep."""
-    refuse_kernel(model, kernel)
-    return RBMGeometricPath(target=model.even_odd_rbm(), base=base.even_odd_rbm())
+    """States ``(v, h², h⁴, …) [N, Σ n_even]``; one block-Gibbs step is one odd/even sweep."""
+    return RBMGeometricPath(target=model.even_odd_rbm(), base=base.even_odd_rbm(), kernel=kernel)
 
 
 @register_path("dbn", "geometric")
 def dbn_geometric_path(model, base, kernel) -> RBMGeometricPath:
     """The top RBM's path from ``base`` (an RBM of its shape); states ``h^{L-1} [N, n_{L-1}]``."""
-    refuse_kernel(model, kernel)
-    return RBMGeometricPath(target=model.top, base=base)
+    return RBMGeometricPath(target=model.top, base=base, kernel=kernel)

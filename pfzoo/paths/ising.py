@@ -5,25 +5,25 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
+from pfzoo.kernels import SCAN_CONDITIONALS, Kernel, ScanGibbs, check_kernel
 from pfzoo.models.ising import independent_sets
 from pfzoo.paths.base import AnnealingPath
-from pfzoo.paths.registry import refuse_kernel, register_family, register_path, same_family_base
+from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import bernoulli
 
 
-class IsingGeometricPath(AnnealingPath):
-    """Geometric path from an independent-units base (``J_0 = 0``, biases ``b_0``) to a target Ising model.
+class IsingPathConditionals:
+    """The Ising model of :class:`IsingGeometricPath` at β (``J_β = βJ``, ``b_β = (1-β) b_0 + β b``) as a scan-Gibbs
+    target (:class:`~pfzoo.kernels.ScanConditionals`).
 
-    The energy is linear in the parameters, so ``f_β = f_0^{1-β} f_1^β`` is the Ising model with
-    ``J_β = βJ`` and ``b_β = (1-β) b_0 + β b``. With the statistics ``s_1(x) = ½ xᵀJx + b·x`` and
-    ``s_0(x) = b_0·x`` (``[N]`` each), ``log f_β(x) = (1-β) s_0 + β s_1``, so an increment costs a
-    subtraction; ``log Z_0 = Σ_i softplus(b_0,i)``. The transition is one symmetric-scan block Gibbs
-    sweep of the Ising model at β: the blocks (independent sets of the target's coupling graph)
-    ``B_1, …, B_m`` forward, then ``B_{m-1}, …, B_1`` back. A forward-only scan leaves ``f_β``
-    invariant but is not reversible (its reversal is the backward scan); the symmetric scan is, as
-    RAISE requires when it runs the same transitions from the data down to the base. It costs
-    ``2m - 1`` block updates (3 on a checkerboard lattice).
+    Statistics of ``x [N, D]``: ``(s_0, s_1)`` with ``s_1(x) = ½ xᵀJx + b·x`` and ``s_0(x) = b_0·x`` (``[N]`` each), so
+    ``log f_β(x) = (1-β) s_0 + β s_1``. The scan is symmetric, the blocks (independent sets of the target's coupling
+    graph) ``B_1, …, B_m`` forward, then ``B_{m-1}, …, B_1`` back: a forward-only scan leaves ``f_β`` invariant but is
+    not reversible (its reversal is the backward scan); the symmetric scan is, as RAISE requires when it runs the same
+    transitions from the data down to the base. It costs ``2m - 1`` block updates (3 on a checkerboard lattice).
     """
+
+    offers = frozenset({SCAN_CONDITIONALS})
 
     def __init__(self, target, base) -> None:
         if base.coupling.shape != target.coupling.shape:
@@ -33,29 +33,39 @@ class IsingGeometricPath(AnnealingPath):
         self.coupling = target.symmetric_coupling.detach()
         self.bias = target.bias.detach()
         self.base_bias = base.bias.detach().to(self.bias)
-        self.blocks = independent_sets(self.coupling)
-        self.scan = self.blocks + self.blocks[-2::-1]  # B_1 … B_m … B_1: a reversible kernel
+        blocks = independent_sets(self.coupling)
+        self.scan = blocks + blocks[-2::-1]  # B_1 … B_m … B_1: a reversible kernel
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        return bernoulli(torch.sigmoid(self.base_bias).expand(num_chains, -1), generator=generator)
-
-    def base_log_partition(self) -> torch.Tensor:
-        return F.softplus(self.base_bias.double()).sum()
-
-    def statistics(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
         target_term = 0.5 * ((x @ self.coupling) * x).sum(-1) + x @ self.bias
         return x @ self.base_bias, target_term
+
+    def draw_block(self, x: torch.Tensor, block: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        logits = beta * (x @ self.coupling[:, block] + self.bias[block]) + (1 - beta) * self.base_bias[block]
+        return bernoulli(torch.sigmoid(logits), generator=generator)
+
+
+class IsingGeometricPath(AnnealingPath):
+    """Geometric path from an independent-units base (``J_0 = 0``, biases ``b_0``) to a target Ising model.
+
+    The energy is linear in the parameters, so ``f_β = f_0^{1-β} f_1^β`` is the Ising model with
+    ``J_β = βJ`` and ``b_β = (1-β) b_0 + β b`` (:class:`IsingPathConditionals`); an increment costs a subtraction of
+    its statistics, and ``log Z_0 = Σ_i softplus(b_0,i)``. The default kernel is one symmetric scan of block Gibbs.
+    """
+
+    def __init__(self, target, base, kernel: Kernel | None = None) -> None:
+        self.target = IsingPathConditionals(target, base)
+        self.kernel = ScanGibbs() if kernel is None else check_kernel(kernel, self.target.offers, "an Ising path")
+
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        return bernoulli(torch.sigmoid(self.target.base_bias).expand(num_chains, -1), generator=generator)
+
+    def base_log_partition(self) -> torch.Tensor:
+        return F.softplus(self.target.base_bias.double()).sum()
 
     def log_weight_increment(self, stats, beta_from: float, beta_to: float) -> torch.Tensor:
         base_term, target_term = stats
         return (beta_to - beta_from) * (target_term.double() - base_term.double())
-
-    def transition(self, x: torch.Tensor, stats, beta: float, *, generator: torch.Generator | None = None):
-        x = x.clone()
-        for block in self.scan:
-            logits = beta * (x @ self.coupling[:, block] + self.bias[block]) + (1 - beta) * self.base_bias[block]
-            x[:, block] = bernoulli(torch.sigmoid(logits), generator=generator)
-        return x, self.statistics(x), None
 
 
 register_family("ising", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")
@@ -63,5 +73,4 @@ register_family("ising", bases=("base_rate", "uniform"), make_base=same_family_b
 
 @register_path("ising", "geometric")
 def ising_geometric_path(model, base, kernel) -> IsingGeometricPath:
-    refuse_kernel(model, kernel)
-    return IsingGeometricPath(target=model, base=base)
+    return IsingGeometricPath(target=model, base=base, kernel=kernel)

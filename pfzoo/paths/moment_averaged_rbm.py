@@ -26,10 +26,12 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
+from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, Kernel, check_kernel
 from pfzoo.logmath import softplus_difference
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.rbm import RBM
 from pfzoo.paths.base import AnnealingPath
-from pfzoo.paths.registry import refuse_kernel, register_path
+from pfzoo.paths.registry import register_path
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_positive_int
 
@@ -99,9 +101,10 @@ class RBMSplinePath(AnnealingPath):
         knots: knot RBMs ``[θ_0, …, θ_J]`` of one shape, dtype and device; ``θ_0`` (the base) with zero
             weights, so that ``log Z_0`` is exact.
         knot_betas: float64 ``[J + 1]`` strictly increasing from 0 to 1, the knot positions ``b_j``.
+        kernel: a kernel on block conditionals (default one :class:`~pfzoo.kernels.BlockGibbs` sweep per step).
     """
 
-    def __init__(self, knots, knot_betas) -> None:
+    def __init__(self, knots, knot_betas, kernel: Kernel | None = None) -> None:
         knots = list(knots)
         knot_betas = _check_knot_betas(knot_betas)
         if len(knots) < 2 or len(knots) != knot_betas.numel():
@@ -132,6 +135,8 @@ class RBMSplinePath(AnnealingPath):
         self.knot_betas = knot_betas
         self._knots = knot_betas.tolist()
         self.num_segments = len(self._knots) - 1
+        self.target = RBMSplineConditionals(self)
+        self.kernel = BlockGibbs() if kernel is None else check_kernel(kernel, self.target.offers, "an RBM spline path")
 
     # ---- where a β lies ------------------------------------------------------------------
 
@@ -158,14 +163,14 @@ class RBMSplinePath(AnnealingPath):
 
     # ---- AnnealingPath -------------------------------------------------------------------
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         check_positive_int(num_chains, "num_chains")
         return bernoulli(torch.sigmoid(self.visible_biases[0]).expand(num_chains, -1), generator=generator)
 
     def base_log_partition(self) -> torch.Tensor:
         return F.softplus(self.visible_biases[0].double()).sum() + F.softplus(self.hidden_biases[0].double()).sum()
 
-    def statistics(self, v: torch.Tensor, segment: int = 0) -> RBMSplineStatistics:
+    def segment_statistics(self, v: torch.Tensor, segment: int = 0) -> RBMSplineStatistics:
         """Statistics of ``v [N, V]`` in ``segment`` (default the first, where annealing from the base starts)."""
         hidden = torch.addmm(self.segment_hidden_biases[segment], v, self.segment_weights[segment])
         visible = v @ self.segment_visible_biases[segment]
@@ -173,7 +178,7 @@ class RBMSplinePath(AnnealingPath):
         return RBMSplineStatistics(v, segment, hidden[:, :num_hidden], hidden[:, num_hidden:], visible[:, 0], visible[:, 1])
 
     def _in_segment(self, stats: RBMSplineStatistics, segment: int) -> RBMSplineStatistics:
-        return stats if stats.segment == segment else self.statistics(stats.visible, segment)
+        return stats if stats.segment == segment else self.segment_statistics(stats.visible, segment)
 
     def log_f(self, v: torch.Tensor, beta: float) -> torch.Tensor:
         """``log f_β(v)`` for ``v [N, V]`` → float64 ``[N]``, from scratch in float64 (a reference; the engine uses increments)."""
@@ -207,17 +212,34 @@ class RBMSplinePath(AnnealingPath):
         hidden = softplus_difference(x_to, step * stats.hidden_delta, max_abs_delta=abs(step) * self.segment_delta_bounds[j])
         return step * stats.visible_delta.double() + hidden
 
-    def transition(
-        self, v: torch.Tensor, stats: RBMSplineStatistics, beta: float, *, generator: torch.Generator | None = None
-    ) -> tuple[torch.Tensor, RBMSplineStatistics, None]:
-        """One block Gibbs sweep of the RBM θ(β) → ``(v' [N, V], statistics of v' in β's segment)``."""
-        j, t = self.locate(check_beta(beta))
-        stats = self._in_segment(stats, j)
-        h = bernoulli(torch.add(stats.hidden_input, stats.hidden_delta, alpha=t).sigmoid_(), generator=generator)
-        weight = torch.add(self.weights[j], self.weight_deltas[j], alpha=t)
-        visible_bias = torch.add(self.visible_biases[j], self.visible_bias_deltas[j], alpha=t)
-        v = bernoulli(torch.addmm(visible_bias, h, weight.T).sigmoid_(), generator=generator)
-        return v, self.statistics(v, j), None
+
+
+class RBMSplineConditionals:
+    """The RBM θ(β) of an :class:`RBMSplinePath` as a block-Gibbs target (:class:`~pfzoo.kernels.BlockConditionals`).
+
+    A state's statistics are kept in the segment of the β it was drawn at (:meth:`RBMSplinePath.segment_statistics`),
+    so the next draw and the path's increments reuse them; statistics of another segment are recomputed from the
+    stored ``v`` when needed."""
+
+    offers = frozenset({BLOCK_CONDITIONALS})
+
+    def __init__(self, path: RBMSplinePath) -> None:
+        self.path = path
+
+    def statistics(self, v: torch.Tensor, *, beta: float = 0.0) -> RBMSplineStatistics:
+        return self.path.segment_statistics(v, self.path.locate(beta)[0])
+
+    def draw_hidden(self, v: torch.Tensor, stats: RBMSplineStatistics, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        j, t = self.path.locate(check_beta(beta))
+        stats = self.path._in_segment(stats, j)
+        return bernoulli(torch.add(stats.hidden_input, stats.hidden_delta, alpha=t).sigmoid_(), generator=generator)
+
+    def draw_visible(self, h: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
+        path = self.path
+        j, t = path.locate(beta)
+        weight = torch.add(path.weights[j], path.weight_deltas[j], alpha=t)
+        visible_bias = torch.add(path.visible_biases[j], path.visible_bias_deltas[j], alpha=t)
+        return bernoulli(torch.addmm(visible_bias, h, weight.T).sigmoid_(), generator=generator)
 
 
 # ---- moments and knot fitting ------------------------------------------------------------
@@ -272,8 +294,13 @@ def _check_moments(moments, shape: tuple[int, int], name: str, like: torch.Tenso
     return tuple(out)
 
 
-def _gibbs_sweep(rbm, v: torch.Tensor, generator) -> torch.Tensor:
-    return rbm.draw_visible(rbm.draw_hidden(v, generator=generator), generator=generator)
+def _gibbs_sweeps(rbm, v: torch.Tensor, num_sweeps: int, generator) -> torch.Tensor:
+    """``num_sweeps`` ≥ 0 steps of ``rbm``'s own block-Gibbs chain from ``v [N, V]``."""
+    kernel, target = rbm.gibbs_chain()
+    state = kernel.init(v, target)
+    for _ in range(num_sweeps):
+        state, _ = kernel.step(state, target, generator=generator)
+    return state.position
 
 
 @torch.no_grad()
@@ -322,8 +349,8 @@ def fit_moment_averaged_knots(
         ``J + 1`` RBMs, the first ``base`` and the last ``target`` themselves.
     """
     knot_betas = _check_knot_betas(knot_betas)
-    if target.path_family != "rbm" or base.path_family != "rbm":
-        raise ValueError(f"target and base must be binary RBMs, got {type(target).__name__} and {type(base).__name__}")
+    for model, name in ((target, "the spline's target"), (base, "the spline's base")):
+        require(model, Capability.BINARY_STATES, Capability.VISIBLE_GIBBS_CHAIN, Capability.HIDDEN_CHAIN, by=name)
     if base.weight.shape != target.weight.shape:
         raise ValueError(f"base has weight shape {tuple(base.weight.shape)}, target {tuple(target.weight.shape)}; they must match")
     if base.dtype != target.dtype or base.device != target.device:
@@ -342,11 +369,10 @@ def fit_moment_averaged_knots(
     base_moments = (mean_v0, mean_h0, torch.outer(mean_v0, mean_h0))
     if target_moments is None:
         v = bernoulli(mean_v0.expand(num_chains, -1), generator=generator)
-        for _ in range(burn_in):
-            v = _gibbs_sweep(target, v, generator)
+        v = _gibbs_sweeps(target, v, burn_in, generator)
         sums = [torch.zeros_like(s) for s in base_moments]
         for _ in range(moment_sweeps):
-            v = _gibbs_sweep(target, v, generator)
+            v = _gibbs_sweeps(target, v, 1, generator)
             for total, estimate in zip(sums, rbm_moments(target, v)):
                 total.add_(estimate)
         target_moments = tuple(total / moment_sweeps for total in sums)
@@ -364,8 +390,7 @@ def fit_moment_averaged_knots(
         averages = [torch.zeros_like(parameter) for parameter in parameters]
         velocities = [torch.zeros_like(parameter) for parameter in parameters]
         for iteration in range(iterations):
-            for _ in range(gibbs_steps):
-                chains = _gibbs_sweep(knot, chains, generator)
+            chains = _gibbs_sweeps(knot, chains, gibbs_steps, generator)
             for parameter, velocity, wanted, estimate in zip(parameters, velocities, goal, rbm_moments(knot, chains)):
                 velocity.mul_(momentum).add_(wanted).sub_(estimate)
                 parameter.add_(velocity, alpha=learning_rate)
@@ -392,10 +417,9 @@ def rbm_moment_averaged_path(
     the fitting and defaults to a fresh generator seeded with 0, so the same model and base always give the same
     path. Fitting costs a few hundred Gibbs sweeps of ``num_chains`` chains per knot, paid once per path.
     """
-    refuse_kernel(model, kernel)
     check_positive_int(num_knots, "num_knots")
     knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
     if generator is None:
         generator = torch.Generator(device=model.device).manual_seed(0)
     knots = fit_moment_averaged_knots(model, base, knot_betas, generator=generator, **fit_options)
-    return RBMSplinePath(knots, knot_betas)
+    return RBMSplinePath(knots, knot_betas, kernel)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import torch
 
-from pfzoo.kernels.hmc import Evaluation
-from pfzoo.paths.base import KernelPath
+from pfzoo.kernels import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, Evaluation, check_kernel
+from pfzoo.paths.base import AnnealingPath
 
 
 class PosteriorPathStatistics(NamedTuple):
@@ -35,7 +35,7 @@ class PosteriorEnergyTarget:
         return Evaluation(stats.prior_energy + beta * stats.likelihood_energy, stats.prior_grad + beta * stats.likelihood_grad, stats)
 
 
-class PosteriorPath(KernelPath):
+class PosteriorPath(AnnealingPath):
     """``f_β(z) = p(z) p(x_n | z)^β`` for chain n's data row ``x_n`` (HAIS eqs. 27–29).
 
     At β = 0 this is the normalised prior (``log Z_0 = 0``, exact samples); at β = 1 its normaliser is
@@ -53,13 +53,13 @@ class PosteriorPath(KernelPath):
     def __init__(self, model, rows: torch.Tensor, kernel) -> None:
         self.model = model
         self.rows = rows
-        self.kernel = kernel
-        self.density = PosteriorEnergyTarget(model, rows)
+        self.kernel = check_kernel(kernel, {ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES}, "a posterior path over latents")
+        self.target = PosteriorEnergyTarget(model, rows)
 
-    def sample_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> Any:
+    def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         if num_chains != self.rows.shape[0]:
             raise ValueError(f"num_chains must equal the number of data rows ({self.rows.shape[0]}), got {num_chains}")
-        return self.kernel.init_state(self.model.sample_prior(num_chains, generator=generator), self.density, generator=generator)
+        return self.model.sample_prior(num_chains, generator=generator)
 
     def base_log_partition(self) -> torch.Tensor:
         return torch.zeros((), dtype=torch.float64, device=self.rows.device)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from pfzoo.models.capabilities import MissingCapability, describe
+from pfzoo.models.capabilities import MissingCapability, describe, require
 
 PathBuilder = Callable[..., Any]
 BaseBuilder = Callable[[Any, str, "torch.Tensor | None", float], Any]
@@ -79,7 +79,8 @@ def _family_entry(name: str) -> PathFamily:
 
 def family_of(model, *, by: str = "annealing") -> PathFamily:
     """The registered family of ``model``; :class:`MissingCapability` (one line) when it has no annealing path."""
-    name = getattr(model, "path_family", None)
+    require(model, by=by)  # a pfzoo model at all
+    name = model.path_family
     if name is None or name not in _FAMILIES:
         raise MissingCapability(
             f"{by} needs an annealing path; {type(model).__name__} {describe(model)} and has none"
@@ -90,15 +91,14 @@ def family_of(model, *, by: str = "annealing") -> PathFamily:
 
 
 def improper_reason(model) -> str | None:
-    """Why ``model``'s partition function is infinite (``model.improper_reason()``, for families that can tell), or ``None``.
+    """Why ``model``'s partition function is infinite (``model.improper_reason()``), or ``None``.
     Annealing towards such a model yields a finite number that estimates nothing."""
-    reason = getattr(model, "improper_reason", None)
-    return None if reason is None else reason()
+    return model.improper_reason()
 
 
 def is_annealable(model) -> bool:
     """Whether ``model``'s family has registered paths."""
-    return getattr(model, "path_family", None) in _FAMILIES
+    return model.path_family in _FAMILIES
 
 
 def path_kinds(model) -> list[str]:
@@ -151,15 +151,6 @@ def build(
     name = resolve_base(model, base, data)
     base_model = entry.make_base(model, name, data, smoothing)
     return entry.kinds[kind](model, base_model, kernel, **options), name
-
-
-def refuse_kernel(model, kernel, transitions: str = "exact block-Gibbs transitions") -> None:
-    """Raise ``ValueError`` when a kernel is given to a path whose own ``transitions`` take none."""
-    if kernel is not None:
-        raise ValueError(
-            f"kernel={type(kernel).__name__} does not apply to {type(model).__name__}: this path uses {transitions} "
-            f"(leave kernel unset)"
-        )
 
 
 def same_family_base(model, name: str, data: torch.Tensor | None, smoothing: float):

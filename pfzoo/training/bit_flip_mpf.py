@@ -63,7 +63,7 @@ class BitFlipMPF(nn.Module):
 
     def log_flows(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """``log Σ_{x' ∈ C(x_n)} exp(½ [F(x_n) - F(x')])`` for each row of binary ``batch [B, D]`` → ``[B]``."""
-        if not getattr(model, "binary_visible", False):  # real-valued states have no bit flips
+        if not model.binary_visible:  # real-valued states have no bit flips
             raise ValueError(f"BitFlipMPF needs a model over binary states; {type(model).__name__} is real-valued (use MPF's continuous branch)")
         model.check_visible(batch, "batch")
         units = sampled_units(batch, self.num_flips, generator=generator)

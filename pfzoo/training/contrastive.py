@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from pfzoo import distributed
-from pfzoo.kernels.gibbs import run_gibbs
+from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
 from pfzoo.validation import check_positive_int
@@ -43,8 +43,8 @@ def owned_chains(num_chains: int) -> int:
 class CD(Objective):
     """CD-k: negatives from ``k`` block-Gibbs sweeps started at the batch.
 
-    Works with any bipartite model offering ``check_visible``, ``free_energy`` and the
-    ``draw_hidden``/``draw_visible`` draws of :func:`~pfzoo.kernels.run_gibbs` (e.g. an RBM).
+    Works with any model whose visible Gibbs chain (``model.gibbs_chain()``, a kernel and its target) and free energy
+    are exact: RBMs, Gaussian–Bernoulli RBMs, Ising models.
 
     Args:
         k: Gibbs sweeps per update (≥ 1).
@@ -63,8 +63,8 @@ class CD(Objective):
         self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         with torch.no_grad():
-            state, _ = run_gibbs(batch, model, self.k, generator=generator)
-        return _free_energy_gap(model, batch, state.visible)
+            state, _ = run_chain(*model.gibbs_chain(), batch, self.k, generator=generator)
+        return _free_energy_gap(model, batch, state.position)
 
     def extra_repr(self) -> str:
         return f"k={self.k}"
@@ -110,8 +110,8 @@ class PCD(Objective):
         elif self.chains.shape[1] != batch.shape[1]:
             raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
         with torch.no_grad():
-            state, _ = run_gibbs(self.chains, model, self.k, generator=generator)
-        self.chains = state.visible
+            state, _ = run_chain(*model.gibbs_chain(), self.chains, self.k, generator=generator)
+        self.chains = state.position
         return _free_energy_gap(model, batch, self.chains)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
 from pfzoo.training.contrastive import owned_chains
@@ -154,13 +155,9 @@ class DBMPersistentMeanField(Objective):
             )
         means = model.mean_field(batch, num_iterations=self.mean_field_iterations)
         with torch.no_grad():
-            rbm = model.even_odd_rbm()
-            even = self.chains
-            for _ in range(self.k):
-                odd = rbm.draw_hidden(even, generator=generator)
-                even = rbm.draw_visible(odd, generator=generator)
-            self.chains = even
-            odd_means = rbm.hidden_probs(even)
+            rbm = model.even_odd_rbm()  # odd/even sweeps of the fantasy particles: block Gibbs on the even/odd RBM
+            self.chains = run_chain(*rbm.gibbs_chain(), self.chains, self.k, generator=generator)[0].position
+            odd_means = rbm.hidden_probs(self.chains)
         positive = model.energy_unchecked([batch, *means]).mean()
         negative = model.energy_unchecked(particle_layers(model, self.chains, odd_means)).mean()
         return positive - negative

@@ -7,8 +7,9 @@ import logging
 import torch
 
 from pfzoo import distributed
-from pfzoo.kernels.hmc import HMCKernel, HMCState
-from pfzoo.models.capabilities import Capability
+from pfzoo.kernels.adaptation import adaptive_chain
+from pfzoo.kernels.hmc import HMCKernel
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.paths.posterior import PosteriorEnergyTarget
 from pfzoo.training.objective import Objective
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int
@@ -81,8 +82,7 @@ class EMHMC(Objective):
     @torch.no_grad()
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
         """The E-step for ``data [N, M]``: advance the persistent latents; returns ``True`` (the M-step objective changed)."""
-        if not callable(getattr(model, "likelihood_energy_and_grad", None)):
-            raise ValueError(f"model must be a latent-variable generative model (LatentGenerativeModel), got {type(model).__name__}")
+        require(model, Capability.LATENT_GENERATIVE, by="EM-HMC")
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         if self.latents.shape != (data.shape[0], model.num_latent):
@@ -120,19 +120,12 @@ class EMHMC(Objective):
         batch steps (``batch_hmc_steps``) never wait for a value read back from a GPU."""
 
         posterior = PosteriorEnergyTarget(model, data)  # at β = 1: -log p(z) - log p(x | z)
-        latents = self.latents[rows]
-        state = HMCState(latents, torch.zeros_like(latents), posterior.statistics(latents))
-        step_size, acceptance = self.step_size.clone(), torch.zeros_like(self.step_size)
-        for _ in range(num_steps):
-            kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0, lower=model.latent_lower)
-            state, info = kernel.step(state, posterior, beta=1.0, generator=generator)
-            mean_acceptance = info.accept_prob.mean(dtype=torch.float64)
-            acceptance += mean_acceptance
-            if self.target_acceptance is not None:
-                step_size = step_size * torch.exp(mean_acceptance - self.target_acceptance)
-        self.step_size.copy_(step_size)
-        self.latents[rows] = state.position
-        return acceptance / num_steps
+        kernel = HMCKernel(self.step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0, lower=model.latent_lower)
+        chain = adaptive_chain(kernel, posterior, kernel.init(self.latents[rows], posterior, momentum=torch.zeros_like(self.latents[rows])), num_steps, step_size=self.step_size,
+                               target_acceptance=self.target_acceptance, generator=generator)
+        self.step_size.copy_(chain.step_size)
+        self.latents[rows] = chain.state.position
+        return chain.acceptance
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
         """``mean_n -log p(x_n, z_n)`` over ``batch [B, M]``, rows ``indices [B]`` of the prepared data (``None``: all, in order)."""

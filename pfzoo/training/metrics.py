@@ -6,20 +6,16 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.models.base import EnergyModel
-from pfzoo.models.capabilities import Capability
-from pfzoo.validation import check_binary, check_generator, check_matrix
+from pfzoo.models.capabilities import Capability, require
+from pfzoo.validation import check_binary, check_generator
 
 PSEUDO_LIKELIHOOD_MAX_UNITS = 10
 """The pseudo-likelihood metric needs two exact free energies per example; it is skipped for models whose
 ``free_energy_cost`` (``log2`` of the terms per free energy) exceeds this (a DBM's even hidden units)."""
 
-RECONSTRUCTION_MEAN_FIELD_ITERATIONS = 10
-"""Mean-field sweeps (at most; fewer when converged) behind a DBM's reconstruction error: as in training."""
-
-
 def has_reconstruction(model: EnergyModel) -> bool:
-    """Whether :func:`reconstruction_error` applies: an RBM-like model (``hidden_probs``/``visible_probs``) or a DBM."""
-    return (hasattr(model, "hidden_probs") and hasattr(model, "visible_probs")) or Capability.MEAN_FIELD in model.capabilities
+    """Whether :func:`reconstruction_error` applies (:attr:`Capability.RECONSTRUCTION`: RBMs, DBMs)."""
+    return Capability.RECONSTRUCTION in model.capabilities
 
 
 def pseudo_likelihood_is_affordable(model: EnergyModel, max_units: int = PSEUDO_LIKELIHOOD_MAX_UNITS) -> bool:
@@ -32,23 +28,12 @@ def pseudo_likelihood_is_affordable(model: EnergyModel, max_units: int = PSEUDO_
 
 @torch.no_grad()
 def reconstruction_error(model: EnergyModel, v: torch.Tensor) -> float:
-    """Mean squared error ``mean_{n,i} (v_ni - v̂_ni)²`` of the mean-field reconstruction of ``v [B, V]``.
-
-    RBM-like models (``hidden_probs`` and ``visible_probs``): ``v̂ = visible_probs(hidden_probs(v))``,
-    i.e. ``σ(σ(vW + c) Wᵀ + b)`` for an RBM. DBMs: ``v̂ = σ(μ¹ W_0ᵀ + b_0)`` with ``μ¹`` the first hidden
-    layer's mean-field posterior means (:meth:`~pfzoo.models.DBM.mean_field`, at most
-    :data:`RECONSTRUCTION_MEAN_FIELD_ITERATIONS` sweeps; ``v`` must be binary); for a one-hidden-layer
-    DBM this is exactly the RBM's reconstruction. A diagnostic of how much the (approximate) posterior
-    retains about ``v``, not a likelihood.
-    """
-    if Capability.MEAN_FIELD in model.capabilities and not hasattr(model, "hidden_probs"):
-        check_binary(v, "v", width=model.num_visible, device=model.device, dtype=model.dtype)
-        first = model.mean_field(v, num_iterations=RECONSTRUCTION_MEAN_FIELD_ITERATIONS)[0]
-        reconstruction = torch.sigmoid(first @ model.weights[0].T + model.biases[0])
-    else:
-        check_matrix(v, "v", width=model.num_visible, device=model.device, dtype=model.dtype)
-        reconstruction = model.visible_probs(model.hidden_probs(v))
-    return (v - reconstruction).pow(2).mean().item()
+    """Mean squared error ``mean_{n,i} (v_ni - v̂_ni)²`` of the mean-field reconstruction ``v̂ = model.reconstruct(v)``
+    of ``v [B, V]`` (for an RBM ``σ(σ(vW + c) Wᵀ + b)``; for a DBM through its first hidden layer's mean-field means).
+    A diagnostic of how much the (approximate) posterior retains about ``v``, not a likelihood."""
+    require(model, Capability.RECONSTRUCTION, by="reconstruction_error")
+    model.check_visible(v, "v")
+    return (v - model.reconstruct(v)).pow(2).mean().item()
 
 
 @torch.no_grad()

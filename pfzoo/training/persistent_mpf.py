@@ -35,28 +35,19 @@ import torch
 from torch import nn
 
 from pfzoo import distributed
-from pfzoo.kernels.gibbs import run_gibbs
-from pfzoo.kernels.hmc import EnergyTarget, HMCKernel, HMCState
+from pfzoo.kernels import HMCKernel, adaptive_chain, run_chain
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int, checking_values
 
 logger = logging.getLogger(__name__)
 
 
 def reversible_gibbs(model, start: torch.Tensor, num_sweeps: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-    """``num_sweeps`` reversible block-Gibbs sweeps of binary chains ``start [N, V]`` under ``model`` → ``[N, V]``.
-
-    RBMs: ``v → h → v`` (reversible in v). Ising models: the independent sets in palindromic order
-    ``B_1 … B_m … B_1`` (a forward-only scan leaves p invariant but is not reversible).
-    """
-    if callable(getattr(model, "gibbs_sweep", None)):
-        blocks = model.gibbs_blocks()
-        scan = blocks + blocks[-2::-1]
-        x = start
-        for _ in range(num_sweeps):
-            x = model.gibbs_sweep(x, blocks=scan, generator=generator)
-        return x
-    state, _ = run_gibbs(start, model, num_sweeps, generator=generator)
-    return state.visible
+    """``num_sweeps`` reversible Gibbs steps of binary chains ``start [N, V]`` under ``model`` → ``[N, V]``: the
+    model's own reversible visible chain (``model.gibbs_chain(reversible=True)``: ``v → h → v`` for RBMs, the
+    palindromic scan ``B_1 … B_m … B_1`` for Ising models)."""
+    kernel, target = model.gibbs_chain(reversible=True)
+    return run_chain(kernel, target, start, num_sweeps, generator=generator)[0].position
 
 
 class PersistentMPF(nn.Module):
@@ -149,10 +140,8 @@ class PersistentMPF(nn.Module):
         binary models the block-Gibbs draws of an RBM or an Ising model's ``gibbs_sweep``.
         """
         binary = model.binary_visible
-        if binary and not (callable(getattr(model, "gibbs_sweep", None)) or callable(getattr(model, "draw_hidden", None))):
-            raise ValueError(f"model must offer block Gibbs sampling (an RBM or Ising model), got {type(model).__name__}")
-        if not binary and not callable(getattr(model, "energy_and_grad", None)):
-            raise ValueError(f"model must be a continuous model with energy_and_grad (a ContinuousModel), got {type(model).__name__}")
+        require(model, Capability.VISIBLE_GIBBS_CHAIN if binary else Capability.REAL_ENERGY, by="persistent MPF",
+                alternatives=["trainer=mpf"])
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         restart = self.connected.shape != data.shape
@@ -173,23 +162,17 @@ class PersistentMPF(nn.Module):
 
     def _advance_hmc(self, model, start: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         """``num_hmc_steps`` HMC transitions of the particles ``start [N, M]`` under the current model; adapts ε."""
-        target = EnergyTarget(model)
-        state = HMCState(start, torch.zeros_like(start), target.statistics(start))
-        # ε adapts on the device (ε ← ε exp(ā − target) after each transition): one read for the log line, not one per step
-        step_size, acceptance = self.step_size.clone(), torch.zeros_like(self.step_size)
-        for _ in range(self.num_hmc_steps):
-            kernel = HMCKernel(step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
-            state, info = kernel.step(state, target, beta=1.0, generator=generator)
-            mean_acceptance = info.accept_prob.mean(dtype=torch.float64)
-            acceptance += mean_acceptance
-            if self.target_acceptance is not None:
-                step_size = step_size * torch.exp(mean_acceptance - self.target_acceptance)
-        self.step_size.copy_(step_size)
+        target = model.energy_target()
+        kernel = HMCKernel(self.step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
+        # ε adapts on the device: one read for the log line, not one per step
+        chain = adaptive_chain(kernel, target, kernel.init(start, target, momentum=torch.zeros_like(start)), self.num_hmc_steps, step_size=self.step_size,
+                               target_acceptance=self.target_acceptance, generator=generator)
+        self.step_size.copy_(chain.step_size)
         logger.info(
             "persistent MPF: advanced %d particles under θ_old (mean HMC acceptance probability %.3f; step size now %.4g)",
-            start.shape[0], acceptance.item() / self.num_hmc_steps, self.step_size.item(),
+            start.shape[0], chain.acceptance.item(), self.step_size.item(),
         )
-        return state.position
+        return chain.state.position
 
     def loss(
         self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None

@@ -16,6 +16,7 @@ from pfzoo.data import (
     spin_glass,
     spin_glass_model,
 )
+from pfzoo.kernels import GibbsInfo, GibbsState
 from pfzoo.models import Ising
 
 CONF = pathlib.Path(__file__).resolve().parents[2] / "conf" / "dataset"
@@ -145,18 +146,23 @@ def test_samples_match_the_enumerated_distribution(model_args):
     assert _chi_square_p(data.train, other) < 1e-4
 
 
-class _CountingSweeps:
-    """Stands in for ``Ising.gibbs_sweep``: returns a state whose column 0 is the sweep count, column 1 the chain."""
+class _CountingKernel:
+    """Stands in for the model's Gibbs kernel: each step returns a state whose column 0 is the step count, column 1 the chain."""
+
+    needs = "anything"
 
     def __init__(self):
         self.calls = 0
 
-    def __call__(self, x, *, beta=1.0, generator=None, blocks=None):
+    def init(self, position, target, *, generator=None):
+        return GibbsState(position, position.new_empty(0))
+
+    def step(self, state, target, *, beta=1.0, generator=None):
         self.calls += 1
-        out = torch.zeros_like(x)
+        out = torch.zeros_like(state.position)
         out[:, 0] = self.calls
-        out[:, 1] = torch.arange(len(x), dtype=x.dtype)
-        return out
+        out[:, 1] = torch.arange(len(out), dtype=out.dtype)
+        return GibbsState(out, state.hidden), GibbsInfo()
 
 
 @pytest.mark.parametrize(
@@ -165,8 +171,8 @@ class _CountingSweeps:
 )
 def test_burn_in_and_thin_pick_the_right_sweeps(monkeypatch, num_samples, num_chains, burn_in, thin):
     model = spin_glass_model(side=3)
-    counter = _CountingSweeps()
-    monkeypatch.setattr(model, "gibbs_sweep", counter)
+    counter = _CountingKernel()
+    monkeypatch.setattr(model, "gibbs_chain", lambda **options: (counter, None))
     out = sample_spin_glass(model, num_samples, num_chains=num_chains, burn_in=burn_in, thin=thin, generator=_gen(0))
     chains = min(num_chains, num_samples)
     rounds = math.ceil(num_samples / chains)

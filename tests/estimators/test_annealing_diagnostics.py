@@ -20,7 +20,7 @@ def tiny_rbm(seed=0):
 def exact_path_kls(path, betas):
     """Exact KL(p_{k−1} ‖ p_k) along an RBM geometric path, by enumerating the 2⁶ visible states."""
     states = torch.tensor(list(itertools.product([0.0, 1.0], repeat=6)), dtype=torch.float64)
-    stats = path.statistics(states)
+    stats = path.target.statistics(states)
     log_p = []
     for beta in betas.tolist():
         log_f = path.log_f(states, stats, beta)

@@ -115,7 +115,7 @@ def test_ais_reports_progress_and_rejects_bad_arguments():
         AIS(10, 10, base="base_rate")(model)
     with pytest.raises(ValueError, match=r"base must be 'auto' or one of \['base_rate', 'uniform'\]"):
         AIS(10, 10, base="gaussian")(model)
-    with pytest.raises(ValueError, match="kernel=object does not apply to RBM"):
+    with pytest.raises(ValueError, match="kernel must be a pfzoo kernel with init, step and needs"):
         AIS(10, 10, kernel=object())(model)
     with pytest.raises(ValueError, match="num_chains"):
         AIS(1, 10)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from pfzoo.kernels import BlockGibbs, GibbsState, run_gibbs
+from pfzoo.kernels import BlockGibbs, GibbsState, run_chain
 from pfzoo.models import RBM
 
 NUM_CHAINS = 40000
@@ -49,7 +49,7 @@ def test_block_gibbs_samples_joint_distribution(beta):
     joint = joint_probabilities(rbm, beta)
     g = torch.Generator().manual_seed(1)
     start = torch.zeros(NUM_CHAINS, 4)  # a bad start: the chains must mix to pass
-    state, _ = run_gibbs(start, rbm, 30, beta=beta, generator=g)
+    state, _ = run_chain(*rbm.gibbs_chain(), start, 30, beta=beta, generator=g)
     assert chi_square_p_value(torch.cat([state.visible, state.hidden], 1), joint) > P_VALUE_FLOOR
 
 
@@ -57,12 +57,13 @@ def test_block_gibbs_step_detects_wrong_temperature():
     """Power check: samples at β = 1 must fail the test against the β = 0.3 distribution."""
     rbm = small_rbm()
     wrong = joint_probabilities(rbm, 0.3)
-    state, _ = run_gibbs(torch.zeros(NUM_CHAINS, 4), rbm, 30, beta=1.0, generator=torch.Generator().manual_seed(2))
+    state, _ = run_chain(*rbm.gibbs_chain(), torch.zeros(NUM_CHAINS, 4), 30, beta=1.0, generator=torch.Generator().manual_seed(2))
     assert chi_square_p_value(torch.cat([state.visible, state.hidden], 1), wrong) < 1e-10
 
 
 def test_block_gibbs_step_keeps_state_shapes():
     rbm = small_rbm()
-    state, info = BlockGibbs().step(GibbsState(torch.ones(5, 4), torch.empty(0)), rbm, beta=0.5)
+    _, target = rbm.gibbs_chain()
+    state, info = BlockGibbs().step(GibbsState(torch.ones(5, 4), torch.empty(0)), target, beta=0.5)
     assert state.visible.shape == (5, 4) and state.hidden.shape == (5, 3)
     assert set(state.visible.unique().tolist()) <= {0.0, 1.0}

@@ -46,7 +46,7 @@ def assert_moments_match(x, mean, cov, k=5.0):
 
 def run_kernel(kernel, x, evaluate, steps, generator):
     target = FunctionTarget(evaluate)
-    state = kernel.init_state(x, target, generator=generator)
+    state = kernel.init(x, target, generator=generator)
     accepted = []
     for _ in range(steps):
         state, info = kernel.step(state, target, beta=1.0, generator=generator)
@@ -149,13 +149,13 @@ def test_stiffness_shrinks_the_step_with_beta():
     # a step at β = 1 uses (and reports) the shrunken step, and the kernel keeps its settings
     target = FunctionTarget(lambda x: Evaluation(0.5 * x.square().sum(-1), x.clone(), None))
     g = torch.Generator().manual_seed(0)
-    _, info = kernel.step(kernel.init_state(torch.ones(3, 2, dtype=torch.float64), target, generator=g), target, beta=1.0, generator=g)
+    _, info = kernel.step(kernel.init(torch.ones(3, 2, dtype=torch.float64), target, generator=g), target, beta=1.0, generator=g)
     assert info.step_size == pytest.approx(0.2)
     assert kernel.step_size == 0.4 and kernel.stiffness == 3.0 and kernel.lower.item() == 0.0
     fixed = HMCKernel(0.4, stiffness=3.0, momentum_refresh=0.3)
     assert fixed.refresh_at(fixed.step_size_at(1.0)) == 0.3
     plain = HMCKernel(0.4)
-    assert plain.step_size_at(0.7) == 0.4 and plain.refresh_at(plain.step_size_at(0.7)) == plain.momentum_refresh
+    assert plain.step_size_at(0.7) == 0.4 and plain.refresh_at(plain.step_size_at(0.7)) == hais_momentum_refresh(plain.step_size)
     reflecting = kernel.reflecting_at(-1.0)
     assert reflecting.stiffness == 3.0 and reflecting.lower.item() == -1.0 and reflecting.step_size == 0.4
     for bad in (-1.0, float("nan"), "1"):

@@ -292,10 +292,10 @@ def test_annealing_bases_and_path():
     assert (base.weight == 0).all() and (base.hidden_bias == 0).all()
     path, name = build(dbn, base="base_rate", data=data, smoothing=0.5)
     assert isinstance(path, RBMGeometricPath) and name == "base_rate"
-    assert torch.equal(path.base_visible_bias, base.visible_bias.detach())
-    state = path.sample_base(7, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(path.target.base_visible_bias, base.visible_bias.detach())
+    state = path.draw_base(7, generator=torch.Generator().manual_seed(0))
     assert state.shape == (7, 3)
-    assert torch.allclose(path.log_f(state, path.statistics(state), 1.0), -dbn.top.free_energy(state).detach().double())
+    assert torch.allclose(path.log_f(state, path.target.statistics(state), 1.0), -dbn.top.free_energy(state).detach().double())
 
 
 @pytest.mark.parametrize("base", ["uniform", "base_rate"])

@@ -10,7 +10,7 @@ from conftest import all_binary_states
 from scipy import integrate
 
 from pfzoo.estimators import AIS
-from pfzoo.kernels import run_gibbs
+from pfzoo.kernels import run_chain
 from pfzoo.models import GaussianBernoulliRBM, model_class
 from pfzoo.paths import build
 from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
@@ -146,7 +146,7 @@ def test_block_gibbs_reaches_the_tempered_marginal(beta):
     """``pfzoo.kernels`` drives the model's draws; after mixing, moments match ``p_β(v)`` by enumeration."""
     model = random_gbrbm(2, 3, scale=1.0, seed=4)
     start = torch.zeros(NUM_CHAINS, 2, dtype=torch.float64)  # a bad start: the chains must mix to pass
-    state, _ = run_gibbs(start, model, 50, beta=beta, generator=torch.Generator().manual_seed(3))
+    state, _ = run_chain(*model.gibbs_chain(), start, 50, beta=beta, generator=torch.Generator().manual_seed(3))
     assert moments_match(state.visible, model, beta)
     assert not moments_match(state.visible, model, 1.5 - beta)  # power: the other temperature is rejected
 
@@ -169,8 +169,8 @@ def test_path_endpoints_increments_and_base(kind):
     base = model.annealing_base(kind, data)
     path, name = build(model, base=kind, data=data)
     assert isinstance(path, GaussianRBMGeometricPath) and name == kind
-    v = path.sample_base(7, generator=torch.Generator().manual_seed(6)) * 1.5
-    stats = path.statistics(v)
+    v = path.draw_base(7, generator=torch.Generator().manual_seed(6)) * 1.5
+    stats = path.target.statistics(v)
     assert torch.allclose(path.log_f(v, stats, 0.0), -base.free_energy(v).detach(), atol=1e-10)
     assert torch.allclose(path.log_f(v, stats, 1.0), -model.free_energy(v).detach(), atol=1e-10)
     for beta_from, beta_to in [(0.0, 0.1), (0.37, 0.38), (0.9, 1.0), (0.6, 0.2)]:
@@ -192,12 +192,11 @@ def test_path_transition_leaves_intermediate_model_invariant():
         model.log_sigma,
     )
     g = torch.Generator().manual_seed(8)
-    v = path.sample_base(NUM_CHAINS, generator=g)
-    stats = path.statistics(v)
+    state = path.sample_base(NUM_CHAINS, generator=g)
     for _ in range(50):
-        v, stats, _ = path.transition(v, stats, beta, generator=g)
-    assert moments_match(v, intermediate)
-    assert not moments_match(v, model)  # power: the target itself is rejected
+        state, _ = path.transition(state, beta, generator=g)
+    assert moments_match(state.position, intermediate)
+    assert not moments_match(state.position, model)  # power: the target itself is rejected
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +208,7 @@ def ais_problem():
         torch.randn(8, generator=g) * 0.5,
         torch.randn(10, generator=g) * 0.3,
     )
-    data = run_gibbs(torch.zeros(500, 10), model, 100, generator=torch.Generator().manual_seed(5))[0].visible
+    data = run_chain(*model.gibbs_chain(), torch.zeros(500, 10), 100, generator=torch.Generator().manual_seed(5))[0].visible
     return model, data
 
 

@@ -400,7 +400,7 @@ def test_annealing_bases():
         model.annealing_base("base_rate")
     with pytest.raises(ValueError, match="kind"):
         model.annealing_base("gaussian")
-    with pytest.raises(ValueError, match="kernel=object does not apply to Ising"):
+    with pytest.raises(ValueError, match="kernel must be a pfzoo kernel with init, step and needs"):
         build(model, base="uniform", kernel=object())
     with pytest.raises(ValueError, match="zero couplings"):
         IsingGeometricPath(target=model, base=model)

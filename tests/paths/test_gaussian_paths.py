@@ -7,7 +7,8 @@ import torch
 
 from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
-from pfzoo.models import Gaussian
+from pfzoo.kernels import HMCKernel
+from pfzoo.models import RBM, Gaussian
 from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, build, make_betas
 from pfzoo.paths.gaussian import gaussian_kl, symmetric_divergence
 
@@ -68,9 +69,9 @@ def test_transitions_draw_the_intermediate_gaussian(endpoints, path_class):
     target, base = endpoints
     path = path_class(target, base)
     generator = torch.Generator().manual_seed(3)
-    x, _, info = path.transition(path.sample_base(4, generator=generator), None, 0.6, generator=generator)
-    assert info is None  # perfect transitions: always accepted
-    x, _, _ = path.transition(torch.zeros(200_000, 3, dtype=torch.float64), None, 0.6, generator=generator)
+    _, info = path.transition(path.sample_base(4, generator=generator), 0.6, generator=generator)
+    assert info.accept_prob is None  # perfect transitions: always accepted
+    x = path.transition(path.init(torch.zeros(200_000, 3, dtype=torch.float64)), 0.6, generator=generator)[0].position
     p = path.parameters(0.6)
     stderr = (p.covariance.diagonal() / x.shape[0]).sqrt()
     assert ((x.mean(0) - p.mean).abs() < 4 * stderr).all()
@@ -127,16 +128,20 @@ def test_moment_averaged_path_needs_far_fewer_distributions_for_distant_means():
 
 def test_bad_arguments_raise(endpoints):
     target, base = endpoints
-    with pytest.raises(ValueError, match="must be a pfzoo.models.Gaussian"):
+    with pytest.raises(ValueError, match="a Gaussian path's base needs a pfzoo model"):
         GaussianGeometricPath(target, object())
+    with pytest.raises(ValueError, match="a Gaussian path's target needs a Gaussian density"):
+        GaussianGeometricPath(RBM(3, 2), base)
     with pytest.raises(ValueError, match="dimensions"):
         GaussianMomentAveragedPath(target, Gaussian(2).double())
     with pytest.raises(ValueError, match=r"beta must lie in \[0, 1\]"):
         GaussianMomentAveragedPath(target, base).parameters(1.5)
     with pytest.raises(ValueError, match="path must be one of"):
         build(target, kind="spline", base="isotropic")
-    with pytest.raises(ValueError, match="kernel=object does not apply to Gaussian"):
+    with pytest.raises(ValueError, match="kernel must be a pfzoo kernel"):
         build(target, kind="moment_averaged", base="isotropic", kernel=object())
+    with pytest.raises(ValueError, match="kernel=HMCKernel needs an energy and its gradient over real vectors; a Gaussian path offers exact draws"):
+        build(target, kind="moment_averaged", base="isotropic", kernel=HMCKernel(0.1))
 
 
 @pytest.mark.parametrize("path_class", [GaussianGeometricPath, GaussianMomentAveragedPath])

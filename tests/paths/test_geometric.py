@@ -24,7 +24,7 @@ def test_path_end_points_are_base_and_target(kind):
     rbm, base = rbm_and_base(kind)
     path = RBMGeometricPath(target=rbm, base=base)
     v = all_visible(5)
-    stats_ = path.statistics(v)
+    stats_ = path.target.statistics(v)
     assert torch.allclose(path.log_f(v, stats_, 1.0), -rbm.free_energy(v).detach().double(), atol=1e-5)
     assert torch.allclose(path.log_f(v, stats_, 0.0), -base.free_energy(v).double(), atol=1e-5)
     assert path.base_log_partition().item() == pytest.approx(base.log_partition().item(), abs=1e-9)
@@ -34,7 +34,7 @@ def test_increment_equals_difference_of_log_f():
     rbm, base = rbm_and_base()
     path = RBMGeometricPath(target=rbm, base=base)
     v = all_visible(5)
-    s = path.statistics(v)
+    s = path.target.statistics(v)
     for b0, b1 in [(0.0, 0.1), (0.3, 0.3001), (0.9, 1.0), (0.7, 0.2)]:
         expected = path.log_f(v, s, b1) - path.log_f(v, s, b0)
         assert torch.allclose(path.log_weight_increment(s, b0, b1), expected, atol=1e-5)
@@ -43,7 +43,7 @@ def test_increment_equals_difference_of_log_f():
 def test_base_samples_follow_base_distribution():
     rbm, base = rbm_and_base()
     path = RBMGeometricPath(target=rbm, base=base)
-    v = path.sample_base(50000, generator=torch.Generator().manual_seed(0))
+    v = path.draw_base(50000, generator=torch.Generator().manual_seed(0))
     p = torch.sigmoid(base.visible_bias)
     assert ((v.mean(0) - p).abs() < 5 * torch.sqrt(p * (1 - p) / 50000)).all()
 
@@ -53,13 +53,13 @@ def test_transition_leaves_intermediate_distribution_invariant(beta):
     rbm, base = rbm_and_base()
     path = RBMGeometricPath(target=rbm, base=base)
     v_all = all_visible(5)
-    target = torch.softmax(path.log_f(v_all, path.statistics(v_all), beta), 0)
+    target = torch.softmax(path.log_f(v_all, path.target.statistics(v_all), beta), 0)
     g = torch.Generator().manual_seed(1)
-    v = torch.ones(40000, 5)
-    s = path.statistics(v)
+    state = path.init(torch.ones(40000, 5))
     for _ in range(30):
-        v, s, info = path.transition(v, s, beta, generator=g)
-        assert info is None  # exact Gibbs: always accepted
+        state, info = path.transition(state, beta, generator=g)
+        assert info.accept_prob is None  # exact Gibbs: always accepted
+    v = state.position
     index = (v.long() * 2 ** torch.arange(4, -1, -1)).sum(1)
     counts = torch.bincount(index, minlength=32).double()
     assert stats.chisquare(counts.numpy(), (target * 40000).numpy()).pvalue > 1e-4
@@ -78,7 +78,7 @@ def test_increments_telescope_to_the_end_point_difference(num_steps):
     rbm = RBM.from_tensors(torch.randn(50, 200, generator=g), torch.randn(50, generator=g), torch.randn(200, generator=g) * 3)
     path, _ = build(rbm, base="uniform")
     v = (torch.rand(8, 50, generator=g) < 0.5).float()
-    s = path.statistics(v)
+    s = path.target.statistics(v)
     betas = torch.linspace(0, 1, num_steps + 1, dtype=torch.float64).tolist()
     total = sum(path.log_weight_increment(s, b0, b1) for b0, b1 in zip(betas[:-1], betas[1:]))
     v64, rbm64 = v.double(), RBM.from_tensors(rbm.weight.double(), rbm.visible_bias.double(), rbm.hidden_bias.double())

@@ -8,6 +8,7 @@ from conftest import all_binary_states, random_rbm
 from scipy import stats as scipy_stats
 
 from pfzoo.estimators.annealing import anneal
+from pfzoo.kernels import GibbsState
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import RBM
 from pfzoo.paths import RBMSplinePath, build, exact_rbm_moments, fit_moment_averaged_knots, make_betas, path_kinds, rbm_moments
@@ -82,7 +83,7 @@ def test_log_f_is_each_knot_rbm_at_its_knot_and_the_interpolated_rbm_between():
 def test_increments_are_differences_of_log_f_within_and_across_knots(beta_from, beta_to, stats_beta):
     """Whatever segment the statistics were computed for, increments split at knots equal log f_to − log f_from."""
     _, path = arbitrary_spline()
-    stats = path.statistics(STATES, path.locate(stats_beta)[0])
+    stats = path.segment_statistics(STATES, path.locate(stats_beta)[0])
     expected = path.log_f(STATES, beta_to) - path.log_f(STATES, beta_from)
     torch.testing.assert_close(path.log_weight_increment(stats, beta_from, beta_to), expected, rtol=1e-9, atol=1e-12)
 
@@ -93,7 +94,7 @@ def test_float32_increments_telescope_to_the_end_point_difference(num_steps):
     knots, path = arbitrary_spline(torch.float32, shape=(40, 30), scale=1.0)
     knots64 = [RBM.from_tensors(k.weight.double(), k.visible_bias.double(), k.hidden_bias.double()) for k in knots]
     v = (torch.rand(8, 40, generator=torch.Generator().manual_seed(3)) < 0.5).float()
-    stats = path.statistics(v)
+    stats = path.segment_statistics(v)
     betas = make_betas("linear", num_steps).tolist()
     total = sum(path.log_weight_increment(stats, b0, b1) for b0, b1 in zip(betas[:-1], betas[1:]))
     exact = (knots64[0].free_energy(v.double()) - knots64[-1].free_energy(v.double())).detach()
@@ -122,8 +123,10 @@ def test_transition_kernel_leaves_p_beta_invariant_and_is_sampled_by_transition(
     # path.transition draws from the row of that kernel, also from statistics of another segment
     start_index = 37
     start = STATES[start_index].expand(40_000, -1).clone()
-    moved, new_stats, info = path.transition(start, path.statistics(start, 2), beta, generator=torch.Generator().manual_seed(4))
-    assert info is None  # exact block Gibbs: always accepted
+    state = GibbsState(start, start.new_empty(0), path.segment_statistics(start, 2))
+    state, info = path.transition(state, beta, generator=torch.Generator().manual_seed(4))
+    moved, new_stats = state.position, state.stats
+    assert info.accept_prob is None  # exact block Gibbs: always accepted
     counts = torch.bincount(state_index(moved), minlength=64).double()
     expected = 40_000 * kernel[start_index]
     keep = expected > 0
@@ -207,7 +210,7 @@ def test_reverse_annealing_from_exact_target_samples_estimates_the_inverse_ratio
     generator = torch.Generator().manual_seed(3)
     p = torch.softmax(-target.free_energy(STATES).detach(), 0)
     start = STATES[torch.multinomial(p, 2000, replacement=True, generator=generator)]
-    result = anneal(path, make_betas("linear", 47).flip(0), start, generator=generator)
+    result = anneal(path, make_betas("linear", 47).flip(0), path.init(start), generator=generator)
     summary = summarize_log_weights(result.log_weights)
     expected = (path.base_log_partition() - target.log_partition()).item()
     assert abs(summary.log_mean.item() - expected) < 3 * summary.stderr.item() and summary.ess.item() > 200
@@ -248,7 +251,7 @@ def test_rbm_annealing_path_builds_a_reproducible_spline():
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], num_chains=0), "num_chains must be a positive integer"),
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], learning_rate=-1.0), "learning_rate must be"),
         (lambda t, b: fit_moment_averaged_knots(t, b, [0.0, 0.5, 1.0], momentum=1.0), "momentum must lie in"),
-        (lambda t, b: build(t, kind="moment_averaged", base="uniform", kernel=object()), "kernel=object does not apply to RBM"),
+        (lambda t, b: build(t, kind="moment_averaged", base="uniform", kernel=object()), "kernel must be a pfzoo kernel with init, step and needs"),
         (lambda t, b: build(t, kind="moment_averaged", base="uniform", num_knots=0), "num_knots must be a positive integer"),
         (lambda t, b: build(t, kind="spline", base="uniform"), "path must be one of"),
     ],

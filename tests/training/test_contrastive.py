@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import random_rbm
 
-from pfzoo.kernels import run_gibbs
+from pfzoo.kernels import run_chain
 from pfzoo.training import CD, PCD
 
 # This file's RBM: 7 × 5 unless given, drawn in float64.
@@ -43,7 +43,7 @@ def test_cd_gradient_is_the_cd_k_update(k):
     model, batch = random_rbm(), random_batch(40, 7)
     loss = CD(k=k).loss(model, batch, generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
-        state, _ = run_gibbs(batch, model, k, generator=torch.Generator().manual_seed(5))
+        state, _ = run_chain(*model.gibbs_chain(), batch, k, generator=torch.Generator().manual_seed(5))
     assert_gradients_equal(gradients_of(loss, model), analytic_gradients(model, batch, state.visible))
 
 
@@ -64,7 +64,7 @@ def test_pcd_chains_persist_and_drive_the_gradient():
     replay.set_state(generator.get_state())
     loss = pcd.loss(model, random_batch(40, 7, seed=2), generator=generator)
     with torch.no_grad():
-        expected, _ = run_gibbs(before, model, 2, generator=replay)
+        expected, _ = run_chain(*model.gibbs_chain(), before, 2, generator=replay)
     assert torch.equal(pcd.chains, expected.visible)
     assert_gradients_equal(gradients_of(loss, model), analytic_gradients(model, random_batch(40, 7, seed=2), expected.visible))
 
@@ -77,7 +77,7 @@ def test_pcd_initialises_chains_from_batch_rows():
     pcd.loss(model, batch, generator=generator)
     initial = batch[torch.randint(40, (25,), generator=replay)]
     with torch.no_grad():
-        expected, _ = run_gibbs(initial, model, 1, generator=replay)
+        expected, _ = run_chain(*model.gibbs_chain(), initial, 1, generator=replay)
     assert torch.equal(pcd.chains, expected.visible)
 
 

@@ -1,0 +1,135 @@
+"""The one contract every Markov transition in pfzoo follows, and the kernels built from other kernels.
+
+A kernel is a pure transition rule (as in BlackJAX): it holds settings, never chains, and never changes
+itself. Its state carries whatever the chains need between steps (positions, momenta, the target's
+statistics of the positions); its info reports what happened in the step. A *target* is the distribution
+the kernel leaves invariant, at any inverse temperature β: a model family or an annealing path exposes it
+(block conditionals for Gibbs kernels, energy and gradient for HMC, energies for Metropolis) and kernels
+act on targets only, so no kernel knows a model family.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol, Sequence, runtime_checkable
+
+import torch
+
+from pfzoo.validation import check_positive_int
+
+
+BLOCK_CONDITIONALS = "exact block conditionals of two layers"
+SCAN_CONDITIONALS = "exact conditionals of blocks of units"
+ENERGY_AND_GRADIENT = "an energy and its gradient over real vectors"
+REAL_ENERGY_VALUES = "an energy over real vectors"
+BINARY_ENERGY_VALUES = "an energy over binary vectors"
+EXACT_DRAWS = "exact draws of each intermediate distribution"
+"""What a kernel needs of its target (a kernel's ``needs``); a target offers one or more of these."""
+
+
+@runtime_checkable
+class Kernel(Protocol):
+    """``init(position, target) -> state`` and ``step(state, target, *, beta, generator, **settings) -> (state, info)``.
+
+    ``step`` leaves ``p_β ∝ f_β`` of ``target`` invariant. ``settings`` override the kernel's own per call (e.g. an
+    HMC step size adapted on the device between calls); ``info.accept_prob`` is the ``[N]`` acceptance probability
+    of the step's proposal, or ``None`` for moves that always accept (exact Gibbs draws). ``needs`` names what the
+    kernel asks of its target (one of the module's constants), so a path can refuse a kernel in one line.
+    """
+
+    needs: str
+
+    def init(self, position: Any, target: Any, *, generator: torch.Generator | None = None) -> Any:
+        """Chains at ``position`` (``[N, D]``) as this kernel's state for ``target``."""
+
+    def step(self, state: Any, target: Any, *, beta: float = 1.0, generator: torch.Generator | None = None, **settings) -> tuple[Any, Any]:
+        """One transition leaving ``p_β`` invariant → ``(state, info)``."""
+
+
+def check_kernel(kernel: Any, offered: frozenset[str] | set[str], where: str) -> Kernel:
+    """``kernel`` if it is a kernel whose needs ``offered`` covers; else ``ValueError`` in one line naming both."""
+    if not isinstance(kernel, Kernel):
+        raise ValueError(f"kernel must be a pfzoo kernel with init, step and needs (pfzoo.kernels), got {type(kernel).__name__}")
+    if kernel.needs not in offered:
+        raise ValueError(f"kernel={type(kernel).__name__} needs {kernel.needs}; {where} offers {' and '.join(sorted(offered))} "
+                         f"(leave kernel unset for its default)")
+    return kernel
+
+
+class CompositeInfo(NamedTuple):
+    """infos: the inner kernels' infos in the order they ran; accept_prob ``[N]``: the mean of those that report one
+    (``None`` when none does)."""
+
+    infos: tuple
+    accept_prob: torch.Tensor | None
+
+
+def _composite_info(infos: list) -> CompositeInfo:
+    probs = [info.accept_prob for info in infos if info.accept_prob is not None]
+    accept_prob = None if not probs else (probs[0] if len(probs) == 1 else torch.stack(probs).mean(0))
+    return CompositeInfo(tuple(infos), accept_prob)
+
+
+class Cycle:
+    """The kernels one after another, each on the same target and state type: ``K_m ∘ … ∘ K_1``. Each leaves
+    ``p_β`` invariant, hence so does the cycle (it is reversible when the sequence reads the same backwards).
+    ``init`` is the first kernel's."""
+
+    def __init__(self, kernels: Sequence[Kernel]) -> None:
+        if not kernels:
+            raise ValueError("kernels must be a non-empty sequence of kernels, got an empty one")
+        for kernel in kernels:
+            if not isinstance(kernel, Kernel):
+                raise ValueError(f"kernels must hold kernels with init, step and needs (pfzoo.kernels), got {type(kernel).__name__}")
+        needs = {kernel.needs for kernel in kernels}
+        if len(needs) > 1:
+            raise ValueError(f"kernels must all act on the same kind of target, got kernels that need {' and '.join(sorted(needs))}")
+        self.kernels = tuple(kernels)
+        self.needs = kernels[0].needs
+
+    def init(self, position: Any, target: Any, *, generator: torch.Generator | None = None) -> Any:
+        return self.kernels[0].init(position, target, generator=generator)
+
+    def step(self, state: Any, target: Any, *, beta: float = 1.0, generator: torch.Generator | None = None, **settings) -> tuple[Any, CompositeInfo]:
+        infos = []
+        for kernel in self.kernels:
+            state, info = kernel.step(state, target, beta=beta, generator=generator, **settings)
+            infos.append(info)
+        return state, _composite_info(infos)
+
+    def __repr__(self) -> str:
+        return f"Cycle({list(self.kernels)!r})"
+
+
+class Repeat:
+    """``kernel`` applied ``times`` times per step: ``K^n``, invariant (and reversible) whenever ``K`` is."""
+
+    def __init__(self, kernel: Kernel, times: int) -> None:
+        if not isinstance(kernel, Kernel):
+            raise ValueError(f"kernel must be a pfzoo kernel with init, step and needs (pfzoo.kernels), got {type(kernel).__name__}")
+        self.kernel = kernel
+        self.times = check_positive_int(times, "times")
+        self.needs = kernel.needs
+
+    def init(self, position: Any, target: Any, *, generator: torch.Generator | None = None) -> Any:
+        return self.kernel.init(position, target, generator=generator)
+
+    def step(self, state: Any, target: Any, *, beta: float = 1.0, generator: torch.Generator | None = None, **settings) -> tuple[Any, CompositeInfo]:
+        infos = []
+        for _ in range(self.times):
+            state, info = self.kernel.step(state, target, beta=beta, generator=generator, **settings)
+            infos.append(info)
+        return state, _composite_info(infos)
+
+    def __repr__(self) -> str:
+        return f"Repeat({self.kernel!r}, times={self.times})"
+
+
+def run_chain(kernel: Kernel, target: Any, position: Any, num_steps: int, *, beta: float = 1.0,
+              generator: torch.Generator | None = None) -> tuple[Any, Any]:
+    """``num_steps`` ≥ 1 steps of ``kernel`` on ``target`` at β from ``position`` → ``(last state, last info)``."""
+    check_positive_int(num_steps, "num_steps")
+    state = kernel.init(position, target, generator=generator)
+    info = None
+    for _ in range(num_steps):
+        state, info = kernel.step(state, target, beta=beta, generator=generator)
+    return state, info

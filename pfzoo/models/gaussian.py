@@ -151,7 +151,6 @@ class Gaussian(ContinuousModel):
         """``log Z = (M/2) log 2π − ½ log det Λ = (M/2) log 2π − Σ_i log L_ii`` (float64 scalar, differentiable)."""
         return 0.5 * self.num_visible * _LOG_2PI - self.precision_log_cholesky.double().diagonal().sum()
 
-    @torch.no_grad()
     def frame(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``(μ [M], L⁻¹ [M, M])`` with ``Λ = L Lᵀ``, detached: ``x = μ + z L⁻¹`` is this Gaussian for ``z ~ N(0, I)``, the
         unit-scale coordinates an annealing kernel steps in."""
@@ -159,6 +158,7 @@ class Gaussian(ContinuousModel):
         eye = torch.eye(cholesky.shape[0], dtype=cholesky.dtype, device=cholesky.device)
         return self.mean.detach(), torch.linalg.solve_triangular(cholesky, eye, upper=False)
 
+    @torch.no_grad()
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact samples ``x = μ + L⁻ᵀ ε``, ``ε ~ N(0, I)``, ``[num_samples, M]`` (covariance ``L⁻ᵀ L⁻¹ = Λ⁻¹``)."""
         check_positive_int(num_samples, "num_samples")

@@ -292,7 +292,7 @@ def test_bad_calls_raise_value_error():
     objective = PersistentMPF()
     with pytest.raises(ValueError, match="prepare"):
         objective.loss(model, data)
-    with pytest.raises(ValueError, match="continuous model"):  # a latent-variable model has no energy_and_grad in x
+    with pytest.raises(ValueError, match="persistent MPF needs a differentiable energy over real vectors; LinearGenerative"):  # a latent-variable model has no energy_and_grad in x
         objective.prepare(LinearGenerative(3), torch.ones(6, 3))
     with pytest.raises(ValueError, match="data must have 3 columns"):
         objective.prepare(model, torch.zeros(6, 4, dtype=torch.float64))

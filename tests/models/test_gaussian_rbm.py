@@ -6,7 +6,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states
 from scipy import integrate
 
 from pfzoo.estimators import AIS

@@ -4,7 +4,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states
 
 from pfzoo.models import Hopfield
 from pfzoo.models.ising import independent_sets

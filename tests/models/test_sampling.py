@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states
 
 from pfzoo.models import DBM, DBN, RBM, GaussianBernoulliRBM, ICA, MeanCovarianceRBM, ProductOfExperts
 

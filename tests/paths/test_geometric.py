@@ -2,7 +2,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states
 from scipy import stats
 
 from pfzoo.models import RBM

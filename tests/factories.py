@@ -3,12 +3,16 @@
 setup.cfg's ``[tool:pytest] pythonpath = tests`` puts this folder on ``sys.path``, so the import works from a plain
 ``pytest`` at the repository root and from any subfolder; ``conftest.py`` holds fixtures only.
 
+Every registered model family has a factory here (tests/test_factories.py checks it), at sizes small enough for an
+exact answer where the family has one: binary families enumerable, continuous ones complete or Gaussian.
+
 Each factory draws from its own ``torch.Generator().manual_seed(seed)``, in the order its docstring gives. One
-generator's float32 and float64 streams are different numbers (not roundings of each other), so ``draw_dtype`` names
-the dtype the normal/uniform draws are made in: they are scaled in that dtype and then converted to ``dtype``;
-``draw_dtype=None`` draws in ``dtype`` itself. The default, float32 draws, is what ``random_rbm`` and
+generator's float32 and float64 streams are different numbers (not roundings of each other). The binary families'
+factories (``random_rbm``, ``random_dbm``, ``random_dbn``, ``random_ising``) and ``biased_binary_data`` take
+``draw_dtype``, the dtype the normal/uniform draws are made in: they are scaled in that dtype and then converted to
+``dtype``; ``draw_dtype=None`` draws in ``dtype`` itself. Their default, float32 draws, is what ``random_rbm`` and
 ``biased_binary_data`` have always done; a test that drew in float64 passes ``draw_dtype=None`` (or
-``torch.float64``) to keep its models.
+``torch.float64``) to keep its models. The other factories draw in ``dtype``.
 """
 
 import math
@@ -121,24 +125,23 @@ def random_gbrbm(num_visible: int, num_hidden: int, scale: float = 1.0, seed: in
     )
 
 
-def random_gaussian_parameters(num_visible: int, seed: int = 0, dtype=torch.float64, normalize_factor: bool = False,
-                               mean_shift: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(precision [M, M], mean [M])`` of a well-conditioned Gaussian: ``Λ = A Aᵀ + ½ I`` and ``μ = m + mean_shift``.
+def random_gaussian_parameters(num_visible: int, seed: int = 0, dtype=torch.float64, normalize_factor: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(precision [M, M], mean [M])`` of a well-conditioned Gaussian with ``Λ = A Aᵀ + ½ I`` (eigenvalues at least ½).
 
     Drawn in ``dtype``: ``A [M, M]`` ``N(0, 1)`` (divided by ``√M`` when ``normalize_factor``, so Λ's scale does not
-    grow with M), then ``m [M]`` ``N(0, 1)``. The ½ I keeps Λ's smallest eigenvalue at least ½.
+    grow with M), then the mean ``N(0, 1)``.
     """
     g = torch.Generator().manual_seed(seed)
     factor = torch.randn(num_visible, num_visible, generator=g, dtype=dtype)
     if normalize_factor:
         factor = factor / math.sqrt(num_visible)
     precision = factor @ factor.T + 0.5 * torch.eye(num_visible, dtype=dtype)
-    return precision, torch.randn(num_visible, generator=g, dtype=dtype) + mean_shift
+    return precision, torch.randn(num_visible, generator=g, dtype=dtype)
 
 
-def random_gaussian(num_visible: int, seed: int = 0, dtype=torch.float64, normalize_factor: bool = False, mean_shift: float = 0.0) -> Gaussian:
+def random_gaussian(num_visible: int, seed: int = 0, dtype=torch.float64, normalize_factor: bool = False) -> Gaussian:
     """A :class:`Gaussian` from :func:`random_gaussian_parameters` (log Z in closed form)."""
-    return Gaussian.from_tensors(*random_gaussian_parameters(num_visible, seed, dtype, normalize_factor, mean_shift))
+    return Gaussian.from_tensors(*random_gaussian_parameters(num_visible, seed, dtype, normalize_factor))
 
 
 def random_poe(num_visible: int, num_experts: int | None = None, expert: str = "laplace", seed: int = 0, dtype=torch.float64,
@@ -199,14 +202,14 @@ def random_linear_generative(num_visible: int = 5, num_latent: int = 3, prior: s
 
 
 def random_bilinear_parameters(num_visible: int = 5, num_components: int = 4, num_content: int = 3, num_style: int = 2, seed: int = 0,
-                               dtype=torch.float64) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                               dtype=torch.float64, style_scale: float = 0.5) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(basis [M, K], content_weight [K, Lc], style_weight [K, Ld])`` (``BilinearGenerative.from_tensors``'s arguments),
-    drawn in ``dtype`` in that order: Φ and Θ ``N(0, 1)``, Ψ ``N(0, 0.5²)``."""
+    drawn in ``dtype`` in that order: Φ and Θ ``N(0, 1)``, Ψ ``N(0, style_scale²)``."""
     g = torch.Generator().manual_seed(seed)
     return (
         torch.randn(num_visible, num_components, generator=g, dtype=dtype),
         torch.randn(num_components, num_content, generator=g, dtype=dtype),
-        0.5 * torch.randn(num_components, num_style, generator=g, dtype=dtype),
+        style_scale * torch.randn(num_components, num_style, generator=g, dtype=dtype),
     )
 
 

@@ -1,17 +1,15 @@
 """Checkpoints: round trips, the on-disk layout, atomic writes and clear errors."""
 
+from functools import partial
+
 import pytest
 import torch
+from factories import random_rbm
 
 from pfzoo import zoo
 from pfzoo.models import RBM
 
-
-def trained_rbm(seed=0, dtype=torch.float32):
-    g = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(
-        torch.randn(12, 5, generator=g, dtype=dtype), torch.randn(12, generator=g, dtype=dtype), torch.randn(5, generator=g, dtype=dtype)
-    )
+trained_rbm = partial(random_rbm, 12, 5, dtype=torch.float32, bias_scale=1.0, draw_dtype=None)  # N(0, 1) weights and biases; seed=, dtype=
 
 
 def binary(rows=20, width=12):

@@ -1,9 +1,11 @@
 """Per-step annealing diagnostics against exact divergences (Grosse, Maddison & Salakhutdinov 2013, §3)."""
 
 import itertools
+from functools import partial
 
 import pytest
 import torch
+from factories import random_rbm
 
 from pfzoo.estimators import AIS, HAIS
 from pfzoo.estimators.annealing import anneal
@@ -11,10 +13,7 @@ from pfzoo.models import RBM, Gaussian
 from pfzoo.paths import OptimalSchedule, build, make_betas
 
 
-def tiny_rbm(seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return RBM.from_tensors(1.5 * torch.randn(6, 3, generator=generator, dtype=torch.float64),
-                            torch.randn(6, generator=generator, dtype=torch.float64), torch.randn(3, generator=generator, dtype=torch.float64))
+tiny_rbm = partial(random_rbm, 6, 3, 1.5, bias_scale=1.0, draw_dtype=None)  # float64 draws: weights N(0, 1.5²), biases N(0, 1)
 
 
 def exact_path_kls(path, betas):

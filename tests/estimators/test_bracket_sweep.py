@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from conftest import biased_binary_data, random_rbm
+from factories import biased_binary_data, random_rbm
 
 from pfzoo.estimators import AIS, RAISE
 from pfzoo.estimators.bracket_sweep import BracketPoint, bracket_sweep, replay

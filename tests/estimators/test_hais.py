@@ -4,19 +4,13 @@ import math
 
 import pytest
 import torch
+from factories import random_gaussian
 
 from pfzoo.estimators import AIS, HAIS, BoundKind
 from pfzoo.kernels import RandomWalkMetropolis
-from pfzoo.models import Gaussian, ProductOfExperts
+from pfzoo.models import ProductOfExperts
 
 K_SIGMA = 3.0
-
-
-def correlated_gaussian(dim, seed):
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(dim, dim, generator=g) / math.sqrt(dim)
-    precision = a @ a.T + 0.5 * torch.eye(dim)
-    return Gaussian.from_tensors(precision, mean=torch.randn(dim, generator=g))
 
 
 def complete_poe(expert, dim=36, seed=0):
@@ -36,7 +30,7 @@ def complete_poe(expert, dim=36, seed=0):
 @pytest.mark.parametrize(
     "name, model",
     [
-        ("gaussian-10d", lambda: correlated_gaussian(10, 0)),
+        ("gaussian-10d", lambda: random_gaussian(10, 0, torch.float32, normalize_factor=True)),
         ("poe-laplace-36d", lambda: complete_poe("laplace")),
         ("poe-student-36d", lambda: complete_poe("student_t")),
     ],
@@ -73,7 +67,7 @@ def test_hais_beats_both_baselines_at_equal_cost():
 
 
 def test_fitted_base_and_log_likelihood_of_an_analysis_model():
-    model = correlated_gaussian(4, 3)
+    model = random_gaussian(4, 3, torch.float32, normalize_factor=True)
     data = model.sample(500, generator=torch.Generator().manual_seed(1))
     estimator = HAIS(num_chains=100, num_steps=500, step_size=0.3, base="fitted")
     estimate = estimator.log_likelihood(model, data, generator=torch.Generator().manual_seed(2))

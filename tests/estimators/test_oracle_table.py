@@ -18,11 +18,11 @@ from typing import Callable
 
 import pytest
 import torch
-from conftest import biased_binary_data, random_dbm, random_dbn, random_ising, random_rbm
+from factories import biased_binary_data, random_dbm, random_dbn, random_gaussian, random_gbrbm, random_ising, random_rbm
 
 from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, Exact, applicable_estimators
 from pfzoo.models import (
-    Gaussian, GaussianBernoulliRBM, Hopfield, ICA, LinearGenerative, MissingCapability, ProductOfExperts,
+    Hopfield, ICA, LinearGenerative, MissingCapability, ProductOfExperts,
 )
 
 K_SIGMA = 3.0
@@ -43,21 +43,6 @@ random_dbn = partial(random_dbn, draw_dtype=None)
 random_ising = partial(random_ising, draw_dtype=None)
 
 
-def random_gbrbm(num_visible, num_hidden, seed):
-    g = torch.Generator().manual_seed(seed)
-    return GaussianBernoulliRBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g, dtype=torch.float64) * 0.5,
-        torch.randn(num_visible, generator=g, dtype=torch.float64), torch.randn(num_hidden, generator=g, dtype=torch.float64) * 0.5,
-        torch.randn(num_visible, generator=g, dtype=torch.float64) * 0.2,
-    )
-
-
-def correlated_gaussian(dim, seed):
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(dim, dim, generator=g, dtype=torch.float64) / math.sqrt(dim)
-    return Gaussian.from_tensors(a @ a.T + 0.5 * torch.eye(dim, dtype=torch.float64), mean=torch.randn(dim, generator=g, dtype=torch.float64))
-
-
 def complete_filters(dim, seed):
     g = torch.Generator().manual_seed(seed)
     return torch.eye(dim, dtype=torch.float64) + 0.3 * torch.randn(dim, dim, generator=g, dtype=torch.float64) / math.sqrt(dim)
@@ -76,12 +61,12 @@ def gaussian_rows(model, seed=1, num=200):
 BINARY = {"exact", "ais", "raise", "bracket"}
 FAMILIES = [
     Family("rbm", lambda: random_rbm(8, 5, 1.0, 0), lambda m: biased_binary_data(8, 0, 100), BINARY | {"csl"}),
-    Family("gaussian_rbm", lambda: random_gbrbm(4, 3, 1), lambda m: m.sample(100, num_steps=50, generator=torch.Generator().manual_seed(1)), BINARY),
+    Family("gaussian_rbm", lambda: random_gbrbm(4, 3, 0.5, seed=1, log_sigma_scale=0.2), lambda m: m.sample(100, num_steps=50, generator=torch.Generator().manual_seed(1)), BINARY),
     Family("dbm", lambda: random_dbm([6, 5, 4], 1.0, 2), lambda m: biased_binary_data(6, 2, 100), BINARY | {"csl"}),
     Family("dbn", lambda: random_dbn([6, 5, 4], 0.6, 3), lambda m: biased_binary_data(6, 3, 100), BINARY | {"csl"}),
     Family("ising", lambda: random_ising(8, 0.5, 4), lambda m: biased_binary_data(8, 4, 100), BINARY),
     Family("hopfield", lambda: random_ising(8, 0.5, 5, cls=Hopfield), lambda m: biased_binary_data(8, 5, 100), BINARY),
-    Family("gaussian", lambda: correlated_gaussian(4, 6), gaussian_rows, {"exact", "ais", "hais"}),
+    Family("gaussian", lambda: random_gaussian(4, seed=6, normalize_factor=True), gaussian_rows, {"exact", "ais", "hais"}),
     Family("ica", lambda: ICA.from_tensors(complete_filters(3, 7)), gaussian_rows, {"exact", "ais", "hais"}),
     Family("poe_laplace", lambda: ProductOfExperts.from_tensors(complete_filters(3, 8), expert="laplace"), gaussian_rows,
            {"exact", "ais", "hais"}),

@@ -11,7 +11,7 @@ from typing import Callable
 
 import pytest
 import torch
-from conftest import biased_binary_data, random_dbm, random_dbn, random_ising, random_rbm
+from factories import biased_binary_data, random_dbm, random_dbn, random_ising, random_rbm
 
 from pfzoo.estimators import AIS, BoundKind, Exact
 from pfzoo.models import RBM

@@ -1,9 +1,11 @@
 """Per-example annealing over a generative model's latents (HAIS eqs. 27–29) against exact log-likelihoods."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
+from factories import random_bilinear_parameters, random_linear_generative
 from torch.distributions import Normal
 
 import pfzoo.estimators.posterior_annealing as module
@@ -13,9 +15,7 @@ from pfzoo.kernels import HMCKernel
 from pfzoo.models import BilinearGenerative, LinearGenerative
 
 
-def random_model(prior, seed=0, num_visible=6, num_latent=4):
-    g = torch.Generator().manual_seed(seed)
-    return LinearGenerative.from_tensors(0.5 * torch.randn(num_visible, num_latent, generator=g, dtype=torch.float64), prior=prior, noise_std=0.3)
+random_model = partial(random_linear_generative, 6, 4, scale=0.5)  # Φ [6, 4] ~ N(0, 0.5²), σ_n = 0.3; call with the prior
 
 
 def test_linear_gaussian_estimate_matches_the_exact_log_likelihood_within_its_stderr():
@@ -40,13 +40,8 @@ def test_short_anneals_are_conservative_lower_bounds():
     assert estimate.mean < model.log_prob(data).mean().item() - 0.1
 
 
-def _bilinear_weights(seed=0, num_visible=6, num_components=3, num_content=2, num_style=2):
-    g = torch.Generator().manual_seed(seed)
-    return (
-        torch.randn(num_visible, num_components, generator=g, dtype=torch.float64),
-        torch.randn(num_components, num_content, generator=g, dtype=torch.float64),
-        torch.randn(num_components, num_style, generator=g, dtype=torch.float64),
-    )
+# Φ [6, 3], Θ [3, 2], Ψ [3, 2], all N(0, 1)
+_bilinear_weights = partial(random_bilinear_parameters, num_visible=6, num_components=3, num_content=2, num_style=2, style_scale=1.0)
 
 
 def _zero_signal_bilinear(zero):

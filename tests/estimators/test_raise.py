@@ -9,7 +9,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, biased_binary_data, random_dbm, random_ising, random_rbm
+from factories import all_binary_states, biased_binary_data, random_dbm, random_ising, random_rbm
 
 from pfzoo.estimators import AIS, CSL, RAISE, BoundKind, Bracket
 from pfzoo.models import DBN

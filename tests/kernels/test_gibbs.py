@@ -1,21 +1,19 @@
 """Block Gibbs and the RBM path's transition, tested as distributions (χ² against enumeration)."""
 
 import itertools
+from functools import partial
 
 import pytest
 import torch
+from factories import random_rbm
 from scipy import stats
 
 from pfzoo.kernels import BlockGibbs, GibbsState, run_chain
-from pfzoo.models import RBM
 
 NUM_CHAINS = 40000
 P_VALUE_FLOOR = 1e-4  # fixed seed; a correct sampler fails this with probability 1e-4
 
-
-def small_rbm():
-    g = torch.Generator().manual_seed(0)
-    return RBM.from_tensors(torch.randn(4, 3, generator=g) * 1.5, torch.randn(4, generator=g), torch.randn(3, generator=g))
+small_rbm = partial(random_rbm, 4, 3, 1.5, dtype=torch.float32, bias_scale=1.0)  # float32: weights N(0, 1.5²), biases N(0, 1)
 
 
 def state_index(bits):

@@ -2,9 +2,11 @@
 reflection bounds), ancestral sampling's exact moments, constraints, checkpoints and argument checks."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
+from factories import random_bilinear_generative, random_bilinear_parameters
 from torch.distributions import Exponential, Laplace, MultivariateNormal, Normal
 
 from pfzoo import zoo
@@ -14,19 +16,8 @@ from pfzoo.models.latent import ExponentialPrior, GaussianPrior, LaplacePrior, P
 from pfzoo.training import EMHMC
 
 M, K, LC, LD = 5, 4, 3, 2
-
-
-def random_weights(seed=0, num_visible=M, num_components=K, num_content=LC, num_style=LD):
-    g = torch.Generator().manual_seed(seed)
-    return (
-        torch.randn(num_visible, num_components, generator=g, dtype=torch.float64),
-        torch.randn(num_components, num_content, generator=g, dtype=torch.float64),
-        0.5 * torch.randn(num_components, num_style, generator=g, dtype=torch.float64),
-    )
-
-
-def random_model(seed=0, **sizes):
-    return BilinearGenerative.from_tensors(*random_weights(seed, **sizes), noise_std=0.3)
+random_weights = partial(random_bilinear_parameters, M, K, LC, LD)  # Φ, Θ ~ N(0, 1), Ψ ~ N(0, 0.5²); call with the seed
+random_model = partial(random_bilinear_generative, M, K, LC, LD)  # those weights, σ_n = 0.3
 
 
 def random_latents(num_rows, seed=1):

@@ -4,9 +4,11 @@ Table-driven: a new continuous model adds a row to ``MODELS``.
 """
 
 import math
+from functools import partial
 
 import pytest
 import torch
+from factories import random_gaussian, random_ica, random_mcrbm, random_poe
 
 from pfzoo import zoo
 from pfzoo.models import ICA, ContinuousModel, Gaussian, MeanCovarianceRBM, ProductOfExperts
@@ -16,45 +18,15 @@ from pfzoo.paths.continuous import gaussian_base
 NUM_VISIBLE = 4
 
 
-def random_gaussian(num_visible=NUM_VISIBLE, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(num_visible, num_visible, generator=g, dtype=dtype)
-    precision = a @ a.T + 0.5 * torch.eye(num_visible, dtype=dtype)
-    return Gaussian.from_tensors(precision, torch.randn(num_visible, generator=g, dtype=dtype))
+NUM_EXPERTS = 7  # overcomplete products of experts
 
-
-def random_poe(expert, num_visible=NUM_VISIBLE, num_experts=7, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    filters = torch.randn(num_experts, num_visible, generator=g, dtype=dtype)
-    shape = 0.6 + 2 * torch.rand(num_experts, generator=g, dtype=dtype) if expert == "student_t" else None
-    return ProductOfExperts.from_tensors(filters, shape, expert=expert)
-
-
-def random_ica(num_visible=NUM_VISIBLE, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    return ICA.from_tensors(torch.randn(num_visible, num_visible, generator=g, dtype=dtype))
-
-
-def random_mcrbm(num_visible=NUM_VISIBLE, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    num_factors, num_covariance, num_mean = 6, 3, 2
-    return MeanCovarianceRBM.from_tensors(
-        torch.randn(num_visible, num_factors, generator=g, dtype=dtype),
-        2 * torch.rand(num_factors, num_covariance, generator=g, dtype=dtype),
-        torch.randn(num_covariance, generator=g, dtype=dtype),
-        torch.randn(num_visible, num_mean, generator=g, dtype=dtype),
-        torch.randn(num_mean, generator=g, dtype=dtype),
-        torch.randn(num_visible, generator=g, dtype=dtype),
-    )
-
-
-MODELS = {
-    "gaussian": random_gaussian,
-    "poe_laplace": lambda **kw: random_poe("laplace", **kw),
-    "poe_student_t": lambda **kw: random_poe("student_t", **kw),
-    "poe_student_t_complete": lambda **kw: random_poe("student_t", num_experts=NUM_VISIBLE, **kw),
-    "ica": random_ica,
-    "mcrbm": random_mcrbm,
+MODELS = {  # each takes seed= and dtype= keywords
+    "gaussian": partial(random_gaussian, NUM_VISIBLE),
+    "poe_laplace": partial(random_poe, NUM_VISIBLE, NUM_EXPERTS, "laplace"),
+    "poe_student_t": partial(random_poe, NUM_VISIBLE, NUM_EXPERTS, "student_t"),
+    "poe_student_t_complete": partial(random_poe, NUM_VISIBLE, NUM_VISIBLE, "student_t"),
+    "ica": partial(random_ica, NUM_VISIBLE),
+    "mcrbm": partial(random_mcrbm, NUM_VISIBLE, 6, 3, 2, covariance_bias_shift=0.0, visible_bias_scale=1.0),
 }
 OVERCOMPLETE = {"poe_laplace", "poe_student_t", "mcrbm"}  # no closed-form log Z
 STATE_KEYS = {
@@ -175,7 +147,7 @@ def test_isotropic_annealing_base_is_standard_normal_on_the_models_dtype(name):
 
 
 def test_fitted_annealing_base_is_the_regularised_maximum_likelihood_gaussian():
-    model = random_poe("student_t")
+    model = MODELS["poe_student_t"]()
     data = points(num=50, seed=2) @ torch.randn(NUM_VISIBLE, NUM_VISIBLE, dtype=torch.float64) + 3.0
     base = gaussian_base(model, "fitted", data, 1.0)  # smoothing is accepted and ignored
     centered = data - data.mean(0)
@@ -186,12 +158,12 @@ def test_fitted_annealing_base_is_the_regularised_maximum_likelihood_gaussian():
     assert gaussian_base(model, "fitted", data.float(), 1.0).dtype == model.dtype
     # base="auto": a Student-t base only for heavy-tailed experts it can fit to the model's own exact samples
     assert build(model, data=data)[1] == "fitted" and not model.samples_exactly  # overcomplete: the Gaussian
-    assert build(random_poe("student_t", num_experts=NUM_VISIBLE), data=data)[1] == "student_t"
-    assert build(random_poe("laplace"), data=data)[1] == "fitted"  # ... and for light tails in model and data
+    assert build(MODELS["poe_student_t_complete"](), data=data)[1] == "student_t"
+    assert build(MODELS["poe_laplace"](), data=data)[1] == "fitted"  # ... and for light tails in model and data
 
 
 def test_annealing_base_rejects_bad_arguments():
-    model = random_poe("laplace")
+    model = MODELS["poe_laplace"]()
     with pytest.raises(ValueError, match="needs data"):
         build(model, base="fitted")
     with pytest.raises(ValueError, match="^data "):

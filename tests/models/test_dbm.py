@@ -5,7 +5,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, random_dbm
+from factories import all_binary_states, random_dbm
 
 from pfzoo import zoo
 from pfzoo.models import DBM

@@ -5,7 +5,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, random_dbn, random_dbn_parameters
+from factories import all_binary_states, random_dbn, random_dbn_parameters
 from scipy import stats
 
 from pfzoo import zoo

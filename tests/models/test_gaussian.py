@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from factories import random_gaussian_parameters
 from scipy import stats
 
 from pfzoo.models import Gaussian
@@ -13,14 +14,8 @@ NUM_SAMPLES = 20000
 Z_TOLERANCE = 5.0  # standard errors; a correct sampler fails a single comparison with probability ~6e-7
 
 
-def random_precision(num_visible, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(num_visible, num_visible, generator=g, dtype=dtype)
-    return a @ a.T + 0.5 * torch.eye(num_visible, dtype=dtype), torch.randn(num_visible, generator=g, dtype=dtype)
-
-
 def test_energy_formula_and_parameter_round_trip():
-    precision, mean = random_precision(3)
+    precision, mean = random_gaussian_parameters(3)
     model = Gaussian.from_tensors(precision, mean)
     assert torch.allclose(model.precision, precision, rtol=1e-12, atol=1e-12)
     assert torch.allclose(model.covariance @ precision, torch.eye(3, dtype=torch.float64), atol=1e-10)
@@ -39,7 +34,7 @@ def test_default_construction_is_standard_normal():
 
 
 def test_log_partition_equals_integral_on_a_2d_grid():
-    precision, mean = random_precision(2, seed=1)
+    precision, mean = random_gaussian_parameters(2, seed=1)
     model = Gaussian.from_tensors(precision, mean)
     half_width = 12 * model.covariance.diagonal().sqrt().max().item()
     step = half_width / 300
@@ -52,7 +47,7 @@ def test_log_partition_equals_integral_on_a_2d_grid():
 
 
 def test_log_prob_equals_scipy_density():
-    precision, mean = random_precision(4, seed=2)
+    precision, mean = random_gaussian_parameters(4, seed=2)
     model = Gaussian.from_tensors(precision, mean)
     x = torch.randn(6, 4, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     expected = stats.multivariate_normal(mean.numpy(), torch.linalg.inv(precision).numpy()).logpdf(x.numpy())
@@ -60,7 +55,7 @@ def test_log_prob_equals_scipy_density():
 
 
 def test_sample_moments_match_mean_and_covariance():
-    precision, mean = random_precision(3, seed=4)
+    precision, mean = random_gaussian_parameters(3, seed=4)
     model = Gaussian.from_tensors(precision, mean)
     samples = model.sample(NUM_SAMPLES, generator=torch.Generator().manual_seed(5))
     assert samples.shape == (NUM_SAMPLES, 3) and samples.dtype == torch.float64
@@ -75,7 +70,7 @@ def test_sample_moments_match_mean_and_covariance():
 
 
 def test_same_seed_same_samples():
-    model = Gaussian.from_tensors(*random_precision(3))
+    model = Gaussian.from_tensors(*random_gaussian_parameters(3))
     a = model.sample(5, generator=torch.Generator().manual_seed(7))
     assert torch.equal(a, model.sample(5, generator=torch.Generator().manual_seed(7)))
 
@@ -91,7 +86,7 @@ def test_fit_is_the_regularised_maximum_likelihood_estimate():
 
 
 def test_log_partition_is_differentiable():
-    model = Gaussian.from_tensors(*random_precision(3))
+    model = Gaussian.from_tensors(*random_gaussian_parameters(3))
     model.log_partition().backward()
     # log Z = const − Σ_i raw_ii: the gradient is −I on the diagonal and 0 elsewhere.
     assert torch.equal(model.precision_log_cholesky.grad, -torch.eye(3, dtype=torch.float64))

@@ -6,7 +6,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states, random_gbrbm
 from scipy import integrate
 
 from pfzoo.estimators import AIS
@@ -18,16 +18,6 @@ from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 NUM_SAMPLES = 40000  # independent draws per conditional-sampler test
 NUM_CHAINS = 20000  # Markov chains per stationarity test
 Z_TOLERANCE = 5.0  # standard errors; a correct sampler fails a single comparison with probability ~6e-7
-
-
-def random_gbrbm(num_visible, num_hidden, scale, seed=0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    return GaussianBernoulliRBM.from_tensors(
-        torch.randn(num_visible, num_hidden, generator=g, dtype=dtype) * scale,
-        torch.randn(num_visible, generator=g, dtype=dtype),
-        torch.randn(num_hidden, generator=g, dtype=dtype) * 0.5,
-        torch.randn(num_visible, generator=g, dtype=dtype) * 0.3,
-    )
 
 
 all_states = partial(all_binary_states, msb_first=True)  # first unit = top bit, as these tests were written

@@ -4,27 +4,10 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states, random_hopfield
 
 from pfzoo.models import Hopfield
 from pfzoo.models.ising import independent_sets
-
-
-def symmetric_zero_diagonal(upper):
-    strict = torch.triu(upper, 1)
-    return strict + strict.T
-
-
-def random_hopfield(num_units, seed=0, mask=None):
-    """Random couplings ``N(0, 1)`` (on the pairs in ``mask`` if given) and biases ``N(0, 0.5²)``, float64.
-
-    With continuous random parameters no field is exactly zero, so fixed points are strict.
-    """
-    g = torch.Generator().manual_seed(seed)
-    coupling = symmetric_zero_diagonal(torch.randn(num_units, num_units, generator=g, dtype=torch.float64))
-    if mask is not None:
-        coupling = coupling * mask
-    return Hopfield.from_tensors(coupling, torch.randn(num_units, generator=g, dtype=torch.float64) * 0.5)
 
 
 def ring_mask(num_units):
@@ -44,7 +27,7 @@ def random_states(num_states, num_units, seed):
 
 MODELS = {
     "dense-12": lambda: random_hopfield(12, seed=1),
-    "ring-12": lambda: random_hopfield(12, seed=2, mask=ring_mask(12)),
+    "ring-12": lambda: random_hopfield(12, seed=2, coupling_mask=ring_mask(12)),
 }
 
 

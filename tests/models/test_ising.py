@@ -11,7 +11,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, random_ising
+from factories import all_binary_states, random_ising
 from scipy import stats
 
 from pfzoo import zoo

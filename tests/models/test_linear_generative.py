@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from factories import random_linear_generative
 from torch.distributions import Laplace, MultivariateNormal, Normal
 
 from pfzoo import zoo
@@ -11,14 +12,9 @@ from pfzoo.models import LinearGenerative
 from pfzoo.models.latent import ExponentialPrior, GaussianPrior, LaplacePrior, latent_prior
 
 
-def random_model(prior="laplace", num_visible=5, num_latent=3, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return LinearGenerative.from_tensors(torch.randn(num_visible, num_latent, generator=g, dtype=torch.float64), prior=prior, noise_std=0.3)
-
-
 @pytest.mark.parametrize("prior", ["gaussian", "laplace"])
 def test_joint_energy_is_minus_log_prior_times_likelihood(prior):
-    model = random_model(prior)
+    model = random_linear_generative(prior=prior)
     g = torch.Generator().manual_seed(1)
     x, z = torch.randn(7, 5, generator=g, dtype=torch.float64), torch.randn(7, 3, generator=g, dtype=torch.float64)
     prior_log = Normal(0.0, 1.0).log_prob(z).sum(-1) if prior == "gaussian" else Laplace(0.0, 1.0).log_prob(z).sum(-1)
@@ -44,7 +40,7 @@ def test_prior_gradients_and_samples(prior):
 
 
 def test_likelihood_gradient_matches_autograd():
-    model = random_model("laplace")
+    model = random_linear_generative(prior="laplace")
     g = torch.Generator().manual_seed(3)
     x, z = torch.randn(6, 5, generator=g, dtype=torch.float64), torch.randn(6, 3, generator=g, dtype=torch.float64).requires_grad_(True)
     energy, grad = model.likelihood_energy_and_grad(x, z)
@@ -53,14 +49,14 @@ def test_likelihood_gradient_matches_autograd():
 
 
 def test_likelihood_stiffness_is_the_largest_curvature_of_the_likelihood_energy():
-    model = random_model("laplace")
+    model = random_linear_generative(prior="laplace")
     x = torch.randn(1, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     hessian = torch.autograd.functional.hessian(lambda z: model.likelihood_energy_and_grad(x, z.unsqueeze(0))[0].sum(), torch.zeros(3, dtype=torch.float64))
     assert model.likelihood_stiffness() == pytest.approx(torch.linalg.eigvalsh(hessian).max().item())
 
 
 def test_gaussian_prior_marginal_is_the_closed_form_and_sampling_matches_it():
-    model = random_model("gaussian")
+    model = random_linear_generative(prior="gaussian")
     covariance = model.basis.detach() @ model.basis.detach().T + 0.09 * torch.eye(5, dtype=torch.float64)
     x = torch.randn(9, 5, dtype=torch.float64)
     torch.testing.assert_close(model.log_prob(x), MultivariateNormal(torch.zeros(5, dtype=torch.float64), covariance).log_prob(x))
@@ -71,12 +67,12 @@ def test_gaussian_prior_marginal_is_the_closed_form_and_sampling_matches_it():
 
 def test_laplace_prior_has_no_closed_form_marginal_and_says_what_to_use():
     with pytest.raises(NotImplementedError, match="HAIS"):
-        random_model("laplace").log_prob(torch.zeros(1, 5, dtype=torch.float64))
-    assert random_model("laplace").free_energy_cost is None and random_model("gaussian").free_energy_cost == 0
+        random_linear_generative(prior="laplace").log_prob(torch.zeros(1, 5, dtype=torch.float64))
+    assert random_linear_generative(prior="laplace").free_energy_cost is None and random_linear_generative(prior="gaussian").free_energy_cost == 0
 
 
 def test_checkpoint_round_trip(tmp_path):
-    model = random_model("laplace")
+    model = random_linear_generative(prior="laplace")
     zoo.save(tmp_path / "m.pt", model)
     loaded = zoo.load(tmp_path / "m.pt")
     assert isinstance(loaded, LinearGenerative) and loaded.config() == model.config()
@@ -94,7 +90,7 @@ def test_bad_arguments_name_themselves(kwargs, name):
 
 
 def test_bad_inputs_name_themselves():
-    model = random_model()
+    model = random_linear_generative()
     with pytest.raises(ValueError, match="z must have shape"):
         model.joint_energy(torch.zeros(2, 5, dtype=torch.float64), torch.zeros(3, 3, dtype=torch.float64))
     with pytest.raises(ValueError, match="x"):

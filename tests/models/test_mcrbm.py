@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from factories import random_mcrbm, random_mcrbm_parameters
 
 from pfzoo import zoo
 from pfzoo.estimators import HAIS, BoundKind
@@ -17,23 +18,6 @@ from pfzoo.models import MeanCovarianceRBM
 K_SIGMA = 3.0
 SIZES = {"num_visible": 5, "num_factors": 7, "num_covariance_hidden": 4, "num_mean_hidden": 3}
 ARGUMENTS = ("factors", "pooling", "covariance_bias", "mean_weight", "mean_bias", "visible_bias")
-
-
-def random_tensors(num_visible=5, num_factors=7, num_covariance_hidden=4, num_mean_hidden=3, seed=0, dtype=torch.float64):
-    """Parameters large enough that every term of the energy matters: ``C, W ~ N(0, 1)``, ``P ~ U[0, 2)``."""
-    g = torch.Generator().manual_seed(seed)
-    return {
-        "factors": torch.randn(num_visible, num_factors, generator=g, dtype=dtype),
-        "pooling": 2 * torch.rand(num_factors, num_covariance_hidden, generator=g, dtype=dtype),
-        "covariance_bias": torch.randn(num_covariance_hidden, generator=g, dtype=dtype) + 1,
-        "mean_weight": torch.randn(num_visible, num_mean_hidden, generator=g, dtype=dtype),
-        "mean_bias": torch.randn(num_mean_hidden, generator=g, dtype=dtype),
-        "visible_bias": 0.5 * torch.randn(num_visible, generator=g, dtype=dtype),
-    }
-
-
-def random_model(seed=0, dtype=torch.float64, normalization_eps=0.5, **sizes):
-    return MeanCovarianceRBM.from_tensors(**random_tensors(seed=seed, dtype=dtype, **sizes), normalization_eps=normalization_eps)
 
 
 def points(num=8, width=5, seed=1, scale=1.5, dtype=torch.float64):
@@ -81,7 +65,7 @@ def released_code_energy(data, VF, FH, bias_cov, bias_vis, w_mean, bias_mean, sm
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("small", [0.5, 1e-3])
 def test_energy_matches_released_code(seed, small):
-    tensors = random_tensors(seed=seed)
+    tensors = random_mcrbm_parameters(seed=seed)
     model = MeanCovarianceRBM.from_tensors(**tensors, normalization_eps=small)
     x = torch.cat(
         [points(seed=seed + 10), points(num=3, seed=seed + 20, scale=1e-2), points(num=3, seed=seed + 30, scale=15.0), torch.zeros(1, 5, dtype=torch.float64)]
@@ -103,7 +87,7 @@ def test_energy_matches_released_code(seed, small):
 
 def test_energy_and_grad_agrees_with_energy_and_keeps_dtype():
     for dtype in (torch.float32, torch.float64):
-        model = random_model(dtype=dtype)
+        model = random_mcrbm(dtype=dtype)
         x = points(dtype=dtype)
         energy, grad = model.energy_and_grad(x)
         assert energy.dtype == grad.dtype == dtype and energy.shape == (8,) and grad.shape == (8, 5)
@@ -118,7 +102,7 @@ def gradient_points():
 
 @pytest.mark.parametrize("normalization_eps", [0.5, 1e-2])
 def test_analytic_grad_matches_central_differences(normalization_eps):
-    model = random_model(seed=6, normalization_eps=normalization_eps)
+    model = random_mcrbm(seed=6, normalization_eps=normalization_eps)
     x, step = gradient_points(), 1e-6
     grad = model.energy_and_grad(x)[1]
     for i in range(5):
@@ -130,7 +114,7 @@ def test_analytic_grad_matches_central_differences(normalization_eps):
 
 @pytest.mark.parametrize("normalization_eps", [0.5, 1e-2])
 def test_analytic_grad_matches_autograd(normalization_eps):
-    model = random_model(seed=7, normalization_eps=normalization_eps)
+    model = random_mcrbm(seed=7, normalization_eps=normalization_eps)
     x = gradient_points().requires_grad_(True)
     (expected,) = torch.autograd.grad(model.energy(x).sum(), x)
     assert torch.allclose(model.energy_and_grad(x.detach())[1], expected, rtol=1e-12, atol=1e-12)
@@ -138,7 +122,7 @@ def test_analytic_grad_matches_autograd(normalization_eps):
 
 def test_covariance_gradient_is_orthogonal_to_x_when_eps_is_negligible():
     """As ε → 0 the covariance term depends on x only through its direction, so its gradient has no radial part."""
-    tensors = random_tensors(seed=8)
+    tensors = random_mcrbm_parameters(seed=8)
     tensors["mean_weight"].zero_()
     model = MeanCovarianceRBM.from_tensors(**tensors, normalization_eps=1e-12)
     x = points(seed=9)
@@ -162,7 +146,7 @@ def enumerate_hidden(model, x, beta=1.0):
 
 
 def test_summing_the_joint_over_hiddens_gives_the_energy():
-    model = random_model(seed=10, num_factors=4, num_covariance_hidden=3, num_mean_hidden=3)
+    model = random_mcrbm(seed=10, num_factors=4, num_covariance_hidden=3, num_mean_hidden=3)
     x = torch.cat([points(seed=11), torch.zeros(1, 5, dtype=torch.float64)])
     _, _, log_terms = enumerate_hidden(model, x)
     assert torch.allclose(torch.logsumexp(log_terms, 0), -model.energy(x), rtol=1e-13, atol=1e-12)
@@ -170,7 +154,7 @@ def test_summing_the_joint_over_hiddens_gives_the_energy():
 
 @pytest.mark.parametrize("beta", [1.0, 0.3])
 def test_hidden_conditionals_match_enumeration(beta):
-    model = random_model(seed=12, num_factors=4, num_covariance_hidden=3, num_mean_hidden=3)
+    model = random_mcrbm(seed=12, num_factors=4, num_covariance_hidden=3, num_mean_hidden=3)
     x = points(seed=13)
     h_c, h_m, log_terms = enumerate_hidden(model, x, beta)
     posterior = torch.softmax(log_terms, 0)  # [S, B]
@@ -183,7 +167,7 @@ def test_hidden_conditionals_match_enumeration(beta):
 
 
 def test_sample_hidden_is_reproducible_with_the_right_frequencies():
-    model = random_model(seed=14)
+    model = random_mcrbm(seed=14)
     x = points(num=2, seed=15).repeat_interleave(4000, 0)
     h_c, h_m = model.sample_hidden(x, generator=torch.Generator().manual_seed(0))
     again = model.sample_hidden(x, generator=torch.Generator().manual_seed(0))
@@ -196,7 +180,7 @@ def test_sample_hidden_is_reproducible_with_the_right_frequencies():
 
 
 def test_joint_energy_validates_hidden_states():
-    model = random_model()
+    model = random_mcrbm()
     x = points(num=2)
     h_c, h_m = torch.zeros(2, 4, dtype=torch.float64), torch.zeros(2, 3, dtype=torch.float64)
     with pytest.raises(ValueError, match="^covariance_hidden .*binary"):
@@ -232,7 +216,7 @@ def test_constructor_follows_the_released_code_initialisation():
 
 
 def test_project_parameters_clamps_pooling_and_normalises_columns():
-    model = random_model(seed=16)
+    model = random_mcrbm(seed=16)
     with torch.no_grad():
         model.pooling[0, :] = -0.3
     kept = model.pooling.detach().clone()
@@ -241,7 +225,7 @@ def test_project_parameters_clamps_pooling_and_normalises_columns():
     assert (model.pooling >= 0).all() and torch.equal(model.pooling, kept.clamp(min=0))
     assert torch.equal(model.factors, factors)  # no factor_norm: C untouched
 
-    model = MeanCovarianceRBM.from_tensors(**random_tensors(seed=17), factor_norm=2.0, normalize_pooling=True)
+    model = MeanCovarianceRBM.from_tensors(**random_mcrbm_parameters(seed=17), factor_norm=2.0, normalize_pooling=True)
     with torch.no_grad():
         model.pooling[:, 1] = -1.0  # a column that the clamp zeroes must stay zero, not become NaN
         model.pooling[2, 0] = -5.0
@@ -255,7 +239,7 @@ def test_project_parameters_clamps_pooling_and_normalises_columns():
 
 
 def test_project_parameters_after_an_optimiser_step():
-    model = random_model(seed=18)
+    model = random_mcrbm(seed=18)
     model.energy(points(seed=19)).mean().backward()  # ∂E/∂P ≥ 0, so descent pushes P negative
     with torch.no_grad():
         for parameter in model.parameters():
@@ -267,7 +251,7 @@ def test_project_parameters_after_an_optimiser_step():
 
 @pytest.mark.parametrize("name", ARGUMENTS)
 def test_from_tensors_rejects_wrong_shapes_naming_the_argument(name):
-    tensors = random_tensors()
+    tensors = random_mcrbm_parameters()
     tensors[name] = torch.ones(*(s + 1 for s in tensors[name].shape), dtype=torch.float64)
     blamed = "pooling" if name == "factors" else name  # factors define D and F; the first tensor disagreeing is blamed
     with pytest.raises(ValueError, match=f"^{blamed} must "):
@@ -283,18 +267,18 @@ def test_from_tensors_rejects_wrong_shapes_naming_the_argument(name):
 @pytest.mark.parametrize("name", ARGUMENTS)
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_from_tensors_rejects_non_finite_values_naming_the_argument(name, value):
-    tensors = random_tensors()
+    tensors = random_mcrbm_parameters()
     tensors[name].view(-1)[0] = value
     with pytest.raises(ValueError, match=f"^{name} contains NaN or infinite"):
         MeanCovarianceRBM.from_tensors(**tensors)
 
 
 def test_from_tensors_rejects_negative_pooling_and_integer_tensors():
-    tensors = random_tensors()
+    tensors = random_mcrbm_parameters()
     tensors["pooling"][1, 2] = -1e-3
     with pytest.raises(ValueError, match="^pooling must be non-negative"):
         MeanCovarianceRBM.from_tensors(**tensors)
-    tensors = random_tensors()
+    tensors = random_mcrbm_parameters()
     tensors["mean_bias"] = torch.zeros(3, dtype=torch.long)
     with pytest.raises(ValueError, match="^mean_bias must be a floating-point"):
         MeanCovarianceRBM.from_tensors(**tensors)
@@ -319,7 +303,7 @@ def test_constructor_rejects_bad_arguments(kwargs, message):
 
 
 def test_public_methods_validate_x():
-    model = random_model()
+    model = random_mcrbm()
     bad = torch.full((2, 5), float("nan"), dtype=torch.float64)
     for method in (model.energy, model.covariance_hidden_probs, model.mean_hidden_probs, model.sample_hidden):
         with pytest.raises(ValueError, match="^x .*NaN"):
@@ -333,7 +317,7 @@ def test_public_methods_validate_x():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_checkpoint_round_trip_keeps_hyperparameters(tmp_path, dtype):
-    model = MeanCovarianceRBM.from_tensors(**random_tensors(dtype=dtype), normalization_eps=0.1, factor_norm=1.5, normalize_pooling=True)
+    model = MeanCovarianceRBM.from_tensors(**random_mcrbm_parameters(dtype=dtype), normalization_eps=0.1, factor_norm=1.5, normalize_pooling=True)
     loaded = zoo.load(zoo.save(tmp_path / "mcrbm.pt", model))
     assert type(loaded) is MeanCovarianceRBM and loaded.config() == model.config() and loaded.dtype == dtype
     assert loaded.normalization_eps == 0.1 and loaded.factor_norm == 1.5 and loaded.normalize_pooling
@@ -348,7 +332,7 @@ def test_checkpoint_round_trip_keeps_hyperparameters(tmp_path, dtype):
 def test_hais_matches_closed_form_log_z_of_the_gaussian_special_case():
     """With C = 0 and W = 0, E(x) = ½|x − b_v|² − ½|b_v|² − Σ_k softplus(c_k) − Σ_j softplus(b_j), so
     log Z = (D/2) log 2π + ½|b_v|² + Σ_k softplus(c_k) + Σ_j softplus(b_j)."""
-    tensors = random_tensors(num_visible=4, seed=20)
+    tensors = random_mcrbm_parameters(num_visible=4, seed=20)
     tensors["factors"].zero_()
     tensors["mean_weight"].zero_()
     tensors["visible_bias"] = torch.tensor([0.8, -0.5, 0.3, 1.0], dtype=torch.float64)

@@ -3,7 +3,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, random_rbm
+from factories import all_binary_states, random_rbm
 from torch.nn import functional as F
 
 from pfzoo.models import RBM

@@ -4,15 +4,13 @@ import math
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states, random_rbm
 
 from pfzoo.models import DBM, DBN, RBM, GaussianBernoulliRBM, ICA, MeanCovarianceRBM, ProductOfExperts
 
 
 def test_rbm_gibbs_sampler_matches_enumerated_probabilities():
-    g = torch.Generator().manual_seed(0)
-    rbm = RBM.from_tensors(torch.randn(4, 3, generator=g, dtype=torch.float64), torch.randn(4, generator=g, dtype=torch.float64) * 0.5,
-                           torch.randn(3, generator=g, dtype=torch.float64) * 0.5)
+    rbm = random_rbm(4, 3, seed=0, draw_dtype=None)
     states = all_binary_states(4)
     probs = rbm.log_prob(states).exp()
     samples = rbm.sample(40000, num_steps=30, generator=torch.Generator().manual_seed(1))

@@ -2,7 +2,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states
+from factories import all_binary_states, random_rbm
 from scipy import stats
 
 from pfzoo.models import RBM
@@ -92,9 +92,7 @@ def test_ais_with_bulk_drawn_visible_units_matches_the_exact_log_z(dtype):
     from pfzoo.estimators import AIS
     from pfzoo.sampling import BULK_DRAWS
 
-    g = torch.Generator().manual_seed(7)
-    model = RBM.from_tensors(torch.randn(64, 8, generator=g, dtype=dtype) * 0.3, torch.randn(64, generator=g, dtype=dtype) * 0.5,
-                             torch.randn(8, generator=g, dtype=dtype) * 0.5)
+    model = random_rbm(64, 8, 0.3, seed=7, dtype=dtype, draw_dtype=None)
     assert 1024 * 64 >= BULK_DRAWS
     estimate = AIS(num_chains=1024, num_steps=300, base="uniform")(model, generator=torch.Generator().manual_seed(0))
     exact = model.log_partition().item()

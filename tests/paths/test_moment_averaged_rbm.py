@@ -4,7 +4,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, random_rbm
+from factories import all_binary_states, random_rbm
 from scipy import stats as scipy_stats
 
 from pfzoo.estimators.annealing import anneal

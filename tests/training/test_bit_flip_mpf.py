@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import all_binary_states, random_ising, random_rbm
+from factories import all_binary_states, random_ising, random_rbm
 
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM, EnergyModel, Ising

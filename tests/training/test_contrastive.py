@@ -4,7 +4,7 @@ from functools import partial
 
 import pytest
 import torch
-from conftest import random_rbm
+from factories import random_rbm
 
 from pfzoo.kernels import run_chain
 from pfzoo.training import CD, PCD

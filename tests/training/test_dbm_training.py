@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import all_binary_states, random_dbm
+from factories import all_binary_states, random_dbm
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 

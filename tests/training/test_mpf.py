@@ -8,32 +8,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from factories import random_gaussian, random_poe
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from torch import nn
 
 from pfzoo.data import DataSplits, patches
 from pfzoo.kernels import EnergyTarget, HMCKernel, HMCState
-from pfzoo.models import ICA, Gaussian, LinearGenerative, ProductOfExperts
+from pfzoo.models import ICA, LinearGenerative
 from pfzoo.training import ExactMaximumLikelihood, PersistentMPF, Trainer
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 LBFGS = partial(torch.optim.LBFGS, lr=1.0, history_size=20, line_search_fn="strong_wolfe")
-
-
-def random_gaussian(num_visible=3, seed=0):
-    """A float64 Gaussian with a random well-conditioned precision and a random mean."""
-    g = torch.Generator().manual_seed(seed)
-    factor = torch.randn(num_visible, num_visible, generator=g, dtype=torch.float64) / math.sqrt(num_visible)
-    precision = factor @ factor.T + 0.5 * torch.eye(num_visible, dtype=torch.float64)
-    return Gaussian.from_tensors(precision, mean=torch.randn(num_visible, generator=g, dtype=torch.float64))
-
-
-def random_student_t_poe(seed=0):
-    """A float64 overcomplete product of 5 Student-t experts in 3 dimensions with random shapes."""
-    g = torch.Generator().manual_seed(seed)
-    filters = torch.randn(5, 3, generator=g, dtype=torch.float64)
-    return ProductOfExperts.from_tensors(filters, 0.5 + torch.rand(5, generator=g, dtype=torch.float64), expert="student_t")
 
 
 def perturb(model, scale, seed):
@@ -66,10 +52,14 @@ def fit(objective, model, data, tmp_path, *, epochs, max_iter, seed=0):
 # ---- the objective ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make_model", [random_gaussian, random_student_t_poe], ids=["gaussian", "poe_student_t"])
+# A float64 Gaussian with a well-conditioned precision; an overcomplete product of 5 Student-t experts in 3 dimensions.
+MAKE_MODELS = [partial(random_gaussian, 3, normalize_factor=True), partial(random_poe, 3, 5, "student_t", shape_low=0.5, shape_width=1.0)]
+
+
+@pytest.mark.parametrize("make_model", MAKE_MODELS, ids=["gaussian", "poe_student_t"])
 def test_loss_is_log_k_and_its_gradient_matches_finite_differences(make_model):
     model = make_model()
-    data = random_gaussian(3, seed=1).sample(40, generator=torch.Generator().manual_seed(2))
+    data = random_gaussian(3, seed=1, normalize_factor=True).sample(40, generator=torch.Generator().manual_seed(2))
     objective = PersistentMPF(num_hmc_steps=2, step_size=0.3, num_leapfrog=5)
     assert objective.prepare(model, data, generator=torch.Generator().manual_seed(3))
     assert objective.loss(model, data).item() == pytest.approx(0.0, abs=1e-14)  # K(θ_old) = 1
@@ -101,7 +91,7 @@ def test_loss_is_log_k_and_its_gradient_matches_finite_differences(make_model):
 
 def test_gradient_vanishes_at_the_true_model_and_not_at_a_perturbed_one():
     """Data and θ_old from the true Gaussian: ∇ log K(θ_true) is zero within its sampling error."""
-    truth = random_gaussian(3, seed=5)
+    truth = random_gaussian(3, seed=5, normalize_factor=True)
     data = truth.sample(8000, generator=torch.Generator().manual_seed(6))
     objective = PersistentMPF(num_hmc_steps=3, step_size=0.3, num_leapfrog=5)
     objective.prepare(truth, data, generator=torch.Generator().manual_seed(7))
@@ -167,7 +157,7 @@ def test_same_seed_same_fit_and_the_seed_matters(tmp_path):
 
 
 def test_particles_persist_and_refresh_every_resample_every_calls():
-    model, data = random_gaussian(), random_gaussian(seed=1).sample(30, generator=torch.Generator().manual_seed(0))
+    model, data = random_gaussian(3, normalize_factor=True), random_gaussian(3, seed=1, normalize_factor=True).sample(30, generator=torch.Generator().manual_seed(0))
     objective = PersistentMPF(num_hmc_steps=1, step_size=0.3, num_leapfrog=3, resample_every=2, target_acceptance=None)
     generator = torch.Generator().manual_seed(1)
     refreshed, particles = [], []
@@ -182,7 +172,7 @@ def test_particles_persist_and_refresh_every_resample_every_calls():
 
 
 def test_step_size_adapts_toward_the_target_acceptance():
-    model = random_gaussian()
+    model = random_gaussian(3, normalize_factor=True)
     data = model.sample(2000, generator=torch.Generator().manual_seed(0))
     objective = PersistentMPF(num_hmc_steps=10, step_size=3.0, num_leapfrog=5, target_acceptance=0.8)
     generator = torch.Generator().manual_seed(1)
@@ -197,7 +187,7 @@ def test_step_size_adapts_toward_the_target_acceptance():
 
 
 def test_state_dict_restores_into_a_fresh_objective():
-    model, data = random_gaussian(), random_gaussian(seed=1).sample(30, generator=torch.Generator().manual_seed(0))
+    model, data = random_gaussian(3, normalize_factor=True), random_gaussian(3, seed=1, normalize_factor=True).sample(30, generator=torch.Generator().manual_seed(0))
     trained = PersistentMPF(num_hmc_steps=2, step_size=0.3, num_leapfrog=3)
     trained.prepare(model, data, generator=torch.Generator().manual_seed(1))
     fresh = PersistentMPF(num_hmc_steps=2, step_size=0.3, num_leapfrog=3)
@@ -288,7 +278,7 @@ def test_bad_arguments_raise_value_error_naming_them(bad):
 
 
 def test_bad_calls_raise_value_error():
-    model, data = random_gaussian(), random_gaussian(seed=1).sample(6, generator=torch.Generator().manual_seed(0))
+    model, data = random_gaussian(3, normalize_factor=True), random_gaussian(3, seed=1, normalize_factor=True).sample(6, generator=torch.Generator().manual_seed(0))
     objective = PersistentMPF()
     with pytest.raises(ValueError, match="prepare"):
         objective.loss(model, data)

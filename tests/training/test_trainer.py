@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from factories import random_rbm
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from torch import nn
@@ -73,8 +74,7 @@ def test_reconstruction_error_is_the_mean_squared_mean_field_reconstruction_erro
 
 
 def test_pseudo_log_likelihood_is_unbiased_for_the_exact_pseudo_likelihood():
-    g = torch.Generator().manual_seed(0)
-    model = RBM.from_tensors(torch.randn(6, 4, generator=g), torch.randn(6, generator=g), torch.randn(4, generator=g))
+    model = random_rbm(6, 4, seed=0, dtype=torch.float32, bias_scale=1.0)
     v = torch.tensor([[1.0, 0, 1, 1, 0, 0]])
     flipped = v.repeat(6, 1)
     flipped[range(6), range(6)] = 1 - flipped[range(6), range(6)]

@@ -80,9 +80,9 @@ import torch
 from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
-from pfzoo.reporting import device_name, load_average
+from pfzoo.studies.ising_recovery import coupling_error
+from pfzoo.studies.reporting import device_name, load_average
 from pfzoo.training import PCD, BitFlipMPF
-from pfzoo.training.ising_recovery import coupling_error
 from pfzoo.validation import values_checked
 
 

@@ -27,12 +27,12 @@ import torch
 from hydra.utils import instantiate
 
 import pfzoo
-from pfzoo import reporting
 from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS, HAIS
 from pfzoo.kernels import RandomWalkMetropolis
 from pfzoo.models import Gaussian, ProductOfExperts
+from pfzoo.studies import reporting
 from pfzoo.training import ExactMaximumLikelihood
 from pfzoo.training.recipe import fit_recipe
 

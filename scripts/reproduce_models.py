@@ -13,7 +13,7 @@ float64), sparse coding (models_sparse_coding: EM-HMC from ICA's basis, 72 laten
 EM-HMC) and the mcRBM (models_mcrbm: persistent MPF). Exact log-likelihoods where log Z has a closed form; per-example
 HAIS (a stochastic lower bound) for the generative models; HAIS log Ẑ from N(0, I) for the mcRBM (biased upward). Two
 in-run checks evaluate models with known likelihoods by the same procedure. HAIS's ε, its β-scaling and the schedule
-come per model from pfzoo.estimators.step_size_pilot on training patches (the largest lower bound wins).
+come per model from pfzoo.studies.step_size_pilot on training patches (the largest lower bound wins).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ import torch
 from hydra.utils import instantiate
 
 import pfzoo
-from pfzoo import reporting
 from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
-from pfzoo.estimators.step_size_pilot import SCALED_STEP_GRID, STEP_GRID, candidate_settings, pilot_hais
 from pfzoo.logmath import log_mean_exp
 from pfzoo.models import Gaussian, LinearGenerative
+from pfzoo.studies import reporting
+from pfzoo.studies.step_size_pilot import SCALED_STEP_GRID, STEP_GRID, candidate_settings, pilot_hais
 from pfzoo.training import ExactMaximumLikelihood
 from pfzoo.training.recipe import fit_recipe
 

@@ -33,7 +33,7 @@ from pfzoo.estimators.path_ais import anneal_path
 from pfzoo.models import Gaussian
 from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule
 from pfzoo.paths.step_count import end_dense_knots, growth_exponents, steps_for_bias
-from pfzoo.reporting import load_average, machine_description
+from pfzoo.studies.reporting import load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 PATHS = {"GA": GaussianGeometricPath, "MA": GaussianMomentAveragedPath}

@@ -10,8 +10,8 @@ Trains (or resumes, or with ``--from-zoo`` reuses) each model of :data:`MODELS` 
 ``conf/experiment/<recipe>.yaml`` (``python scripts/train.py +experiment=<recipe>`` trains it too), then measures
 on the 10,000 test digits: the exact log-likelihood (20-hidden-unit RBMs), CSL, and RAISE and AIS from uniform and
 base-rate initial distributions (RAISE on a random subset with control variates). ``--sweep-steps``: AIS and RAISE
-against K (:func:`pfzoo.estimators.bracket_sweep.bracket_sweep`). ``--schedule-pilot``: per model, the schedule that
-closes their gap on validation digits (:func:`pfzoo.estimators.schedule_pilot.pilot_schedule`), then the test set
+against K (:func:`pfzoo.studies.bracket_sweep.bracket_sweep`). ``--schedule-pilot``: per model, the schedule that
+closes their gap on validation digits (:func:`pfzoo.studies.schedule_pilot.pilot_schedule`), then the test set
 with it. Writes ``<output>/table.md`` and ``results.json``; ``--export-zoo DIR`` puts each model and its card into
 ``DIR/<family>-binarized_mnist[-<name>]`` (:func:`pfzoo.zoo.export`). Each table row states the wall time of its
 estimates, on the device named under the table (``--device cpu`` or ``cuda``: models, data and random streams live there).
@@ -44,11 +44,11 @@ from pfzoo.cli import compose
 from pfzoo.data import DataSplits, binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS, CSL, RAISE, Bracket
-from pfzoo.estimators.bracket_sweep import bracket_sweep
-from pfzoo.estimators.schedule_pilot import pilot_schedule
 from pfzoo.models import Capability
 from pfzoo.paths import schedule_from_name
-from pfzoo.reporting import device_name, load_average, machine_description
+from pfzoo.studies.bracket_sweep import bracket_sweep
+from pfzoo.studies.reporting import device_name, load_average, machine_description
+from pfzoo.studies.schedule_pilot import pilot_schedule
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "raise_rbm_pcd_20"), "cd1-500": ("CD1(500)", "raise_rbm_cd1_500"),

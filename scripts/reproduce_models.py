@@ -23,7 +23,6 @@ import copy
 import datetime
 import itertools
 import json
-import logging
 import math
 import os
 import shlex
@@ -83,30 +82,6 @@ def count_parameters(model) -> int:
     """Free parameters: every entry, except the Gaussian's precision Cholesky factor, of which only the lower triangle counts."""
     m = model.num_visible
     return m + m * (m + 1) // 2 if type(model) is Gaussian else sum(p.numel() for p in model.parameters())
-
-
-class ObjectiveLog(logging.Handler):
-    """Collects the (acceptance, step size) that EMHMC / PersistentMPF log at every E-step / refresh."""
-
-    NAMES = ("pfzoo.training.em_hmc", "pfzoo.training.persistent_mpf")
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.values: list[tuple[float, float]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if isinstance(record.args, tuple) and len(record.args) >= 2:
-            self.values.append((float(record.args[-2]), float(record.args[-1])))
-
-    def __enter__(self):
-        for name in self.NAMES:
-            logging.getLogger(name).addHandler(self)
-            logging.getLogger(name).setLevel(logging.INFO)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for name in self.NAMES:
-            logging.getLogger(name).removeHandler(self)
 
 
 def ica_initial_basis(ica_basis: torch.Tensor, num_latent: int, seed: int) -> torch.Tensor:
@@ -439,13 +414,13 @@ def main(argv: list[str] | None = None) -> None:
     def fit_em(name: str, run_seed: int, epochs: int, model=None) -> tuple:
         """EM-HMC (or persistent MPF) from a recipe, with burn-in E-steps for EM; the row fields describing the training."""
         cfg, em = recipe(name, run_seed, f"trainer.epochs={epochs}"), name != "models_mcrbm"
-        with ObjectiveLog() as log:
-            fit = fit_recipe(cfg, splits, model=model, burn_in=s["em_burn_in"] if em else 0, generator=gen(run_seed + 3))
+        fit = fit_recipe(cfg, splits, model=model, burn_in=s["em_burn_in"] if em else 0, generator=gen(run_seed + 3))
+        adaptation = (fit.objective if em else fit.objective.continuous).adaptation  # EMHMC's, or MPF's PersistentMPF's
         timers["training"] += fit.seconds
         losses = [r["loss"] for r in fit.records]
         finite = all(torch.isfinite(p).all().item() for p in fit.model.parameters())
         info = {"epochs": epochs, "batch_size": cfg.trainer.batch_size, "losses": losses, "final_loss": losses[-1] if losses else None,
-                "sampler_acceptance": [a for a, _ in log.values], "sampler_step_size": [v for _, v in log.values], "seconds": fit.seconds,
+                "sampler_acceptance": [a for a, _ in adaptation], "sampler_step_size": [v for _, v in adaptation], "seconds": fit.seconds,
                 "error": fit.error if fit.error or finite else "parameters are NaN or infinite after training"}
         if em:
             info.update(burn_in_e_steps=s["em_burn_in"], final_step_size=fit.objective.step_size.item())

@@ -98,7 +98,8 @@ class PersistentMPF(nn.Module):
     ``x'_n``), ``reference_gap [N]`` (``E(x_n; θ_old) − E(x'_n; θ_old)``, all that K needs of θ_old),
     ``step_size`` (the adapted ε) and ``num_prepared`` (calls of :meth:`prepare` so far). Under a ``torch.distributed``
     process group each rank advances a contiguous share of the particles (its own stream and ε) and the shares are
-    gathered.
+    gathered. ``adaptation`` (not checkpointed) holds one (mean HMC acceptance probability, ε after it adapted) pair
+    per HMC refresh of this rank, oldest first: what a report shows of the sampler.
 
     Args:
         num_hmc_steps: HMC transitions of the particles per refresh of θ_old (≥ 1).
@@ -136,6 +137,7 @@ class PersistentMPF(nn.Module):
         self.register_buffer("connected", torch.empty(0))
         self.register_buffer("reference_gap", torch.empty(0))
         self.register_buffer("num_prepared", torch.zeros((), dtype=torch.long))
+        self.adaptation: list[tuple[float, float]] = []
 
     @torch.no_grad()
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
@@ -185,9 +187,10 @@ class PersistentMPF(nn.Module):
             if self.target_acceptance is not None:
                 step_size = step_size * torch.exp(mean_acceptance - self.target_acceptance)
         self.step_size.copy_(step_size)
+        self.adaptation.append((acceptance.item() / self.num_hmc_steps, self.step_size.item()))
         logger.info(
             "persistent MPF: advanced %d particles under θ_old (mean HMC acceptance probability %.3f; step size now %.4g)",
-            start.shape[0], acceptance.item() / self.num_hmc_steps, self.step_size.item(),
+            start.shape[0], *self.adaptation[-1],
         )
         return state.position
 

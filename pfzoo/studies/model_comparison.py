@@ -72,9 +72,8 @@ def step_text(step_size: float, stiffness: float) -> str:
 
 
 def count_parameters(model) -> int:
-    """Free parameters: every entry, except the Gaussian's precision Cholesky factor, of which only the lower triangle counts."""
-    m = model.num_visible
-    return m + m * (m + 1) // 2 if type(model) is Gaussian else sum(p.numel() for p in model.parameters())
+    """Free parameters: every entry of every parameter tensor (the Gaussian row counts its own, see :meth:`ModelComparison.gaussian`)."""
+    return sum(p.numel() for p in model.parameters())
 
 
 def ica_initial_basis(ica_basis: torch.Tensor, num_latent: int, seed: int) -> torch.Tensor:
@@ -423,7 +422,8 @@ class ModelComparison:
         began = time.perf_counter()
         gaussian = Gaussian.fit(train).requires_grad_(False)
         self.timers["training"] += (seconds := time.perf_counter() - began)
-        self.exact({"name": "gaussian", "label": "Gaussian", "parameters": count_parameters(gaussian), "sizes": "mean and full covariance",
+        m = gaussian.num_visible  # the mean, and of the precision's Cholesky factor only the lower triangle
+        self.exact({"name": "gaussian", "label": "Gaussian", "parameters": m + m * (m + 1) // 2, "sizes": "mean and full covariance",
                     "train_method": "exact ML (`Gaussian.fit`)", "train_seconds": seconds,
                     "description": "`Gaussian.fit(train)`: sample mean and covariance (+1e-6·I); the data are whitened on the training set, so ≈ N(0, I)."}, gaussian)
 

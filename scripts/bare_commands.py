@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from pfzoo.reporting import load_average, machine_description
+from pfzoo.studies.reporting import load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 

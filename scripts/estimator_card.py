@@ -5,7 +5,7 @@
     python scripts/estimator_card.py --render estimators/ais.json   # re-render the card beside its json
 
 Reference problems are binary RBMs small enough that ``model.log_partition()`` enumerates the smaller layer exactly
-(:mod:`pfzoo.estimators.ais_card`): random RBMs of a few sizes and weight scales, and (when the reference data folder
+(:mod:`pfzoo.studies.ais_card`): random RBMs of a few sizes and weight scales, and (when the reference data folder
 is present) a 784×20 RBM trained by the recipe conf/experiment/card_mnist_cd1.yaml on a fixed random 10,000 of the
 binarised-MNIST training digits. Every problem is estimated with AIS from the uniform and the data base-rate base
 distributions, along linear and sigmoid schedules, at several numbers of intermediate distributions K, each repeated
@@ -27,14 +27,14 @@ import torch
 from hydra.utils import instantiate
 
 import pfzoo
-from pfzoo import reporting
 from pfzoo.cli import compose
 from pfzoo.data import DataSplits, binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS
-from pfzoo.estimators.ais_card import BASES, SCHEDULES, SEED_STRIDE, CardProblem, random_problem, render_card, row_summary, run_row
 from pfzoo.models import RBM
-from pfzoo.reporting import load_average, machine_description
+from pfzoo.studies import reporting
+from pfzoo.studies.ais_card import BASES, SCHEDULES, SEED_STRIDE, CardProblem, random_problem, render_card, row_summary, run_row
+from pfzoo.studies.reporting import load_average, machine_description
 from pfzoo.training.recipe import fit_recipe
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@
     python scripts/reproduce_hopfield.py --quick   # smoke run (fewer m values, 2 trials): reports/hopfield/quick/
     python scripts/reproduce_hopfield.py --render reports/hopfield/results.json   # re-render README.md and plots beside it
 
-Capacity (Fig. 3.7, :func:`pfzoo.training.hopfield_capacity.measure_capacity`): for m random patterns of n = 64 fair
+Capacity (Fig. 3.7, :func:`pfzoo.studies.hopfield_capacity.measure_capacity`): for m random patterns of n = 64 fair
 bits, the fraction of the patterns that are fixed points of the asynchronous dynamics after learning with
 - MPF: the recipe conf/experiment/hopfield_mpf.yaml run in float64 by :func:`pfzoo.training.recipe.fit_recipe` (the flow K
   of :class:`pfzoo.training.BitFlipMPF`, single-bit flips, full-batch L-BFGS from J = 0, b = 0, at most
@@ -13,7 +13,7 @@ bits, the fraction of the patterns that are fixed points of the asynchronous dyn
 - the perceptron rule, symmetrised (:func:`pfzoo.training.perceptron_rule`),
 averaged over independent trials (new patterns per trial).
 
-Recall (Fig. 3.9, :func:`~pfzoo.training.hopfield_capacity.measure_recall`): with ``--recall-patterns`` patterns stored
+Recall (Fig. 3.9, :func:`~pfzoo.studies.hopfield_capacity.measure_recall`): with ``--recall-patterns`` patterns stored
 by each rule, each pattern is corrupted by flipping k random bits and run to a fixed point; the table gives the
 fraction recovered exactly.
 """
@@ -31,9 +31,9 @@ import torch
 
 from pfzoo.cli import compose
 from pfzoo.data import DataSplits
-from pfzoo.reporting import load_average, machine_description
+from pfzoo.studies.hopfield_capacity import measure_capacity, measure_recall
+from pfzoo.studies.reporting import load_average, machine_description
 from pfzoo.training import outer_product_rule, perceptron_rule
-from pfzoo.training.hopfield_capacity import measure_capacity, measure_recall
 from pfzoo.training.recipe import fit_recipe
 
 REPO = Path(__file__).resolve().parents[1]

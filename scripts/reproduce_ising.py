@@ -11,7 +11,7 @@ model (all 4,950 couplings and 100 biases) from J = 0 and the independent-units 
 - ``ising_mpf``: MPF, single-bit flips, full-batch L-BFGS (float64) until an epoch changes the loss by < 1e-10;
 - ``ising_pseudolikelihood``: pseudo-likelihood, the same L-BFGS;
 - ``ising_cd1``, ``ising_cd10``: CD-k, minibatch SGD with momentum for a budget of training seconds.
-Errors (:mod:`pfzoo.training.ising_recovery`): ε_J, the mean square coupling error over all pairs i < j, logged after
+Errors (:mod:`pfzoo.studies.ising_recovery`): ε_J, the mean square coupling error over all pairs i < j, logged after
 every epoch outside the timed region; ε_corr, that of the pair moments ⟨x_i x_j⟩ of samples of the learned model
 against the training data.
 """
@@ -32,8 +32,8 @@ from hydra.utils import instantiate
 
 from pfzoo.cli import compose
 from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
-from pfzoo.reporting import load_average, machine_description
-from pfzoo.training.ising_recovery import correlation_error, coupling_error
+from pfzoo.studies.ising_recovery import correlation_error, coupling_error
+from pfzoo.studies.reporting import load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -33,8 +33,8 @@ from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS
-from pfzoo.reporting import load_average, machine_description
 from pfzoo.sampling import bernoulli
+from pfzoo.studies.reporting import load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = {"MPF": "mpf_rbm_mpf", "CD-1": "mpf_rbm_cd1"}

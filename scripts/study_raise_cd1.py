@@ -33,7 +33,7 @@ from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import RAISE
 from pfzoo.paths import schedule_from_name
-from pfzoo.reporting import machine_description
+from pfzoo.studies.reporting import machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,13 +11,13 @@ import pfzoo.models
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pfzoo"
 
-# app → training → estimators → paths → models → kernels → utilities (DESIGN.md). A module may import its own layer
-# and the layers below it. Kernels act on targets and know no model family; models run kernels in their samplers. data
-# generates from models (the spin glass samples an Ising model), so it sits above them.
+# app → studies → training → estimators → paths → models → kernels → utilities (DESIGN.md). A module may import its own
+# layer and the layers below it. Kernels act on targets and know no model family; models run kernels in their samplers.
+# data generates from models (the spin glass samples an Ising model), so it sits above them.
 LAYERS = {
-    "validation": 0, "logmath": 0, "distributed": 0, "sampling": 0, "hamiltonian": 0, "reporting": 0, "schema": 0,
-    "kernels": 1, "models": 2, "data": 3, "paths": 3, "estimators": 4, "zoo": 4, "training": 5, "pictures": 5, "app": 6, "cli": 7,
-    "__init__": 0, "__main__": 8,
+    "validation": 0, "logmath": 0, "distributed": 0, "sampling": 0, "hamiltonian": 0, "schema": 0,
+    "kernels": 1, "models": 2, "data": 3, "paths": 3, "estimators": 4, "zoo": 4, "training": 5, "pictures": 5, "studies": 6,
+    "app": 7, "cli": 8, "__init__": 0, "__main__": 9,
 }
 
 

@@ -30,6 +30,7 @@ class Capability(str, enum.Enum):
     EXACT_FREE_ENERGY = "an exact free energy at its size"
     MEAN_FIELD = "a mean-field posterior over several hidden layers (a DBM)"
     RECONSTRUCTION = "a mean-field reconstruction of its visible units through its hidden ones"
+    PAIRWISE_COUPLINGS = "symmetric pairwise couplings between its units (a fully visible Boltzmann machine)"
     LAYERWISE = "a stack of RBMs trained layer by layer (a DBN)"
 
 

@@ -74,6 +74,7 @@ class Ising(EnergyModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.POSTERIOR_PROPOSAL,
+        Capability.PAIRWISE_COUPLINGS,
     })
     path_family = "ising"
 

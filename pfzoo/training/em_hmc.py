@@ -34,7 +34,8 @@ class EMHMC(Objective):
     ``project_parameters``, which the Trainer applies after every step.
 
     Buffers (checkpointed): ``latents [N, L]``, ``step_size``, ``batch_advanced [N]`` (the examples whose latents a
-    minibatch advanced since the last E-step).
+    minibatch advanced since the last E-step). ``adaptation`` (not checkpointed) holds one (mean acceptance
+    probability, ε after it adapted) pair per E-step of this rank, oldest first: what a report shows of the sampler.
 
     Under a ``torch.distributed`` process group the E-step is split: each rank advances a contiguous share of the
     examples with its own stream and ε, and the shares are gathered. The Trainer splits the M-step's minibatches, so a
@@ -78,6 +79,7 @@ class EMHMC(Objective):
         self.register_buffer("step_size", torch.tensor(float(step_size), dtype=torch.float64))
         self.register_buffer("latents", torch.empty(0))
         self.register_buffer("batch_advanced", torch.zeros(0, dtype=torch.bool))
+        self.adaptation: list[tuple[float, float]] = []
 
     @torch.no_grad()
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
@@ -96,7 +98,8 @@ class EMHMC(Objective):
         rows = slice(share.start, share.stop)
         if len(share):
             acceptance = self._advance(model, data[rows], rows, self.num_hmc_steps, generator)
-            logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", acceptance.item(), self.step_size.item())
+            self.adaptation.append((acceptance.item(), self.step_size.item()))
+            logger.info("EM-HMC E-step: mean acceptance %.3f, step size now %.4g", *self.adaptation[-1])
         if distributed.is_active():
             self.latents = distributed.gather_rows(self.latents[rows])
         self.batch_advanced.zero_()

@@ -89,7 +89,8 @@ class PersistentMPF(nn.Module):
     ``x'_n``), ``reference_gap [N]`` (``E(x_n; θ_old) − E(x'_n; θ_old)``, all that K needs of θ_old),
     ``step_size`` (the adapted ε) and ``num_prepared`` (calls of :meth:`prepare` so far). Under a ``torch.distributed``
     process group each rank advances a contiguous share of the particles (its own stream and ε) and the shares are
-    gathered.
+    gathered. ``adaptation`` (not checkpointed) holds one (mean HMC acceptance probability, ε after it adapted) pair
+    per HMC refresh of this rank, oldest first: what a report shows of the sampler.
 
     Args:
         num_hmc_steps: HMC transitions of the particles per refresh of θ_old (≥ 1).
@@ -127,6 +128,7 @@ class PersistentMPF(nn.Module):
         self.register_buffer("connected", torch.empty(0))
         self.register_buffer("reference_gap", torch.empty(0))
         self.register_buffer("num_prepared", torch.zeros((), dtype=torch.long))
+        self.adaptation: list[tuple[float, float]] = []
 
     @torch.no_grad()
     def prepare(self, model, data: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
@@ -164,13 +166,14 @@ class PersistentMPF(nn.Module):
         """``num_hmc_steps`` HMC transitions of the particles ``start [N, M]`` under the current model; adapts ε."""
         target = model.energy_target()
         kernel = HMCKernel(self.step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
-        # ε adapts on the device: one read for the log line, not one per step
-        chain = adaptive_chain(kernel, target, kernel.init(start, target, momentum=torch.zeros_like(start)), self.num_hmc_steps, step_size=self.step_size,
-                               target_acceptance=self.target_acceptance, generator=generator)
+        # ε adapts on the device: one read for the record and the log line, not one per step
+        chain = adaptive_chain(kernel, target, kernel.init(start, target, momentum=torch.zeros_like(start)), self.num_hmc_steps,
+                               step_size=self.step_size, target_acceptance=self.target_acceptance, generator=generator)
         self.step_size.copy_(chain.step_size)
+        self.adaptation.append((chain.acceptance.item(), self.step_size.item()))
         logger.info(
             "persistent MPF: advanced %d particles under θ_old (mean HMC acceptance probability %.3f; step size now %.4g)",
-            start.shape[0], chain.acceptance.item(), self.step_size.item(),
+            start.shape[0], *self.adaptation[-1],
         )
         return chain.state.position
 

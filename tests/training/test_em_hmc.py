@@ -85,6 +85,17 @@ def test_bad_arguments_and_calls():
         LinearGenerative(3, max_basis_norm=0.0)
 
 
+def test_each_e_step_records_its_mean_acceptance_and_the_adapted_step_size():
+    truth, data = make_data(num_train=50)
+    objective, generator = EMHMC(num_hmc_steps=2, step_size=0.5, target_acceptance=0.8), torch.Generator().manual_seed(3)
+    steps = []
+    for _ in range(3):
+        objective.prepare(truth, data.train, generator=generator)
+        steps.append(objective.step_size.item())
+    assert [step for _, step in objective.adaptation] == steps and len(set(steps)) == 3
+    assert all(0.0 <= acceptance <= 1.0 for acceptance, _ in objective.adaptation)
+
+
 def test_batch_e_steps_refresh_only_the_batch_latents_and_can_be_switched_off():
     truth, data = make_data(num_train=50)
     for steps in (0, 3):

@@ -186,6 +186,17 @@ def test_step_size_adapts_toward_the_target_acceptance():
     assert info.accept_prob.mean().item() == pytest.approx(0.8, abs=0.05)
 
 
+def test_each_hmc_refresh_records_its_mean_acceptance_and_the_adapted_step_size():
+    model, data = random_gaussian(), random_gaussian(seed=1).sample(30, generator=torch.Generator().manual_seed(0))
+    objective, generator = PersistentMPF(num_hmc_steps=2, step_size=3.0, num_leapfrog=3, resample_every=2), torch.Generator().manual_seed(1)
+    steps = []
+    for _ in range(4):
+        if objective.prepare(model, data, generator=generator):
+            steps.append(objective.step_size.item())
+    assert [step for _, step in objective.adaptation] == steps and len(steps) == 2  # refreshes only
+    assert all(0.0 <= acceptance <= 1.0 for acceptance, _ in objective.adaptation)
+
+
 def test_state_dict_restores_into_a_fresh_objective():
     model, data = random_gaussian(3, normalize_factor=True), random_gaussian(3, seed=1, normalize_factor=True).sample(30, generator=torch.Generator().manual_seed(0))
     trained = PersistentMPF(num_hmc_steps=2, step_size=0.3, num_leapfrog=3)

@@ -10,9 +10,9 @@ from torch import nn
 
 from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
 from pfzoo.models import Ising
+from pfzoo.studies.ising_recovery import coupling_error
 from pfzoo.training import BitFlipMPF, Trainer
 from pfzoo.training import trainer as trainer_module
-from pfzoo.training.ising_recovery import coupling_error
 from pfzoo.zoo import load_checkpoint
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from pfzoo.estimators.step_size_pilot import (
+from pfzoo.studies.step_size_pilot import (
     SCALED_STEP_GRID, SCHEDULES, STEP_GRID, HAISSetting, PilotResult, PilotTrial, candidate_settings, pilot_hais,
 )
 from pfzoo.models import Gaussian, LinearGenerative

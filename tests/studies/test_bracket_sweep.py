@@ -7,7 +7,7 @@ import torch
 from factories import biased_binary_data, random_rbm
 
 from pfzoo.estimators import AIS, RAISE
-from pfzoo.estimators.bracket_sweep import BracketPoint, bracket_sweep, replay
+from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep, replay
 
 
 def small_problem():

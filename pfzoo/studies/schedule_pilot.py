@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pfzoo.estimators.bracket_sweep import BracketPoint, bracket_sweep
+from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep
 from pfzoo.models.base import EnergyModel
 
 
@@ -45,7 +45,7 @@ def pilot_schedule(
 
     AIS (``ais_chains`` chains) and RAISE (``raise_chains`` reverse chains per example) run at K = ``num_steps``
     on every example of ``data [B, V]`` (held-out examples, e.g. a few dozen validation digits), each candidate
-    on the same random streams (see :func:`~pfzoo.estimators.bracket_sweep.bracket_sweep`, which also explains
+    on the same random streams (see :func:`~pfzoo.studies.bracket_sweep.bracket_sweep`, which also explains
     ``generator``, ``raise_generator``, ``base`` and ``base_data``). Many AIS chains matter: with 100, one
     heavy-tailed weight decided the pick on MNIST RBMs. Ties go to the earlier candidate; a candidate whose
     estimates are not finite is never chosen. Raises ``ValueError`` for no candidates, a repeated or unknown

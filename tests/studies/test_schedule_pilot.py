@@ -6,9 +6,9 @@ import pytest
 import torch
 from factories import biased_binary_data, random_rbm
 
-from pfzoo.estimators import schedule_pilot
-from pfzoo.estimators.bracket_sweep import BracketPoint, bracket_sweep
-from pfzoo.estimators.schedule_pilot import SchedulePilot, pilot_schedule
+from pfzoo.studies import schedule_pilot
+from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep
+from pfzoo.studies.schedule_pilot import SchedulePilot, pilot_schedule
 
 
 def point(schedule, upper, lower):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from pfzoo.models.capabilities import Capability, require
 from pfzoo.validation import check_matrix
 
 
@@ -27,17 +28,14 @@ def upper_pairs(matrix: Tensor) -> Tensor:
 
 
 def _couplings(model, name: str) -> Tensor:
-    coupling = getattr(model, "symmetric_coupling", None)
-    if not isinstance(coupling, Tensor):
-        raise ValueError(f"{name} must be a fully visible binary model with symmetric_coupling [D, D] (an Ising model), "
-                         f"got {type(model).__name__}")
-    return coupling.detach()
+    require(model, Capability.PAIRWISE_COUPLINGS, by=f"coupling_error's {name}")
+    return model.symmetric_coupling.detach()
 
 
 def coupling_error(model, truth) -> float:
     """ε_J: the mean square error of ``model``'s couplings against ``truth``'s over all pairs ``i < j``.
 
-    Both are Ising-family models of the same D (anything with ``symmetric_coupling [D, D]``); the difference
+    Both are Ising-family models of the same D (:attr:`Capability.PAIRWISE_COUPLINGS`); the difference
     is taken in the wider of their dtypes, on ``model``'s device.
     """
     learned, true = _couplings(model, "model"), _couplings(truth, "truth")

@@ -7,7 +7,7 @@ import torch
 
 from pfzoo.data import spin_glass_model
 from pfzoo.models import RBM, Ising
-from pfzoo.training.ising_recovery import correlation_error, coupling_error, pair_moments, upper_pairs
+from pfzoo.studies.ising_recovery import correlation_error, coupling_error, pair_moments, upper_pairs
 
 
 def test_upper_pairs_lists_the_entries_above_the_diagonal_row_by_row():

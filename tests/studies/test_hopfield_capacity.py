@@ -5,8 +5,8 @@ import torch
 
 from pfzoo.data import corrupt, random_patterns
 from pfzoo.models import Hopfield
+from pfzoo.studies.hopfield_capacity import measure_capacity, measure_recall, recalled_fraction, stored_fraction
 from pfzoo.training import outer_product_rule, perceptron_rule
-from pfzoo.training.hopfield_capacity import measure_capacity, measure_recall, recalled_fraction, stored_fraction
 
 
 def test_stored_fraction_counts_fixed_points():

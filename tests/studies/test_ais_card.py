@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from pfzoo.estimators.ais_card import (
+from pfzoo.studies.ais_card import (
     BASES, SCHEDULES, UNDER_REPORT, exact_visible_samples, random_problem, random_rbm, render_card, row_summary, run_row,
 )
 

@@ -1,0 +1,260 @@
+"""RAISE Tables 1–2 (Burda, Grosse & Salakhutdinov 2015) on binarized MNIST: the estimates per model, the schedule pilot,
+and the table and model cards rendered from the results (what ``scripts/reproduce_raise.py`` stores in results.json).
+
+:func:`measure` returns one model's estimates (exact, CSL, RAISE and AIS from uniform and base-rate initial
+distributions), :func:`schedule_pilot` the schedule with the smallest |AIS − RAISE| on validation digits and the test
+set measured with it, :func:`render_table` the markdown of ``table.md`` and :func:`model_card` a model's zoo card; the
+renderers read nothing but the results dict, so a table re-renders without re-measuring.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+
+import torch
+
+from pfzoo import zoo
+from pfzoo.estimators import AIS, CSL, RAISE, Bracket
+from pfzoo.models import Capability
+from pfzoo.paths import schedule_from_name
+from pfzoo.studies.bracket_sweep import BracketPoint
+from pfzoo.studies.schedule_pilot import pilot_schedule
+
+logger = logging.getLogger(__name__)
+
+MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "raise_rbm_pcd_20"), "cd1-500": ("CD1(500)", "raise_rbm_cd1_500"),
+          "pcd-500": ("PCD(500)", "raise_rbm_pcd_500"), "cd25-500": ("CD25(500)", "raise_rbm_cd25_500"),
+          "dbm-500-1000": ("DBM (500–1000)", "raise_dbm_500_1000"), "dbn-500-1000": ("DBN (500–1000)", "raise_dbn_500_1000")}
+"""Name → (table label, recipe in conf/experiment/)."""
+AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
+SECTIONS = ("models", "sweeps", "schedule_pilots")
+"""The parts of results.json that runs on other models add to rather than replace."""
+
+
+def label(name: str, results: dict) -> str:
+    """Model ``name``'s table label from the sizes it was measured with (a quick run's 10-unit models are not called
+    "CD1(500)"): the recipe's label with the stored config's hidden sizes, e.g. ``CD1(10)`` or ``DBM (10–10)``."""
+    config = results.get("models", {}).get(name, {}).get("config") or {}
+    sizes = config.get("layer_sizes", [None])[1:] if "layer_sizes" in config else [config.get("num_hidden")]
+    if None in sizes or not sizes:
+        return MODELS[name][0]
+    return re.sub(r"\(\d+(–\d+)?\)", "(" + "–".join(str(size) for size in sizes) + ")", MODELS[name][0])
+
+
+def family(name: str) -> str:
+    """The model family of ``name`` (``rbm``, ``dbm``, ``dbn``), from its recipe's name."""
+    return MODELS[name][1].split("_")[1]
+
+
+def zoo_folder(name: str, zoo_dir: Path) -> Path:
+    """Where model ``name`` lives in the zoo folder ``zoo_dir``."""
+    return zoo_dir / zoo.folder_name(family(name), "binarized_mnist", name if family(name) == "rbm" else None)
+
+
+def has_exact_likelihood(model) -> bool:
+    """At most 2^20 states to enumerate for log Z, and an exact log f(v)."""
+    return Capability.EXACT_FREE_ENERGY in model.capabilities and (model.log_partition_cost or 99) <= 20
+
+
+def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str] | None) -> dict:
+    """The table's estimates for one model, each ``{mean, stderr, seconds, ...}``; ``only`` restricts the keys."""
+    rows: dict[str, dict] = {}
+
+    def record(key, estimator, **extra):
+        if only is None or key in only:
+            began = time.perf_counter()
+            estimate = estimator.to(model.device).log_likelihood(model, data.test, base_data=data.train, generator=generator)
+            rows[key] = {"mean": estimate.mean, "stderr": estimate.stderr, "seconds": round(time.perf_counter() - began, 1), **extra}
+            if estimate.partition is not None:
+                rows[key].update(log_z=estimate.partition.log_z, log_z_stderr=estimate.partition.stderr, ess=estimate.partition.ess)
+            logger.info("  %-18s %10.3f ± %.3f   (%s s)", key, estimate.mean, estimate.stderr, rows[key]["seconds"])
+
+    if (only is None or "exact" in only) and has_exact_likelihood(model):
+        began = time.perf_counter()
+        with torch.no_grad():
+            rows["exact"] = {"mean": model.log_prob(data.test).mean().item(), "stderr": 0.0, "seconds": round(time.perf_counter() - began, 1)}
+        logger.info("  %-18s %10.3f", "exact", rows["exact"]["mean"])
+    record("csl", CSL(s["csl_chains"], s["csl_samples"], burn_in=s["csl_burn_in"]))
+    for steps in [s["steps"]] + ([s["long_steps"]] if "exact" in rows and s["long_steps"] else []):
+        suffix, examples = ("", s["raise_examples"]) if steps == s["steps"] else (f"@{steps}", s["long_raise_examples"])
+        for base in ("uniform", "base_rate"):
+            record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples))
+        for base in ("uniform", "base_rate"):
+            chains = max(ais_chains.get(base, 0), s["ais_chains"])
+            record(f"ais_{base}{suffix}", AIS(chains, steps, schedule="linear", base=base, posterior_samples=s["posterior_samples"]), chains=chains)
+    return rows
+
+
+def point_row(point: BracketPoint) -> dict:
+    """A bracket point as a results.json row."""
+    return {"steps": point.num_steps, "schedule": point.schedule, "ais": point.upper, "ais_stderr": point.upper_stderr, "ais_log_z": point.log_z,
+            "ais_ess": point.ess, "raise": point.lower, "raise_stderr": point.lower_stderr, "seconds": point.seconds}
+
+
+def schedule_pilot(model, data, schedules: list[str], s: dict, seed: int) -> dict:
+    """The schedule with the smallest |AIS − RAISE| on ``pilot_examples`` random validation digits, then the test set with it."""
+    validation = data.valid[torch.randperm(data.valid.shape[0], generator=torch.Generator().manual_seed(seed + 3))[: s["pilot_examples"]]]
+    pilot = pilot_schedule(model, validation, schedules, num_steps=s["steps"], ais_chains=s["pilot_ais_chains"], raise_chains=s["raise_chains"],
+                           posterior_samples=s["posterior_samples"], base="base_rate", base_data=data.train,
+                           generator=seeded(model.device, seed + 1), raise_generator=seeded(model.device, seed + 2))
+    logger.info("  chosen: %s; measuring the test set with it", pilot.chosen)
+    with torch.no_grad():
+        exact = ({"validation": model.log_prob(validation).mean().item(), "test": model.log_prob(data.test).mean().item()}
+                 if has_exact_likelihood(model) else None)
+    both = Bracket(AIS(s["pilot_ais_chains"], s["steps"], schedule=pilot.chosen, base="base_rate", posterior_samples=s["posterior_samples"]),
+                   RAISE(s["raise_chains"], s["steps"], schedule=pilot.chosen, base="base_rate", num_examples=s["raise_examples"]))
+    estimate = both.log_likelihood(model, data.test, base_data=data.train, generator=seeded(model.device, seed))
+    test = {"ais": estimate.upper.mean, "ais_stderr": estimate.upper.stderr, "ais_ess": estimate.upper.partition.ess,
+            "raise": estimate.lower.mean, "raise_stderr": estimate.lower.stderr}
+    logger.info("  test set: AIS %s, RAISE %s", pm(test, "ais"), pm(test, "raise"))
+    return {"rows": [point_row(point) for point in pilot.points], "chosen": pilot.chosen, "test": test, "exact": exact}
+
+
+def seeded(device: torch.device, seed: int) -> torch.Generator:
+    """A generator on ``device`` seeded with ``seed``."""
+    return torch.Generator(device).manual_seed(seed)
+
+
+def comparable(stored: dict, results: dict) -> bool:
+    """Whether ``stored`` results belong in the same table as ``results``: the same settings, and wall times from the same kind of device."""
+    return stored.get("settings") == results["settings"] and stored.get("gpu") == results["gpu"]
+
+
+# ---- rendering: table.md and the zoo's cards, from the content of results.json alone -------------------------------
+
+COLUMNS = {"exact": "exact", "csl": "CSL", "raise_uniform": "RAISE uniform", "raise_base_rate": "RAISE base rate",
+           "ais_uniform": "AIS uniform", "ais_base_rate": "AIS base rate"}
+IMPOSSIBLE = ("‡ above 0 nats: no binary digit has probability above 1, so this estimate failed (for AIS, its log Ẑ "
+              "fell at least that many nats short of log Z).")
+
+
+def markdown_table(header: list[str], align: str, rows: list[list[str]]) -> list[str]:
+    """The lines of a markdown table; ``align`` holds one letter per column, ``r`` for right-aligned."""
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def cell(row: dict, s: dict, key: str) -> str:
+    """``mean ± stderr`` (exact: the mean), `` (N chains)`` where AIS ran another chain count, `` ‡`` above 0 nats."""
+    chains = row.get("chains", s["ais_chains"])
+    return (f"{row['mean']:.2f}" + ("" if key == "exact" else f" ± {row['stderr']:.2f}") + (f" ({chains:,} chains)" if chains != s["ais_chains"] else "")
+            + (" ‡" if row["mean"] > 0 else ""))
+
+
+def pm(row: dict, key: str) -> str:
+    """``row[key] ± row[key_stderr]``."""
+    return f"{row[key]:.2f} ± {row[key + '_stderr']:.2f}"
+
+
+def describe_schedule(spec: str) -> str:
+    """``linear`` → ``linear``; ``power:5`` → ``β = 1 − (1 − k/K)^5``; ``sigmoid:4`` → ``sigmoid (δ = 4)``."""
+    schedule, name = schedule_from_name(spec), spec.partition(":")[0]
+    return {"power": lambda: f"β = 1 − (1 − k/K)^{schedule.power:g}", "sigmoid": lambda: f"sigmoid (δ = {schedule.scale:g})",
+            "geometric": lambda: f"geometric from {schedule.start:g}"}.get(name, lambda: name)()
+
+
+def hardware(results: dict) -> str:
+    """Where the wall times were taken: the machine, and the GPU when the run had ``--device cuda``."""
+    return f"{results['gpu']} in a {results['machine']}" if results.get("gpu") else results["machine"]
+
+
+def duration(seconds: float) -> str:
+    """``42.0 s``, ``12.5 min`` or ``3.20 h``."""
+    return f"{seconds:.1f} s" if seconds < 60 else f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
+
+
+def render_table(results: dict) -> str:
+    """``table.md``'s markdown from ``results`` (what results.json holds): the estimates, the sweeps and the schedule pilots."""
+    s, models, rows = results["settings"], results["models"], []
+    for name in (n for n in MODELS if n in models):
+        estimates = models[name]["estimates"]
+        for steps, suffix in ((s["steps"], ""), (s["long_steps"], f"@{s['long_steps']}")):
+            if not suffix or f"ais_base_rate{suffix}" in estimates:
+                found = {key: estimates.get(key if key in ("exact", "csl") else key + suffix) for key in COLUMNS}
+                timed = [row["seconds"] for key, row in found.items() if row is not None and not (suffix and key in ("exact", "csl"))]
+                rows.append([f"{label(name, results)}, K = {steps:,}", *("—" if row is None else cell(row, s, key) for key, row in found.items()),
+                             duration(sum(timed))])
+    longer = f"; models with exact values are also run at K = {s['long_steps']:,}" if s["long_steps"] else ""
+    long_examples = f" ({s['long_raise_examples']} at the long K)" if s["long_steps"] else ""
+    text = [*markdown_table(["model", *COLUMNS.values(), "wall time"], "l" + "r" * (len(COLUMNS) + 1), rows), "", (
+        f"Mean test log-likelihood (nats) on the 10,000 binarized-MNIST test digits. K intermediate distributions (linear β) for RAISE and AIS"
+        f"{longer}. AIS: {s['ais_chains']:,} chains; for the DBM and DBN log f(v) by "
+        f"importance sampling with {s['posterior_samples']} mean-field / recognition proposals per digit; a cell naming its chains used that many. "
+        f"RAISE: {s['raise_chains']} reverse chains for each of {s['raise_examples']} random test digits{long_examples}, "
+        f"full-set mean by control variates (§4). CSL: {s['csl_chains']} chains × {s['csl_samples']} samples after {s['csl_burn_in']} burn-in "
+        "sweeps, started at training digits. ± is each estimator's own standard error (not the test-set sampling error). AIS is biased upward "
+        "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds. Wall time: the row's estimates one after "
+        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}." + (
+            "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "
+            "by the same chains (their errors are correlated): they understate CSL's error, by about 20× on a quick run (0.18 against 0.009)."))]
+    text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []
+    for name, sweep in results.get("sweeps", {}).items():
+        w, exact_f = sweep["settings"], family(name) == "rbm"
+        text += ["", f"## {label(name, results)}: AIS and RAISE against K (base-rate initialisation)", "", *markdown_table(
+            ["K", "AIS", "log Ẑ (ESS)", "RAISE", "AIS − RAISE"], "rrrrr", [[f"{r['steps']:,}", pm(r, "ais"), f"{r['ais_log_z']:.2f} ({r['ais_ess']:.1f})",
+                                                                            pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
+            f"AIS: {w['sweep_ais_chains']} chains, log f(v) " + ("exact (hidden units summed out)" if exact_f else f"by importance sampling with "
+                                                                 f"{w['posterior_samples']} proposals") + " on all test digits. RAISE: "
+            f"{w['raise_chains']} chains on the same {w['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
+            "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small."]
+    pilots = {name: results["schedule_pilots"][name] for name in MODELS if name in results.get("schedule_pilots", {})}
+    if pilots:
+        p = next(iter(results["schedule_pilots"].values()))["settings"]
+        validation = [[label(n, results), describe_schedule(r["schedule"]) + (" ✓" if r["schedule"] == e["chosen"] else ""), pm(r, "ais"), pm(r, "raise"),
+                       f"{r['ais'] - r['raise']:+.2f}", f"{e['exact']['validation']:.2f}" if e["exact"] else "—"]
+                      for n, e in pilots.items() for r in e["rows"]]
+        test = [[label(n, results), describe_schedule(e["chosen"]), pm(t, "ais"), pm(t, "raise"), f"{t['ais'] - t['raise']:+.2f}",
+                 *([f"{x['test']:.2f}", f"{t['ais'] - x['test']:+.2f}", f"{t['raise'] - x['test']:+.2f}"] if x else ["—"] * 3)]
+                for n, e in pilots.items() for t, x in [(e["test"], e["exact"])]]
+        text += ["", "## Choosing the annealing schedule by the bracket (base-rate initialisation)", "",
+                 *markdown_table(["model", "schedule", "AIS (validation)", "RAISE (validation)", "AIS − RAISE", "exact (validation)"], "llrrrr", validation),
+                 "", *markdown_table(["model", "chosen schedule", "AIS (test)", "RAISE (test)", "AIS − RAISE", "exact (test)", "AIS − exact",
+                                      "RAISE − exact"], "llrrrrrr", test), "",
+                 (f"K = {p['steps']:,} for every schedule. Pilot: AIS ({p['pilot_ais_chains']:,} chains, also on the test set) and RAISE ({p['raise_chains']} "
+                  f"chains per digit) on the same {p['pilot_examples']} random *validation* digits; ✓ marks the schedule with the smallest |AIS − RAISE|, "
+                  "a rule that needs no exact value and never sees the test set. The second table runs both on the test set with the chosen schedule "
+                  f"(RAISE on {p['raise_examples']} digits with control variates). The schedule changes the annealing model, and with it RAISE's value, "
+                  "as much as K does. Where RAISE ends above an exact value, the annealing model fits the test digits better than the RBM itself: "
+                  "RAISE bounds p_ann, not p.")]
+    return "# RAISE Tables 1–2 on binarized MNIST, reproduced\n\n" + "\n".join(text) + "\n"
+
+
+def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
+    """Model ``name``'s zoo card for its zoo ``folder`` (as the card should name it, e.g. relative to the repository): its
+    recipe, the table's estimates, the bracket's verdict and its sweep against K."""
+    s, entry, sweep = results["settings"], results["models"][name], results.get("sweeps", {}).get(name)
+    estimates, recipe = entry["estimates"], MODELS[name][1]
+    rows = [f"| {key.replace('_', ' ').replace('@', ', K = ')} | {cell(row, s, key)} |" for key, row in estimates.items()]
+    measured = "\n".join(["| estimator | value |", "|---|---|", *rows, "", (
+        f"K = {s['steps']:,}; AIS {s['ais_chains']} chains; RAISE {s['raise_chains']} chains × {s['raise_examples']} digits\nwith control variates; "
+        f"CSL {s['csl_chains']} × {s['csl_samples']} samples.{' ' + IMPOSSIBLE if any('‡' in row for row in rows) else ''} Evaluate again with e.g.\n"
+        f"`python scripts/evaluate.py model={family(name)} dataset=binarized_mnist checkpoint={folder}/checkpoint.pt "
+        "estimator=bracket`.")])
+    gap = estimates["ais_base_rate"]["mean"] - estimates["raise_base_rate"]["mean"] if {"ais_base_rate", "raise_base_rate"} <= estimates.keys() else 0.0
+    if gap > 1.0:
+        measured += (f"\n\n**Warning: with base-rate initialisation AIS is {gap:.1f} nats above RAISE at K = {s['steps']:,}: "
+                     "the test log-likelihood is only bracketed, not pinned down.**")
+    elif gap < -1.0:
+        measured += (f"\n\n**Note: with base-rate initialisation RAISE is {-gap:.1f} nats above AIS at K = {s['steps']:,}. RAISE bounds the annealing "
+                     "model's likelihood, not this model's, so either the annealing model fits the test digits better than the model does (RAISE §3; "
+                     "common for under-trained models) or AIS's log Ẑ overshot (a heavy-tailed weight: look at its ESS). Either way the two do not "
+                     "bracket the model's log-likelihood here.**")
+    sections = [("Measured mean test log-likelihood (nats, 10,000 test digits)", measured)]
+    if sweep is not None:
+        w = sweep["settings"]
+        sections.append(("AIS and RAISE against K (base rates)", "\n".join([*markdown_table(["K", "AIS", "RAISE", "AIS − RAISE"], "rrrr", [
+            [f"{r['steps']:,}", pm(r, "ais"), pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
+            (f"AIS {w['sweep_ais_chains']} chains; RAISE {w['raise_chains']} chains on the same {w['sweep_raise_examples']} test digits at every K "
+             "(control variates); see `estimators/raise/table.md`.")])))
+    return zoo.ModelCard(
+        title=f"{family(name)}-binarized_mnist ({label(name, results)})",
+        summary=(f"Trained and measured by `python scripts/reproduce_raise.py`; last measured {entry['trained_on']} "
+                 "(`--from-zoo` re-measures without retraining)."),
+        facts=[("architecture", f"`pfzoo.models.{type(model).__name__}`, config `{model.config()}`"),
+               ("data", "`dataset=binarized_mnist` (Larochelle & Murray's fixed binarisation; 50,000 train, 10,000 test), read from `data.root`"),
+               ("training", f"`python scripts/train.py +experiment={recipe} data.root=DIR` (`conf/experiment/{recipe}.yaml`)"),
+               ("file", "`checkpoint.pt`: load with `pfzoo.zoo.load(...)`")],
+        sections=sections)

@@ -1,0 +1,33 @@
+"""model_comparison: the stored model-comparison reports re-render from their results alone, and the ordering check
+compares the groups pairwise on the same patches."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pfzoo.studies.model_comparison import ordering, readme
+
+RESULTS = Path(__file__).resolve().parents[2] / "reports" / "models"
+
+
+@pytest.mark.parametrize("folder", [RESULTS, RESULTS / "vanhateren"])
+def test_the_stored_readme_re_renders_from_its_results_json(folder):
+    payload = json.loads((folder / "results.json").read_text())
+    assert readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")) == (folder / "README.md").read_text()
+    assert ordering(payload["models"]) == payload["ordering"]
+
+
+def test_ordering_pairs_each_lower_group_with_the_next_higher_one_on_the_same_patches():
+    rows = [{"name": "gaussian", "subset_per_example": [1.0, 2.0, 3.0, 4.0]},
+            {"name": "ica", "subset_per_example": [2.0, 3.0, 4.0, 7.0]},
+            {"name": "mcrbm", "subset_per_example": [1.0, 2.0, 3.0, 6.0], "shared_stderr": 0.5},
+            {"name": "bilinear", "failed": "NaN loss"}]
+    order = ordering(rows)
+    assert [(p["higher"], p["lower"]) for p in order["pairs"]] == [("ica", "gaussian"), ("mcrbm", "ica")]
+    up, down = order["pairs"]
+    # ica − gaussian = [1, 1, 1, 3]: mean 1.5, variance 1 → stderr √(1/4)
+    assert up["difference"] == pytest.approx(1.5) and up["stderr"] == pytest.approx(0.5) and up["holds"] and up["significant"]
+    # mcrbm − ica = [−1, −1, −1, −1]: no spread, so the stderr is the mcRBM's shared log Ẑ error alone
+    assert down["difference"] == pytest.approx(-1.0) and down["stderr"] == pytest.approx(0.5) and not down["holds"]
+    assert (order["holds"], order["significant"], order["total"]) == (1, 1, 2)

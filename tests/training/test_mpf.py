@@ -187,7 +187,7 @@ def test_step_size_adapts_toward_the_target_acceptance():
 
 
 def test_each_hmc_refresh_records_its_mean_acceptance_and_the_adapted_step_size():
-    model, data = random_gaussian(), random_gaussian(seed=1).sample(30, generator=torch.Generator().manual_seed(0))
+    model, data = random_gaussian(3, normalize_factor=True), random_gaussian(3, seed=1, normalize_factor=True).sample(30, generator=torch.Generator().manual_seed(0))
     objective, generator = PersistentMPF(num_hmc_steps=2, step_size=3.0, num_leapfrog=3, resample_every=2), torch.Generator().manual_seed(1)
     steps = []
     for _ in range(4):

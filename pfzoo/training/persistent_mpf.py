@@ -32,11 +32,11 @@ import logging
 import math
 
 import torch
-from torch import nn
 
 from pfzoo import distributed
 from pfzoo.kernels.gibbs import run_gibbs
 from pfzoo.kernels.hmc import EnergyTarget, HMCKernel, HMCState
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int, checking_values
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def reversible_gibbs(model, start: torch.Tensor, num_sweeps: int, *, generator: 
     return state.visible
 
 
-class PersistentMPF(nn.Module):
+class PersistentMPF(Objective):
     """Persistent MPF: minimise ``log K(θ)`` (module docstring) with θ_old and the connected states held
     fixed, then set ``θ_old ← θ``, advance the connected states under the new θ_old, and repeat.
 

@@ -20,6 +20,7 @@ from pfzoo import distributed
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_binary, check_bool, check_finite_number, check_matrix, check_positive_int, values_checked
 from pfzoo.zoo import load_checkpoint, save
 
@@ -49,8 +50,8 @@ class Trainer:
     ``{"epoch": int, "optimizer": optimizer.state_dict(), "objective": objective.state_dict(),
     "generators": {"shuffle": ByteTensor, "sampling": ByteTensor}}``, enough to resume bit-for-bit.
 
-    After every optimiser step, a model with a ``project_parameters()`` method is projected back onto its
-    constraint set (e.g. :class:`~pfzoo.models.LinearGenerative`'s bounded basis norms).
+    After every optimiser step, the model is projected back onto its constraint set with
+    :meth:`~pfzoo.models.EnergyModel.project_parameters` (e.g. :class:`~pfzoo.models.LinearGenerative`'s bounded basis norms).
 
     Random streams: the data order comes from a CPU generator seeded with ``seed``, the objective's
     sampling from a generator on the model's device seeded with ``seed + 1``. Evaluation
@@ -105,8 +106,8 @@ class Trainer:
     the tolerance rule stops one step after the step that changed the loss by less than the tolerance.
 
     Args:
-        objective: an ``nn.Module`` with ``loss(model, batch, *, generator) -> scalar``; its state
-            (e.g. PCD's chains) is checkpointed. An objective that also has
+        objective: an :class:`~pfzoo.training.Objective`, ``loss(model, batch, *, generator) -> scalar``; its state
+            (e.g. PCD's chains) is checkpointed. An objective that overrides
             ``prepare(model, train, *, generator) -> bool`` (e.g. :class:`~pfzoo.training.PersistentMPF`)
             is epoch-stateful: it is called at the start of every epoch with the full training set
             ``[N, V]``, and then ``loss`` also receives ``indices=rows``, the batch's row numbers ``[B]``
@@ -138,7 +139,7 @@ class Trainer:
 
     def __init__(
         self,
-        objective: nn.Module,
+        objective: Objective,
         optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
         *,
         run_dir: str | os.PathLike,
@@ -156,8 +157,8 @@ class Trainer:
         epoch_metrics: Mapping[str, EpochMetric] | None = None,
         log_every: int | None = None,
     ) -> None:
-        if not isinstance(objective, nn.Module) or not callable(getattr(objective, "loss", None)):
-            raise ValueError(f"objective must be an nn.Module with a loss(model, batch, *, generator) method, got {type(objective).__name__}")
+        if not isinstance(objective, Objective):
+            raise ValueError(f"objective must be a pfzoo.training.Objective (loss(model, batch, *, generator)), got {type(objective).__name__}")
         if not callable(optimizer):
             raise ValueError(f"optimizer must be a callable params -> torch.optim.Optimizer, got {type(optimizer).__name__}")
         if isinstance(optimizer, partial):  # a config's optimizer: torch accepts lr=nan and would train to NaN
@@ -219,9 +220,7 @@ class Trainer:
         the checkpoint on disk is the last good one. An objective or estimator that
         does not apply to ``model`` is refused (:class:`~pfzoo.models.MissingCapability`) before anything runs.
         """
-        check = getattr(self.objective, "check", None)
-        if callable(check):
-            check(model)
+        self.objective.check(model)
         if self.estimator is not None:
             self.estimator.check(model)
         train = self._prepare(model, data.train, "data.train")
@@ -319,11 +318,10 @@ class Trainer:
         """One pass over ``train [N, V]`` in a fresh random order, after the objective's ``prepare`` if it has one;
         returns the example-weighted mean loss. Under a process group each rank computes the loss of its shard of every
         minibatch and the ranks' gradients are summed (class docstring)."""
-        stateful = callable(getattr(self.objective, "prepare", None))
-        project = getattr(model, "project_parameters", None)  # a model's constraints, e.g. bounded basis norms
+        stateful = self.objective.epoch_stateful
         group = distributed.is_active()
         parameters = list(model.parameters())
-        changed = stateful and self.objective.prepare(model, train, generator=generators["sampling"])
+        changed = self.objective.prepare(model, train, generator=generators["sampling"])
         if group:  # every rank must clear alike, or their L-BFGS steps would part
             changed = distributed.max_over_ranks(float(bool(changed)), model.device) > 0
             if changed:  # a prepare that trains (a DBM's greedy pretraining) drew from each rank's own stream
@@ -376,8 +374,7 @@ class Trainer:
             first_bad_batch = torch.where(newly_bad, index, first_bad_batch)
             first_bad_loss = torch.where(newly_bad, loss.double(), first_bad_loss)
             total += loss * rows.shape[0]
-            if project is not None:
-                project()
+            model.project_parameters()  # the model's constraints, e.g. bounded basis norms
         if first_bad_batch.item() >= 0:
             raise self._non_finite(first_bad_loss.item(), epoch, first_bad_batch.item())
         return total.item() / train.shape[0]
@@ -436,7 +433,7 @@ class Trainer:
             if distributed.rank() == 0:
                 logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
             return 0
-        name = getattr(type(model), "registry_name", None)
+        name = model.registry_name
         if checkpoint["trainer_state"] is None or checkpoint["model"] != name or checkpoint["model_config"] != model.config():
             raise ValueError(
                 f"{self.checkpoint_path} cannot resume this run: it holds a {checkpoint['model']!r} model with config "

@@ -10,14 +10,13 @@ import pytest
 import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-from torch import nn
 from torch.nn import functional as F
 
 from pfzoo import zoo
 from pfzoo.data import DataSplits, digits
 from pfzoo.estimators import AIS, Exact
 from pfzoo.models import RBM
-from pfzoo.training import CD, PCD, Trainer, pseudo_log_likelihood, reconstruction_error
+from pfzoo.training import CD, PCD, Objective, Trainer, pseudo_log_likelihood, reconstruction_error
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 
@@ -42,7 +41,7 @@ def without_timing(records):
     return [{key: value for key, value in record.items() if key != "seconds"} for record in records]
 
 
-class NullObjective(nn.Module):
+class NullObjective(Objective):
     """Zero loss with a graph through every parameter: only the weight decay moves the model."""
 
     def loss(self, model, batch, *, generator=None):

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
 from pfzoo.models import Ising
-from pfzoo.training import BitFlipMPF, Trainer
+from pfzoo.training import BitFlipMPF, Objective, Trainer
 from pfzoo.training import trainer as trainer_module
 from pfzoo.training.ising_recovery import coupling_error
 from pfzoo.zoo import load_checkpoint
@@ -33,7 +32,7 @@ class FakeClock:
         self.now += seconds
 
 
-class ScriptedObjective(nn.Module):
+class ScriptedObjective(Objective):
     """Loss ``losses[call]`` (then the last value forever), with a zero gradient through every parameter; each call
     advances ``clock`` by one second."""
 

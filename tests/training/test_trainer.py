@@ -303,7 +303,7 @@ def test_resume_after_a_kill_mid_write_cleans_the_temporary_and_drops_the_torn_l
     with (tmp_path / "killed" / "metrics.jsonl").open("a") as file:
         file.write('{"epoch": 3, "lo')
     resumed = rbm(seed=1)
-    with caplog.at_level("WARNING", logger="pfzoo.training.trainer"):
+    with caplog.at_level("WARNING", logger="pfzoo.training.metrics_log"):
         trainer(tmp_path / "killed", 3).fit(resumed, data, resume=True)
     assert not stale.exists()
     assert "metrics.jsonl line 3 is not a metrics record" in caplog.text

@@ -188,7 +188,8 @@ def test_full_batch_lbfgs_with_stop_tolerance_takes_the_hand_loops_steps_and_sto
 
 def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     """Only the epochs (and where the run lives) may change on resume; a new learning rate is named, not ignored."""
-    from pfzoo.training.trainer import config_differences, format_record
+    from pfzoo.training.checkpoints import config_differences
+    from pfzoo.training.metrics_log import format_record
 
     stored = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "a"}
     assert config_differences(stored, {"trainer": {"epochs": 9, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "b"}) == []

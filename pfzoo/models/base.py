@@ -177,6 +177,10 @@ class EnergyModel(nn.Module):
     def init_from_data(self, data: torch.Tensor) -> None:
         """Data-dependent initialisation before training (``data [N, V]``); by default nothing."""
 
+    def project_parameters(self) -> None:
+        """Move the parameters back onto the model's constraint set (e.g. bounded basis norms), in place; the
+        :class:`~pfzoo.training.Trainer` calls it after every optimiser step. By default there is none: nothing."""
+
     def annealing_base(self, kind: str, data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "EnergyModel":
         """A tractable model of the same family (``log Z`` known exactly) to anneal from; ``kind`` is one of the
         family's base names registered in :mod:`pfzoo.paths.registry`. Families whose bases are of another

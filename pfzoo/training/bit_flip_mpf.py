@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_bool, check_positive_int
 
 
@@ -32,7 +32,7 @@ def sampled_units(batch: torch.Tensor, num_units: int | None, *, generator: torc
     return torch.randint(batch.shape[1], (batch.shape[0], num_units), generator=generator, device=batch.device)
 
 
-class BitFlipMPF(nn.Module):
+class BitFlipMPF(Objective):
     """MPF for binary models with single-bit-flip connectivity, optionally plus the all-bits-flipped state.
 
     The loss is the flow ``K(θ)`` itself (module docstring), summed in float64 from ``logsumexp`` of the

@@ -1,13 +1,19 @@
-"""What every training objective shares: a config name, what it needs of a model, and the one-line refusal.
+"""What every training objective shares: the loss, the epoch hook, a config name, what it needs of a model, and the
+one-line refusal.
 
 The :class:`~pfzoo.training.Trainer` calls :meth:`Objective.check` once, before the first epoch; a
 model that lacks what the objective needs is refused with a :class:`~pfzoo.models.MissingCapability`
 naming the trainer configs that do apply ("CD needs a Gibbs chain over its visible units ...; ICA is an
-energy over real vectors without latents — use trainer=ml, mpf or mpf_adam").
+energy over real vectors without latents — use trainer=ml, mpf or mpf_adam"). It then calls
+:meth:`Objective.prepare` at the start of every epoch and :meth:`Objective.loss` on every minibatch.
 """
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
+from typing import ClassVar
+
+import torch
 from torch import nn
 
 from pfzoo.models.capabilities import MissingCapability, describe, join_alternatives
@@ -15,20 +21,37 @@ from pfzoo.models.capabilities import MissingCapability, describe, join_alternat
 _OBJECTIVES: dict[str, type["Objective"]] = {}
 
 
-class Objective(nn.Module):
+class Objective(nn.Module, metaclass=ABCMeta):
     """A loss ``loss(model, batch, *, generator) -> scalar`` whose gradient is the training update.
 
-    Subclasses set :attr:`config_name` (and :attr:`trainer_configs`, the ``conf/trainer`` files that select
-    them) and implement :meth:`missing`.
+    Subclasses implement :meth:`loss`, set :attr:`config_name` (and :attr:`trainer_configs`, the ``conf/trainer``
+    files that select them) and implement :meth:`missing`. An objective that keeps state across the training set
+    (e.g. persistent MPF's particles, EM-HMC's latents) overrides :meth:`prepare`, which makes it
+    :attr:`epoch_stateful`; its state lives in buffers, so the Trainer checkpoints it with ``state_dict``.
     """
 
     config_name: str | None = None
     trainer_configs: tuple[str, ...] = ()
+    epoch_stateful: ClassVar[bool] = False
+    """Whether the class overrides :meth:`prepare` (set when it is defined): the Trainer then also passes the batch's
+    row numbers ``indices [B]`` in the prepared training set to :meth:`loss`."""
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        cls.epoch_stateful = cls.prepare is not Objective.prepare
         if cls.__dict__.get("config_name"):
             _OBJECTIVES[cls.config_name] = cls
+
+    @abstractmethod
+    def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The minibatch loss (scalar) of ``batch [B, V]`` under ``model``; :attr:`epoch_stateful` objectives also take
+        ``indices [B]``, the batch's rows in the training set last given to :meth:`prepare`."""
+
+    def prepare(self, model, train: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
+        """The start of an epoch over the whole training set ``train [N, V]``; returns whether the objective changed
+        (e.g. MPF's θ_old was refreshed), so the optimiser's state (L-BFGS history, momentum) no longer applies.
+        By default the objective holds no such state: nothing to do, ``False``."""
+        return False
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""

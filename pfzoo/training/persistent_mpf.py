@@ -32,11 +32,11 @@ import logging
 import math
 
 import torch
-from torch import nn
 
 from pfzoo import distributed
 from pfzoo.kernels import HMCKernel, adaptive_chain, run_chain
 from pfzoo.models.capabilities import Capability, require
+from pfzoo.training.objective import Objective
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int, checking_values
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def reversible_gibbs(model, start: torch.Tensor, num_sweeps: int, *, generator: 
     return run_chain(kernel, target, start, num_sweeps, generator=generator)[0].position
 
 
-class PersistentMPF(nn.Module):
+class PersistentMPF(Objective):
     """Persistent MPF: minimise ``log K(θ)`` (module docstring) with θ_old and the connected states held
     fixed, then set ``θ_old ← θ``, advance the connected states under the new θ_old, and repeat.
 

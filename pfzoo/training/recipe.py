@@ -76,14 +76,13 @@ def fit_recipe(
     with tempfile.TemporaryDirectory() as run_dir:
         trainer: Trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None)
         if burn_in:
-            prepare = getattr(trainer.objective, "prepare", None)
-            if not callable(prepare):
+            if not trainer.objective.epoch_stateful:
                 raise ValueError(f"burn_in needs an objective with prepare(model, data, *, generator); {type(trainer.objective).__name__} has none")
             train = data.train.to(device=model.device, dtype=model.dtype)
             trainer.objective.to(model.device)
             with torch.no_grad():
                 for _ in range(burn_in):
-                    prepare(model, train, generator=generator)
+                    trainer.objective.prepare(model, train, generator=generator)
         error = None
         try:
             trainer.fit(model, data)

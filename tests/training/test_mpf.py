@@ -11,12 +11,11 @@ import torch
 from factories import random_gaussian, random_poe
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-from torch import nn
 
 from pfzoo.data import DataSplits, patches
 from pfzoo.kernels import EnergyTarget, HMCKernel, HMCState
 from pfzoo.models import ICA, LinearGenerative
-from pfzoo.training import ExactMaximumLikelihood, PersistentMPF, Trainer
+from pfzoo.training import ExactMaximumLikelihood, Objective, PersistentMPF, Trainer
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 LBFGS = partial(torch.optim.LBFGS, lr=1.0, history_size=20, line_search_fn="strong_wolfe")
@@ -230,7 +229,7 @@ def test_resumed_training_is_bit_identical_to_training_in_one_go(tmp_path):
 # ---- the Trainer hook ------------------------------------------------------------------------------
 
 
-class SpyObjective(nn.Module):
+class SpyObjective(Objective):
     """Records the Trainer's calls: ``prepare`` refreshes on odd calls; ``loss`` is the mean energy."""
 
     def __init__(self):

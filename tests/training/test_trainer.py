@@ -11,14 +11,13 @@ import torch
 from factories import random_rbm
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
-from torch import nn
 from torch.nn import functional as F
 
 from pfzoo import zoo
 from pfzoo.data import DataSplits, digits
 from pfzoo.estimators import AIS, Exact
 from pfzoo.models import RBM
-from pfzoo.training import CD, PCD, Trainer, pseudo_log_likelihood, reconstruction_error
+from pfzoo.training import CD, PCD, Objective, Trainer, pseudo_log_likelihood, reconstruction_error
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 
@@ -43,7 +42,7 @@ def without_timing(records):
     return [{key: value for key, value in record.items() if key != "seconds"} for record in records]
 
 
-class NullObjective(nn.Module):
+class NullObjective(Objective):
     """Zero loss with a graph through every parameter: only the weight decay moves the model."""
 
     def loss(self, model, batch, *, generator=None):
@@ -304,7 +303,7 @@ def test_resume_after_a_kill_mid_write_cleans_the_temporary_and_drops_the_torn_l
     with (tmp_path / "killed" / "metrics.jsonl").open("a") as file:
         file.write('{"epoch": 3, "lo')
     resumed = rbm(seed=1)
-    with caplog.at_level("WARNING", logger="pfzoo.training.trainer"):
+    with caplog.at_level("WARNING", logger="pfzoo.training.metrics_log"):
         trainer(tmp_path / "killed", 3).fit(resumed, data, resume=True)
     assert not stale.exists()
     assert "metrics.jsonl line 3 is not a metrics record" in caplog.text

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
 from pfzoo.models import Ising
 from pfzoo.studies.ising_recovery import coupling_error
-from pfzoo.training import BitFlipMPF, Trainer
+from pfzoo.training import BitFlipMPF, Objective, Trainer
 from pfzoo.training import trainer as trainer_module
 from pfzoo.zoo import load_checkpoint
 
@@ -33,7 +32,7 @@ class FakeClock:
         self.now += seconds
 
 
-class ScriptedObjective(nn.Module):
+class ScriptedObjective(Objective):
     """Loss ``losses[call]`` (then the last value forever), with a zero gradient through every parameter; each call
     advances ``clock`` by one second."""
 
@@ -189,7 +188,8 @@ def test_full_batch_lbfgs_with_stop_tolerance_takes_the_hand_loops_steps_and_sto
 
 def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     """Only the epochs (and where the run lives) may change on resume; a new learning rate is named, not ignored."""
-    from pfzoo.training.trainer import config_differences, format_record
+    from pfzoo.training.checkpoints import config_differences
+    from pfzoo.training.metrics_log import format_record
 
     stored = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "a"}
     assert config_differences(stored, {"trainer": {"epochs": 9, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "b"}) == []

@@ -1,0 +1,142 @@
+"""A run's ``checkpoint.pt``: what the Trainer saves to resume bit for bit, written atomically, and the checks that
+refuse a resume under other settings.
+
+The file is :func:`pfzoo.zoo.save`'s (model state dict and config, the run's config) with a ``trainer_state``::
+
+    {"epoch": int, "optimizer": optimizer.state_dict(), "objective": objective.state_dict(),
+     "generators": {"shuffle": ByteTensor, "sampling": ByteTensor},
+     "ranks": [{"objective": state_dict, "sampling": ByteTensor}, ...]}   # only from a run under a process group
+
+``"ranks"`` holds every rank's objective state (e.g. its PCD chains) and sampling stream in rank order (``"objective"``
+and ``generators["sampling"]`` are rank 0's); a checkpoint without it counts as one rank's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+
+from pfzoo.models.base import EnergyModel
+from pfzoo.zoo import load_checkpoint, save
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_FILE = "checkpoint.pt"
+RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root")
+"""Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars."""
+
+
+class CheckpointStore:
+    """``<run_dir>/checkpoint.pt``: read, written atomically (:func:`pfzoo.zoo.save` writes a temporary file and
+    renames it), and checked before a resume."""
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        self.path = Path(run_dir) / CHECKPOINT_FILE
+
+    def read(self) -> dict[str, Any] | None:
+        """The raw checkpoint (:func:`pfzoo.zoo.load_checkpoint`), ``None`` when there is none."""
+        return load_checkpoint(self.path) if self.path.is_file() else None
+
+    def write(self, model: EnergyModel, trainer_state: dict[str, Any], config: dict | None) -> None:
+        """Replace the checkpoint with ``model``'s parameters, ``config`` and ``trainer_state`` (module docstring)."""
+        save(self.path, model, config=config, trainer_state=trainer_state)
+        logger.debug("saved checkpoint after epoch %d to %s", trainer_state["epoch"], self.path)
+
+    def remove_stale_temporaries(self) -> None:
+        """Delete ``.checkpoint.pt.*.tmp`` files: a save killed mid-write (SIGKILL skips its clean-up) leaves one, and
+        only one run writes to a run directory, so any found before the first save belong to no live writer."""
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            logger.info("removing %s, left by a checkpoint write that was killed", stale)
+            stale.unlink(missing_ok=True)
+
+    def check_resumable(self, checkpoint: Mapping[str, Any], model: EnergyModel, config: dict | None, world_size: int) -> None:
+        """Refuse (``ValueError``, one line) to resume ``model`` from ``checkpoint`` unless it holds a trainer state for
+        a model of the same family and config, was written by ``world_size`` ranks, and was trained under ``config``
+        up to :data:`RESUMABLE_KEYS` (more epochs, where the run lives, whether bars show): any other difference (a
+        learning rate, a seed, a chain count) would silently continue the old settings' optimiser state and random
+        streams under the new ones' name, and another number of ranks has no counterpart for their chains and streams."""
+        name = model.registry_name
+        if checkpoint["trainer_state"] is None or checkpoint["model"] != name or checkpoint["model_config"] != model.config():
+            raise ValueError(
+                f"{self.path} cannot resume this run: it holds a {checkpoint['model']!r} model with config "
+                f"{checkpoint['model_config']} (trainer state {'absent' if checkpoint['trainer_state'] is None else 'present'}), "
+                f"expected a {name!r} model with config {model.config()}"
+            )
+        differences = config_differences(checkpoint["config"], config)
+        if differences:
+            raise ValueError(
+                f"resume=true refused: the config differs from the one {self.path} was trained with in "
+                f"{'; '.join(differences)} (only {', '.join(RESUMABLE_KEYS)} may change; start a new run_dir instead)"
+            )
+        ranks = checkpoint["trainer_state"].get("ranks")
+        saved = 1 if ranks is None else len(ranks)
+        if saved != world_size:
+            raise ValueError(
+                f"resume=true refused: {self.path} was trained on {saved} rank(s) but this run has {world_size} "
+                f"(resume with torchrun --nproc_per_node={saved}, or start a new run_dir)"
+            )
+
+
+def rank_state(objective: nn.Module, sampling: torch.Generator) -> dict[str, Any]:
+    """One rank's entry of ``trainer_state["ranks"]``: its objective state (on the CPU) and sampling stream."""
+    return {"objective": {key: value.detach().cpu() for key, value in objective.state_dict().items()}, "sampling": sampling.get_state()}
+
+
+def trainer_state(
+    epoch: int, optimizer: torch.optim.Optimizer, objective: nn.Module, generators: Mapping[str, torch.Generator], ranks: list | None
+) -> dict[str, Any]:
+    """The ``trainer_state`` after ``epoch`` (module docstring); ``ranks``: every rank's :func:`rank_state`, or ``None``
+    without a process group."""
+    state = {
+        "epoch": epoch,
+        "optimizer": optimizer.state_dict(),
+        "objective": objective.state_dict(),
+        "generators": {name: generator.get_state() for name, generator in generators.items()},
+    }
+    if ranks is not None:
+        state["ranks"] = ranks
+    return state
+
+
+def restore_trainer_state(
+    checkpoint: Mapping[str, Any],
+    model: EnergyModel,
+    optimizer: torch.optim.Optimizer,
+    objective: nn.Module,
+    generators: Mapping[str, torch.Generator],
+    rank: int,
+) -> int:
+    """Load a checkpoint that passed :meth:`CheckpointStore.check_resumable` into the model, optimiser, objective and
+    generators, with rank ``rank``'s objective state and sampling stream; returns the checkpoint's epoch."""
+    state = checkpoint["trainer_state"]
+    ranks = state.get("ranks")
+    model.load_state_dict(checkpoint["state_dict"])
+    optimizer.load_state_dict(state["optimizer"])
+    own = {"objective": state["objective"], "sampling": state["generators"]["sampling"]} if ranks is None else ranks[rank]
+    objective.load_state_dict(own["objective"])
+    generators["shuffle"].set_state(state["generators"]["shuffle"])
+    generators["sampling"].set_state(own["sampling"])
+    return state["epoch"]
+
+
+def config_differences(stored: Mapping | None, current: Mapping | None, prefix: str = "") -> list[str]:
+    """``"key: old → new"`` for every leaf that differs between two plain config dicts, :data:`RESUMABLE_KEYS` aside.
+    Nothing is compared when either is ``None`` (a run started from the library without a config)."""
+    if stored is None or current is None:
+        return []
+    differences = []
+    for key in sorted(set(stored) | set(current)):
+        path = f"{prefix}{key}"
+        if path in RESUMABLE_KEYS:
+            continue
+        old, new = stored.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            differences += config_differences(old, new, f"{path}.")
+        elif old != new:
+            differences.append(f"{path}: {old!r} → {new!r}")
+    return differences

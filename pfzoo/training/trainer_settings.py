@@ -1,0 +1,131 @@
+"""The Trainer's settings: one validated, immutable record of the numbers that shape a run, and the rules they imply
+(the learning-rate schedule, which epochs log, evaluate and checkpoint, when a run stops early)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+from torch import nn
+
+from pfzoo.validation import check_bool, check_finite_number, check_positive_int
+
+OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
+DEFAULT_OPTIMIZER: OptimizerFactory = partial(torch.optim.SGD, lr=0.05, momentum=0.5)
+LOGGED_EPOCHS = 20
+"""By default about this many epochs get a log line (the first and last always), so a run's report fits on a screen;
+metrics.jsonl keeps every epoch."""
+
+
+def check_optimizer_factory(optimizer: Any) -> OptimizerFactory:
+    """Require a callable ``params -> torch.optim.Optimizer``; a ``functools.partial`` (a config's optimizer) must hold
+    finite non-negative numbers, since torch accepts ``lr=nan`` and would train to NaN."""
+    if not callable(optimizer):
+        raise ValueError(f"optimizer must be a callable params -> torch.optim.Optimizer, got {type(optimizer).__name__}")
+    if isinstance(optimizer, partial):
+        for key, value in optimizer.keywords.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                check_finite_number(value, f"optimizer.{key}", minimum=0.0)
+    return optimizer
+
+
+@dataclass(frozen=True)
+class TrainerSettings:
+    """How long and how a :class:`~pfzoo.training.Trainer` trains, validated on construction (``ValueError`` naming
+    the field); the Trainer's keyword arguments of the same names.
+
+    Attributes:
+        epochs: total number of epochs (a resumed run continues up to it).
+        batch_size: examples per minibatch (the last one of an epoch may be smaller).
+        weight_decay: L2 coefficient λ ≥ 0 (gradient ``λ W`` on weights).
+        learning_rate_decay: τ ≥ 0; epoch e runs at ``lr_0 / (1 + τ (e − 1))`` with ``lr_0`` the optimiser's
+            initial learning rate (kept as ``initial_lr`` in its state, so resumed runs continue the schedule);
+            0 keeps the rate constant.
+        checkpoint_every: epochs between checkpoints.
+        evaluate_every: epochs between estimator evaluations (and after the last); 0 = never.
+        progress: show tqdm bars over epochs and batches.
+        seed: root of the run's random streams.
+        stop_tolerance: τ ≥ 0; stop when ``|loss_e − loss_(e−1)| ≤ τ · max(1, |loss_e|)`` (e.g. full-batch
+            L-BFGS on a convex objective that has converged); 0 = never.
+        max_seconds: stop once the epochs' training seconds sum to at least this (a wall-time budget, as in
+            comparisons of learners at equal time; the epoch count then depends on the machine); None = never.
+        log_every: log a line every this many epochs (and the first and last); ``None``: about
+            :data:`LOGGED_EPOCHS` lines per run.
+
+    Stopping early: a run ends before ``epochs`` when its recorded epochs meet a rule of :meth:`stop_reason`,
+    checked before every epoch (so a resumed run that had already stopped trains no further): ``stop_tolerance``
+    (the last epoch changed the loss by at most that, relative) or ``max_seconds`` (the training seconds summed over
+    the epochs reached that budget). The epoch that meets a rule is checkpointed. With full-batch L-BFGS an epoch's
+    loss is the loss *before* its step (what ``LBFGS.step`` returns), so the tolerance rule stops one step after the
+    step that changed the loss by less than the tolerance.
+    """
+
+    epochs: int = 10
+    batch_size: int = 100
+    weight_decay: float = 0.0
+    learning_rate_decay: float = 0.0
+    checkpoint_every: int = 1
+    evaluate_every: int = 0
+    progress: bool = True
+    seed: int = 0
+    stop_tolerance: float = 0.0
+    max_seconds: float | None = None
+    log_every: int | None = None
+
+    def __post_init__(self) -> None:
+        normalised = {
+            "weight_decay": check_finite_number(self.weight_decay, "weight_decay", minimum=0.0),
+            "learning_rate_decay": check_finite_number(self.learning_rate_decay, "learning_rate_decay", minimum=0.0),
+            "progress": check_bool(self.progress, "progress"),
+        }
+        if isinstance(self.evaluate_every, bool) or not isinstance(self.evaluate_every, int) or self.evaluate_every < 0:
+            raise ValueError(f"evaluate_every must be a non-negative integer (0 = never), got {self.evaluate_every!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        normalised["epochs"] = check_positive_int(self.epochs, "epochs")
+        check_positive_int(self.batch_size, "batch_size")
+        check_positive_int(self.checkpoint_every, "checkpoint_every")
+        tolerance = self.stop_tolerance
+        if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0 or tolerance == math.inf:
+            raise ValueError(f"stop_tolerance must be a finite non-negative number (0 = never stop early), got {tolerance}")
+        normalised["stop_tolerance"] = float(tolerance)
+        if self.max_seconds is not None and not self.max_seconds > 0:
+            raise ValueError(f"max_seconds must be positive or None (no time budget), got {self.max_seconds}")
+        normalised["max_seconds"] = None if self.max_seconds is None else float(self.max_seconds)
+        normalised["log_every"] = (
+            max(1, self.epochs // LOGGED_EPOCHS) if self.log_every is None else check_positive_int(self.log_every, "log_every")
+        )
+        for name, value in normalised.items():
+            object.__setattr__(self, name, value)  # frozen: the validated values replace the given ones once
+
+    def learning_rate(self, initial_lr: float, epoch: int) -> float:
+        """Epoch ``epoch``'s rate ``initial_lr / (1 + learning_rate_decay · (epoch − 1))``."""
+        return initial_lr / (1 + self.learning_rate_decay * (epoch - 1))
+
+    def logs(self, epoch: int) -> bool:
+        """Whether ``epoch`` gets a log line: every ``log_every``-th, the first and the last."""
+        return epoch % self.log_every == 0 or epoch in (1, self.epochs)
+
+    def evaluates(self, epoch: int) -> bool:
+        """Whether the estimator runs after ``epoch``: every ``evaluate_every``-th and the last (never when 0)."""
+        return bool(self.evaluate_every) and (epoch % self.evaluate_every == 0 or epoch == self.epochs)
+
+    def checkpoints(self, epoch: int, stopping: bool) -> bool:
+        """Whether ``epoch`` is checkpointed: every ``checkpoint_every``-th, the last, and one that meets a stopping rule."""
+        return epoch % self.checkpoint_every == 0 or epoch == self.epochs or stopping
+
+    def stop_reason(self, records: Sequence[dict[str, Any]]) -> str | None:
+        """Why training should stop after the epochs ``records`` (oldest first; each with ``loss`` and ``seconds``),
+        or None to go on (class docstring)."""
+        if self.stop_tolerance and len(records) >= 2:
+            change, loss = abs(records[-1]["loss"] - records[-2]["loss"]), abs(records[-1]["loss"])
+            if change <= self.stop_tolerance * max(1.0, loss):
+                return f"epoch {records[-1]['epoch']} changed the loss by {change:.3g} ≤ {self.stop_tolerance:g} · max(1, |loss|)"
+        if self.max_seconds is not None:
+            seconds = sum(record["seconds"] for record in records)
+            if seconds >= self.max_seconds:
+                return f"{seconds:.1f} training seconds reached the budget max_seconds={self.max_seconds:g}"
+        return None

@@ -24,7 +24,6 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from pfzoo import distributed, pictures, schema, zoo  # noqa: F401 (schema registers the typed configs)
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
-from pfzoo.training import GreedyTrainer
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +57,6 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         model.init_from_data(data.train.to(device, model.dtype))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator)
-    if Capability.LAYERWISE in model.capabilities and not isinstance(trainer, GreedyTrainer):
-        trainer = GreedyTrainer.from_trainer(trainer)  # DBNs train layer by layer; trainer.epochs counts per layer
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
     final = final_log_likelihood(model, data, cfg, device)

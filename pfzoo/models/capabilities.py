@@ -28,7 +28,7 @@ class Capability(str, enum.Enum):
     CLOSED_FORM_LOG_Z = "a closed-form, differentiable log Z"
     EXACT_FREE_ENERGY = "an exact free energy at its size"
     MEAN_FIELD = "a mean-field posterior over several hidden layers (a DBM)"
-    LAYERWISE = "a stack of RBMs trained layer by layer (a DBN)"
+    RBM_STACK = "a stack of RBMs trained one at a time, bottom first (a DBN)"
 
 
 class MissingCapability(ValueError):

@@ -10,7 +10,6 @@ instantiation errors. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import sys
@@ -25,24 +24,14 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from pfzoo import app, distributed, schema  # noqa: F401 (schema registers the typed configs)
+from pfzoo import app, distributed
+from pfzoo.app import config_dir
 
 TASKS = ("train", "evaluate")
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = 2
 
 logger = logging.getLogger("pfzoo")
-
-
-def config_dir() -> Path:
-    """The Hydra config folder: ``pfzoo/conf`` in an installed wheel, the checkout's top-level ``conf/`` in an
-    editable install (setup.cfg maps the package ``pfzoo.conf`` onto it)."""
-    spec = importlib.util.find_spec("pfzoo.conf")
-    if spec is not None and spec.submodule_search_locations:
-        for location in spec.submodule_search_locations:
-            if (Path(location) / "train.yaml").is_file():
-                return Path(location)
-    return Path(__file__).resolve().parents[1] / "conf"
 
 
 def one_line(error: BaseException) -> str:

@@ -77,7 +77,7 @@ def save(
     ``os.replace``, so an interrupted save leaves the previous checkpoint intact.
     ``config`` must consist of dicts, lists and scalars (``OmegaConf.to_container(cfg, resolve=True)``).
     """
-    name = getattr(type(model), "registry_name", None)
+    name = type(model).registry_name
     if name is None or model_class(name) is not type(model):
         raise ValueError(f"model must be an instance of a registered model class (see register_model), got {type(model).__name__}")
     if config is not None:

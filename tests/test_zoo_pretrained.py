@@ -118,8 +118,10 @@ def test_bare_evaluate_picks_the_entry_of_the_model_config_not_just_the_class(mo
 
 def test_model_config_name_tells_configs_of_one_class_apart():
     for model in MODEL_CONFIGS:
-        assert app.model_config_name(cli.compose("evaluate", [f"model={model}"])) == model
-    assert app.model_config_name(cli.compose("evaluate", ["model=poe_student", "model.num_experts=12"])) == "poe_student"
+        assert cli.compose("evaluate", [f"model={model}"]).model_config_name == model
+        assert cli.compose("train", [f"model={model}"]).model_config_name == model
+    assert cli.compose("evaluate", ["model=poe_student", "model.num_experts=12"]).model_config_name == "poe_student"
+    assert cli.compose("train", ["+experiment=zoo_dbn"]).model_config_name == "dbn"
 
 
 def test_model_of_another_family_than_the_checkpoint_is_refused_in_one_line(tmp_path):

@@ -3,14 +3,14 @@
 Both take a composed config (``conf/train.yaml`` / ``conf/evaluate.yaml``) and return a plain dict of results, so they
 are testable without Hydra's command line; :mod:`pfzoo.app.report` turns the dicts into the reports people read.
 
-- :mod:`pfzoo.app.config`: the config folder, the device, the ``conf/model`` option a config was composed from;
+- :mod:`pfzoo.app.config`: the config folder, the device, whether the user chose the model config;
 - :mod:`pfzoo.app.training`: :func:`train`;
 - :mod:`pfzoo.app.evaluation`: :func:`evaluate` and the choice of what it measures;
 - :mod:`pfzoo.app.run_pictures`: the pictures a run writes into its folder;
 - :mod:`pfzoo.app.report`: :func:`format_training` and :func:`format_evaluation`.
 """
 
-from pfzoo.app.config import config_dir, model_config_name, resolve_device
+from pfzoo.app.config import config_dir, resolve_device
 from pfzoo.app.evaluation import evaluate, evaluation_source
 from pfzoo.app.report import format_evaluation, format_training
 from pfzoo.app.training import train
@@ -21,7 +21,6 @@ __all__ = [
     "evaluation_source",
     "format_evaluation",
     "format_training",
-    "model_config_name",
     "resolve_device",
     "train",
 ]

@@ -1,11 +1,11 @@
-"""What a composed config says beyond its groups: where the configs live, the device, and which ``conf/model`` option
-the model was composed from (what the zoo's lookups and ``evaluate``'s model check need)."""
+"""What a composed config means beyond its groups: where the configs live, the device, and whether the user chose the
+``conf/model`` option it records in ``model_config_name`` (:func:`pfzoo.cli.compose` and the scripts record Hydra's
+choice there; ``evaluate`` needs it to pick a zoo model and to check a checkpoint against ``model=...``)."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 import torch
 from hydra.core.hydra_config import HydraConfig
@@ -37,39 +37,6 @@ def config_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "conf"
 
 
-def _group_config(group: str, option: str) -> dict[str, Any]:
-    path = config_dir() / group / f"{option}.yaml"
-    if not path.is_file():
-        return {}
-    config = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
-    config.pop("defaults", None)
-    return config
-
-
-def model_config_name(cfg: DictConfig) -> str | None:
-    """The ``conf/model`` option ``cfg.model`` was composed from (``poe_laplace`` and ``poe_student`` share a class).
-
-    Under ``hydra.main`` (the scripts) Hydra records the choice (``${hydra:runtime.choices.model}``); a config
-    composed without it (``pfzoo.cli.compose``, tests) is matched against the model configs of the same ``_target_``:
-    the one that agrees with ``cfg.model`` on the most keys. None when no model config has that ``_target_``.
-    """
-    model = OmegaConf.to_container(cfg.model, resolve=True)
-    target = model.get("_target_")
-    if HydraConfig.initialized():
-        choice = HydraConfig.get().runtime.choices.get("model")
-        if choice is not None and _group_config("model", choice).get("_target_") == target:
-            return choice
-    best, best_score = None, -1
-    for path in sorted((config_dir() / "model").glob("*.yaml")):
-        config = _group_config("model", path.stem)
-        if config.get("_target_") != target:
-            continue
-        score = sum(1 for key, value in config.items() if key in model and model[key] == value)
-        if score > best_score:
-            best, best_score = path.stem, score
-    return best
-
-
 def _default_choice(task: str, group: str) -> str | None:
     defaults = OmegaConf.to_container(OmegaConf.load(config_dir() / f"{task}.yaml")).get("defaults", [])
     return next((entry[group] for entry in defaults if isinstance(entry, dict) and group in entry), None)
@@ -77,9 +44,11 @@ def _default_choice(task: str, group: str) -> str | None:
 
 def model_was_chosen(cfg: DictConfig) -> bool:
     """Whether the user picked ``model=...``: Hydra's overrides under ``hydra.main``; without them (a composed config),
-    whether the model config differs from ``evaluate.yaml``'s default (so an explicit ``model=rbm`` reads as the default)."""
-    if HydraConfig.initialized():
-        overrides = HydraConfig.get().overrides.task
-        if HydraConfig.get().runtime.choices.get("model") == model_config_name(cfg):
-            return any(override.split("=", 1)[0].lstrip("+~") == "model" for override in overrides)
-    return model_config_name(cfg) != _default_choice("evaluate", "model")
+    whether ``cfg.model_config_name`` differs from ``evaluate.yaml``'s default (so an explicit ``model=rbm`` reads as the
+    default). False when the config does not record its model config (composed without :func:`pfzoo.cli.compose`)."""
+    chosen = cfg.model_config_name
+    if chosen is None:
+        return False
+    if HydraConfig.initialized() and HydraConfig.get().runtime.choices.get("model") == chosen:
+        return any(override.split("=", 1)[0].lstrip("+~") == "model" for override in HydraConfig.get().overrides.task)
+    return chosen != _default_choice("evaluate", "model")

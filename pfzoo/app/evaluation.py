@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
-from pfzoo.app.config import model_config_name, model_was_chosen, resolve_device
+from pfzoo.app.config import model_was_chosen, resolve_device
 from pfzoo.app.run_pictures import evaluation_pictures
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
@@ -32,10 +32,13 @@ def pretrained_name(cfg: DictConfig) -> str:
     """The zoo entry a bare ``evaluate`` means: the one composed from the same model config (not just the same class)
     and trained on the configured data set; several → the one named ``<model>-<dataset>``, else ask for ``pretrained=``."""
     zoo_dir = _zoo_dir(cfg)
-    name = model_config_name(cfg)
+    name = cfg.model_config_name
+    if name is None:
+        raise ValueError("the config records no model_config_name (compose it with pfzoo.cli.compose, which records the "
+                         "conf/model option); or pass checkpoint=PATH or pretrained=NAME")
     target = cfg.dataset._target_
     dataset = target.rsplit(".", 1)[-1]
-    found = zoo.find_pretrained(name, target, zoo_dir=zoo_dir) if name is not None else []
+    found = zoo.find_pretrained(name, target, zoo_dir=zoo_dir)
     if not found:
         available = zoo.list_pretrained(zoo_dir=zoo_dir)
         raise FileNotFoundError(
@@ -63,14 +66,13 @@ def check_model_choice(cfg: DictConfig, model, card: dict[str, Any] | None, sour
     """Refuse in one line when the user asked for ``model=X`` but the checkpoint holds another model."""
     if not model_was_chosen(cfg):
         return
-    chosen = model_config_name(cfg)
+    chosen = cfg.model_config_name
     if card is not None:
         if card.get("model_config_name") == chosen:
             return
         holds = f"model={card.get('model_config_name')}"
     else:
-        family = getattr(get_class(cfg.model._target_), "registry_name", None)
-        if family == model.registry_name:
+        if get_class(cfg.model._target_).registry_name == model.registry_name:
             return
         holds = f"a {type(model).__name__} ({model.registry_name})"
     instead = "pretrained=NAME of a" if card is not None else "checkpoint=PATH of a"

@@ -1,5 +1,6 @@
-"""The named zoo: the folders of the pretrained models, their typed listing (:class:`PretrainedWeights`), the
-hash-checked loading by name (:func:`pretrained`), and :func:`export`, which adds a folder."""
+"""The named zoo: the folders of the pretrained models, their typed listing (:class:`PretrainedWeights`,
+:func:`list_pretrained_weights`), the hash-checked loading by name (:func:`pretrained`), and :func:`export`, which adds a
+folder."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import importlib.util
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -117,14 +119,81 @@ def pretrained(name: str, *, map_location: str | torch.device = "cpu", zoo_dir: 
     return load(pretrained_path(name, zoo_dir=zoo_dir), map_location=map_location)
 
 
+@dataclass(frozen=True)
+class PretrainedWeights:
+    """One named zoo model as its card describes it: what :func:`pretrained` loads under :attr:`name`, what it is, what
+    it was trained on and by which recipe, and its headline number (as torchvision's weights enums describe theirs).
+
+    Built from ``<zoo>/<name>/card.json`` (:data:`~pfzoo.zoo.cards.CARD_FIELDS`) by :func:`pretrained_weights`; listed
+    by :func:`list_pretrained_weights`.
+
+    Attributes:
+        name: the zoo folder's name, what :func:`pretrained` takes.
+        family: the model's registry name (``pfzoo.models.model_class(family)`` is its class).
+        model_config_name: the ``conf/model`` option it was composed from (``poe_laplace`` and ``poe_student`` share a family).
+        dataset: the data set's name (``DataSplits.name``); dataset_target: its config's ``_target_``.
+        log_likelihood: the headline mean test log-likelihood in nats; log_likelihood_stderr: its standard error
+            (0 when exact); kind: what kind of number it is (exact, a stochastic lower bound, ...); estimator: what
+            measured it; num_test: on how many test examples (None when the card does not say).
+        recipe: the ``conf/experiment`` recipe that trained it; command: the command that reruns the training.
+        folder: the zoo folder; sha256: the checkpoint's SHA-256, checked on every load.
+    """
+
+    name: str
+    family: str
+    model_config_name: str
+    dataset: str
+    dataset_target: str
+    log_likelihood: float
+    log_likelihood_stderr: float
+    kind: str
+    estimator: str
+    num_test: int | None
+    recipe: str
+    command: str | None
+    folder: Path
+    sha256: str
+
+    @classmethod
+    def from_card(cls, card: Mapping[str, Any], folder: str | os.PathLike) -> "PretrainedWeights":
+        """The entry of the zoo folder ``folder`` from its card (a ``card.json`` dict); ``ValueError`` naming what is missing."""
+        folder = Path(folder)
+        measured, recipe = card.get("log_likelihood") or {}, card.get("recipe") or {}
+        required = {"name": card.get("name"), "family": card.get("family"), "model_config_name": card.get("model_config_name"),
+                    "dataset": card.get("dataset"), "dataset_config._target_": (card.get("dataset_config") or {}).get("_target_"),
+                    "log_likelihood.value": measured.get("value"), "log_likelihood.kind": measured.get("kind"),
+                    "log_likelihood.estimator": measured.get("estimator"), "recipe.experiment": recipe.get("experiment"),
+                    "checkpoint.sha256": (card.get("checkpoint") or {}).get("sha256")}
+        missing = [key for key, value in required.items() if value is None]
+        if missing:
+            raise ValueError(f"{folder / CARD_DATA_FILE} lacks {', '.join(missing)} (see pfzoo.zoo.CARD_FIELDS)")
+        return cls(
+            name=card["name"], family=card["family"], model_config_name=card["model_config_name"], dataset=card["dataset"],
+            dataset_target=card["dataset_config"]["_target_"], log_likelihood=float(measured["value"]),
+            log_likelihood_stderr=float(measured.get("stderr") or 0.0), kind=measured["kind"], estimator=measured["estimator"],
+            num_test=measured.get("num_test"), recipe=recipe["experiment"], command=recipe.get("command"), folder=folder,
+            sha256=card["checkpoint"]["sha256"],
+        )
+
+    def load(self, *, map_location: str | torch.device = "cpu") -> EnergyModel:
+        """The model, hash-checked against its card, on ``map_location`` (as :func:`pretrained`)."""
+        return pretrained(self.name, map_location=map_location, zoo_dir=self.folder.parent)
+
+
+def pretrained_weights(name: str, *, zoo_dir: str | os.PathLike | None = None) -> PretrainedWeights:
+    """The typed entry of the zoo model ``name``; ``ValueError`` listing the names when unknown."""
+    return PretrainedWeights.from_card(pretrained_card(name, zoo_dir=zoo_dir), _zoo(zoo_dir) / name)
+
+
+def list_pretrained_weights(*, zoo_dir: str | os.PathLike | None = None) -> list[PretrainedWeights]:
+    """Every zoo model's typed entry (family, data set, headline log-likelihood, recipe, ...), sorted by name."""
+    return [pretrained_weights(name, zoo_dir=zoo_dir) for name in list_pretrained(zoo_dir=zoo_dir)]
+
+
 def find_pretrained(
     model_config_name: str, dataset_target: str, *, zoo_dir: str | os.PathLike | None = None
 ) -> list[str]:
     """Names of the zoo models composed from ``conf/model/<model_config_name>.yaml`` and trained on the data set whose
     config ``_target_`` is ``dataset_target`` (e.g. ``"pfzoo.data.patches"``), sorted."""
-    found = []
-    for name in list_pretrained(zoo_dir=zoo_dir):
-        card = pretrained_card(name, zoo_dir=zoo_dir)
-        if card.get("model_config_name") == model_config_name and (card.get("dataset_config") or {}).get("_target_") == dataset_target:
-            found.append(name)
-    return found
+    return [entry.name for entry in list_pretrained_weights(zoo_dir=zoo_dir)
+            if entry.model_config_name == model_config_name and entry.dataset_target == dataset_target]

@@ -13,7 +13,7 @@ from pfzoo import zoo
 from pfzoo.cli import compose
 from pfzoo.models import RBM, EnergyModel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RECIPES = sorted(path.stem for path in (REPO / "conf" / "experiment").glob("raise_*.yaml"))
 ZOO_RECIPES = {  # zoo folder → recipe that trained it
     "rbm-binarized_mnist-cd1-20": "raise_rbm_cd1_20", "rbm-binarized_mnist-pcd-20": "raise_rbm_pcd_20",

@@ -1,5 +1,6 @@
-"""The named zoo: every entry's card matches its checkpoint, list_pretrained / pretrained (hash-checked, clear errors),
-evaluate's pretrained=NAME and the bare command's choice of entry (by model config, not just by class)."""
+"""The named zoo: every entry's card matches its checkpoint and has a typed listing entry, list_pretrained / pretrained
+(hash-checked, clear errors), evaluate's pretrained=NAME and the bare command's choice of entry (by model config, not just
+by class)."""
 
 import contextlib
 import dataclasses
@@ -15,7 +16,7 @@ from omegaconf import OmegaConf
 from pfzoo import app, cli, zoo
 from pfzoo.models import registered_models
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "models"
 NAMES = zoo.list_pretrained(zoo_dir=ZOO)
 MODEL_CONFIGS = sorted(path.stem for path in (REPO / "conf" / "model").glob("*.yaml"))

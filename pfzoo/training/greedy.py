@@ -15,7 +15,8 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -194,11 +195,11 @@ def train_greedy(
         progress: optional ``progress(layers_done, num_layers)`` called after each layer.
         show_progress: tqdm bars of the per-layer Trainers.
     """
-    if isinstance(model, torch.nn.Module):
+    if isinstance(model, Sequence):  # layer sizes; anything else is a model, which must declare what greedy training needs
+        dbn = DBN(list(model), init_std=init_std, generator=torch.Generator().manual_seed(seed))
+    else:
         require(model, Capability.RBM_STACK, by="train_greedy")
         dbn = model
-    else:
-        dbn = DBN(list(model), init_std=init_std, generator=torch.Generator().manual_seed(seed))
     if isinstance(data, torch.Tensor):
         data = DataSplits(name="data", train=data, test=data)
     elif not isinstance(data, DataSplits):

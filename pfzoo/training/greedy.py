@@ -14,8 +14,8 @@ import json
 import logging
 import os
 import tempfile
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch

@@ -10,7 +10,6 @@ instantiation errors. Anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import sys
@@ -25,24 +24,14 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from pfzoo import app, distributed, schema  # noqa: F401 (schema registers the typed configs)
+from pfzoo import app, distributed
+from pfzoo.app import config_dir
 
 TASKS = ("train", "evaluate")
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = 2
 
 logger = logging.getLogger("pfzoo")
-
-
-def config_dir() -> Path:
-    """The Hydra config folder: ``pfzoo/conf`` in an installed wheel, the checkout's top-level ``conf/`` in an
-    editable install (setup.cfg maps the package ``pfzoo.conf`` onto it)."""
-    spec = importlib.util.find_spec("pfzoo.conf")
-    if spec is not None and spec.submodule_search_locations:
-        for location in spec.submodule_search_locations:
-            if (Path(location) / "train.yaml").is_file():
-                return Path(location)
-    return Path(__file__).resolve().parents[1] / "conf"
 
 
 def one_line(error: BaseException) -> str:
@@ -55,11 +44,16 @@ def one_line(error: BaseException) -> str:
 
 
 def compose(task: str, overrides: Sequence[str] = ()) -> DictConfig:
-    """The composed config of ``task`` ("train" or "evaluate") with command-line ``overrides``; raises on bad overrides."""
+    """The composed config of ``task`` ("train" or "evaluate") with command-line ``overrides``, recording Hydra's choice
+    of ``conf/model`` option in ``model_config_name``; raises on bad overrides."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        cfg = hydra_compose(config_name=task, overrides=list(overrides))
+        cfg = hydra_compose(config_name=task, overrides=list(overrides), return_hydra_config=True)
+    choice = cfg.hydra.runtime.choices.get("model")
+    with open_dict(cfg):
+        del cfg["hydra"]  # Hydra's own settings: what hydra_compose leaves out without return_hydra_config
+    cfg.model_config_name = choice
     check_booleans(cfg, overrides)
     return cfg
 
@@ -77,9 +71,10 @@ def check_booleans(cfg: DictConfig, overrides: Sequence[str]) -> None:
 
 def execute(task: str, cfg: DictConfig) -> int:
     """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user error."""
-    if HydraConfig.initialized():  # under hydra.main: the job's own folder (a sweep's jobs each get one)
+    if HydraConfig.initialized():  # under hydra.main: the job's own folder (a sweep's jobs each get one) and model choice
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
+            cfg.model_config_name = HydraConfig.get().runtime.choices.get("model")
     try:
         if task == "train":
             result = app.train(cfg)

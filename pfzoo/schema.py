@@ -35,6 +35,7 @@ class TrainSchema:
     final_num_test: int = 200
     init_from_data: bool = True
     run_dir: str = MISSING
+    model_config_name: Optional[str] = None  # noqa: UP045  the conf/model option composed; pfzoo.cli records it
     data: DataRoot = field(default_factory=DataRoot)
 
 
@@ -56,6 +57,7 @@ class EvaluateSchema:
     samples: bool = False
     output: str = "evaluation.json"
     run_dir: str = MISSING
+    model_config_name: Optional[str] = None  # noqa: UP045  the conf/model option composed; pfzoo.cli records it
     data: DataRoot = field(default_factory=DataRoot)
 
 

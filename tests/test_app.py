@@ -13,17 +13,16 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from pfzoo import app, zoo
+from pfzoo import app, cli, zoo
 from pfzoo.models import RBM, Hopfield, Ising
 from pfzoo.models.rbm import base_rate_visible_bias
 
 REPO = Path(__file__).resolve().parents[1]
-CONF = REPO / "conf"
 
 
 def composed(config_name, overrides):
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name=config_name, overrides=list(overrides))
+    """As the scripts compose it (the chosen conf/model option recorded), so a bare evaluate finds its zoo model."""
+    return cli.compose(config_name, overrides)
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +111,15 @@ def test_evaluate_errors_are_clear(tmp_path):
         app.evaluate(cfg)
     with pytest.raises(FileNotFoundError, match="nowhere.pt"):
         app.evaluate(composed("evaluate", [f"run_dir={tmp_path}", f"checkpoint={tmp_path / 'nowhere.pt'}"]))
+
+
+def test_a_config_composed_without_the_cli_names_no_model_config(tmp_path):
+    """Hydra's compose alone does not record the conf/model choice: a bare evaluate then asks for a checkpoint or a name."""
+    with initialize_config_dir(config_dir=str(app.config_dir()), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=[f"run_dir={tmp_path}"])
+    assert cfg.model_config_name is None
+    with pytest.raises(ValueError, match="records no model_config_name.*pass checkpoint=PATH or pretrained=NAME"):
+        app.evaluate(cfg)
 
 
 def test_cuda_request_without_cuda_is_a_clear_error():

@@ -6,7 +6,8 @@ import numpy
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
+from omegaconf import OmegaConf
 
 from pfzoo.data import DataSplits
 from pfzoo.estimators import Estimator
@@ -70,3 +71,17 @@ def test_dataset_options_instantiate(option, request, tmp_path):
 def test_data_root_defaults_to_environment(monkeypatch):
     monkeypatch.setenv("PFZOO_DATA", "/some/where")
     assert composed("train", ["dataset=mnist"]).dataset.root == "/some/where"
+
+
+TRAINING = sorted(p.stem for p in (CONF / "training").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("trainer", GROUPS["trainer"])
+@pytest.mark.parametrize("model", TRAINING)
+def test_a_model_configs_own_training_driver_applies_to_every_trainer(model, trainer, tmp_path):
+    """conf/training/<model>.yaml (e.g. dbn: greedy, layer by layer) is merged over whichever trainer=... is chosen."""
+    assert model in GROUPS["model"], f"conf/training/{model}.yaml names no conf/model config"
+    cfg = composed("train", [f"model={model}", f"trainer={trainer}"])
+    driver = OmegaConf.load(CONF / "training" / f"{model}.yaml")["_target_"]
+    assert cfg.trainer._target_ == driver and cfg.trainer.objective == composed("train", [f"trainer={trainer}"]).trainer.objective
+    assert isinstance(instantiate(cfg.trainer, run_dir=tmp_path, estimator=None), get_class(driver))

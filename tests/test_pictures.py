@@ -6,7 +6,7 @@ import torch
 from PIL import Image
 
 from pfzoo import pictures
-from pfzoo.app import training_pictures
+from pfzoo.app.run_pictures import training_pictures
 from pfzoo.data import digits
 from pfzoo.models import RBM, ICA
 

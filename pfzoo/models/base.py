@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import torch
 from torch import nn
@@ -41,7 +41,7 @@ class EnergyModel(nn.Module):
 
     num_visible: int
     binary_visible: bool = True
-    registry_name: str  # set by pfzoo.models.registry.register_model
+    registry_name: ClassVar[str | None] = None  # set by pfzoo.models.registry.register_model; None: not registered
     family_capabilities: frozenset[Capability] = frozenset()
     """What every model of the family offers; :attr:`capabilities` adds what depends on the size."""
     path_family: str | None = None

@@ -31,7 +31,7 @@ class Capability(str, enum.Enum):
     MEAN_FIELD = "a mean-field posterior over several hidden layers (a DBM)"
     RECONSTRUCTION = "a mean-field reconstruction of its visible units through its hidden ones"
     PAIRWISE_COUPLINGS = "symmetric pairwise couplings between its units (a fully visible Boltzmann machine)"
-    LAYERWISE = "a stack of RBMs trained layer by layer (a DBN)"
+    RBM_STACK = "a stack of RBMs trained one at a time, bottom first (a DBN)"
 
 
 class MissingCapability(ValueError):

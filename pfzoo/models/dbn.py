@@ -55,7 +55,7 @@ class DBN(EnergyModel):
     """
 
     family_capabilities = frozenset({
-        Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.LAYERWISE,
+        Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.RBM_STACK,
     })
     path_family = "dbn"
 

@@ -14,15 +14,16 @@ import json
 import logging
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
 from pfzoo import distributed
 from pfzoo.data.splits import DataSplits
-from pfzoo.estimators.base import Estimator, ProgressCallback
+from pfzoo.estimators.base import ProgressCallback
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbn import DBN
 from pfzoo.sampling import bernoulli
@@ -41,8 +42,9 @@ _MAPPING_SEED_OFFSET = 3  # … and maps its data up with seed + 4i + 3
 class GreedyTrainer(Trainer):
     """Trains a :class:`~pfzoo.models.DBN` layer by layer with a :class:`Trainer` per RBM.
 
-    Takes the same arguments as :class:`Trainer` (so a trainer config can target either), with
-    ``epochs`` counted *per layer*. For i = 0 … L-1:
+    Takes the same arguments as :class:`Trainer` (so any trainer config can target it: ``conf/training/dbn.yaml`` does
+    for ``model=dbn``), with ``epochs`` counted *per layer*. It trains any model that declares
+    :attr:`~pfzoo.models.Capability.RBM_STACK` (``model.rbms``, bottom first) and refuses others. For i = 0 … L-1:
 
     1. if ``init_from_data``, ``rbms[i]``'s visible biases are set to the base-rate logits of its
        training input (:meth:`RBM.init_from_data <pfzoo.models.RBM.init_from_data>`);
@@ -64,7 +66,7 @@ class GreedyTrainer(Trainer):
     Args:
         init_from_data: base-rate initialisation of each RBM's visible biases before training it.
         on_layer_end: optional ``callback(layer, metrics)`` after each layer is trained.
-        (the rest): as for :class:`Trainer`; the per-layer Trainers never run the estimator.
+        (the rest): as for :class:`Trainer`; each layer's Trainer shares them but never runs the estimator.
     """
 
     def __init__(
@@ -72,56 +74,17 @@ class GreedyTrainer(Trainer):
         objective: nn.Module,
         optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
         *,
-        run_dir: str | os.PathLike,
-        epochs: int = 10,
-        batch_size: int = 100,
-        weight_decay: float = 0.0,
-        learning_rate_decay: float = 0.0,
-        checkpoint_every: int = 1,
-        evaluate_every: int = 0,
-        estimator: Estimator | None = None,
-        progress: bool = True,
-        seed: int = 0,
         init_from_data: bool = True,
         on_layer_end: Callable[[int, dict[str, Any]], None] | None = None,
+        **settings: Any,
     ) -> None:
-        super().__init__(
-            objective,
-            optimizer,
-            run_dir=run_dir,
-            epochs=epochs,
-            batch_size=batch_size,
-            weight_decay=weight_decay,
-            learning_rate_decay=learning_rate_decay,
-            checkpoint_every=checkpoint_every,
-            evaluate_every=evaluate_every,
-            estimator=estimator,
-            progress=progress,
-            seed=seed,
-        )
+        super().__init__(objective, optimizer, **settings)
         if on_layer_end is not None and not callable(on_layer_end):
             raise ValueError(f"on_layer_end must be callable or None, got {type(on_layer_end).__name__}")
         self.init_from_data = bool(init_from_data)
         self.on_layer_end = on_layer_end
-
-    @classmethod
-    def from_trainer(cls, trainer: Trainer, **kwargs: Any) -> "GreedyTrainer":
-        """A GreedyTrainer with ``trainer``'s settings (objective, optimiser, run_dir, epochs per layer, …)."""
-        settings = dict(
-            optimizer=trainer.make_optimizer,
-            run_dir=trainer.run_dir,
-            epochs=trainer.epochs,
-            batch_size=trainer.batch_size,
-            weight_decay=trainer.weight_decay,
-            learning_rate_decay=trainer.learning_rate_decay,
-            checkpoint_every=trainer.checkpoint_every,
-            evaluate_every=trainer.evaluate_every,
-            estimator=trainer.estimator,
-            progress=trainer.progress,
-            seed=trainer.seed,
-        )
-        settings.update(kwargs)
-        return cls(trainer.objective, **settings)
+        # what each layer's Trainer shares with this one; the estimator runs once on the whole DBN, never per layer
+        self.layer_settings = {key: value for key, value in settings.items() if key not in ("run_dir", "seed", "estimator", "evaluate_every")}
 
     def layer_run_dir(self, layer: int) -> Path:
         """``<run_dir>/layer<i>``: where the Trainer of ``rbms[i]`` keeps its checkpoint and metrics."""
@@ -132,13 +95,8 @@ class GreedyTrainer(Trainer):
         return Trainer(
             copy.deepcopy(self.objective),
             self.make_optimizer,
+            **self.layer_settings,
             run_dir=self.layer_run_dir(layer),
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-            weight_decay=self.weight_decay,
-            learning_rate_decay=self.learning_rate_decay,
-            checkpoint_every=self.checkpoint_every,
-            progress=self.progress,
             seed=self.seed + _LAYER_SEED_STRIDE * layer,
         )
 
@@ -149,7 +107,7 @@ class GreedyTrainer(Trainer):
         layer's last-epoch metrics, and, when the estimator ran, ``test_log_likelihood``,
         ``test_log_likelihood_stderr`` and ``log_z``.
         """
-        require(model, Capability.LAYERWISE, by="greedy layer-wise training")
+        require(model, Capability.RBM_STACK, by="greedy layer-wise training")
         train = self._prepare(model, data.train, "data.train")
         test = self._prepare(model, data.test, "data.test")
         leader = distributed.rank() == 0  # under a process group one rank writes the run directory
@@ -237,11 +195,11 @@ def train_greedy(
         progress: optional ``progress(layers_done, num_layers)`` called after each layer.
         show_progress: tqdm bars of the per-layer Trainers.
     """
-    if isinstance(model, torch.nn.Module):
-        require(model, Capability.LAYERWISE, by="train_greedy")
-        dbn = model
-    else:
+    if isinstance(model, Sequence):  # layer sizes; anything else is a model, which must declare what greedy training needs
         dbn = DBN(list(model), init_std=init_std, generator=torch.Generator().manual_seed(seed))
+    else:
+        require(model, Capability.RBM_STACK, by="train_greedy")
+        dbn = model
     if isinstance(data, torch.Tensor):
         data = DataSplits(name="data", train=data, test=data)
     elif not isinstance(data, DataSplits):

@@ -13,7 +13,7 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits, digits
 from pfzoo.estimators import AIS
 from pfzoo.models import DBN, RBM
-from pfzoo.training import CD, PCD, GreedyTrainer, Trainer, train_greedy
+from pfzoo.training import CD, PCD, GreedyTrainer, train_greedy
 from pfzoo.models import MissingCapability
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -126,24 +126,29 @@ def test_resume_after_an_interruption_between_layers_reproduces_the_uninterrupte
 
 
 def test_greedy_trainer_rejects_other_models(small_data, tmp_path):
-    with pytest.raises(MissingCapability, match=r"needs a stack of RBMs trained layer by layer \(a DBN\); RBM has binary states"):
+    with pytest.raises(MissingCapability, match=r"needs a stack of RBMs trained one at a time, bottom first \(a DBN\); RBM has binary states"):
         GreedyTrainer(CD(), run_dir=tmp_path, progress=False).fit(RBM(64, 4), small_data)
     with pytest.raises(ValueError, match="data must be"):
         train_greedy([64, 4, 2], [[0.0] * 64])
 
 
-def test_app_flow_with_the_dbn_config_and_a_greedy_wrapped_trainer(small_data, tmp_path):
-    """What ``python scripts/train.py model=dbn trainer=cd`` does once the app wraps the Trainer for DBNs."""
+@pytest.mark.parametrize("trainer", ["cd", "pcd"])
+def test_the_dbn_config_makes_any_trainer_greedy(small_data, tmp_path, trainer):
+    """What ``python scripts/train.py model=dbn trainer=...`` builds: conf/training/dbn.yaml turns the chosen trainer into
+    a GreedyTrainer with its objective and settings (epochs per layer); other model configs keep a plain Trainer."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name="train", overrides=[
-            "model=dbn", "trainer=cd", "model.hidden_sizes=[8,4]", "trainer.epochs=1", "trainer.progress=false",
+            "model=dbn", f"trainer={trainer}", "model.hidden_sizes=[8,4]", "trainer.epochs=1", "trainer.progress=false",
             f"run_dir={tmp_path}",
         ])
+        plain = compose(config_name="train", overrides=["model=rbm", f"trainer={trainer}"])
+    assert plain.trainer._target_ == "pfzoo.training.Trainer"
     model = instantiate(cfg.model, num_visible=small_data.num_features, generator=torch.Generator().manual_seed(cfg.seed))
     assert isinstance(model, DBN) and model.layer_sizes == [64, 8, 4]
     model.init_from_data(small_data.train)
-    trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=None)
-    greedy = GreedyTrainer.from_trainer(trainer)
-    assert isinstance(greedy, Trainer) and greedy.epochs == 1 and greedy.batch_size == trainer.batch_size
+    greedy = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=None)
+    assert type(greedy) is GreedyTrainer and greedy.epochs == 1 and greedy.init_from_data
+    assert type(greedy.objective).__name__ == trainer.upper() and greedy.layer_trainer(1).batch_size == cfg.trainer.batch_size
     greedy.fit(model, small_data)
     assert zoo.load(greedy.checkpoint_path).config() == {"layer_sizes": [64, 8, 4], "max_enumeration_units": 25}
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2

@@ -13,7 +13,7 @@ from pfzoo import zoo
 from pfzoo.cli import compose
 from pfzoo.models import RBM, EnergyModel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RECIPES = sorted(path.stem for path in (REPO / "conf" / "experiment").glob("raise_*.yaml"))
 ZOO_RECIPES = {  # zoo folder → recipe that trained it
     "rbm-binarized_mnist-cd1-20": "raise_rbm_cd1_20", "rbm-binarized_mnist-pcd-20": "raise_rbm_pcd_20",
@@ -94,6 +94,10 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     # Older checkpoints predate these trainer keys; their values here are the defaults, which change nothing.
     for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None)):
         stored["trainer"].setdefault(key, default)
+    # The DBN checkpoints predate conf/training/dbn.yaml: the app itself then wrapped their Trainer in a GreedyTrainer with
+    # init_from_data true, the driver that the recipe now composes.
+    if stored["model"]["_target_"] == "pfzoo.models.DBN" and stored["trainer"]["_target_"] == "pfzoo.training.Trainer":
+        stored["trainer"].update(_target_="pfzoo.training.GreedyTrainer", init_from_data=True)
     for config in (stored, composed):
         config["trainer"].pop("progress")
         config["dataset"].pop("root")

@@ -1,9 +1,12 @@
-"""The named zoo: every entry's card matches its checkpoint, list_pretrained / pretrained (hash-checked, clear errors),
-evaluate's pretrained=NAME and the bare command's choice of entry (by model config, not just by class)."""
+"""The named zoo: every entry's card matches its checkpoint and has a typed listing entry, list_pretrained / pretrained
+(hash-checked, clear errors), evaluate's pretrained=NAME and the bare command's choice of entry (by model config, not just
+by class)."""
 
 import contextlib
+import dataclasses
 import io
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -11,8 +14,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from pfzoo import app, cli, zoo
+from pfzoo.models import registered_models
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "models"
 NAMES = zoo.list_pretrained(zoo_dir=ZOO)
 MODEL_CONFIGS = sorted(path.stem for path in (REPO / "conf" / "model").glob("*.yaml"))
@@ -68,6 +72,35 @@ def test_every_model_config_has_a_zoo_model_on_its_default_data_set(model):
     assert zoo.find_pretrained(model, target, zoo_dir=ZOO), f"no zoo model of model={model} on {target}"
 
 
+def test_every_card_has_a_typed_listing_entry_with_family_data_set_and_headline_number():
+    entries = zoo.list_pretrained_weights(zoo_dir=ZOO)
+    assert [entry.name for entry in entries] == NAMES
+    for entry in entries:
+        data = card(entry.name)
+        assert (entry.family, entry.model_config_name, entry.dataset) == (data["family"], data["model_config_name"], data["dataset"])
+        assert entry.family in registered_models() and entry.dataset_target == data["dataset_config"]["_target_"]
+        assert entry.log_likelihood == data["log_likelihood"]["value"] and math.isfinite(entry.log_likelihood)
+        assert entry.log_likelihood_stderr >= 0 and entry.kind == data["log_likelihood"]["kind"] and entry.estimator
+        assert (REPO / "conf" / "experiment" / f"{entry.recipe}.yaml").is_file() and entry.folder == ZOO / entry.name
+        assert entry.sha256 == zoo.file_sha256(ZOO / entry.name / zoo.CHECKPOINT_FILE)
+        assert zoo.pretrained_weights(entry.name, zoo_dir=ZOO) == entry
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entries[0].log_likelihood = 0.0
+    rbm = zoo.pretrained_weights("rbm-digits", zoo_dir=ZOO)
+    assert rbm.kind == "exact" and rbm.log_likelihood_stderr == 0.0 and rbm.dataset == "digits"
+    assert rbm.load().config() == zoo.pretrained("rbm-digits", zoo_dir=ZOO).config()
+
+
+def test_a_card_lacking_its_headline_number_is_refused_naming_the_key(tmp_path):
+    shutil.copytree(ZOO / "rbm-digits", tmp_path / "rbm-digits")
+    path = tmp_path / "rbm-digits" / zoo.CARD_DATA_FILE
+    data = json.loads(path.read_text())
+    del data["log_likelihood"]["value"]
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"card\.json lacks log_likelihood\.value"):
+        zoo.list_pretrained_weights(zoo_dir=tmp_path)
+
+
 def test_pretrained_loads_every_listed_name_with_its_card_config():
     for name in NAMES:
         model = zoo.pretrained(name, map_location="cpu", zoo_dir=ZOO)
@@ -118,8 +151,10 @@ def test_bare_evaluate_picks_the_entry_of_the_model_config_not_just_the_class(mo
 
 def test_model_config_name_tells_configs_of_one_class_apart():
     for model in MODEL_CONFIGS:
-        assert app.model_config_name(cli.compose("evaluate", [f"model={model}"])) == model
-    assert app.model_config_name(cli.compose("evaluate", ["model=poe_student", "model.num_experts=12"])) == "poe_student"
+        assert cli.compose("evaluate", [f"model={model}"]).model_config_name == model
+        assert cli.compose("train", [f"model={model}"]).model_config_name == model
+    assert cli.compose("evaluate", ["model=poe_student", "model.num_experts=12"]).model_config_name == "poe_student"
+    assert cli.compose("train", ["+experiment=zoo_dbn"]).model_config_name == "dbn"
 
 
 def test_model_of_another_family_than_the_checkpoint_is_refused_in_one_line(tmp_path):

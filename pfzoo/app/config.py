@@ -1,0 +1,54 @@
+"""What a composed config means beyond its groups: where the configs live, the device, and whether the user chose the
+``conf/model`` option it records in ``model_config_name`` (:func:`pfzoo.cli.compose` and the scripts record Hydra's
+choice there; ``evaluate`` needs it to pick a zoo model and to check a checkpoint against ``model=...``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from pfzoo import schema  # noqa: F401 (schema registers the typed configs)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``torch.device(name)`` for ``cpu``, ``cuda`` or ``cuda:N``, with a clear error when CUDA is asked for but absent."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {name!r}") from error
+    if device.type not in ("cpu", "cuda"):  # meta holds no values; other backends are untested
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {name!r}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={name!r} was requested but CUDA is not available on this machine; use device=cpu")
+    return device
+
+
+def config_dir() -> Path:
+    """The Hydra config folder: ``pfzoo/conf`` in an installed wheel, the checkout's top-level ``conf/`` in an editable
+    install or a plain checkout (setup.cfg maps the package ``pfzoo.conf`` onto it)."""
+    spec = importlib.util.find_spec("pfzoo.conf")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(location) / "train.yaml").is_file():
+            return Path(location)
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def _default_choice(task: str, group: str) -> str | None:
+    defaults = OmegaConf.to_container(OmegaConf.load(config_dir() / f"{task}.yaml")).get("defaults", [])
+    return next((entry[group] for entry in defaults if isinstance(entry, dict) and group in entry), None)
+
+
+def model_was_chosen(cfg: DictConfig) -> bool:
+    """Whether the user picked ``model=...``: Hydra's overrides under ``hydra.main``; without them (a composed config),
+    whether ``cfg.model_config_name`` differs from ``evaluate.yaml``'s default (so an explicit ``model=rbm`` reads as the
+    default). False when the config does not record its model config (composed without :func:`pfzoo.cli.compose`)."""
+    chosen = cfg.model_config_name
+    if chosen is None:
+        return False
+    if HydraConfig.initialized() and HydraConfig.get().runtime.choices.get("model") == chosen:
+        return any(override.split("=", 1)[0].lstrip("+~") == "model" for override in HydraConfig.get().overrides.task)
+    return chosen != _default_choice("evaluate", "model")

@@ -1,0 +1,207 @@
+"""``evaluate(cfg)``: what a ``conf/evaluate.yaml`` config measures (a checkpoint, a named zoo model or the zoo's model
+of the configured model config and data set), the estimate with its diagnostics, and exact values where affordable."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from hydra.utils import get_class, instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
+
+from pfzoo import distributed, zoo
+from pfzoo.app.config import model_was_chosen, resolve_device
+from pfzoo.app.run_pictures import evaluation_pictures
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
+from pfzoo.models.capabilities import Capability
+
+logger = logging.getLogger(__name__)
+
+
+def _zoo_dir(cfg: DictConfig) -> Path:
+    return Path(cfg.zoo_dir) if cfg.zoo_dir else zoo.default_zoo_dir()
+
+
+def pretrained_name(cfg: DictConfig) -> str:
+    """The zoo entry a bare ``evaluate`` means: the one composed from the same model config (not just the same class)
+    and trained on the configured data set; several → the one named ``<model>-<dataset>``, else ask for ``pretrained=``."""
+    zoo_dir = _zoo_dir(cfg)
+    name = cfg.model_config_name
+    if name is None:
+        raise ValueError("the config records no model_config_name (compose it with pfzoo.cli.compose, which records the "
+                         "conf/model option); or pass checkpoint=PATH or pretrained=NAME")
+    target = cfg.dataset._target_
+    dataset = target.rsplit(".", 1)[-1]
+    found = zoo.find_pretrained(name, target, zoo_dir=zoo_dir)
+    if not found:
+        available = zoo.list_pretrained(zoo_dir=zoo_dir)
+        raise FileNotFoundError(
+            f"no pretrained model={name} for dataset={dataset} in {zoo_dir}; pass checkpoint=PATH or pretrained=NAME "
+            f"(pretrained models: {', '.join(available) or 'none'})"
+        )
+    if len(found) > 1:
+        preferred = f"{name}-{dataset}"
+        if preferred in found:
+            return preferred
+        raise ValueError(f"{len(found)} pretrained model={name} models for dataset={dataset}: pass pretrained=NAME, one of {', '.join(found)}")
+    return found[0]
+
+
+def pretrained_dataset(card: dict[str, Any], cfg: DictConfig) -> DictConfig:
+    """The data set a zoo model was trained and measured on (its card's ``dataset_config``), reading files, if any, from
+    this run's ``data.root``."""
+    dataset = OmegaConf.create(card["dataset_config"])
+    if "root" in dataset:
+        dataset.root = cfg.data.root
+    return dataset
+
+
+def check_model_choice(cfg: DictConfig, model, card: dict[str, Any] | None, source: str) -> None:
+    """Refuse in one line when the user asked for ``model=X`` but the checkpoint holds another model."""
+    if not model_was_chosen(cfg):
+        return
+    chosen = cfg.model_config_name
+    if card is not None:
+        if card.get("model_config_name") == chosen:
+            return
+        holds = f"model={card.get('model_config_name')}"
+    else:
+        if get_class(cfg.model._target_).registry_name == model.registry_name:
+            return
+        holds = f"a {type(model).__name__} ({model.registry_name})"
+    instead = "pretrained=NAME of a" if card is not None else "checkpoint=PATH of a"
+    raise ValueError(f"model={chosen} does not match {source}, which holds {holds}; drop model= (the checkpoint says what it "
+                     f"is) or pass {instead} {chosen} model")
+
+
+def evaluation_source(cfg: DictConfig) -> tuple[Path, DictConfig, dict[str, Any] | None]:
+    """What ``evaluate`` measures: ``(checkpoint file, dataset config, zoo card or None)``. ``checkpoint=PATH`` is
+    measured on the configured data set; ``pretrained=NAME`` and the bare command (the zoo entry of the configured model
+    config and data set) on the data set their card names, after checking the file's sha256 against the card."""
+    pretrained = cfg.get("pretrained")
+    if cfg.checkpoint and pretrained:
+        raise ValueError(f"pass checkpoint=PATH or pretrained=NAME, not both (got checkpoint={cfg.checkpoint} pretrained={pretrained})")
+    if cfg.checkpoint:
+        return Path(cfg.checkpoint), cfg.dataset, None
+    zoo_dir = _zoo_dir(cfg)
+    name = pretrained or pretrained_name(cfg)
+    card = zoo.pretrained_card(name, zoo_dir=zoo_dir)
+    return zoo.pretrained_path(name, zoo_dir=zoo_dir), pretrained_dataset(card, cfg), card
+
+
+def more_accuracy(estimator: dict[str, Any], num_test: int, prefix: str = "estimator") -> list[str]:
+    """Overrides that ask ``estimator`` (its resolved config) for more accuracy at more cost: 10× the annealing steps
+    and CSL samples, 4× the chains, and 4× RAISE's examples (``null``, every one of the ``num_test``, when that is more)."""
+    overrides = []
+    for key, value in estimator.items():
+        if isinstance(value, dict):
+            overrides += more_accuracy(value, num_test, f"{prefix}.{key}")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            factor = {"num_steps": 10, "samples_per_chain": 10, "num_chains": 4, "num_examples": 4}.get(key)
+            if key == "num_examples" and value < num_test:
+                overrides.append(f"{prefix}.{key}={value * factor}" if value * factor < num_test else f"{prefix}.{key}=null")
+            elif factor and key != "num_examples":
+                overrides.append(f"{prefix}.{key}={value * factor}")
+    return overrides
+
+
+def evaluate(cfg: DictConfig) -> dict[str, Any]:
+    """Estimate ``log Z`` and the mean test log-likelihood of a checkpoint (``checkpoint=``), a named zoo model
+    (``pretrained=``) or the zoo's model for the configured model config and data set; exact values too when the
+    model is small."""
+    device = resolve_device(cfg.device)
+    if cfg.num_test is not None and cfg.num_test < 1:
+        raise ValueError(f"num_test must be a positive number of test examples or null (all of them), got {cfg.num_test}")
+    if cfg.exact_max_units < 0:
+        raise ValueError(f"exact_max_units must be a number of units ≥ 0 (0: never compute exact values), got {cfg.exact_max_units}")
+    checkpoint, dataset, card = evaluation_source(cfg)
+    model = zoo.load(checkpoint, map_location=device)
+    check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
+    estimator = instantiate(cfg.estimator).to(device)
+    estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)
+    data = instantiate(dataset)
+    if model.num_visible != data.num_features:
+        raise ValueError(
+            f"the checkpoint's model has {model.num_visible} visible units but dataset {data.name!r} has "
+            f"{data.num_features} features; pick the dataset it was trained on"
+        )
+    test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
+    generator = torch.Generator(device).manual_seed(cfg.seed)
+    started = time.perf_counter()
+    # redirected to a file, a bar writes a line per refresh; under torchrun rank 0's bar stands for all
+    bar_shown = cfg.progress and sys.stderr.isatty() and distributed.rank() == 0
+    with logging_redirect_tqdm(), tqdm(desc=type(estimator).__name__, unit="step", disable=not bar_shown) as bar:
+
+        def report(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        estimate = estimator.log_likelihood(
+            model, test.to(device, model.dtype), base_data=data.train.to(device, model.dtype), generator=generator, progress=report
+        )
+    result: dict[str, Any] = {
+        "checkpoint": str(checkpoint),
+        "pretrained": card["name"] if card else None,
+        "model": model.registry_name,
+        "model_config": model.config(),
+        "dataset": data.name,
+        "num_test": test.shape[0],
+        "estimator": OmegaConf.to_container(cfg.estimator, resolve=True),
+        "seconds": time.perf_counter() - started,
+    }
+    upper = getattr(estimate, "upper", None)  # a bracket reports its upper estimate and the gap beside the lower one
+    if upper is not None:
+        result.update(likelihood_fields(estimate.lower))
+        result["upper"] = likelihood_fields(upper)
+        result.update(gap=estimate.gap, gap_stderr=estimate.gap_stderr)
+    else:
+        result.update(likelihood_fields(estimate))
+    result["warnings"] = list(estimate.warnings)
+    if result["kind"] != BoundKind.EXACT.value:
+        result["more_accuracy"] = more_accuracy(result["estimator"], result["num_test"])
+    for warning in estimate.warnings:
+        logger.warning("%s", warning)
+    size = model.log_partition_cost
+    offered = model.capabilities
+    if (Capability.EXACT_LOG_Z in offered and Capability.EXACT_FREE_ENERGY in offered and size is not None
+            and size <= cfg.exact_max_units and (model.free_energy_cost or 0) <= cfg.exact_max_units):
+        with torch.no_grad():
+            exact_log_z = model.log_partition()
+            result["exact_log_z"] = exact_log_z.item()
+            result["exact_test_log_likelihood"] = model.log_prob(test.to(device, model.dtype), log_z=exact_log_z).mean().item()
+    result["pictures"] = [str(path) for path in evaluation_pictures(result, model, data, cfg)] if distributed.rank() == 0 else []
+    return result
+
+
+def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
+    """The JSON-ready numbers of one :class:`~pfzoo.estimators.LikelihoodEstimate`."""
+    fields: dict[str, Any] = {
+        "kind": estimate.kind.value,
+        "test_log_likelihood": estimate.mean,
+        "test_log_likelihood_stderr": estimate.stderr,
+        "test_log_likelihood_data_stderr": estimate.data_stderr,
+    }
+    for key in ("acceptance", "ess"):
+        if key in estimate.info:
+            fields[key] = estimate.info[key]
+    if estimate.partition is not None:
+        partition = estimate.partition
+        fields.update(log_z=partition.log_z, log_z_stderr=partition.stderr, ess=partition.ess)
+        if "acceptance" in partition.info:
+            fields["acceptance"] = partition.info["acceptance"]
+        diagnostics = partition.info.get("diagnostics")
+        if diagnostics is not None:  # the per-step arrays, for plotting where the path spends its distributions
+            fields["path_diagnostics"] = {
+                "cost_functional": diagnostics.cost_functional,
+                "betas": diagnostics.betas.tolist(),
+                "increment_mean": diagnostics.increment_mean.tolist(),
+                "increment_var": diagnostics.increment_var.tolist(),
+                "ess": diagnostics.ess.tolist(),
+            }
+    return fields

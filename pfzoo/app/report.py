@@ -1,0 +1,63 @@
+"""The human-readable reports of :func:`~pfzoo.app.train`'s and :func:`~pfzoo.app.evaluate`'s results (the command line
+prints them; the results themselves are plain dicts, written as JSON)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pfzoo.estimators.base import BoundKind
+
+
+def format_training(result: dict[str, Any]) -> str:
+    """A human-readable report of :func:`train`'s result, ending with the test log-likelihood."""
+    metrics = ", ".join(f"{key} {value:.4g}" for key, value in result["metrics"].items() if isinstance(value, float))
+    lines = [
+        f"final epoch: {metrics}",
+        f"metrics written to {result['metrics_file']}",
+        f"checkpoint written to {result['checkpoint']}",
+    ]
+    if result.get("pictures"):
+        lines.append("pictures: " + ", ".join(result["pictures"]))
+    final = result.get("test_log_likelihood")
+    if final is None:
+        lines.append(f"test log-likelihood: not measured (see the warning above); {result['seconds']:.1f} s in all")
+    else:
+        error = "" if final["kind"] == BoundKind.EXACT.value else (
+            f" ± {final['stderr']:.4f} ({final['estimator']} on {final['num_test']} of {final['of']} test examples)")
+        lines.append(f"test log-likelihood  = {final['mean']:.4f}{error}; {final['kind']}; {result['seconds']:.1f} s in all")
+    return "\n".join(lines)
+
+
+def format_evaluation(result: dict[str, Any]) -> str:
+    """A human-readable report of :func:`evaluate`'s result."""
+    source = f"pretrained={result['pretrained']} ({result['checkpoint']})" if result.get("pretrained") else result["checkpoint"]
+    lines = [f"model {result['model']} {result['model_config']} from {source}"]
+    upper = result.get("upper", result)
+    if "log_z" in upper:
+        exact = f"   (exact {result['exact_log_z']:.4f})" if "exact_log_z" in result else ""
+        ess = f"  (ESS {upper['ess']:.1f})" if upper["ess"] is not None else ""
+        lines.append(f"log Z                = {upper['log_z']:.4f} ± {upper['log_z_stderr']:.4f}{ess}{exact}")
+        if "path_diagnostics" in upper:
+            lines.append(f"path cost ½ΣJ_k      = {upper['path_diagnostics']['cost_functional']:.4f} nats "
+                         f"(≈ the bias of E[log w]; per-step increments and ESS in evaluation.json)")
+    exact = f"   (exact {result['exact_test_log_likelihood']:.4f})" if "exact_test_log_likelihood" in result else ""
+    if "upper" in result:
+        lines.append(f"upper estimate       = {upper['test_log_likelihood']:.4f} ± {upper['test_log_likelihood_stderr']:.4f}  ({upper['kind']})")
+        lines.append(f"gap upper − lower    = {result['gap']:.4f} ± {result['gap_stderr']:.4f}")
+    label = "lower estimate      " if "upper" in result else "test log-likelihood "
+    lines.append(f"{label} = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}")
+    lines.append(
+        f"  over {result['num_test']} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
+        f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
+    )
+    if "acceptance" in upper:
+        lines.append("  kernel acceptance along the schedule: " + " ".join(f"{a:.2f}" for a in upper["acceptance"]))
+    if result["kind"] != BoundKind.EXACT.value:
+        lines.append(f"  estimator: {json.dumps(result['estimator'])}")
+    if result.get("more_accuracy"):
+        lines.append("more accuracy (slower): " + " ".join(result["more_accuracy"]))
+    if result.get("pictures"):
+        lines.append("pictures: " + ", ".join(result["pictures"]))
+    lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""The pictures a run writes into its folder: training curves, samples and filters, the annealing path's diagnostics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from pfzoo import pictures
+
+PICTURE_SAMPLES = 64
+
+
+def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: int) -> list[Path]:
+    """``curves.png`` (loss and log-likelihoods by epoch) and, for image data, ``samples.png`` (64 samples of the
+    trained model, its own sampler) and ``filters.png`` (its first-layer filters, each on its own contrast)."""
+    written = [pictures.save_training_curves(metrics_file, run_dir / "curves.png")]
+    return [path for path in written if path is not None] + model_pictures(model, data, run_dir, seed=seed)
+
+
+def model_pictures(model, data, run_dir: Path, *, seed: int) -> list[Path]:
+    """For image data (a 2-d ``data.image_shape``): ``samples.png`` (64 samples of the model, its own sampler) and
+    ``filters.png`` (its first-layer filters, each on its own contrast, when it has filters); nothing otherwise."""
+    if data.image_shape is None or len(data.image_shape) != 2:
+        return []
+    with torch.no_grad():
+        samples = model.sample(PICTURE_SAMPLES, generator=torch.Generator(model.device).manual_seed(seed))
+    written = [pictures.save_image_grid(samples, data.image_shape, run_dir / "samples.png")]
+    filters = model.visible_filters()
+    if filters is not None:
+        written.append(pictures.save_image_grid(filters[:100], data.image_shape, run_dir / "filters.png", per_image_contrast=True))
+    return written
+
+
+def evaluation_pictures(result: dict[str, Any], model, data, cfg: DictConfig) -> list[Path]:
+    """``diagnostics.png`` (increment variance and ESS along β; ``diagnostics_upper.png`` for a bracket's upper
+    estimate) when the estimator ran with ``diagnostics=true``, and :func:`model_pictures` with ``samples=true``."""
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fields, name in ((result, "diagnostics.png"), (result.get("upper") or {}, "diagnostics_upper.png")):
+        if "path_diagnostics" in fields:
+            written.append(pictures.save_path_diagnostics(fields["path_diagnostics"], run_dir / name))
+    if cfg.samples:
+        written += model_pictures(model, data, run_dir, seed=cfg.seed)
+    return written

@@ -1,0 +1,133 @@
+"""Model cards: a zoo folder's machine-readable ``card.json`` (:data:`CARD_FIELDS`) and the ``README.md`` rendered from
+it (:func:`render_card`, :class:`ModelCard`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, check_plain, file_sha256
+
+CARD_FILE = "README.md"
+CARD_DATA_FILE = "card.json"
+CARD_FORMAT = "pfzoo-card-1"
+CARD_FIELDS = {
+    "format": f"{CARD_FORMAT!r}",
+    "name": "the folder's name, what pretrained(name) takes",
+    "family": "the model's registry name (pfzoo.models.model_class(family) rebuilds it)",
+    "model_config_name": "the conf/model config it was composed from (poe_laplace and poe_student share a family)",
+    "model_config": "constructor keyword arguments (model.config())",
+    "dataset": "the data set's name (DataSplits.name)",
+    "dataset_config": "the resolved conf/dataset node it was trained and measured on (no machine paths)",
+    "data_licence": "the licence of the training data",
+    "recipe": "{experiment, command, config}: the conf/experiment recipe and the resolved training config (no machine paths)",
+    "log_likelihood": "{estimator, kind, value, stderr, data_stderr, num_test, settings, ...}: the measured mean test log-likelihood",
+    "log_likelihood_at_init": "the same measurement of the model before training (null when not measured)",
+    "date": "when it was trained (YYYY-MM-DD)",
+    "pfzoo_version": "the package version that trained it",
+    "git_commit": "the commit of the checkout that trained it (null when unknown)",
+    "training_seconds": "wall time of the training run (null when unknown)",
+    "checkpoint": "{file, sha256, bytes} of checkpoint.pt",
+}
+"""card.json's keys; ``title``, ``summary``, ``notes`` (a list of sentences) and ``measurements`` (further rows like
+``log_likelihood``, each with a ``label``) are optional."""
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A zoo folder's ``README.md``: what the model is, how it was made, what was measured.
+
+    title: the heading (without ``#``). summary: a paragraph under it. facts: ``(name, value)`` rows of a two-column
+    table (architecture, data, training command, file, ...). sections: ``(heading, markdown body)`` pairs, each
+    rendered as a ``##`` section. Values are markdown and written as given.
+    """
+
+    title: str
+    summary: str = ""
+    facts: Sequence[tuple[str, str]] = ()
+    sections: Sequence[tuple[str, str]] = ()
+
+    def render(self) -> str:
+        """The card as markdown: blocks separated by blank lines, ending in one newline."""
+        blocks = [f"# {self.title}"]
+        if self.summary:
+            blocks.append(self.summary)
+        if self.facts:
+            blocks.append("\n".join(["| | |", "|---|---|", *(f"| {name} | {value} |" for name, value in self.facts)]))
+        blocks += [f"## {heading}\n\n{body.strip()}" for heading, body in self.sections]
+        return "\n\n".join(block.strip("\n") for block in blocks) + "\n"
+
+
+def write_card(folder: str | os.PathLike, card: Mapping[str, Any], *, readme: bool = True) -> dict[str, Any]:
+    """Write ``<folder>/card.json`` from ``card`` with ``checkpoint`` set to ``<folder>/checkpoint.pt``'s file name,
+    SHA-256 and size, and (``readme``) ``<folder>/README.md`` rendered from it; returns the card written."""
+    folder = Path(folder)
+    checkpoint = folder / CHECKPOINT_FILE
+    if not checkpoint.is_file():
+        raise FileNotFoundError(f"no checkpoint file at {checkpoint}")
+    data = {"format": CARD_FORMAT, **dict(card)}
+    data["checkpoint"] = {"file": CHECKPOINT_FILE, "sha256": file_sha256(checkpoint), "bytes": checkpoint.stat().st_size}
+    missing = [key for key in CARD_FIELDS if key not in data]
+    if missing:
+        raise ValueError(f"card is missing {', '.join(missing)} (see pfzoo.zoo.CARD_FIELDS)")
+    check_plain(data, "card")
+    (folder / CARD_DATA_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if readme:
+        (folder / CARD_FILE).write_text(render_card(data).render())
+    return data
+
+
+def _measurement_row(label: str, m: Mapping[str, Any]) -> str:
+    stderr, data_stderr, log_z = m.get("stderr"), m.get("data_stderr"), m.get("log_z")
+    digits = 3 if stderr and stderr < 0.01 else 2
+    value = "—" if m.get("value") is None else f"{m['value']:.{digits}f}" + (f" ± {stderr:.{digits}f}" if stderr else "")
+    if log_z is not None:
+        log_z_text = f"{log_z:.3f}" + (f" ± {m['log_z_stderr']:.3f}" if m.get("log_z_stderr") else "")
+    else:
+        log_z_text = "—"
+    return (f"| {label} | {value} | {'—' if data_stderr is None else f'{data_stderr:.2f}'} | {m.get('num_test', '—')} | "
+            f"{log_z_text} | {m.get('kind', '—')} |")
+
+
+def render_card(card: Mapping[str, Any]) -> ModelCard:
+    """The markdown model card (``README.md``) of a zoo folder, from its ``card.json`` fields."""
+    name = card["name"]
+    recipe = card.get("recipe") or {}
+    measured = card["log_likelihood"]
+    facts = [
+        ("model", f"`{card['family']}` (`conf/model/{card['model_config_name']}.yaml`), config `{json.dumps(card['model_config'])}`"),
+        ("data", f"`dataset={card['dataset']}`, `{json.dumps(card['dataset_config'])}`"),
+        ("data licence", card["data_licence"]),
+    ]
+    if recipe.get("experiment"):
+        facts.append(("recipe", f"`conf/experiment/{recipe['experiment']}.yaml`"))
+    if recipe.get("command"):
+        facts.append(("training command", f"`{recipe['command']}`"))
+    seconds = card.get("training_seconds")
+    facts += [
+        ("trained", f"{card.get('date') or 'unknown date'}, pfzoo {card.get('pfzoo_version') or '?'}, commit "
+                    f"`{(card.get('git_commit') or 'unknown')[:12]}`" + (f", {seconds:.0f} s wall time" if seconds is not None else "")),
+        ("file", f"`{card['checkpoint']['file']}` ({card['checkpoint']['bytes']:,} bytes, sha256 `{card['checkpoint']['sha256']}`)"),
+        ("load", f"`pfzoo.zoo.pretrained({name!r})`; evaluate with `python scripts/evaluate.py pretrained={name}`"),
+    ]
+    rows = [_measurement_row(f"trained ({measured.get('estimator', '?')})", measured)]
+    initial = card.get("log_likelihood_at_init")
+    if initial:
+        rows.append(_measurement_row(f"at initialisation ({initial.get('estimator', '?')})", initial))
+    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in card.get("measurements") or []]
+    body = "\n".join(["| | mean test log-likelihood (nats) | test-set sampling stderr | test examples | log Z | kind |",
+                      "|---|---:|---:|---:|---:|---|", *rows])
+    settings = measured.get("settings")
+    if settings:
+        body += f"\n\nEstimator settings: `{json.dumps(settings)}`."
+    body += "".join(f"\n\n**Warning:** {warning}" for warning in measured.get("warnings") or [])
+    sections = [("Measured log-likelihood", body)]
+    if card.get("notes"):
+        sections.append(("Notes", "\n".join(f"- {note}" for note in card["notes"])))
+    summary = card.get("summary") or ("Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "
+                                      "beside it holds the same facts and the full training config.")
+    return ModelCard(title=card.get("title") or name, summary=summary, facts=facts, sections=sections)

@@ -1,0 +1,149 @@
+"""Checkpoint files: save and load a model as registry name + constructor config + ``state_dict``, never a pickled
+module (layout in :mod:`pfzoo.zoo`); the run config made portable; a file's SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pfzoo.models.base import EnergyModel
+from pfzoo.models.registry import model_class
+
+FORMAT = "pfzoo-checkpoint-1"
+CHECKPOINT_FILE = "checkpoint.pt"
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def save(
+    path: str | os.PathLike,
+    model: EnergyModel,
+    *,
+    config: dict | None = None,
+    trainer_state: dict | None = None,
+) -> Path:
+    """Write a checkpoint of ``model`` to ``path`` atomically; returns the path.
+
+    The file is written to a temporary file in the same directory and moved over ``path`` with
+    ``os.replace``, so an interrupted save leaves the previous checkpoint intact.
+    ``config`` must consist of dicts, lists and scalars (``OmegaConf.to_container(cfg, resolve=True)``).
+    """
+    name = type(model).registry_name
+    if name is None or model_class(name) is not type(model):
+        raise ValueError(f"model must be an instance of a registered model class (see register_model), got {type(model).__name__}")
+    if config is not None:
+        if not isinstance(config, dict):
+            raise ValueError(f"config must be a plain dict or None (OmegaConf.to_container(cfg, resolve=True)), got {type(config).__name__}")
+        check_plain(config, "config")
+    checkpoint = {
+        "format": FORMAT,
+        "model": name,
+        "model_config": model.config(),
+        "state_dict": model.state_dict(),
+        "config": config,
+        "trainer_state": trainer_state,
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            torch.save(checkpoint, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The raw checkpoint dict at ``path`` (layout in the module docstring), tensors on ``map_location``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint file at {path}")
+    try:
+        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # noqa: BLE001  torch.load fails on a damaged file with a dozen types (OSError, KeyError,
+        # IndexError, RuntimeError, ...), none naming the file
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else 'no detail'}"
+        raise ValueError(f"{path} is not a readable {FORMAT} file (truncated or not a checkpoint): {reason}") from error
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
+        found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise ValueError(f"{path} must be a checkpoint with format {FORMAT!r}, found {found!r}")
+    missing = [key for key in ("model", "model_config", "state_dict") if not isinstance(checkpoint.get(key), (str, dict))]
+    if missing:
+        raise ValueError(f"{path} is a damaged {FORMAT} file: it lacks {', '.join(missing)}")
+    return checkpoint
+
+
+def load(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -> EnergyModel:
+    """Rebuild the model saved at ``path``: ``model_class(name)(**model_config)``, then its ``state_dict``.
+
+    Parameters keep their saved dtype and are placed on ``map_location``. The model comes back in eval mode (it is
+    for use, not for more training; call ``.train()`` to train on). A parameter or buffer with a NaN or infinite
+    value is refused: every estimate from it would be NaN.
+    """
+    checkpoint = load_checkpoint(path, map_location=map_location)
+    for name, value in checkpoint["state_dict"].items():
+        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            count = int((~torch.isfinite(value)).sum())
+            raise ValueError(f"{path}: {name} has {count} non-finite value(s) (NaN or inf); the model diverged or the file is corrupt")
+    model = model_class(checkpoint["model"])(**checkpoint["model_config"])
+    model.load_state_dict(checkpoint["state_dict"], assign=True)
+    return model.eval()
+
+
+def portable_config(config: Mapping[str, Any], *, base: str | os.PathLike | None = None) -> dict[str, Any]:
+    """``config`` without what only made sense on the machine that trained it: no ``run_dir``, every ``root`` (data
+    roots) null, and any other absolute path made relative to ``base`` (default: the current directory) when it lies
+    under it, else null. Returns a new plain dict."""
+    base_path = Path(base).resolve() if base is not None else Path.cwd().resolve()
+
+    def clean(value: Any, key: str | None) -> Any:
+        if isinstance(value, Mapping):
+            return {k: clean(v, k) for k, v in value.items() if k != "run_dir"}
+        if isinstance(value, (list, tuple)):
+            return [clean(v, None) for v in value]
+        if key == "root":
+            return None
+        if isinstance(value, str) and os.path.isabs(value):
+            try:
+                return Path(value).resolve().relative_to(base_path).as_posix()
+            except ValueError:
+                return None
+        return value
+
+    return clean(config, None)
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The hex SHA-256 of the file at ``path``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_plain(value: Any, name: str) -> None:
+    """Require nested dicts (string keys), lists/tuples and str/int/float/bool/None scalars."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{name} keys must be strings, got {key!r}")
+            check_plain(item, f"{name}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_plain(item, f"{name}[{index}]")
+    elif not isinstance(value, _PLAIN_SCALARS):
+        raise ValueError(
+            f"{name} must hold only dicts, lists and plain scalars (use OmegaConf.to_container(cfg, resolve=True)), "
+            f"got {type(value).__name__}"
+        )

@@ -1,0 +1,199 @@
+"""The named zoo: the folders of the pretrained models, their typed listing (:class:`PretrainedWeights`,
+:func:`list_pretrained_weights`), the hash-checked loading by name (:func:`pretrained`), and :func:`export`, which adds a
+folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pfzoo.models.base import EnergyModel
+from pfzoo.zoo.cards import CARD_DATA_FILE, CARD_FILE, CARD_FORMAT, ModelCard, write_card
+from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, file_sha256, load, load_checkpoint, portable_config, save
+
+
+def default_zoo_dir() -> Path:
+    """The pretrained zoo: ``pfzoo/pretrained`` in an installed wheel, the checkout's top-level ``models/`` in an
+    editable install or a plain checkout (setup.cfg maps the package ``pfzoo.pretrained`` onto it)."""
+    spec = importlib.util.find_spec("pfzoo.pretrained")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if Path(location).is_dir():
+            return Path(location)
+    return Path(__file__).resolve().parents[2] / "models"
+
+
+def folder_name(family: str, dataset: str, variant: str | None = None) -> str:
+    """A zoo folder's name: ``<family>-<dataset>``, or ``<family>-<dataset>-<variant>`` for one of several models of a
+    family on a data set (e.g. ``rbm-binarized_mnist-cd1-20``). The app's pretrained lookup uses ``<family>-<dataset>``."""
+    for name, value in (("family", family), ("dataset", dataset), ("variant", variant)):
+        if value is not None and (not isinstance(value, str) or not value or "/" in value or value != value.strip()):
+            raise ValueError(f"{name} must be a non-empty name without '/' or surrounding spaces, got {value!r}")
+    return f"{family}-{dataset}" if variant is None else f"{family}-{dataset}-{variant}"
+
+
+def export(
+    checkpoint: str | os.PathLike,
+    folder: str | os.PathLike,
+    *,
+    card: ModelCard | str | None = None,
+    card_data: Mapping[str, Any] | None = None,
+) -> Path:
+    """Put the model of ``checkpoint`` into the zoo folder ``folder``; returns ``<folder>/checkpoint.pt``.
+
+    The zoo's copy holds the model and the run's config made portable (:func:`portable_config`: no run directory,
+    no data root, no other machine path) but no trainer state (no optimiser state or persistent chains): what users
+    load, not what resumes training. When ``checkpoint`` already is ``<folder>/checkpoint.pt`` it is left untouched,
+    so a card can be rewritten without rewriting the weights. ``card_data`` (card.json's fields, :data:`CARD_FIELDS`;
+    ``checkpoint`` is filled in here) is written by :func:`write_card`, which also renders ``README.md`` from it
+    unless ``card`` is given. ``card`` (a :class:`ModelCard` or markdown text) is written to ``<folder>/README.md``;
+    ``None`` leaves any card there as is (or renders ``card_data``).
+    """
+    source, folder = Path(checkpoint), Path(folder)
+    target = folder / CHECKPOINT_FILE
+    if card is not None and not isinstance(card, (ModelCard, str)):
+        raise ValueError(f"card must be a ModelCard, markdown text or None, got {type(card).__name__}")
+    if not (target.is_file() and source.resolve() == target.resolve()):
+        config = load_checkpoint(source)["config"]
+        save(target, load(source), config=None if config is None else portable_config(config))
+    if card_data is not None:
+        write_card(folder, card_data, readme=card is None)
+    if card is not None:
+        (folder / CARD_FILE).write_text(card.render() if isinstance(card, ModelCard) else card)
+    return target
+
+
+def _zoo(zoo_dir: str | os.PathLike | None) -> Path:
+    return Path(zoo_dir) if zoo_dir is not None else default_zoo_dir()
+
+
+def list_pretrained(*, zoo_dir: str | os.PathLike | None = None) -> list[str]:
+    """The names :func:`pretrained` takes, sorted: the zoo's folders holding both ``checkpoint.pt`` and ``card.json``."""
+    folder = _zoo(zoo_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if (p / CHECKPOINT_FILE).is_file() and (p / CARD_DATA_FILE).is_file())
+
+
+def pretrained_card(name: str, *, zoo_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The machine-readable card (``card.json``) of the zoo model ``name``; ``ValueError`` listing the names when unknown."""
+    names = list_pretrained(zoo_dir=zoo_dir)
+    if not isinstance(name, str) or name not in names:
+        raise ValueError(f"unknown pretrained model {name!r}; the zoo in {_zoo(zoo_dir)} has: {', '.join(names) or 'none'}")
+    path = _zoo(zoo_dir) / name / CARD_DATA_FILE
+    try:
+        card = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from error
+    if not isinstance(card, dict) or card.get("format") != CARD_FORMAT:
+        raise ValueError(f"{path} must be a model card with format {CARD_FORMAT!r}")
+    return card
+
+
+def pretrained_path(name: str, *, zoo_dir: str | os.PathLike | None = None) -> Path:
+    """``checkpoint.pt`` of the zoo model ``name`` after checking its SHA-256 against its card; a mismatch raises
+    ``ValueError`` naming the file."""
+    card = pretrained_card(name, zoo_dir=zoo_dir)
+    path = _zoo(zoo_dir) / name / CHECKPOINT_FILE
+    expected = (card.get("checkpoint") or {}).get("sha256")
+    found = file_sha256(path)
+    if found != expected:
+        raise ValueError(
+            f"{path} does not match its card: sha256 {found} but card.json records {expected}; the file was changed or "
+            f"damaged (re-export it with scripts/build_zoo.py, or restore it)"
+        )
+    return path
+
+
+def pretrained(name: str, *, map_location: str | torch.device = "cpu", zoo_dir: str | os.PathLike | None = None) -> EnergyModel:
+    """The zoo model ``name`` (one of :func:`list_pretrained`), hash-checked against its card, on ``map_location``.
+
+    >>> model = pretrained("rbm-digits")          # doctest: +SKIP
+    """
+    return load(pretrained_path(name, zoo_dir=zoo_dir), map_location=map_location)
+
+
+@dataclass(frozen=True)
+class PretrainedWeights:
+    """One named zoo model as its card describes it: what :func:`pretrained` loads under :attr:`name`, what it is, what
+    it was trained on and by which recipe, and its headline number (as torchvision's weights enums describe theirs).
+
+    Built from ``<zoo>/<name>/card.json`` (:data:`~pfzoo.zoo.cards.CARD_FIELDS`) by :func:`pretrained_weights`; listed
+    by :func:`list_pretrained_weights`.
+
+    Attributes:
+        name: the zoo folder's name, what :func:`pretrained` takes.
+        family: the model's registry name (``pfzoo.models.model_class(family)`` is its class).
+        model_config_name: the ``conf/model`` option it was composed from (``poe_laplace`` and ``poe_student`` share a family).
+        dataset: the data set's name (``DataSplits.name``); dataset_target: its config's ``_target_``.
+        log_likelihood: the headline mean test log-likelihood in nats; log_likelihood_stderr: its standard error
+            (0 when exact); kind: what kind of number it is (exact, a stochastic lower bound, ...); estimator: what
+            measured it; num_test: on how many test examples (None when the card does not say).
+        recipe: the ``conf/experiment`` recipe that trained it; command: the command that reruns the training.
+        folder: the zoo folder; sha256: the checkpoint's SHA-256, checked on every load.
+    """
+
+    name: str
+    family: str
+    model_config_name: str
+    dataset: str
+    dataset_target: str
+    log_likelihood: float
+    log_likelihood_stderr: float
+    kind: str
+    estimator: str
+    num_test: int | None
+    recipe: str
+    command: str | None
+    folder: Path
+    sha256: str
+
+    @classmethod
+    def from_card(cls, card: Mapping[str, Any], folder: str | os.PathLike) -> "PretrainedWeights":
+        """The entry of the zoo folder ``folder`` from its card (a ``card.json`` dict); ``ValueError`` naming what is missing."""
+        folder = Path(folder)
+        measured, recipe = card.get("log_likelihood") or {}, card.get("recipe") or {}
+        required = {"name": card.get("name"), "family": card.get("family"), "model_config_name": card.get("model_config_name"),
+                    "dataset": card.get("dataset"), "dataset_config._target_": (card.get("dataset_config") or {}).get("_target_"),
+                    "log_likelihood.value": measured.get("value"), "log_likelihood.kind": measured.get("kind"),
+                    "log_likelihood.estimator": measured.get("estimator"), "recipe.experiment": recipe.get("experiment"),
+                    "checkpoint.sha256": (card.get("checkpoint") or {}).get("sha256")}
+        missing = [key for key, value in required.items() if value is None]
+        if missing:
+            raise ValueError(f"{folder / CARD_DATA_FILE} lacks {', '.join(missing)} (see pfzoo.zoo.CARD_FIELDS)")
+        return cls(
+            name=card["name"], family=card["family"], model_config_name=card["model_config_name"], dataset=card["dataset"],
+            dataset_target=card["dataset_config"]["_target_"], log_likelihood=float(measured["value"]),
+            log_likelihood_stderr=float(measured.get("stderr") or 0.0), kind=measured["kind"], estimator=measured["estimator"],
+            num_test=measured.get("num_test"), recipe=recipe["experiment"], command=recipe.get("command"), folder=folder,
+            sha256=card["checkpoint"]["sha256"],
+        )
+
+    def load(self, *, map_location: str | torch.device = "cpu") -> EnergyModel:
+        """The model, hash-checked against its card, on ``map_location`` (as :func:`pretrained`)."""
+        return pretrained(self.name, map_location=map_location, zoo_dir=self.folder.parent)
+
+
+def pretrained_weights(name: str, *, zoo_dir: str | os.PathLike | None = None) -> PretrainedWeights:
+    """The typed entry of the zoo model ``name``; ``ValueError`` listing the names when unknown."""
+    return PretrainedWeights.from_card(pretrained_card(name, zoo_dir=zoo_dir), _zoo(zoo_dir) / name)
+
+
+def list_pretrained_weights(*, zoo_dir: str | os.PathLike | None = None) -> list[PretrainedWeights]:
+    """Every zoo model's typed entry (family, data set, headline log-likelihood, recipe, ...), sorted by name."""
+    return [pretrained_weights(name, zoo_dir=zoo_dir) for name in list_pretrained(zoo_dir=zoo_dir)]
+
+
+def find_pretrained(
+    model_config_name: str, dataset_target: str, *, zoo_dir: str | os.PathLike | None = None
+) -> list[str]:
+    """Names of the zoo models composed from ``conf/model/<model_config_name>.yaml`` and trained on the data set whose
+    config ``_target_`` is ``dataset_target`` (e.g. ``"pfzoo.data.patches"``), sorted."""
+    return [entry.name for entry in list_pretrained_weights(zoo_dir=zoo_dir)
+            if entry.model_config_name == model_config_name and entry.dataset_target == dataset_target]

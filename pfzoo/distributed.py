@@ -1,13 +1,13 @@
 """Chains (or examples) sharded across ``torch.distributed`` ranks: who runs what, with which random stream, and the one gather.
 
-Estimators use this only while a process group is initialised (``torchrun``; world size 1 included) and then every
-rank must call them alike (:func:`unsharded` opts out); plain library use never touches it. The items (chains, or
-examples for per-example estimators) are cut into contiguous blocks whose size depends only on the number of items,
-the blocks are dealt to ranks in contiguous runs, and each block draws from its own generator seeded by (one number
-drawn from the caller's generator, the block's index). A chain's random stream therefore depends only on the seed and
-its global index, never on the number of ranks, and once the blocks are gathered in block order every rank holds the
-same weights, bit for bit, as a run on any other number of ranks. (They differ from a run without a process group,
-which draws every chain from one generator.)
+Estimators cut their items (chains, or examples for per-example estimators) into contiguous blocks whose size depends
+only on the number of items, and each block draws from its own generator seeded by (one number drawn from the caller's
+generator, the block's index). While a process group is initialised (``torchrun``; world size 1 included) the blocks
+are dealt to ranks in contiguous runs and every rank must call the estimators alike (:func:`unsharded` opts out);
+without one, the process owns every block, so a plain run is the one-rank run. A chain's random stream therefore
+depends only on the seed and its global index, never on the launcher or the number of ranks, and once the blocks are
+gathered in block order every rank holds the same weights, bit for bit, as a plain run or a run on any other number
+of ranks.
 
 The Trainer's collectives live here too: the per-step sum of the ranks' weighted gradients
 (:func:`all_reduce_gradients`), the start-of-run copy of rank 0's model (:func:`broadcast_module_state`) and the
@@ -26,12 +26,13 @@ from torch import distributed as dist
 from torch import nn
 
 MIN_BLOCK_SIZE = 32
-"""Fewest items per block (unless there are fewer items): a rank runs its blocks one after another, and smaller
-batches would spend the annealing loop on per-step overhead."""
+"""Fewest items per block (unless there are fewer items): estimators whose draws do not all go through
+:mod:`pfzoo.sampling` run a rank's blocks one after another, where smaller batches would spend the annealing loop on
+per-step overhead; and a matrix product of a single row takes another BLAS path than its rows in a batch."""
 
 MAX_BLOCKS = 16
-"""Most blocks per run. Each block costs a rank one pass of the loop: on the 64×20 digits RBM, 512 chains × 3000 steps
-took 2.1 s as one batch and 26 s as 32 blocks of 16 on one rank. More ranks than blocks leave some idle."""
+"""Most blocks per run. A rank advances its blocks as one batch (:class:`pfzoo.sampling.ChainStreams`), but each block
+costs every draw one more call of the generator; more ranks than blocks leave some idle."""
 
 _MASK_64 = (1 << 64) - 1
 _unsharded: ContextVar[bool] = ContextVar("pfzoo_unsharded", default=False)
@@ -111,8 +112,9 @@ def owned_share(count: int) -> range:
 
 
 def owned_blocks(num_blocks: int) -> range:
-    """The indices of the blocks this rank runs: a contiguous share of ``num_blocks``, dealt in rank order."""
-    return owned_share(num_blocks)
+    """The indices of the blocks this process runs: a contiguous share of ``num_blocks``, dealt in rank order, while
+    estimators shard (:func:`shards`); all of them otherwise (a plain run is the one-rank run)."""
+    return owned_share(num_blocks) if shards() else range(num_blocks)
 
 
 def stream_seed(generator: torch.Generator | None, device: torch.device) -> int:

@@ -37,7 +37,7 @@ def batches_blocks(path: AnnealingPath, dtype: torch.dtype) -> bool:
 
     A batch gives each block the numbers it gets alone only if every per-chain result is the same whatever the other
     rows of the batch: true of elementwise maps, row reductions and (measured, MKL on x86) float32 matrix products of at
-    least two rows, but MKL's float64 products sum a row's terms in an order that depends on the batch's size (the
+    least two chains, but MKL's float64 products sum a row's terms in an order that depends on the batch's size (the
     RBM path's ``W vᵀ`` of a 10×6 model differs in the last bit between 96 and 64 chains). float64 blocks therefore
     run one after another, as they would alone.
     """
@@ -96,11 +96,12 @@ def sharded_anneal(
     streams, on this process's share of the ranks (all of them without a process group).
 
     The process's blocks advance as one batch with their :class:`~pfzoo.sampling.ChainStreams` where
-    :func:`batches_blocks` (``dtype``: the model's), else one after another. Every rank returns the same float64 log weights ``[num_chains]`` (on ``device``, in
-    global chain order), the kernel's acceptance per stretch of steps averaged over all chains and, with
-    ``diagnostics``, the blocks' :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` pooled over all chains;
-    ``state`` is ``None`` (the chains' final states stay on their ranks). Per-chain reductions are made per block and
-    combined in block order, so a plain run and every number of ranks add the same terms in the same order.
+    :func:`batches_blocks` (``dtype``: the model's), else one after another. Every rank returns the same float64 log
+    weights ``[num_chains]`` (on ``device``, in global chain order), the kernel's acceptance per stretch of steps
+    averaged over all chains and, with ``diagnostics``, the blocks'
+    :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` pooled over all chains; ``state`` is ``None`` (the
+    chains' final states stay on their ranks). Per-chain reductions are made per block and combined in block order, so
+    a plain run and every number of ranks add the same terms in the same order.
     """
     if batches_blocks(path, dtype):
         payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device),
@@ -110,7 +111,7 @@ def sharded_anneal(
         def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
             initial = path.sample_base(len(chains), generator=block_generator)
             result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics)
-            return _block_payload(result, slice(None))
+            return result.log_weights.cpu(), *_block_reductions(result, slice(None))
 
         payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress)
     log_weights = torch.cat([payload[0] for payload in payloads]).to(device)
@@ -133,18 +134,18 @@ def _anneal_as_one_batch(
     initial = path.sample_base(streams.num_rows, generator=streams)
     result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics)
     log_weights = result.log_weights.cpu().split(streams.sizes)
-    return [(log_weights[block], *_block_payload(result, block)[1:]) for block in range(len(streams))]
+    return [(log_weights[block], *_block_reductions(result, block)) for block in range(len(streams))]
 
 
-def _block_payload(result: AnnealingResult, block: int | slice) -> tuple:
-    """(log weights, mean acceptance per stretch, the stretches' β, diagnostics) of one block of ``result``: column
+def _block_reductions(result: AnnealingResult, block: int | slice) -> tuple:
+    """(mean acceptance per stretch, the stretches' β, diagnostics) of one block of ``result``, on the CPU: column
     ``block`` of the per-block reductions of a :class:`~pfzoo.sampling.ChainStreams` run, or all of a one-block run
-    (``slice(None)``); tensors on the CPU."""
+    (``slice(None)``)."""
     acceptance = None if result.acceptance is None else result.acceptance[..., block]
     summary = result.diagnostics
     if summary is not None:
         summary = AnnealingDiagnostics(summary.betas, *(column[..., block] for column in summary[1:]))
-    return result.log_weights.cpu(), acceptance, result.segment_betas, summary
+    return acceptance, result.segment_betas, summary
 
 
 def pool_chain_diagnostics(parts: list[tuple[AnnealingDiagnostics, int]]) -> AnnealingDiagnostics:

@@ -26,9 +26,12 @@ from torch import distributed as dist
 from torch import nn
 
 MIN_BLOCK_SIZE = 32
-"""Fewest items per block (unless there are fewer items): estimators whose draws do not all go through
-:mod:`pfzoo.sampling` run a rank's blocks one after another, where smaller batches would spend the annealing loop on
-per-step overhead; and a matrix product of a single row takes another BLAS path than its rows in a batch."""
+"""Fewest items per block (unless there are fewer items), and the multiple of which every block but the last is made.
+
+Fewer would spend a loop that runs a rank's blocks one after another on per-step overhead. The multiple matters where
+a rank advances its blocks as one batch: torch's CPU kernels treat a tensor's elements 2 × SIMD-width at a time
+(32 float32s with AVX-512) and the tail one by one, and vectorised and scalar ``exp``/``log1p`` differ in the last bit,
+so a chain's numbers are those it gets in any other batch only if every batch starts at a multiple of 32 chains."""
 
 MAX_BLOCKS = 16
 """Most blocks per run. A rank advances its blocks as one batch (:class:`pfzoo.sampling.ChainStreams`), but each block
@@ -97,11 +100,16 @@ def shutdown() -> None:
 
 
 def blocks(num_items: int) -> list[range]:
-    """Contiguous blocks of item indices covering ``range(num_items)``, of equal sizes up to one item: at most
-    :data:`MAX_BLOCKS`, each of at least :data:`MIN_BLOCK_SIZE` items (one block when there are fewer). A function of
-    ``num_items`` alone, so the same for any number of ranks."""
+    """Contiguous blocks of item indices covering ``range(num_items)``: at most :data:`MAX_BLOCKS`, all of one size, a
+    multiple of :data:`MIN_BLOCK_SIZE`, but the last (one block when there are fewer items), which takes the rest (at
+    least :data:`MIN_BLOCK_SIZE` items, else it joins the block before). A function of ``num_items`` alone, so the same
+    for any number of ranks."""
     count = min(MAX_BLOCKS, max(1, num_items // MIN_BLOCK_SIZE))
-    return [range(index * num_items // count, (index + 1) * num_items // count) for index in range(count)]
+    size = MIN_BLOCK_SIZE * -(-num_items // (count * MIN_BLOCK_SIZE))  # ⌈items per block⌉ to a multiple of the minimum
+    starts = list(range(0, num_items, size))
+    if len(starts) > 1 and num_items - starts[-1] < MIN_BLOCK_SIZE:
+        starts.pop()  # a short rest joins the last full block
+    return [range(start, stop) for start, stop in zip(starts, [*starts[1:], num_items])]
 
 
 def owned_share(count: int) -> range:

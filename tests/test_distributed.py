@@ -91,10 +91,13 @@ def test_another_seed_gives_other_chains(tmp_path):
 
 
 def test_blocks_depend_on_the_number_of_items_only():
-    assert distributed.blocks(100) == [range(0, 33), range(33, 66), range(66, 100)]
+    assert distributed.blocks(100) == [range(0, 64), range(64, 100)]
+    assert distributed.blocks(96) == [range(0, 32), range(32, 64), range(64, 96)]
+    assert distributed.blocks(129) == [range(0, 64), range(64, 129)]  # a rest shorter than 32 joins the block before
     assert distributed.blocks(3) == [range(0, 3)]
     many = distributed.blocks(10_000)
-    assert len(many) == distributed.MAX_BLOCKS and many[-1].stop == 10_000 and {len(block) for block in many} == {625}
+    assert len(many) == distributed.MAX_BLOCKS and many[-1].stop == 10_000 and [len(block) for block in many] == [640] * 15 + [400]
+    assert all(block.start % distributed.MIN_BLOCK_SIZE == 0 for block in many)  # every batch of blocks starts aligned
 
 
 def test_without_a_process_group_this_process_owns_every_block():

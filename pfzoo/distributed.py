@@ -1,13 +1,13 @@
 """Chains (or examples) sharded across ``torch.distributed`` ranks: who runs what, with which random stream, and the one gather.
 
-Estimators use this only while a process group is initialised (``torchrun``; world size 1 included) and then every
-rank must call them alike (:func:`unsharded` opts out); plain library use never touches it. The items (chains, or
-examples for per-example estimators) are cut into contiguous blocks whose size depends only on the number of items,
-the blocks are dealt to ranks in contiguous runs, and each block draws from its own generator seeded by (one number
-drawn from the caller's generator, the block's index). A chain's random stream therefore depends only on the seed and
-its global index, never on the number of ranks, and once the blocks are gathered in block order every rank holds the
-same weights, bit for bit, as a run on any other number of ranks. (They differ from a run without a process group,
-which draws every chain from one generator.)
+Estimators cut their items (chains, or examples for per-example estimators) into contiguous blocks whose size depends
+only on the number of items, and each block draws from its own generator seeded by (one number drawn from the caller's
+generator, the block's index). While a process group is initialised (``torchrun``; world size 1 included) the blocks
+are dealt to ranks in contiguous runs and every rank must call the estimators alike (:func:`unsharded` opts out);
+without one, the process owns every block, so a plain run is the one-rank run. A chain's random stream therefore
+depends only on the seed and its global index, never on the launcher or the number of ranks, and once the blocks are
+gathered in block order every rank holds the same weights, bit for bit, as a plain run or a run on any other number
+of ranks.
 
 The Trainer's collectives live here too: the per-step sum of the ranks' weighted gradients
 (:func:`all_reduce_gradients`), the start-of-run copy of rank 0's model (:func:`broadcast_module_state`) and the
@@ -26,12 +26,16 @@ from torch import distributed as dist
 from torch import nn
 
 MIN_BLOCK_SIZE = 32
-"""Fewest items per block (unless there are fewer items): a rank runs its blocks one after another, and smaller
-batches would spend the annealing loop on per-step overhead."""
+"""Fewest items per block (unless there are fewer items), and the multiple of which every block but the last is made.
+
+Fewer would spend a loop that runs a rank's blocks one after another on per-step overhead. The multiple matters where
+a rank advances its blocks as one batch: torch's CPU kernels treat a tensor's elements 2 × SIMD-width at a time
+(32 float32s with AVX-512) and the tail one by one, and vectorised and scalar ``exp``/``log1p`` differ in the last bit,
+so a chain's numbers are those it gets in any other batch only if every batch starts at a multiple of 32 chains."""
 
 MAX_BLOCKS = 16
-"""Most blocks per run. Each block costs a rank one pass of the loop: on the 64×20 digits RBM, 512 chains × 3000 steps
-took 2.1 s as one batch and 26 s as 32 blocks of 16 on one rank. More ranks than blocks leave some idle."""
+"""Most blocks per run. A rank advances its blocks as one batch (:class:`pfzoo.sampling.ChainStreams`), but each block
+costs every draw one more call of the generator; more ranks than blocks leave some idle."""
 
 _MASK_64 = (1 << 64) - 1
 _unsharded: ContextVar[bool] = ContextVar("pfzoo_unsharded", default=False)
@@ -96,11 +100,16 @@ def shutdown() -> None:
 
 
 def blocks(num_items: int) -> list[range]:
-    """Contiguous blocks of item indices covering ``range(num_items)``, of equal sizes up to one item: at most
-    :data:`MAX_BLOCKS`, each of at least :data:`MIN_BLOCK_SIZE` items (one block when there are fewer). A function of
-    ``num_items`` alone, so the same for any number of ranks."""
+    """Contiguous blocks of item indices covering ``range(num_items)``: at most :data:`MAX_BLOCKS`, all of one size, a
+    multiple of :data:`MIN_BLOCK_SIZE`, but the last (one block when there are fewer items), which takes the rest (at
+    least :data:`MIN_BLOCK_SIZE` items, else it joins the block before). A function of ``num_items`` alone, so the same
+    for any number of ranks."""
     count = min(MAX_BLOCKS, max(1, num_items // MIN_BLOCK_SIZE))
-    return [range(index * num_items // count, (index + 1) * num_items // count) for index in range(count)]
+    size = MIN_BLOCK_SIZE * -(-num_items // (count * MIN_BLOCK_SIZE))  # ⌈items per block⌉ to a multiple of the minimum
+    starts = list(range(0, num_items, size))
+    if len(starts) > 1 and num_items - starts[-1] < MIN_BLOCK_SIZE:
+        starts.pop()  # a short rest joins the last full block
+    return [range(start, stop) for start, stop in zip(starts, [*starts[1:], num_items])]
 
 
 def owned_share(count: int) -> range:
@@ -111,8 +120,9 @@ def owned_share(count: int) -> range:
 
 
 def owned_blocks(num_blocks: int) -> range:
-    """The indices of the blocks this rank runs: a contiguous share of ``num_blocks``, dealt in rank order."""
-    return owned_share(num_blocks)
+    """The indices of the blocks this process runs: a contiguous share of ``num_blocks``, dealt in rank order, while
+    estimators shard (:func:`shards`); all of them otherwise (a plain run is the one-rank run)."""
+    return owned_share(num_blocks) if shards() else range(num_blocks)
 
 
 def stream_seed(generator: torch.Generator | None, device: torch.device) -> int:

@@ -65,13 +65,19 @@ def one_rank(tmp_path: Path):
         torch.set_num_threads(threads)
 
 
-def test_two_ranks_give_the_estimates_of_one_to_the_last_bit(tmp_path):
+ESTIMATES = ("ais", "ais32", "raise", "csl", "hais", "posterior")
+
+
+def test_plain_one_rank_and_two_ranks_give_the_same_estimates_to_the_last_bit(tmp_path):
+    """A plain run is the one-rank run: each chain's stream depends on the seed and its global index only."""
     first, second = launch_two_ranks(tmp_path, seed=0)
     with one_rank(tmp_path):
         one = estimates(0)
+    plain = estimates(0)  # no process group, this process's threads
     assert first == second  # every rank holds the gathered result
-    for name in ("ais", "raise", "csl", "hais", "posterior"):
+    for name in ESTIMATES:
         assert first[name] == one[name], name
+        assert plain[name] == one[name], name
     for log_z, stderr, exact in one["check"].values():
         assert abs(log_z - exact) < 5 * stderr + 1e-3
 
@@ -80,15 +86,18 @@ def test_another_seed_gives_other_chains(tmp_path):
     """The comparison above would also pass if the seed never reached the blocks."""
     with one_rank(tmp_path):
         one, other = estimates(1), estimates(2)
-    for name in ("ais", "raise", "csl", "hais", "posterior"):
+    for name in ESTIMATES:
         assert one[name] != other[name], name
 
 
 def test_blocks_depend_on_the_number_of_items_only():
-    assert distributed.blocks(100) == [range(0, 33), range(33, 66), range(66, 100)]
+    assert distributed.blocks(100) == [range(0, 64), range(64, 100)]
+    assert distributed.blocks(96) == [range(0, 32), range(32, 64), range(64, 96)]
+    assert distributed.blocks(129) == [range(0, 64), range(64, 129)]  # a rest shorter than 32 joins the block before
     assert distributed.blocks(3) == [range(0, 3)]
     many = distributed.blocks(10_000)
-    assert len(many) == distributed.MAX_BLOCKS and many[-1].stop == 10_000 and {len(block) for block in many} == {625}
+    assert len(many) == distributed.MAX_BLOCKS and many[-1].stop == 10_000 and [len(block) for block in many] == [640] * 15 + [400]
+    assert all(block.start % distributed.MIN_BLOCK_SIZE == 0 for block in many)  # every batch of blocks starts aligned
 
 
 def test_without_a_process_group_this_process_owns_every_block():
@@ -200,7 +209,7 @@ def test_train_under_torchrun_writes_one_run_directory(tmp_path):
     assert len(zoo.load_checkpoint(run_dir / "checkpoint.pt")["trainer_state"]["ranks"]) == 2
 
 
-def test_unsharded_estimates_run_as_without_a_process_group(tmp_path):
+def test_unsharded_estimates_run_as_without_a_process_group(tmp_path, monkeypatch):
     g = torch.Generator().manual_seed(0)
     model = RBM.from_tensors(torch.randn(8, 5, generator=g, dtype=torch.float64), torch.zeros(8, dtype=torch.float64),
                              torch.zeros(5, dtype=torch.float64))
@@ -208,12 +217,17 @@ def test_unsharded_estimates_run_as_without_a_process_group(tmp_path):
     def log_weights():
         return AIS(num_chains=64, num_steps=20, schedule="linear")(model, generator=torch.Generator().manual_seed(1)).log_weights
 
+    gathered = []  # the blocks each collective gathered
+    gather_blocks = distributed.gather_blocks
+    monkeypatch.setattr(distributed, "gather_blocks", lambda payloads: gathered.append(len(payloads)) or gather_blocks(payloads))
     plain = log_weights()
     with one_rank(tmp_path):
         with distributed.unsharded():
             alone = log_weights()
+        assert gathered == []  # no collective, which would wait forever for ranks that are not estimating
         sharded = log_weights()  # the context ended: sharding again
-    assert torch.equal(alone, plain) and not torch.equal(sharded, plain)
+    assert gathered == [2]  # 64 chains: two blocks of 32, both on this rank
+    assert torch.equal(alone, plain) and torch.equal(sharded, plain)  # a plain run is the one-rank run
 
 
 def test_pooled_block_diagnostics_are_those_of_all_chains():

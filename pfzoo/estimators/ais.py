@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from pfzoo import distributed
-from pfzoo.estimators.annealing import anneal
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, PartitionEstimate, PartitionEstimator, ProgressCallback, reliability_warnings,
 )
@@ -29,8 +27,9 @@ class AIS(PartitionEstimator):
     """AIS estimate of ``log Z`` along the model's annealing path from a tractable base.
 
     ``Ẑ = Z_0 · mean_i w_i`` is unbiased for Z, so ``log Ẑ`` is a stochastic lower bound on
-    ``log Z`` and log-likelihoods computed from it are biased upward. All chains run as one
-    batch; the standard error is the delta-method one of :func:`pfzoo.logmath.summarize_log_weights`.
+    ``log Z`` and log-likelihoods computed from it are biased upward. All chains run as one batch, in blocks with
+    their own random streams (:mod:`pfzoo.estimators.sharding`: the same numbers plain or on any number of ranks); the
+    standard error is the delta-method one of :func:`pfzoo.logmath.summarize_log_weights`.
     Paths, bases and default transitions come from :mod:`pfzoo.paths.registry`: block Gibbs for RBMs,
     DBMs, DBNs and Ising models, HAIS's HMC for energies over real vectors, single-bit-flip Metropolis for
     binary energies without conditionals.
@@ -125,12 +124,9 @@ class AIS(PartitionEstimator):
             model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
         )
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
-        if distributed.shards():  # chains in blocks across ranks, each block's stream fixed by its index
-            result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, progress=progress,
-                                    diagnostics=self.diagnostics)
-        else:
-            initial = path.sample_base(self.num_chains, generator=generator)
-            result = anneal(path, betas, initial, generator=generator, progress=progress, diagnostics=self.diagnostics)
+        # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
+        result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, dtype=model.dtype,
+                                progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()

@@ -8,6 +8,7 @@ import torch
 
 from pfzoo.estimators.base import ProgressCallback
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.sampling import ChainStreams, Generator
 
 _PROGRESS_UPDATES = 100
 ACCEPTANCE_SEGMENTS = 10
@@ -55,6 +56,10 @@ class AnnealingResult(NamedTuple):
     acceptance: the kernel's mean acceptance probability in each of up to :data:`ACCEPTANCE_SEGMENTS` equal
     stretches of the steps (float64 CPU ``[S]``), ``None`` for paths whose moves always accept (exact Gibbs,
     perfect transitions). segment_betas: the β at the end of each stretch ``[S]``.
+
+    A run with :class:`~pfzoo.sampling.ChainStreams` reduces over each block's chains apart, so that blocks run in
+    any batch give the same numbers: ``acceptance`` is then ``[S, b]`` and the diagnostics' columns ``[K, b]``, one
+    column per block (:func:`pfzoo.estimators.sharding.pool_chain_diagnostics` pools them).
     """
 
     log_weights: torch.Tensor
@@ -70,7 +75,7 @@ def anneal(
     betas: torch.Tensor,
     state: Any,
     *,
-    generator: torch.Generator | None = None,
+    generator: Generator = None,
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
     group_size: int | None = None,
@@ -89,8 +94,12 @@ def anneal(
     of steps on the device and reported once at the end (no host sync in the loop). With
     ``diagnostics`` the result also carries :class:`AnnealingDiagnostics` (a few reductions over the
     chains per step, kept on the device until the end; the weights and the random stream are the same
-    either way).
+    either way). With :class:`~pfzoo.sampling.ChainStreams` for ``generator`` the chains are its blocks' rows and the
+    acceptance and diagnostics are per block (:class:`AnnealingResult`); ``group_size`` is then refused.
     """
+    blocks = generator.sizes if isinstance(generator, ChainStreams) else None
+    if blocks is not None and group_size is not None:
+        raise ValueError("group_size must be None when generator is a ChainStreams (its blocks are the groups of chains)")
     betas_list = betas.tolist()
     num_steps = len(betas_list) - 1
     log_weights = None
@@ -102,10 +111,11 @@ def anneal(
         increment = path.log_weight_increment(path.statistics(state), betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
         if per_step is not None:
-            if group_size is None:
-                log_sum = torch.logsumexp(log_weights, -1)
-                ess = torch.exp(2 * log_sum - torch.logsumexp(2 * log_weights, -1))  # as _effective_sample_size
-                per_step.append(torch.stack([increment.mean(), increment.var(), ess, log_sum]))
+            if blocks is not None:
+                per_step.append(torch.stack([_chain_summary(part, weights) for part, weights in
+                                             zip(increment.split(blocks), log_weights.split(blocks))], -1))
+            elif group_size is None:
+                per_step.append(_chain_summary(increment, log_weights))
             else:
                 per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights.view(-1, group_size)).mean()]))
         if k < num_steps:
@@ -113,8 +123,12 @@ def anneal(
             if info.accept_prob is not None:
                 segment = min(num_segments - 1, (k - 1) * num_segments // max(1, num_steps - 1))
                 if acceptance_sums is None:
-                    acceptance_sums = torch.zeros(num_segments, dtype=torch.float64, device=info.accept_prob.device)
-                acceptance_sums[segment] += info.accept_prob.double().mean()
+                    shape = (num_segments,) if blocks is None else (num_segments, len(blocks))
+                    acceptance_sums = torch.zeros(shape, dtype=torch.float64, device=info.accept_prob.device)
+                if blocks is None:
+                    acceptance_sums[segment] += info.accept_prob.double().mean()
+                else:
+                    acceptance_sums[segment] += torch.stack([part.double().mean() for part in info.accept_prob.split(blocks)])
                 acceptance_counts[segment] += 1
         if progress is not None and (k % report_every == 0 or k == num_steps):
             progress(k, num_steps)
@@ -126,10 +140,17 @@ def anneal(
     acceptance = segment_betas = None
     if acceptance_sums is not None:
         counts = torch.tensor(acceptance_counts, dtype=torch.float64)
-        acceptance = acceptance_sums.cpu() / counts.clamp(min=1)
+        acceptance = acceptance_sums.cpu() / (counts.clamp(min=1) if blocks is None else counts.clamp(min=1)[:, None])
         ends = [min(num_steps - 1, (s + 1) * max(1, num_steps - 1) // num_segments) for s in range(num_segments)]
         segment_betas = torch.tensor([betas_list[max(1, e)] for e in ends], dtype=torch.float64)
     return AnnealingResult(log_weights, state, summary, acceptance, segment_betas)
+
+
+def _chain_summary(increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:
+    """One step's ``[mean Δ, var Δ, ESS, log Σ w]`` over chains, from increments and log weights ``[N]``."""
+    log_sum = torch.logsumexp(log_weights, -1)
+    ess = torch.exp(2 * log_sum - torch.logsumexp(2 * log_weights, -1))  # as _effective_sample_size
+    return torch.stack([increment.mean(), increment.var(), ess, log_sum])
 
 
 def _effective_sample_size(log_weights: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,6 @@ import math
 import torch
 from torch.nn import functional as F
 
-from pfzoo import distributed
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate
 from pfzoo.estimators.sharding import run_blocks
 from pfzoo.logmath import summarize_log_weights
@@ -75,15 +74,13 @@ class CSL(LikelihoodEstimator):
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, dtype=model.dtype, allow_empty=False)
-        if distributed.shards():  # chains in blocks across ranks, each block's stream fixed by its index
 
-            def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> torch.Tensor:
-                return self._log_sums(model, data, starts_from, len(chains), generator=block_generator, progress=block_progress).cpu()
+        def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> torch.Tensor:
+            return self._log_sums(model, data, starts_from, len(chains), generator=block_generator, progress=block_progress).cpu()
 
-            blocks = run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress)
-            log_sums = torch.cat(blocks, dim=1).to(model.device)
-        else:
-            log_sums = self._log_sums(model, data, starts_from, self.num_chains, generator=generator, progress=progress)
+        # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
+        log_sums = torch.cat(run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress), dim=1)
+        log_sums = log_sums.to(model.device)
         chain_estimates = log_sums - math.log(self.samples_per_chain)  # [B, C]
         per_example = summarize_log_weights(chain_estimates, dim=1).log_mean
         info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,

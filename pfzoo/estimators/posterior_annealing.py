@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from pfzoo import distributed
 from pfzoo.estimators.annealing import anneal
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, ProgressCallback, independent_examples_stderr, likelihood_estimate, reliability_warnings,
@@ -63,8 +62,9 @@ def posterior_annealing_log_likelihood(
     """``log p̂(x_n) = log (1/P) Σ_p w_np`` for each row of ``data [B, M]`` (HAIS eqs. 27–29).
 
     Each example gets ``num_particles`` chains annealed from the prior (β = 0) to its posterior (β = 1)
-    along :class:`~pfzoo.paths.posterior.PosteriorPath`; all examples × particles run as one tensor
-    (in chunks of about :data:`ROWS_PER_CHUNK` rows). ``E[w_np] = p(x_n)``, so each ``log p̂(x_n)`` is a
+    along :class:`~pfzoo.paths.posterior.PosteriorPath`; examples × particles run as one tensor per block of
+    examples with the block's own random stream (:func:`pfzoo.estimators.sharding.run_blocks`, so the same numbers
+    plain or on any number of ranks), in chunks of about :data:`ROWS_PER_CHUNK` rows. ``E[w_np] = p(x_n)``, so each ``log p̂(x_n)`` is a
     stochastic lower bound on ``log p(x_n)``. The stderr of the mean combines the per-example
     delta-method errors: ``sqrt(Σ_n se_n²) / B``.
     """
@@ -92,18 +92,15 @@ def posterior_annealing_log_likelihood(
         acceptance = torch.stack(acceptances).sum(0) if acceptances else None
         return torch.cat(log_means), torch.cat(stderrs), torch.cat(esses), acceptance, segment_betas
 
-    if distributed.shards():  # examples in blocks across ranks, each block's stream fixed by its index
+    def run_block(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
+        parts = run(data[examples.start:examples.stop], block_generator, block_progress)
+        return tuple(part if part is None else part.cpu() for part in parts)
 
-        def run_block(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
-            parts = run(data[examples.start:examples.stop], block_generator, block_progress)
-            return tuple(part if part is None else part.cpu() for part in parts)
-
-        blocks = run_blocks(data.shape[0], run_block, generator=generator, device=data.device, progress=progress)
-        log_means, stderrs, esses = (torch.cat([block[i] for block in blocks]).to(data.device) for i in range(3))
-        summed = [block[3] for block in blocks if block[3] is not None]
-        acceptance_sum, segment_betas = (torch.stack(summed).sum(0), blocks[0][4]) if summed else (None, None)
-    else:
-        log_means, stderrs, esses, acceptance_sum, segment_betas = run(data, generator, progress)
+    # examples in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
+    blocks = run_blocks(data.shape[0], run_block, generator=generator, device=data.device, progress=progress)
+    log_means, stderrs, esses = (torch.cat([block[i] for block in blocks]).to(data.device) for i in range(3))
+    summed = [block[3] for block in blocks if block[3] is not None]
+    acceptance_sum, segment_betas = (torch.stack(summed).sum(0), blocks[0][4]) if summed else (None, None)
     ess = esses.mean().item()  # per example, over its particles, averaged
     info = {**(info or {}), "num_particles": num_particles, "num_steps": num_steps, "ess": ess}
     acceptance = None

@@ -6,7 +6,6 @@ import math
 
 import torch
 
-from pfzoo import distributed
 from pfzoo.estimators.annealing import AnnealingDiagnostics, anneal
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate, reliability_warnings,
@@ -139,10 +138,7 @@ class RAISE(LikelihoodEstimator):
         path, base = registry.build(model, kind=self.path, base=self.base, data=data if base_data is None else base_data,
                                     smoothing=self.base_smoothing, by="RAISE")
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
-        if distributed.shards():
-            log_weights, diagnostics = self._sharded_reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
-        else:
-            log_weights, diagnostics = self._reverse_anneal(model, path, chosen, betas, generator=generator, progress=progress)
+        log_weights, diagnostics = self._reverse_anneal_in_blocks(model, path, chosen, betas, generator=generator, progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean
         info = {
@@ -196,11 +192,12 @@ class RAISE(LikelihoodEstimator):
                 parts.append((result.diagnostics, batch.shape[0]))
         return torch.cat(log_weights), _pool_diagnostics(parts, self.num_chains)
 
-    def _sharded_reverse_anneal(
+    def _reverse_anneal_in_blocks(
         self, model, path, data: torch.Tensor, betas: torch.Tensor, *, generator, progress
     ) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
-        """:meth:`_reverse_anneal` with the examples of ``data [B, V]`` in blocks across ``torch.distributed`` ranks, each
-        block's chains drawing from the block's own generator; every rank returns all ``[B, M]`` log weights."""
+        """:meth:`_reverse_anneal` with the examples of ``data [B, V]`` in blocks (dealt across ``torch.distributed``
+        ranks under a process group), each block's chains drawing from the block's own generator, so the weights do not
+        depend on the launcher; every rank returns all ``[B, M]`` log weights."""
 
         def run(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
             weights, diagnostics = self._reverse_anneal(

@@ -1,4 +1,9 @@
-"""Estimators' chains (or examples) run in blocks across ``torch.distributed`` ranks and gathered once (:mod:`pfzoo.distributed`)."""
+"""Estimators' chains (or examples) in blocks, each block drawing from its own stream, run on this process's share of
+the ``torch.distributed`` ranks and gathered once (:mod:`pfzoo.distributed`).
+
+A run without a process group is the one-rank run: it owns every block, so the same seed gives the same numbers
+whether the run is plain, one ``torchrun`` rank or several.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,51 @@ from pfzoo import distributed
 from pfzoo.estimators.annealing import AnnealingDiagnostics, AnnealingResult, anneal
 from pfzoo.estimators.base import ProgressCallback
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.geometric import RBMGeometricPath
+from pfzoo.paths.ising import IsingGeometricPath
+from pfzoo.paths.moment_averaged_rbm import RBMSplinePath
+from pfzoo.sampling import ChainStreams
 
 BlockRunner = Callable[[range, torch.Generator, ProgressCallback | None], Any]
 """``run(items, generator, progress)``: one block's work on ``items`` (global indices) with the block's own generator,
 returning a picklable payload whose tensors are on the CPU."""
+
+BATCHED_PATHS = (RBMGeometricPath, RBMSplinePath, IsingGeometricPath)
+"""Paths whose every draw goes through :mod:`pfzoo.sampling`, so :func:`sharded_anneal` can run all of a rank's blocks
+as one batch with their :class:`~pfzoo.sampling.ChainStreams`. The others (kernels and Gaussian paths still calling
+torch's samplers) run their blocks one after another, with the same numbers and more per-step overhead; once every
+draw of pfzoo/kernels and pfzoo/paths goes through pfzoo.sampling (issue #26), this tuple goes."""
+
+
+def batches_blocks(path: AnnealingPath, dtype: torch.dtype) -> bool:
+    """Whether :func:`sharded_anneal` advances a rank's blocks of chains as one batch: the path draws through
+    :mod:`pfzoo.sampling` only (:data:`BATCHED_PATHS`) and the model is not float64.
+
+    A batch gives each block the numbers it gets alone only if every per-chain result is the same whatever the other
+    rows of the batch: true of elementwise maps, row reductions and (measured, MKL on x86) float32 matrix products of at
+    least two chains, but MKL's float64 products sum a row's terms in an order that depends on the batch's size (the
+    RBM path's ``W vᵀ`` of a 10×6 model differs in the last bit between 96 and 64 chains). float64 blocks therefore
+    run one after another, as they would alone.
+    """
+    return isinstance(path, BATCHED_PATHS) and dtype != torch.float64
+
+
+def own_blocks(num_items: int, *, generator: torch.Generator | None, device: torch.device) -> list[tuple[range, torch.Generator]]:
+    """This process's blocks of ``range(num_items)`` (:func:`pfzoo.distributed.blocks`; every block without sharding)
+    and each block's generator.
+
+    One number is drawn from ``generator`` (every rank draws the same); each block's generator derives from it and the
+    block's global index, so a block's stream does not depend on the number of ranks.
+    """
+    all_blocks = distributed.blocks(num_items)
+    seed = distributed.stream_seed(generator, device)
+    return [(all_blocks[index], distributed.block_generator(seed, index, device)) for index in distributed.owned_blocks(len(all_blocks))]
+
+
+def gather(payloads: list[Any]) -> list[Any]:
+    """Every block's payload in block order, from this process's ``payloads`` (one per owned block, in block order):
+    gathered from every rank when sharding, else these."""
+    return distributed.gather_blocks(payloads) if distributed.shards() else payloads
 
 
 def run_blocks(
@@ -24,20 +70,15 @@ def run_blocks(
     device: torch.device,
     progress: ProgressCallback | None = None,
 ) -> list[Any]:
-    """Run this rank's blocks of ``range(num_items)`` (:func:`pfzoo.distributed.blocks`) and gather every block's
-    payload on every rank, in block order.
-
-    One number is drawn from ``generator`` (every rank draws the same); each block's generator derives from it and the
-    block's index, so the payloads do not depend on the number of ranks. ``progress`` counts this rank's blocks.
+    """Run this process's blocks of ``range(num_items)`` one after another (:func:`own_blocks`) and return every
+    block's payload, in block order (gathered from every rank when sharding). ``progress`` counts this process's blocks.
     """
-    all_blocks = distributed.blocks(num_items)
-    mine = distributed.owned_blocks(len(all_blocks))
-    seed = distributed.stream_seed(generator, device)
+    mine = own_blocks(num_items, generator=generator, device=device)
     payloads = []
-    for position, index in enumerate(mine):
+    for position, (items, block_generator) in enumerate(mine):
         block_progress = None if progress is None else offset_progress(progress, position, len(mine))
-        payloads.append(run(all_blocks[index], distributed.block_generator(seed, index, device), block_progress))
-    return distributed.gather_blocks(payloads)
+        payloads.append(run(items, block_generator, block_progress))
+    return gather(payloads)
 
 
 def sharded_anneal(
@@ -47,32 +88,64 @@ def sharded_anneal(
     *,
     generator: torch.Generator | None,
     device: torch.device,
+    dtype: torch.dtype,
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
 ) -> AnnealingResult:
-    """:func:`~pfzoo.estimators.annealing.anneal` of ``num_chains`` chains from the path's base, sharded across ranks.
+    """:func:`~pfzoo.estimators.annealing.anneal` of ``num_chains`` chains from the path's base, in blocks with their own
+    streams, on this process's share of the ranks (all of them without a process group).
 
-    Every rank returns the same float64 log weights ``[num_chains]`` (on ``device``, in global chain order), the
-    kernel's acceptance per stretch of steps averaged over all chains and, with ``diagnostics``, the blocks'
+    The process's blocks advance as one batch with their :class:`~pfzoo.sampling.ChainStreams` where
+    :func:`batches_blocks` (``dtype``: the model's), else one after another. Every rank returns the same float64 log
+    weights ``[num_chains]`` (on ``device``, in global chain order), the kernel's acceptance per stretch of steps
+    averaged over all chains and, with ``diagnostics``, the blocks'
     :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` pooled over all chains; ``state`` is ``None`` (the
-    chains' final states stay on their ranks). Blocks are combined in block order, so every number of ranks adds the
-    same terms in the same order.
+    chains' final states stay on their ranks). Per-chain reductions are made per block and combined in block order, so
+    a plain run and every number of ranks add the same terms in the same order.
     """
+    if batches_blocks(path, dtype):
+        payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device),
+                                               progress=progress, diagnostics=diagnostics))
+    else:
 
-    def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
-        initial = path.sample_base(len(chains), generator=block_generator)
-        result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics)
-        acceptance = None if result.acceptance is None else result.acceptance * len(chains)
-        return result.log_weights.cpu(), acceptance, result.segment_betas, result.diagnostics
+        def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
+            initial = path.sample_base(len(chains), generator=block_generator)
+            result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics)
+            return result.log_weights.cpu(), *_block_reductions(result, slice(None))
 
-    payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress)
+        payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress)
     log_weights = torch.cat([payload[0] for payload in payloads]).to(device)
     acceptance = segment_betas = None
     if payloads[0][1] is not None:
-        acceptance = torch.stack([payload[1] for payload in payloads]).sum(0) / num_chains
+        acceptance = torch.stack([payload[1] * payload[0].numel() for payload in payloads]).sum(0) / num_chains
         segment_betas = payloads[0][2]
     pooled = pool_chain_diagnostics([(payload[3], payload[0].numel()) for payload in payloads]) if diagnostics else None
     return AnnealingResult(log_weights, None, pooled, acceptance, segment_betas)
+
+
+def _anneal_as_one_batch(
+    path: AnnealingPath, betas: torch.Tensor, blocks: list[tuple[range, torch.Generator]], *, progress: ProgressCallback | None,
+    diagnostics: bool,
+) -> list[tuple]:
+    """One annealing run of all ``blocks`` of chains as one batch, split back into one payload per block."""
+    if not blocks:  # more ranks than blocks
+        return []
+    streams = ChainStreams([block_generator for _, block_generator in blocks], [len(chains) for chains, _ in blocks])
+    initial = path.sample_base(streams.num_rows, generator=streams)
+    result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics)
+    log_weights = result.log_weights.cpu().split(streams.sizes)
+    return [(log_weights[block], *_block_reductions(result, block)) for block in range(len(streams))]
+
+
+def _block_reductions(result: AnnealingResult, block: int | slice) -> tuple:
+    """(mean acceptance per stretch, the stretches' β, diagnostics) of one block of ``result``, on the CPU: column
+    ``block`` of the per-block reductions of a :class:`~pfzoo.sampling.ChainStreams` run, or all of a one-block run
+    (``slice(None)``)."""
+    acceptance = None if result.acceptance is None else result.acceptance[..., block]
+    summary = result.diagnostics
+    if summary is not None:
+        summary = AnnealingDiagnostics(summary.betas, *(column[..., block] for column in summary[1:]))
+    return acceptance, result.segment_betas, summary
 
 
 def pool_chain_diagnostics(parts: list[tuple[AnnealingDiagnostics, int]]) -> AnnealingDiagnostics:

@@ -15,25 +15,15 @@ from pfzoo import distributed
 from pfzoo.estimators.annealing import AnnealingDiagnostics, AnnealingResult, anneal
 from pfzoo.estimators.base import ProgressCallback
 from pfzoo.paths.base import AnnealingPath
-from pfzoo.paths.geometric import RBMGeometricPath
-from pfzoo.paths.ising import IsingGeometricPath
-from pfzoo.paths.moment_averaged_rbm import RBMSplinePath
 from pfzoo.sampling import ChainStreams
 
 BlockRunner = Callable[[range, torch.Generator, ProgressCallback | None], Any]
 """``run(items, generator, progress)``: one block's work on ``items`` (global indices) with the block's own generator,
 returning a picklable payload whose tensors are on the CPU."""
 
-BATCHED_PATHS = (RBMGeometricPath, RBMSplinePath, IsingGeometricPath)
-"""Paths whose every draw goes through :mod:`pfzoo.sampling`, so :func:`sharded_anneal` can run all of a rank's blocks
-as one batch with their :class:`~pfzoo.sampling.ChainStreams`. The others (kernels and Gaussian paths still calling
-torch's samplers) run their blocks one after another, with the same numbers and more per-step overhead; once every
-draw of pfzoo/kernels and pfzoo/paths goes through pfzoo.sampling (issue #26), this tuple goes."""
-
-
 def batches_blocks(path: AnnealingPath, dtype: torch.dtype) -> bool:
-    """Whether :func:`sharded_anneal` advances a rank's blocks of chains as one batch: the path draws through
-    :mod:`pfzoo.sampling` only (:data:`BATCHED_PATHS`) and the model is not float64.
+    """Whether :func:`sharded_anneal` advances a rank's blocks of chains as one batch: the path draws per chain through
+    :mod:`pfzoo.sampling` (``path.batches_chain_streams``) and the model is not float64.
 
     A batch gives each block the numbers it gets alone only if every per-chain result is the same whatever the other
     rows of the batch: true of elementwise maps, row reductions and (measured, MKL on x86) float32 matrix products of at
@@ -41,7 +31,7 @@ def batches_blocks(path: AnnealingPath, dtype: torch.dtype) -> bool:
     RBM path's ``W vᵀ`` of a 10×6 model differs in the last bit between 96 and 64 chains). float64 blocks therefore
     run one after another, as they would alone.
     """
-    return isinstance(path, BATCHED_PATHS) and dtype != torch.float64
+    return path.batches_chain_streams and dtype != torch.float64
 
 
 def own_blocks(num_items: int, *, generator: torch.Generator | None, device: torch.device) -> list[tuple[range, torch.Generator]]:

@@ -10,6 +10,7 @@ from torch import nn
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
+from pfzoo.sampling import normal
 from pfzoo.validation import check_generator, check_matrix, check_positive_int
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -163,5 +164,5 @@ class Gaussian(ContinuousModel):
         """Exact samples ``x = μ + L⁻ᵀ ε``, ``ε ~ N(0, I)``, ``[num_samples, M]`` (covariance ``L⁻ᵀ L⁻¹ = Λ⁻¹``)."""
         check_positive_int(num_samples, "num_samples")
         check_generator(generator, self.device)
-        noise = torch.randn(num_samples, self.num_visible, generator=generator, device=self.device, dtype=self.dtype)
+        noise = normal((num_samples, self.num_visible), generator=generator, device=self.device, dtype=self.dtype)
         return self.mean + torch.linalg.solve_triangular(self.precision_cholesky, noise, upper=False, left=False)

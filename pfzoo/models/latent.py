@@ -9,6 +9,7 @@ import torch
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel
 from pfzoo.validation import check_matrix
+from pfzoo.sampling import normal, uniform
 
 _LOG_2 = math.log(2.0)
 _LOG_2PI = math.log(2 * math.pi)
@@ -41,7 +42,7 @@ class GaussianPrior(LatentPrior):
         return 0.5 * z.square().sum(-1) + 0.5 * z.shape[-1] * _LOG_2PI, z
 
     def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
-        return torch.randn(num_samples, num_latent, generator=generator, dtype=dtype, device=device)
+        return normal((num_samples, num_latent), generator=generator, dtype=dtype, device=device)
 
 
 class LaplacePrior(LatentPrior):
@@ -53,9 +54,8 @@ class LaplacePrior(LatentPrior):
         return z.abs().sum(-1) + z.shape[-1] * _LOG_2, torch.sign(z)
 
     def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
-        uniform = torch.rand(num_samples, num_latent, generator=generator, dtype=dtype, device=device)
-        magnitude = -torch.log1p(-uniform)  # Exp(1)
-        sign = torch.where(torch.rand(num_samples, num_latent, generator=generator, dtype=dtype, device=device) < 0.5, -1.0, 1.0)
+        magnitude = -torch.log1p(-uniform((num_samples, num_latent), generator=generator, dtype=dtype, device=device))  # Exp(1)
+        sign = torch.where(uniform((num_samples, num_latent), generator=generator, dtype=dtype, device=device) < 0.5, -1.0, 1.0)
         return sign * magnitude
 
 
@@ -69,8 +69,7 @@ class ExponentialPrior(LatentPrior):
         return z.sum(-1), torch.ones_like(z)
 
     def sample(self, num_samples, num_latent, *, dtype, device, generator=None):
-        uniform = torch.rand(num_samples, num_latent, generator=generator, dtype=dtype, device=device)
-        return -torch.log1p(-uniform)
+        return -torch.log1p(-uniform((num_samples, num_latent), generator=generator, dtype=dtype, device=device))
 
 
 class ProductPrior(LatentPrior):

@@ -25,6 +25,11 @@ class AnnealingPath(ABC):
 
     target: Any
     kernel: Kernel
+    batches_chain_streams: bool = True
+    """Whether every draw of the path (base and kernel) goes through :mod:`pfzoo.sampling` with the chains as its first
+    dimension and a shape that does not depend on the other chains: then one batch of blocks drawing from a
+    :class:`~pfzoo.sampling.ChainStreams` draws for each block what the block draws alone (estimators run a rank's
+    blocks as one batch)."""
 
     @abstractmethod
     def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:

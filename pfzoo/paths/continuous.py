@@ -258,6 +258,8 @@ class ContinuousGeometricPath(AnnealingPath):
         self.kernel = kernel
         frame = base_frame(base) if getattr(kernel, "lower", None) is None else (None, None)
         self.target = GeometricEnergyTarget(target, base, *frame)
+        # a Student-t base draws its Gamma variates by rejection in rounds over the whole batch: not per block
+        self.batches_chain_streams = not isinstance(base, StudentTBase)
         self.warnings: tuple[str, ...] = ()
         if target.heavy_tailed and not base.heavy_tailed:
             self.warnings = (

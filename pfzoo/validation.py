@@ -14,6 +14,8 @@ from typing import Iterator
 
 import torch
 
+from pfzoo.sampling import ChainStreams
+
 _values_checked: ContextVar[bool] = ContextVar("pfzoo_values_checked", default=False)
 
 
@@ -85,10 +87,13 @@ def check_binary(
     return x
 
 
-def check_generator(generator: torch.Generator | None, device: torch.device) -> None:
-    """Check that a random generator, if given, lives on the device it will draw for."""
+def check_generator(generator, device: torch.device) -> None:
+    """Check that a random generator, if given, lives on the device it will draw for: a ``torch.Generator``, or the
+    :class:`~pfzoo.sampling.ChainStreams` of a batch of chains (whose draws the samplers split by block)."""
     if generator is None:
         return
+    if isinstance(generator, ChainStreams):
+        generator = generator.generators[0]
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     if torch.device(generator.device).type != torch.device(device).type:

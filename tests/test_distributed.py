@@ -4,6 +4,7 @@ import json
 import os
 import socket
 import subprocess
+import warnings
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,8 +37,12 @@ def launch_two_ranks(out: Path, seed: int) -> list[dict]:
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
 
 
-def run_two_ranks(code: str) -> None:
-    """Run the Python ``code`` as rank 0 and rank 1 of a gloo group over localhost, one thread each; both must succeed."""
+def run_two_ranks(code: str, *, attempts: int = 2) -> None:
+    """Run the Python ``code`` as rank 0 and rank 1 of a gloo group over localhost, one thread each; both must succeed.
+
+    A failed launch is repeated once on a fresh port: on a loaded 2-core machine a gloo rank has, rarely, died at
+    rendezvous or teardown (``terminate called without an active exception``) with results identical on the rerun. The
+    tests assert on the ranks' results, so a failure that repeats still fails; its stderr is in the message."""
     port = free_port()
     ranks = [
         subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={
@@ -46,9 +51,15 @@ def run_two_ranks(code: str) -> None:
         })
         for rank in range(2)
     ]
-    for process in ranks:
+    failures = []
+    for rank, process in enumerate(ranks):
         _, stderr = process.communicate(timeout=120)
-        assert process.returncode == 0, stderr[-3000:]
+        if process.returncode != 0:
+            failures.append(f"rank {rank} exited {process.returncode}: {stderr[-3000:]}")
+    if failures and attempts > 1:
+        warnings.warn(f"two-rank launch failed, repeating it once: {failures[0][-500:]}", stacklevel=2)
+        return run_two_ranks(code, attempts=attempts - 1)
+    assert not failures, "\n".join(failures)
 
 
 @contextmanager

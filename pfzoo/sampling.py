@@ -85,12 +85,15 @@ class ChainStreams:
         if len(shape) == 0 or shape[0] != self.num_rows:
             raise ValueError(f"{name} must have the streams' {self.num_rows} chains as its first dimension, got {tuple(shape)}")
 
-    def concatenated(self, shape: torch.Size | tuple[int, ...], draw: Callable[[tuple[int, ...], torch.Generator], torch.Tensor]) -> torch.Tensor:
-        """``draw(block_shape, generator)`` for each block (``block_shape = (size, *shape[1:])``), concatenated along rows."""
+    def concatenated(self, shape: torch.Size | tuple[int, ...], draw: Callable[[torch.Tensor, torch.Generator], torch.Tensor], *,
+                     dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> torch.Tensor:
+        """``draw(out, generator)`` filling each block's rows of one ``shape`` tensor (``out`` is the block's row slice,
+        contiguous since the rows are the outermost dimension) from that block's generator: no concatenation copy."""
         self.check_rows(shape)
-        rest = tuple(shape[1:])
-        parts = [draw((size, *rest), generator) for size, generator in zip(self.sizes, self.generators)]
-        return parts[0] if len(parts) == 1 else torch.cat(parts)
+        result = torch.empty(shape, dtype=dtype, device=device)
+        for start, size, generator in zip(self.starts, self.sizes, self.generators):
+            draw(result[start:start + size], generator)
+        return result
 
 
 Generator = torch.Generator | ChainStreams | None
@@ -102,7 +105,7 @@ def normal(shape: torch.Size | tuple[int, ...], *, generator: Generator = None, 
            dtype: torch.dtype | None = None) -> torch.Tensor:
     """Independent standard normal draws of ``shape``: every Gaussian draw of the kernels and paths comes from here."""
     if isinstance(generator, ChainStreams):
-        return generator.concatenated(shape, lambda part, stream: torch.randn(part, generator=stream, device=device, dtype=dtype))
+        return generator.concatenated(shape, lambda out, stream: out.normal_(generator=stream), dtype=dtype, device=device)
     return torch.randn(shape, generator=generator, device=device, dtype=dtype)
 
 
@@ -110,7 +113,7 @@ def uniform(shape: torch.Size | tuple[int, ...], *, generator: Generator = None,
             dtype: torch.dtype | None = None) -> torch.Tensor:
     """Independent draws uniform on ``[0, 1)`` of ``shape``: every accept/reject uniform of the kernels comes from here."""
     if isinstance(generator, ChainStreams):
-        return generator.concatenated(shape, lambda part, stream: torch.rand(part, generator=stream, device=device, dtype=dtype))
+        return generator.concatenated(shape, lambda out, stream: out.uniform_(generator=stream), dtype=dtype, device=device)
     return torch.rand(shape, generator=generator, device=device, dtype=dtype)
 
 
@@ -118,7 +121,7 @@ def randint(high: int, shape: torch.Size | tuple[int, ...], *, generator: Genera
             device: torch.device | str | None = None) -> torch.Tensor:
     """Independent integers uniform on ``[0, high)``, int64 ``shape``."""
     if isinstance(generator, ChainStreams):
-        return generator.concatenated(shape, lambda part, stream: torch.randint(high, part, generator=stream, device=device))
+        return generator.concatenated(shape, lambda out, stream: out.random_(0, high, generator=stream), dtype=torch.int64, device=device)
     return torch.randint(high, shape, generator=generator, device=device)
 
 

@@ -123,12 +123,10 @@ def anneal(
             if info.accept_prob is not None:
                 segment = min(num_segments - 1, (k - 1) * num_segments // max(1, num_steps - 1))
                 if acceptance_sums is None:
-                    shape = (num_segments,) if blocks is None else (num_segments, len(blocks))
+                    # per chain under ChainStreams (one add a step; reduced per block once at the end), else the mean
+                    shape = (num_segments,) if blocks is None else (num_segments, info.accept_prob.shape[0])
                     acceptance_sums = torch.zeros(shape, dtype=torch.float64, device=info.accept_prob.device)
-                if blocks is None:
-                    acceptance_sums[segment] += info.accept_prob.double().mean()
-                else:
-                    acceptance_sums[segment] += torch.stack([part.double().mean() for part in info.accept_prob.split(blocks)])
+                acceptance_sums[segment] += info.accept_prob.double().mean() if blocks is None else info.accept_prob.double()
                 acceptance_counts[segment] += 1
         if progress is not None and (k % report_every == 0 or k == num_steps):
             progress(k, num_steps)
@@ -140,6 +138,8 @@ def anneal(
     acceptance = segment_betas = None
     if acceptance_sums is not None:
         counts = torch.tensor(acceptance_counts, dtype=torch.float64)
+        if blocks is not None:  # [S, N] per-chain sums → [S, B] per-block means
+            acceptance_sums = torch.stack([part.mean(-1) for part in acceptance_sums.split(blocks, dim=-1)], -1)
         acceptance = acceptance_sums.cpu() / (counts.clamp(min=1) if blocks is None else counts.clamp(min=1)[:, None])
         ends = [min(num_steps - 1, (s + 1) * max(1, num_steps - 1) // num_segments) for s in range(num_segments)]
         segment_betas = torch.tensor([betas_list[max(1, e)] for e in ends], dtype=torch.float64)

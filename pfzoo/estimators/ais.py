@@ -125,7 +125,7 @@ class AIS(PartitionEstimator):
         )
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
-        result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device, dtype=model.dtype,
+        result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
                                 progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)

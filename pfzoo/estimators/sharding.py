@@ -21,17 +21,17 @@ BlockRunner = Callable[[range, torch.Generator, ProgressCallback | None], Any]
 """``run(items, generator, progress)``: one block's work on ``items`` (global indices) with the block's own generator,
 returning a picklable payload whose tensors are on the CPU."""
 
-def batches_blocks(path: AnnealingPath, dtype: torch.dtype) -> bool:
+def batches_blocks(path: AnnealingPath) -> bool:
     """Whether :func:`sharded_anneal` advances a rank's blocks of chains as one batch: the path draws per chain through
-    :mod:`pfzoo.sampling` (``path.batches_chain_streams``) and the model is not float64.
+    :mod:`pfzoo.sampling` (``path.batches_chain_streams``).
 
     A batch gives each block the numbers it gets alone only if every per-chain result is the same whatever the other
-    rows of the batch: true of elementwise maps, row reductions and (measured, MKL on x86) float32 matrix products of at
-    least two chains, but MKL's float64 products sum a row's terms in an order that depends on the batch's size (the
-    RBM path's ``W vᵀ`` of a 10×6 model differs in the last bit between 96 and 64 chains). float64 blocks therefore
-    run one after another, as they would alone.
+    rows of the batch: true of elementwise maps, row reductions and matrix products with the chains as rows (measured,
+    MKL on x86, float32 and float64), and of float32 products with the chains as columns; MKL's float64 products with
+    the chains as columns sum a chain's terms in an order that depends on the batch's size, so the paths keep chains as
+    rows in float64 (:class:`~pfzoo.paths.geometric.RBMPathConditionals`).
     """
-    return path.batches_chain_streams and dtype != torch.float64
+    return path.batches_chain_streams
 
 
 def own_blocks(num_items: int, *, generator: torch.Generator | None, device: torch.device) -> list[tuple[range, torch.Generator]]:
@@ -78,7 +78,6 @@ def sharded_anneal(
     *,
     generator: torch.Generator | None,
     device: torch.device,
-    dtype: torch.dtype,
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
 ) -> AnnealingResult:
@@ -86,14 +85,14 @@ def sharded_anneal(
     streams, on this process's share of the ranks (all of them without a process group).
 
     The process's blocks advance as one batch with their :class:`~pfzoo.sampling.ChainStreams` where
-    :func:`batches_blocks` (``dtype``: the model's), else one after another. Every rank returns the same float64 log
+    :func:`batches_blocks`, else one after another. Every rank returns the same float64 log
     weights ``[num_chains]`` (on ``device``, in global chain order), the kernel's acceptance per stretch of steps
     averaged over all chains and, with ``diagnostics``, the blocks'
     :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` pooled over all chains; ``state`` is ``None`` (the
     chains' final states stay on their ranks). Per-chain reductions are made per block and combined in block order, so
     a plain run and every number of ranks add the same terms in the same order.
     """
-    if batches_blocks(path, dtype):
+    if batches_blocks(path):
         payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device),
                                                progress=progress, diagnostics=diagnostics))
     else:

@@ -46,10 +46,13 @@ class RBMPathConditionals:
         self.base_hidden_bias = base.hidden_bias.detach().to(self.weight)
         self.visible_bias_delta = target.visible_bias.detach() - self.base_visible_bias
         self.hidden_bias_delta = target.hidden_bias.detach() - self.base_hidden_bias
-        # [H + 1, V]: Wᵀ with (b - b_0) as an extra row, so one product gives both statistics; BLAS computes Wᵀvᵀ (→ vW)
-        # about twice as fast as v·W for few hidden units (784×20 float64 on CPU), and as fast for many.
+        # [H + 1, V]: Wᵀ with (b - b_0) as an extra row, so one product gives both statistics. BLAS computes Wᵀvᵀ (→ vW)
+        # about twice as fast as v·W for few hidden units (784×20 on CPU), and as fast for many; but MKL's float64 Wᵀvᵀ
+        # sums a chain's terms in an order that depends on the number of chains, while v·W's rows (and every float32
+        # product) do not. A batch of blocks (ChainStreams) must give each block what it gets alone, so float64 takes v·W.
         self.statistics_weight = torch.cat([self.weight.T, self.visible_bias_delta[None]])
-        self.statistics_bias = torch.cat([self.hidden_bias_delta, self.hidden_bias_delta.new_zeros(1)])[:, None]
+        self.statistics_bias = torch.cat([self.hidden_bias_delta, self.hidden_bias_delta.new_zeros(1)])
+        self.chains_as_rows = self.weight.dtype == torch.float64
         # |vW + c - c_0| ≤ Σ_i |W_ij| + |c_j - c_0,j| for v ∈ {0,1}^V: bounds the hidden input without a sync.
         self.hidden_input_bound = (self.weight.abs().sum(0) + self.hidden_bias_delta.abs()).max().item()
         # The visible logits only feed a draw, whose σ and uniforms are float32 for float64 models (bernoulli_logits): a
@@ -62,7 +65,10 @@ class RBMPathConditionals:
         self.draw_visible_bias_delta = self.visible_bias_delta.to(draw_dtype)
 
     def statistics(self, v: torch.Tensor, *, beta: float = 0.0) -> RBMPathStatistics:
-        products = torch.addmm(self.statistics_bias, self.statistics_weight, v.T)  # [H + 1, N]
+        if self.chains_as_rows:
+            products = torch.addmm(self.statistics_bias, v, self.statistics_weight.T)  # [N, H + 1]
+            return RBMPathStatistics(products[:, :-1], products[:, -1])
+        products = torch.addmm(self.statistics_bias[:, None], self.statistics_weight, v.T)  # [H + 1, N]
         return RBMPathStatistics(products[:-1].T, products[-1])  # [N, H] a transposed view, and [N]
 
     def draw_hidden(self, v: torch.Tensor, stats: RBMPathStatistics, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
-READS_ON_CPU_ONLY = {("dbm.py", "mean_field"), ("sampling.py", "uniform_integers")}
+READS_ON_CPU_ONLY = {("dbm.py", "mean_field"), ("sampling.py", "uniform_integers"), ("sampling.py", "words")}
 """(file, function) of reads made on purpose only when the tensors are on the CPU, where a read costs no sync: the DBM's
 mean field then stops at convergence instead of running its remaining sweeps frozen, and bulk Bernoulli draws seed a
-numpy stream from the torch generator."""
+numpy stream from the torch generator (a plain generator's per draw, a ChainStreams block's once, at its first draw)."""
 HOST_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__format__")
 DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")])]
 

@@ -126,6 +126,16 @@ class EnergyModel(nn.Module):
         (:class:`~pfzoo.kernels.PositionTarget`; :attr:`Capability.REAL_ENERGY`)."""
         raise NotImplementedError(f"{type(self).__name__} has no differentiable energy over real vectors")
 
+    def layer_means(self, v: torch.Tensor) -> list[torch.Tensor]:
+        """Each binary layer's mean over the data ``v [B, V]``, latent layers at their (mean-field) conditional means,
+        visible first (:attr:`Capability.CENTERING`): the offsets centering subtracts."""
+        raise NotImplementedError(f"{type(self).__name__} has no centered parametrisation")
+
+    def center_gradients(self, offsets: list[torch.Tensor]) -> None:
+        """Turn the plain gradients in the parameters' ``.grad`` into the update of the centered parametrisation with
+        ``offsets`` (one per layer, as :meth:`layer_means` gives them), in place (:attr:`Capability.CENTERING`)."""
+        raise NotImplementedError(f"{type(self).__name__} has no centered parametrisation")
+
     def visible_filters(self) -> torch.Tensor | None:
         """The first layer's filters over the visible units ``[K, V]`` (one row per hidden unit or expert), for
         pictures; ``None`` for families without such a layer."""

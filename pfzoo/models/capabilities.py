@@ -32,6 +32,7 @@ class Capability(str, enum.Enum):
     RECONSTRUCTION = "a mean-field reconstruction of its visible units through its hidden ones"
     PAIRWISE_COUPLINGS = "symmetric pairwise couplings between its units (a fully visible Boltzmann machine)"
     RBM_STACK = "a stack of RBMs trained one at a time, bottom first (a DBN)"
+    CENTERING = "a centered parametrisation of its binary layers (offsets its gradient can be centered on)"
 
 
 class MissingCapability(ValueError):

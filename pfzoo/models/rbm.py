@@ -37,7 +37,7 @@ class RBM(BipartiteModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.HIDDEN_CHAIN,
-        Capability.POSTERIOR_PROPOSAL, Capability.RECONSTRUCTION,
+        Capability.POSTERIOR_PROPOSAL, Capability.RECONSTRUCTION, Capability.CENTERING,
     })
     path_family = "rbm"
 
@@ -154,6 +154,31 @@ class RBM(BipartiteModel):
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""
         return bernoulli(self.visible_probs(h, beta=beta), generator=generator)
+
+    # ---- centering (Capability.CENTERING) ---------------------------------------------------
+
+    def layer_means(self, v: torch.Tensor) -> list[torch.Tensor]:
+        """Each layer's mean over ``v [B, V]``, hidden units at their conditional means: ``[v̄ [V], mean p(h | v) [H]]``
+        (the data offsets of centering). Not validated."""
+        return [v.mean(0), self.hidden_probs(v).mean(0)]
+
+    def center_gradients(self, offsets: list[torch.Tensor]) -> None:
+        """Replace the plain gradients in ``.grad`` by the centered update (Montavon & Müller 2012; Melchior, Fischer &
+        Wiskott 2016, Algorithm 1), ``offsets = [μ [V], λ [H]]``.
+
+        The centered energy ``−(v − μ)ᵀW(h − λ) − b̃·(v − μ) − c̃·(h − λ)`` is this RBM with ``b = b̃ − Wλ`` and
+        ``c = c̃ − Wᵀμ`` (plus a constant), so a gradient step in ``(W, b̃, c̃)`` at fixed offsets is, in the plain
+        parameters, the step along ``G̃_W = G_W − μ G_cᵀ − G_b λᵀ``, ``G_b − G̃_W λ``, ``G_c − G̃_Wᵀ μ``. The model stays
+        an ordinary RBM; only the direction of its updates changes. Parameters without a gradient are left alone.
+        """
+        mu, lam = (offset.to(self.weight.dtype) for offset in offsets)
+        grad_w, grad_b, grad_c = self.weight.grad, self.visible_bias.grad, self.hidden_bias.grad
+        if grad_w is None or grad_b is None or grad_c is None:
+            return
+        centered_w = grad_w - torch.outer(mu, grad_c) - torch.outer(grad_b, lam)
+        grad_b.sub_(centered_w @ lam)
+        grad_c.sub_(centered_w.T @ mu)
+        grad_w.copy_(centered_w)
 
     # ---- chains for sampling-based likelihoods (CSL) --------------------------------------
 

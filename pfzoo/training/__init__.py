@@ -1,6 +1,7 @@
 """Training objectives that avoid the partition function, their diagnostics, and the Trainer."""
 
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
+from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.em_hmc import EMHMC
@@ -17,6 +18,7 @@ from pfzoo.training.trainer import Trainer
 __all__ = [
     "BitFlipMPF",
     "CD",
+    "Centered",
     "DBMPersistentMeanField",
     "EMHMC",
     "ExactMaximumLikelihood",

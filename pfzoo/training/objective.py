@@ -36,9 +36,14 @@ class Objective(nn.Module, metaclass=ABCMeta):
     """Whether the class overrides :meth:`prepare` (set when it is defined): the Trainer then also passes the batch's
     row numbers ``indices [B]`` in the prepared training set to :meth:`loss`."""
 
+    preconditions: ClassVar[bool] = False
+    """Whether the class overrides :meth:`precondition` (set when it is defined): its updates are then not the loss's
+    gradient, and the Trainer refuses optimisers whose line search needs that gradient (L-BFGS)."""
+
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
         cls.epoch_stateful = cls.prepare is not Objective.prepare
+        cls.preconditions = cls.precondition is not Objective.precondition
         if cls.__dict__.get("config_name"):
             _OBJECTIVES[cls.config_name] = cls
 
@@ -52,6 +57,15 @@ class Objective(nn.Module, metaclass=ABCMeta):
         (e.g. MPF's θ_old was refreshed), so the optimiser's state (L-BFGS history, momentum) no longer applies.
         By default the objective holds no such state: nothing to do, ``False``."""
         return False
+
+    def start_epoch(self, epoch: int) -> None:
+        """Epoch ``epoch`` (counted from 1) is about to run: objectives with a schedule over epochs (e.g. CD-k's growing
+        k) set it here. A resumed run calls it with the epoch it resumes at, so a schedule must depend on the epoch
+        alone. By default nothing changes."""
+
+    def precondition(self, model) -> None:
+        """Turn the minibatch's gradients in ``model``'s ``.grad`` (the ranks' sum, weight penalty included) into the
+        update direction the optimiser follows, in place (e.g. centering). By default the gradient itself."""
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""

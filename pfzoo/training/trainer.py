@@ -16,13 +16,14 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
+from pfzoo.training.centering import Centered
 from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
 from pfzoo.training.distributed_strategy import DistributedStrategy
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.objective import Objective
 from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory
-from pfzoo.validation import check_binary, check_matrix, values_checked
+from pfzoo.validation import check_binary, check_bool, check_matrix, values_checked
 
 logger = logging.getLogger(__name__)
 
@@ -65,15 +66,19 @@ class Trainer:
         epoch_metrics: ``{name: model -> float}`` evaluated after every epoch, outside the timed region, under
             ``torch.no_grad`` and logged under ``name`` (e.g. the error of the learned parameters against a known
             truth); None = none.
-        epochs, batch_size, weight_decay, learning_rate_decay, checkpoint_every, evaluate_every, progress, seed,
-            stop_tolerance, max_seconds, log_every: the run's :class:`~pfzoo.training.trainer_settings.TrainerSettings`,
-            also readable as attributes of the Trainer.
+        epochs, batch_size, weight_decay, learning_rate_decay, final_momentum, momentum_ramp_epochs, checkpoint_every,
+            evaluate_every, progress, seed, stop_tolerance, max_seconds, log_every: the run's
+            :class:`~pfzoo.training.trainer_settings.TrainerSettings`, also readable as attributes of the Trainer.
+        centered: take every update in the model's centered parametrisation (:class:`~pfzoo.training.Centered`
+            around ``objective``; models with :attr:`~pfzoo.models.Capability.CENTERING`).
     """
 
     epochs = _setting("epochs")
     batch_size = _setting("batch_size")
     weight_decay = _setting("weight_decay")
     learning_rate_decay = _setting("learning_rate_decay")
+    final_momentum = _setting("final_momentum")
+    momentum_ramp_epochs = _setting("momentum_ramp_epochs")
     checkpoint_every = _setting("checkpoint_every")
     evaluate_every = _setting("evaluate_every")
     progress = _setting("progress")
@@ -92,6 +97,8 @@ class Trainer:
         batch_size: int = 100,
         weight_decay: float = 0.0,
         learning_rate_decay: float = 0.0,
+        final_momentum: float | None = None,
+        momentum_ramp_epochs: int = 0,
         checkpoint_every: int = 1,
         evaluate_every: int = 0,
         estimator: Estimator | None = None,
@@ -101,12 +108,16 @@ class Trainer:
         max_seconds: float | None = None,
         epoch_metrics: Mapping[str, EpochMetric] | None = None,
         log_every: int | None = None,
+        centered: bool = False,
     ) -> None:
         if not isinstance(objective, Objective):
             raise ValueError(f"objective must be a pfzoo.training.Objective (loss(model, batch, *, generator)), got {type(objective).__name__}")
+        if check_bool(centered, "centered"):
+            objective = Centered(objective)
         self.make_optimizer = check_optimizer_factory(optimizer)
         self.settings = TrainerSettings(
             epochs=epochs, batch_size=batch_size, weight_decay=weight_decay, learning_rate_decay=learning_rate_decay,
+            final_momentum=final_momentum, momentum_ramp_epochs=momentum_ramp_epochs,
             checkpoint_every=checkpoint_every, evaluate_every=evaluate_every, progress=progress, seed=seed,
             stop_tolerance=stop_tolerance, max_seconds=max_seconds, log_every=log_every,
         )
@@ -166,6 +177,9 @@ class Trainer:
             self.estimator.to(model.device)
         ranks = DistributedStrategy()
         optimizer = self.make_optimizer(model.parameters())
+        if self.objective.preconditions and isinstance(optimizer, torch.optim.LBFGS):
+            raise ValueError(f"optimizer must take preconditioned steps (SGD, Adam, ...), not LBFGS, whose line search needs the "
+                             f"loss's own gradient: {type(self.objective).__name__} changes its gradients")
         generators = {
             "shuffle": torch.Generator().manual_seed(self.seed),
             "sampling": ranks.sampling_generator(self.seed + _SAMPLING_SEED_OFFSET, model.device),
@@ -187,6 +201,7 @@ class Trainer:
                         logger.info("stopping after epoch %d of %d: %s", epoch - 1, self.epochs, reason)
                     break
                 self._set_learning_rate(optimizer, epoch)
+                self.objective.start_epoch(epoch)
                 began = time.perf_counter()
                 loss = self._train_epoch(ranks, model, train, optimizer, weights, generators, epoch)
                 seconds = ranks.slowest(time.perf_counter() - began, model.device)
@@ -220,11 +235,16 @@ class Trainer:
         return split
 
     def _set_learning_rate(self, optimizer: torch.optim.Optimizer, epoch: int) -> None:
-        """Epoch ``epoch``'s rate in every parameter group, from its ``initial_lr`` (kept in the optimiser's state, so
-        a resumed run continues the schedule)."""
+        """Epoch ``epoch``'s rate (and momentum, with ``final_momentum``) in every parameter group, from its
+        ``initial_lr`` (``initial_momentum``), kept in the optimiser's state so a resumed run continues the schedule."""
         for group in optimizer.param_groups:
             group.setdefault("initial_lr", group["lr"])
             group["lr"] = self.settings.learning_rate(group["initial_lr"], epoch)
+            if self.final_momentum is not None:
+                if "momentum" not in group:
+                    raise ValueError(f"final_momentum needs an optimizer with a momentum setting (SGD, RMSprop), got {type(optimizer).__name__}")
+                group.setdefault("initial_momentum", group["momentum"])
+                group["momentum"] = self.settings.momentum(group["initial_momentum"], epoch)
 
     def _train_epoch(
         self,
@@ -273,6 +293,7 @@ class Trainer:
                     penalty = self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
                     penalty.backward()
                     loss = loss + penalty.detach()
+                self.objective.precondition(model)
                 if check_each_loss and not torch.isfinite(loss):
                     raise self._non_finite(loss.item(), epoch, index)
                 return loss

@@ -44,6 +44,11 @@ class TrainerSettings:
         learning_rate_decay: τ ≥ 0; epoch e runs at ``lr_0 / (1 + τ (e − 1))`` with ``lr_0`` the optimiser's
             initial learning rate (kept as ``initial_lr`` in its state, so resumed runs continue the schedule);
             0 keeps the rate constant.
+        final_momentum: ``None`` keeps the optimiser's momentum; else epoch e runs at
+            ``m_0 + (final_momentum − m_0) · min(1, (e − 1) / momentum_ramp_epochs)`` with ``m_0`` the optimiser's
+            initial momentum (Hinton's practical guide: 0.5 at first, 0.9 once the large early changes settle).
+            Needs an optimiser with a ``momentum`` setting (SGD, RMSprop).
+        momentum_ramp_epochs: epochs over which the momentum moves to ``final_momentum`` (0: from the first epoch).
         checkpoint_every: epochs between checkpoints.
         evaluate_every: epochs between estimator evaluations (and after the last); 0 = never.
         progress: show tqdm bars over epochs and batches.
@@ -67,6 +72,8 @@ class TrainerSettings:
     batch_size: int = 100
     weight_decay: float = 0.0
     learning_rate_decay: float = 0.0
+    final_momentum: float | None = None
+    momentum_ramp_epochs: int = 0
     checkpoint_every: int = 1
     evaluate_every: int = 0
     progress: bool = True
@@ -81,6 +88,12 @@ class TrainerSettings:
             "learning_rate_decay": check_finite_number(self.learning_rate_decay, "learning_rate_decay", minimum=0.0),
             "progress": check_bool(self.progress, "progress"),
         }
+        if self.final_momentum is not None:
+            normalised["final_momentum"] = check_finite_number(self.final_momentum, "final_momentum", minimum=0.0)
+            if not normalised["final_momentum"] < 1:
+                raise ValueError(f"final_momentum must be in [0, 1) or None (keep the optimiser's), got {self.final_momentum}")
+        if isinstance(self.momentum_ramp_epochs, bool) or not isinstance(self.momentum_ramp_epochs, int) or self.momentum_ramp_epochs < 0:
+            raise ValueError(f"momentum_ramp_epochs must be a non-negative integer, got {self.momentum_ramp_epochs!r}")
         if isinstance(self.evaluate_every, bool) or not isinstance(self.evaluate_every, int) or self.evaluate_every < 0:
             raise ValueError(f"evaluate_every must be a non-negative integer (0 = never), got {self.evaluate_every!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -104,6 +117,13 @@ class TrainerSettings:
     def learning_rate(self, initial_lr: float, epoch: int) -> float:
         """Epoch ``epoch``'s rate ``initial_lr / (1 + learning_rate_decay · (epoch − 1))``."""
         return initial_lr / (1 + self.learning_rate_decay * (epoch - 1))
+
+    def momentum(self, initial_momentum: float, epoch: int) -> float:
+        """Epoch ``epoch``'s momentum from the optimiser's ``initial_momentum`` (``final_momentum``'s ramp)."""
+        if self.final_momentum is None:
+            return initial_momentum
+        progress = 1.0 if self.momentum_ramp_epochs == 0 else min(1.0, (epoch - 1) / self.momentum_ramp_epochs)
+        return initial_momentum + (self.final_momentum - initial_momentum) * progress
 
     def logs(self, epoch: int) -> bool:
         """Whether ``epoch`` gets a log line: every ``log_every``-th, the first and the last."""

@@ -9,8 +9,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from pfzoo.kernels import run_chain
-from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
+from pfzoo.models.capabilities import Capability
+from pfzoo.models.centering import center_chain_gradients
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
@@ -50,7 +51,7 @@ class DBM(EnergyModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.MEAN_FIELD,
-        Capability.RECONSTRUCTION,
+        Capability.RECONSTRUCTION, Capability.CENTERING,
     })
     path_family = "dbm"
 
@@ -317,6 +318,17 @@ class DBM(EnergyModel):
             yield state.hidden[:, : self.layer_sizes[1]]
 
     # ---- mean field ---------------------------------------------------------------------
+
+    @torch.no_grad()
+    def layer_means(self, v: torch.Tensor) -> list[torch.Tensor]:
+        """``[v̄ [V], mean μ¹ [n_1], …, mean μ^L [n_L]]`` over ``v [B, V]``, hidden layers at their mean-field posterior
+        means (:meth:`mean_field`): the data offsets of centering (Montavon & Müller 2012)."""
+        return [v.mean(0)] + [means.mean(0) for means in self.mean_field(v)]
+
+    def center_gradients(self, offsets: list[torch.Tensor]) -> None:
+        """Replace the plain gradients in ``.grad`` by the centered update on one offset per layer
+        (:func:`~pfzoo.models.centering.center_chain_gradients`); the model stays an ordinary DBM."""
+        center_chain_gradients(list(self.weights), list(self.biases), offsets)
 
     @torch.no_grad()
     def mean_field(

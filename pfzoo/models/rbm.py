@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.capabilities import Capability
+from pfzoo.models.centering import center_chain_gradients
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
@@ -163,22 +164,10 @@ class RBM(BipartiteModel):
         return [v.mean(0), self.hidden_probs(v).mean(0)]
 
     def center_gradients(self, offsets: list[torch.Tensor]) -> None:
-        """Replace the plain gradients in ``.grad`` by the centered update (Montavon & Müller 2012; Melchior, Fischer &
-        Wiskott 2016, Algorithm 1), ``offsets = [μ [V], λ [H]]``.
-
-        The centered energy ``−(v − μ)ᵀW(h − λ) − b̃·(v − μ) − c̃·(h − λ)`` is this RBM with ``b = b̃ − Wλ`` and
-        ``c = c̃ − Wᵀμ`` (plus a constant), so a gradient step in ``(W, b̃, c̃)`` at fixed offsets is, in the plain
-        parameters, the step along ``G̃_W = G_W − μ G_cᵀ − G_b λᵀ``, ``G_b − G̃_W λ``, ``G_c − G̃_Wᵀ μ``. The model stays
-        an ordinary RBM; only the direction of its updates changes. Parameters without a gradient are left alone.
-        """
-        mu, lam = (offset.to(self.weight.dtype) for offset in offsets)
-        grad_w, grad_b, grad_c = self.weight.grad, self.visible_bias.grad, self.hidden_bias.grad
-        if grad_w is None or grad_b is None or grad_c is None:
-            return
-        centered_w = grad_w - torch.outer(mu, grad_c) - torch.outer(grad_b, lam)
-        grad_b.sub_(centered_w @ lam)
-        grad_c.sub_(centered_w.T @ mu)
-        grad_w.copy_(centered_w)
+        """Replace the plain gradients in ``.grad`` by the centered update on ``offsets = [μ [V], λ [H]]``
+        (:func:`~pfzoo.models.centering.center_chain_gradients`: ``G̃_W = G_W − μ G_cᵀ − G_b λᵀ``, ``G_b − G̃_W λ``,
+        ``G_c − G̃_Wᵀ μ``). The model stays an ordinary RBM; only the direction of its updates changes."""
+        center_chain_gradients([self.weight], [self.visible_bias, self.hidden_bias], offsets)
 
     # ---- chains for sampling-based likelihoods (CSL) --------------------------------------
 

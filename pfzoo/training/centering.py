@@ -56,8 +56,10 @@ class Centered(Objective):
 
     @torch.no_grad()
     def prepare(self, model, train: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
-        """Move the offsets toward the training set's layer means ``[Σ layer sizes]``; returns whether the inner
-        objective changed (a new preconditioner leaves the optimiser's momentum meaningful)."""
+        """The inner objective's epoch start (e.g. a DBM's greedy pretraining), then the offsets moved toward the
+        training set's layer means ``[Σ layer sizes]``; returns whether the inner objective changed (a new
+        preconditioner leaves the optimiser's momentum meaningful)."""
+        changed = self.objective.prepare(model, train, generator=generator)
         means = model.layer_means(train)
         self._sizes = [mean.numel() for mean in means]
         fresh = torch.cat(means).double()
@@ -65,7 +67,7 @@ class Centered(Objective):
             self.offsets = fresh
         else:
             self.offsets = (1 - self.offset_rate) * self.offsets + self.offset_rate * fresh
-        return self.objective.prepare(model, train, generator=generator)
+        return changed
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None,
              indices: torch.Tensor | None = None) -> torch.Tensor:

@@ -6,13 +6,14 @@ from functools import partial
 
 import pytest
 import torch
-from factories import all_binary_states, random_rbm
+from factories import all_binary_states, random_dbm, random_ising, random_rbm
 
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM
-from pfzoo.training import CD, PCD, Centered, Objective, Trainer
+from pfzoo.models.centering import center_chain_gradients
+from pfzoo.training import CD, PCD, Centered, DBMPersistentMeanField, Objective, Trainer
 
-random_rbm = partial(random_rbm, draw_dtype=None)
+random_rbm = partial(random_rbm, draw_dtype=None)  # noqa: F811 (this file's RBMs are drawn in float64)
 
 
 def exact_samples(model: RBM, count: int, seed: int) -> torch.Tensor:
@@ -129,8 +130,6 @@ def test_centering_refuses_lbfgs_and_models_without_offsets(tmp_path):
     data = DataSplits("known-rbm", train, train, None, None)
     with pytest.raises(ValueError, match="optimizer must take preconditioned steps"):
         Trainer(CD(), partial(torch.optim.LBFGS, lr=1.0), run_dir=tmp_path, epochs=1, progress=False, centered=True).fit(RBM(4, 2).double(), data)
-    from factories import random_ising
-
     with pytest.raises(ValueError, match="Centered needs .*centered parametrisation"):
         Trainer(CD(), run_dir=tmp_path, epochs=1, progress=False, centered=True).fit(random_ising(4), data)
     with pytest.raises(ValueError, match="objective must not itself be Centered"):
@@ -166,3 +165,58 @@ def test_momentum_ramps_to_its_final_value(tmp_path):
     with pytest.raises(ValueError, match="final_momentum needs an optimizer with a momentum setting"):
         Trainer(CD(), partial(torch.optim.Adam, lr=0.01), run_dir=tmp_path / "adam", epochs=1, progress=False,
                 final_momentum=0.9).fit(RBM(4, 2).double(), data)
+
+
+@pytest.mark.parametrize("layer_sizes", [[3, 2], [3, 2, 2], [2, 3, 2, 2]])
+def test_chain_centering_is_the_gradient_in_centered_parameters_mapped_back(layer_sizes):
+    """Any chain of binary layers (RBM, DBM): the plain gradient of the exact log-likelihood of joint states, centered,
+    equals the gradient in the centered parameters (b_l = b̃_l − W_l μ_{l+1} − W_{l−1}ᵀ μ_{l−1}) mapped back."""
+    g = torch.Generator().manual_seed(sum(layer_sizes))
+    weights = [torch.randn(a, b, generator=g, dtype=torch.float64) for a, b in zip(layer_sizes[:-1], layer_sizes[1:])]
+    biases = [torch.randn(n, generator=g, dtype=torch.float64) for n in layer_sizes]
+    mus = [torch.rand(n, generator=g, dtype=torch.float64) for n in layer_sizes]
+    states = all_binary_states(sum(layer_sizes)).split(layer_sizes, dim=1)
+    data_rows = torch.randint(states[0].shape[0], (20,), generator=g)
+
+    def nll(ws, bs):  # −mean log p(x) of 20 joint states, exactly
+        log_f = sum((x @ w * y).sum(-1) for x, w, y in zip(states[:-1], ws, states[1:])) + sum(x @ b for x, b in zip(states, bs))
+        return torch.logsumexp(log_f, 0) - log_f[data_rows].mean()
+
+    def plain_biases(ws, centered_bs):
+        return [b - (ws[i] @ mus[i + 1] if i < len(ws) else 0) - (ws[i - 1].T @ mus[i - 1] if i > 0 else 0)
+                for i, b in enumerate(centered_bs)]
+
+    centered_ws = [w.clone().requires_grad_() for w in weights]
+    centered_bs = [(b + (weights[i] @ mus[i + 1] if i < len(weights) else 0) + (weights[i - 1].T @ mus[i - 1] if i > 0 else 0))
+                   .requires_grad_() for i, b in enumerate(biases)]
+    nll(centered_ws, plain_biases(centered_ws, centered_bs)).backward()
+    step_ws = [w.grad for w in centered_ws]
+    # the centered step mapped back to the plain biases: Δb_l = Δb̃_l − ΔW_l μ_{l+1} − ΔW_{l−1}ᵀ μ_{l−1}
+    expected_bs = plain_biases(step_ws, [b.grad for b in centered_bs])
+
+    plain_ws = [torch.nn.Parameter(w.clone()) for w in weights]
+    plain_bs = [torch.nn.Parameter(b.clone()) for b in biases]
+    nll(plain_ws, plain_bs).backward()
+    center_chain_gradients(plain_ws, plain_bs, mus)
+    for actual, wanted in zip([w.grad for w in plain_ws] + [b.grad for b in plain_bs], step_ws + expected_bs):
+        torch.testing.assert_close(actual, wanted, rtol=1e-10, atol=1e-12)
+
+
+def test_dbm_offsets_are_the_data_and_mean_field_means():
+    model, data = random_dbm([5, 3, 2]), exact_samples(random_rbm(5, 3, seed=5), 40, seed=1)
+    means = model.layer_means(data)
+    expected = [data.mean(0)] + [m.mean(0) for m in model.mean_field(data)]
+    for actual, wanted in zip(means, expected):
+        torch.testing.assert_close(actual, wanted)
+
+
+def test_a_centered_dbm_trains_through_the_trainer(tmp_path):
+    train = exact_samples(random_rbm(6, 3, scale=1.5, seed=3), 400, seed=3)
+    data = DataSplits("known", train, train[:50], None, None)
+    model = random_dbm([6, 3, 2], scale=0.1, seed=4)
+    before = model.log_prob(train).mean()
+    trainer = Trainer(DBMPersistentMeanField(k=1, num_chains=50), partial(torch.optim.SGD, lr=0.05, momentum=0.5), run_dir=tmp_path,
+                      epochs=5, batch_size=50, progress=False, centered=True)
+    trainer.fit(model, data)
+    assert isinstance(trainer.objective, Centered) and trainer.objective.offsets.shape == (11,)
+    assert model.log_prob(train).mean() > before + 0.1  # the exact log-likelihood of the training data went up

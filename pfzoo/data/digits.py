@@ -23,7 +23,7 @@ def digits(test_fraction: float = 0.2, threshold: float = 8.0, split_seed: int =
     """Binarised 8x8 digits: train ``[N_train, 64]``, test ``[N_test, 64]`` of 0/1 float32.
 
     With the defaults, N_train = 1437 and N_test = 360, each with the class proportions of the
-    full set. ``image_shape`` is ``(8, 8)``.
+    full set. ``image_shape`` is ``(8, 8)``; the splits' digit classes are ``train_labels`` and ``test_labels``.
     """
     if not 0.0 < check_finite_number(test_fraction, "test_fraction") < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction}")
@@ -37,11 +37,14 @@ def digits(test_fraction: float = 0.2, threshold: float = 8.0, split_seed: int =
     train_idx, test_idx = train_test_split(
         np.arange(len(images)), test_size=test_fraction, random_state=split_seed, stratify=bunch.target
     )
+    labels = torch.from_numpy(bunch.target).long()
     splits = DataSplits(
         name="digits",
         train=images[torch.from_numpy(train_idx)],
         test=images[torch.from_numpy(test_idx)],
         image_shape=(8, 8),
+        train_labels=labels[torch.from_numpy(train_idx)],
+        test_labels=labels[torch.from_numpy(test_idx)],
     )
     logger.info("loaded %r", splits)
     return splits

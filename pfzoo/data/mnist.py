@@ -34,7 +34,8 @@ def mnist(
     ``binarize``: ``"none"`` keeps intensities in [0, 1]; ``"threshold"`` gives ``intensity > threshold``;
     ``"stochastic"`` draws each pixel from Bernoulli(intensity) with a generator seeded by
     ``binarize_seed`` (same seed, same data). ``valid_size > 0`` takes the *last* ``valid_size``
-    training images as the valid split (else ``valid`` is ``None``). ``image_shape`` is ``(28, 28)``.
+    training images as the valid split (else ``valid`` is ``None``). ``image_shape`` is ``(28, 28)``; each split's
+    digit classes are its ``*_labels``.
 
     Missing files are downloaded by torchvision when ``download`` is true; if that is off or fails
     (e.g. offline), raises ``FileNotFoundError`` naming the root and the expected layout.
@@ -50,20 +51,23 @@ def mnist(
     root = resolve_data_root(root)
     _ensure_files(root, download)
 
-    def load(train: bool) -> torch.Tensor:
-        images = torchvision.datasets.MNIST(root=root, train=train, download=False).data  # [N, 28, 28] uint8
-        return images.reshape(len(images), -1).float().div_(255.0)
+    def load(train: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        dataset = torchvision.datasets.MNIST(root=root, train=train, download=False)
+        images = dataset.data  # [N, 28, 28] uint8
+        return images.reshape(len(images), -1).float().div_(255.0), dataset.targets.long()
 
-    train, test = load(True), load(False)
+    (train, train_labels), (test, test_labels) = load(True), load(False)
     if binarize == "threshold":
         train, test = (train > threshold).float(), (test > threshold).float()
     elif binarize == "stochastic":
         generator = torch.Generator().manual_seed(binarize_seed)
         train, test = torch.bernoulli(train, generator=generator), torch.bernoulli(test, generator=generator)
-    valid = None
+    valid = valid_labels = None
     if valid_size > 0:
         train, valid = train[:-valid_size], train[-valid_size:]
-    splits = DataSplits(name="mnist", train=train, test=test, valid=valid, image_shape=(28, 28))
+        train_labels, valid_labels = train_labels[:-valid_size], train_labels[-valid_size:]
+    splits = DataSplits(name="mnist", train=train, test=test, valid=valid, image_shape=(28, 28), train_labels=train_labels,
+                        test_labels=test_labels, valid_labels=valid_labels)
     logger.info("loaded %r from %s (binarize=%s)", splits, root, binarize)
     return splits
 

@@ -2,7 +2,9 @@
 
 Each split is a float32 tensor ``[N, D]`` with one flattened example per row; all splits
 share the width ``D``. ``image_shape`` (e.g. ``(28, 28)``) says how to fold a row back into
-an image, and is ``None`` for data that are not images.
+an image, and is ``None`` for data that are not images. Labelled data sets (digits, MNIST) also
+carry each split's class labels (int64 ``[N]``), for evaluations such as a classifier on a
+model's features; the models never see them.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DataSplits:
-    """Train ``[N_train, D]``, test ``[N_test, D]`` and optional valid ``[N_valid, D]`` splits."""
+    """Train ``[N_train, D]``, test ``[N_test, D]`` and optional valid ``[N_valid, D]`` splits, with their int64 class
+    labels ``[N]`` where the data set has them (``None`` otherwise)."""
 
     name: str
     train: Tensor
@@ -23,6 +27,9 @@ class DataSplits:
     valid: Tensor | None = None
     image_shape: tuple[int, ...] | None = None
     transform: object | None = None  # preprocessing fitted on train (e.g. a PatchTransform), for new data
+    train_labels: Tensor | None = None
+    test_labels: Tensor | None = None
+    valid_labels: Tensor | None = None
 
     def __post_init__(self) -> None:
         width = None
@@ -40,6 +47,13 @@ class DataSplits:
                 width = x.shape[1]
             elif x.shape[1] != width:
                 raise ValueError(f"{split} must have {width} columns like train, got shape {tuple(x.shape)}")
+        for split in ("train", "test", "valid"):
+            labels, x = getattr(self, f"{split}_labels"), getattr(self, split)
+            if labels is None:
+                continue
+            if x is None or not isinstance(labels, Tensor) or labels.dtype != torch.int64 or labels.shape != (x.shape[0],):
+                raise ValueError(f"{split}_labels must be an int64 tensor with one label per row of {split}, got "
+                                 f"{type(labels).__name__ if not isinstance(labels, Tensor) else (labels.dtype, tuple(labels.shape))}")
         if self.image_shape is not None:
             object.__setattr__(self, "image_shape", tuple(int(s) for s in self.image_shape))
             if math.prod(self.image_shape) != width:
@@ -49,6 +63,11 @@ class DataSplits:
     def num_features(self) -> int:
         """The width ``D`` of every split."""
         return self.train.shape[1]
+
+    @property
+    def labelled(self) -> bool:
+        """Whether the train and test splits carry class labels."""
+        return self.train_labels is not None and self.test_labels is not None
 
     def __repr__(self) -> str:
         valid = None if self.valid is None else tuple(self.valid.shape)

@@ -78,3 +78,12 @@ def test_split_is_stratified_and_covers_every_image(fraction):
 def test_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         digits(**kwargs)
+
+
+def test_labels_are_the_digit_classes_of_their_images():
+    bunch, split = load_digits(), digits()
+    images = torch.from_numpy(bunch.data > 8.0).float()
+    for rows, labels in ((split.train[:20], split.train_labels[:20]), (split.test[:20], split.test_labels[:20])):
+        for row, label in zip(rows, labels):  # the label of an identical image (duplicates among binarised digits agree or are skipped)
+            matches = torch.from_numpy(bunch.target)[(images == row).all(1)]
+            assert int(label) in matches.tolist()

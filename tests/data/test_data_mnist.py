@@ -153,3 +153,12 @@ def test_real_mnist_binarisations_agree(shared_data_root, real_mnist):
     b = mnist(shared_data_root, binarize="stochastic", download=False, binarize_seed=3)
     assert torch.equal(a.test, b.test) and torch.equal(a.train, b.train)
     assert abs(a.test.mean().item() - grey.test.mean().item()) < 0.002  # n = 7.84e6 Bernoulli draws
+
+
+def test_labels_follow_their_images(fake_root):
+    raw = fake_root / "MNIST" / "raw"
+    train_labels = torch.from_numpy(np.fromfile(raw / "train-labels-idx1-ubyte", dtype=np.uint8, offset=8).astype(np.int64))
+    split = mnist(fake_root, binarize="none", valid_size=12)
+    assert split.labelled and split.train_labels.dtype == torch.int64
+    assert torch.equal(split.train_labels, train_labels[:18]) and torch.equal(split.valid_labels, train_labels[18:])
+    assert split.test_labels.shape == (10,)

@@ -35,3 +35,15 @@ def test_is_frozen():
 def test_rejects_inconsistent_splits(kwargs, match):
     with pytest.raises(ValueError, match=match):
         DataSplits("toy", **kwargs)
+
+
+def test_labels_must_match_their_split():
+    x = torch.zeros(4, 3)
+    assert not DataSplits("d", x, x).labelled
+    assert DataSplits("d", x, x, train_labels=torch.arange(4), test_labels=torch.zeros(4, dtype=torch.int64)).labelled
+    with pytest.raises(ValueError, match="train_labels must be an int64 tensor with one label per row of train"):
+        DataSplits("d", x, x, train_labels=torch.arange(3))
+    with pytest.raises(ValueError, match="valid_labels must be an int64 tensor"):
+        DataSplits("d", x, x, valid_labels=torch.arange(4))
+    with pytest.raises(ValueError, match="test_labels must be an int64 tensor"):
+        DataSplits("d", x, x, test_labels=torch.arange(4).float())

@@ -36,6 +36,24 @@ def save_image_grid(rows: torch.Tensor, image_shape: Sequence[int], path: str | 
     return path
 
 
+def save_labelled_grids(grids: dict[str, torch.Tensor], image_shape: Sequence[int], path: str | Path) -> Path:
+    """One panel per entry of ``grids`` (``name -> rows [N, D]``, folded into ``image_shape`` images, √N per row, 0 black
+    and 1 white), titled by its name, side by side in one PNG: e.g. samples of one model per training principle."""
+    height, width = image_shape
+    columns = min(4, len(grids))
+    rows_of_panels = math.ceil(len(grids) / columns)
+    figure, axes = plt.subplots(rows_of_panels, columns, figsize=(3.2 * columns, 3.4 * rows_of_panels), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, (name, rows) in zip(axes.flat, grids.items()):
+        images = rows.detach().float().cpu().reshape(-1, 1, height, width)
+        grid = make_grid(images, nrow=max(1, int(math.ceil(math.sqrt(images.shape[0])))), padding=1, pad_value=0.5)
+        ax.imshow(grid[0].numpy(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_title(name, fontsize=10)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
 def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | None:
     """Loss and every log-likelihood-like metric of ``metrics.jsonl`` against the epoch; ``None`` with no records."""
     records = [json.loads(line) for line in Path(metrics_file).read_text().splitlines() if line.strip()]

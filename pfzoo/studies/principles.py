@@ -1,0 +1,232 @@
+"""The inductive-principles comparison (Marlin, Swersky, Chen & de Freitas 2010, "Inductive principles for restricted
+Boltzmann machine learning"; *Deep Learning* §18): RBMs small enough for an exact log-likelihood, trained by every
+principle that applies, measured on the same four things.
+
+For each trained RBM (``H`` ≤ 25 hidden units, so ``log Z`` is a sum over ``2^H`` hidden states):
+
+* **exact test log-likelihood** — ``mean log p(v)`` over the test set, ``log Z`` by enumeration;
+* **denoising** — in every test image a random ``block × block`` square of pixels is hidden and filled in by the
+  model's conditionals: mean-field iterations ``v_miss ← σ(W σ(vW + c) + b)_miss`` with the observed pixels clamped,
+  starting from the training set's pixel means; the error is the mean squared difference from the true pixels over the
+  hidden ones (Marlin et al. measure denoising the same way, by the model's reconstruction of corrupted pixels);
+* **classification** — logistic regression (scikit-learn, L2, ``C = 1``) on the hidden units' probabilities
+  ``p(h = 1 | v)`` of the training set, accuracy on the test set;
+* **training time** — the Trainer's seconds (evaluation excluded).
+
+A principle's *setting* (learning rate and the like) is chosen by a small grid search on a validation split carved
+from the training set, by exact validation log-likelihood; every point of the search is kept for the report.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import torch
+
+from pfzoo.data import DataSplits
+from pfzoo.models import RBM
+from pfzoo.pictures import save_labelled_grids
+from pfzoo.sampling import randint
+
+@dataclass(frozen=True)
+class Principle:
+    """One row of the table: a ``conf/trainer`` option with its objective's settings, and the learning rates searched
+    (SGD, momentum 0.5, for every principle alike). ``small_only``: too slow for the large data set (naive MCMC)."""
+
+    name: str
+    trainer: str
+    overrides: tuple[str, ...] = ()
+    learning_rates: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3)
+    small_only: bool = False
+
+
+PRINCIPLES = (
+    Principle("CD-1", "cd", ("trainer.objective.k=1",)),
+    Principle("PCD (SML)", "pcd", ("trainer.objective.k=1", "trainer.objective.num_chains=100")),
+    Principle("pseudolikelihood", "pseudolikelihood", ("trainer.objective.num_units=null",)),
+    Principle("MPF", "mpf_sgd", ("trainer.objective.binary.num_flips=null",)),
+)
+"""Every principle of the table, in the report's order."""
+
+MARLIN_ORDERINGS = {
+    "test log-likelihood": "SML (PCD) best",
+    "classification": "SML (PCD) best",
+    "denoising": "ratio matching best",
+}
+"""What Marlin et al. (2010) report, as *Deep Learning* §18 summarises it: stochastic maximum likelihood gives the best
+test log-likelihood and the best features for a classifier, ratio matching the best denoising."""
+
+
+@dataclass
+class PrincipleResult:
+    """One trained RBM's measurements; ``search`` holds every grid point tried (its overrides and validation
+    log-likelihood)."""
+
+    name: str
+    recipe: str
+    overrides: list[str]
+    test_log_likelihood: float
+    denoising_error: float
+    classification_accuracy: float | None
+    train_seconds: float
+    search: list[dict[str, Any]] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@torch.no_grad()
+def exact_log_likelihood(model: RBM, data: torch.Tensor) -> float:
+    """``mean log p(v)`` over ``data [N, V]``, exactly (``log Z`` by enumerating the smaller layer)."""
+    return float(model.log_prob(data.to(model.dtype)).mean())
+
+
+def hidden_blocks(num_images: int, image_shape: tuple[int, int], block: int, generator: torch.Generator) -> torch.Tensor:
+    """A mask ``[N, H·W]`` (bool) hiding one random ``block × block`` square per image."""
+    height, width = image_shape
+    if not 1 <= block <= min(height, width):
+        raise ValueError(f"block must be between 1 and the image's smaller side {min(height, width)}, got {block}")
+    tops = randint(height - block + 1, (num_images,), generator=generator)
+    lefts = randint(width - block + 1, (num_images,), generator=generator)
+    rows = torch.arange(height)[None, :, None]
+    cols = torch.arange(width)[None, None, :]
+    inside = (rows >= tops[:, None, None]) & (rows < tops[:, None, None] + block) & (cols >= lefts[:, None, None]) & (cols < lefts[:, None, None] + block)
+    return inside.reshape(num_images, height * width)
+
+
+@torch.no_grad()
+def denoising_error(model: RBM, test: torch.Tensor, fill: torch.Tensor, image_shape: tuple[int, int], *, block: int,
+                    generator: torch.Generator, iterations: int = 50) -> float:
+    """Mean squared error of the model's fill-in of a hidden ``block × block`` square per image of ``test [N, V]``
+    (module docstring); ``fill [V]`` starts the hidden pixels (the training set's pixel means)."""
+    mask = hidden_blocks(test.shape[0], image_shape, block, generator).to(test.device)
+    test = test.to(model.dtype)
+    v = torch.where(mask, fill.to(model.dtype), test)
+    for _ in range(iterations):
+        v = torch.where(mask, model.reconstruct(v), test)
+    return float(((v - test)[mask]).pow(2).mean())
+
+
+def classification_accuracy(model: RBM, data: DataSplits) -> float | None:
+    """Test accuracy of logistic regression on ``p(h = 1 | v)`` of the training set; ``None`` without labels."""
+    if not data.labelled:
+        return None
+    from sklearn.linear_model import LogisticRegression  # imported here: scikit-learn is slow to import
+
+    with torch.no_grad():
+        train = model.hidden_probs(data.train.to(model.dtype)).double().cpu().numpy()
+        test = model.hidden_probs(data.test.to(model.dtype)).double().cpu().numpy()
+    classifier = LogisticRegression(C=1.0, max_iter=2000).fit(train, data.train_labels.numpy())
+    return float(classifier.score(test, data.test_labels.numpy()))
+
+
+def validation_split(data: DataSplits, fraction: float, generator: torch.Generator) -> DataSplits:
+    """``data`` with a random ``fraction`` of its training rows as the test split (labels kept alongside), for the
+    search; the real test split is not touched."""
+    order = torch.randperm(data.train.shape[0], generator=generator)
+    cut = max(1, round(fraction * len(order)))
+    held, kept = order[:cut], order[cut:]
+    labels = data.train_labels
+    return DataSplits(f"{data.name}-validation", data.train[kept], data.train[held], image_shape=data.image_shape,
+                      train_labels=None if labels is None else labels[kept], test_labels=None if labels is None else labels[held])
+
+
+Train = Callable[[list[str], DataSplits], tuple[RBM, float]]
+"""``train(overrides, data) -> (model, training seconds)``: one run of a principle's recipe with extra overrides."""
+
+
+def search_setting(train: Train, grid: Sequence[list[str]], data: DataSplits) -> tuple[list[str], list[dict[str, Any]]]:
+    """The grid point (a list of overrides) with the best exact log-likelihood on ``data.test`` (a validation split),
+    and every point's record; a point whose training fails numerically (NaN) scores −∞."""
+    records = []
+    for overrides in grid:
+        try:
+            model, seconds = train(list(overrides), data)
+            score = exact_log_likelihood(model, data.test)
+        except FloatingPointError:
+            score, seconds = -math.inf, float("nan")
+        records.append({"overrides": list(overrides), "validation_log_likelihood": score, "train_seconds": seconds})
+    best = max(records, key=lambda record: record["validation_log_likelihood"])
+    return best["overrides"], records
+
+
+def measure(name: str, recipe: str, overrides: list[str], model: RBM, seconds: float, data: DataSplits, *, block: int, seed: int,
+            search: list[dict[str, Any]]) -> PrincipleResult:
+    """The four measurements of a trained RBM (module docstring)."""
+    if data.image_shape is None or len(data.image_shape) != 2:
+        raise ValueError(f"data must be images (image_shape of 2 sides) for the denoising column, got {data.image_shape}")
+    generator = torch.Generator().manual_seed(seed)
+    fill = data.train.mean(0)
+    return PrincipleResult(
+        name=name, recipe=recipe, overrides=overrides,
+        test_log_likelihood=exact_log_likelihood(model, data.test),
+        denoising_error=denoising_error(model, data.test, fill, data.image_shape, block=block, generator=generator),
+        classification_accuracy=classification_accuracy(model, data),
+        train_seconds=seconds, search=search,
+    )
+
+
+def orderings(results: Sequence[PrincipleResult]) -> dict[str, list[str]]:
+    """The principles from best to worst on each column (log-likelihood and accuracy high, denoising error low)."""
+    def ranked(key: Callable[[PrincipleResult], float | None], reverse: bool) -> list[str]:
+        scored = [result for result in results if key(result) is not None]
+        return [result.name for result in sorted(scored, key=key, reverse=reverse)]
+
+    return {
+        "test log-likelihood": ranked(lambda r: r.test_log_likelihood, True),
+        "classification": ranked(lambda r: r.classification_accuracy, True),
+        "denoising": ranked(lambda r: r.denoising_error, False),
+    }
+
+
+def table(results: Sequence[PrincipleResult]) -> list[str]:
+    """The report's markdown table, one row per principle."""
+    lines = ["| principle | setting (best of the search) | exact test log-likelihood (nats) | denoising MSE | classification accuracy | training s |",
+             "|---|---|---:|---:|---:|---:|"]
+    for r in results:
+        accuracy = "—" if r.classification_accuracy is None else f"{r.classification_accuracy:.4f}"
+        setting = ", ".join(f"`{o}`" for o in r.overrides) or "recipe as is"
+        lines.append(f"| {r.name} | {setting} | {r.test_log_likelihood:.2f} | {r.denoising_error:.4f} | {accuracy} | {r.train_seconds:.1f} |")
+    return lines
+
+
+@torch.no_grad()
+def gibbs_samples(model: RBM, count: int, *, sweeps: int, seed: int) -> torch.Tensor:
+    """``count`` samples ``[count, V]`` of the model's own block-Gibbs chain after ``sweeps`` sweeps from random states."""
+    return model.sample(count, num_steps=sweeps, generator=torch.Generator(model.device).manual_seed(seed))
+
+
+def samples_figure(samples: dict[str, torch.Tensor], image_shape: tuple[int, ...], path) -> None:
+    """One panel of samples per principle (:func:`~pfzoo.pictures.save_labelled_grids`)."""
+    save_labelled_grids(samples, image_shape, path)
+
+
+def readme(payload: dict[str, Any]) -> str:
+    """The report: per data set, the table, the orderings beside Marlin et al.'s, and the search; then the machine."""
+    lines = ["# Inductive principles for RBM learning", "",
+             "Small RBMs (exact log-likelihood by enumerating the hidden layer) trained by every principle pfzoo has, "
+             "after Marlin, Swersky, Chen & de Freitas (2010) and *Deep Learning* §18. Regenerate with "
+             "`python scripts/reproduce_principles.py` (recipes `conf/experiment/principles_*.yaml`; "
+             "`pfzoo/studies/principles.py` says how each column is measured).", ""]
+    if payload.get("quick"):
+        lines += ["**Smoke run (`--quick`): 2 epochs, one learning rate — the numbers mean nothing.**", ""]
+    for part in payload["datasets"]:
+        results = [PrincipleResult(**row) for row in part["results"]]
+        lines += [f"## {part['dataset']}: {part['train'][1]} visible × {part['hidden']} hidden units", "",
+                  f"{part['train'][0]} training and {part['test'][0]} test examples, {part['epochs']} epochs of SGD (momentum 0.5, "
+                  f"minibatches of 100), learning rate searched on a validation fifth of the training set; denoising hides a "
+                  f"{part['block']}×{part['block']} square per test image. Samples: `samples_{part['dataset']}.png`.", ""]
+        lines += table(results) + [""]
+        lines += ["| column | pfzoo, best to worst | Marlin et al. (2010) |", "|---|---|---|"]
+        for column, ranked in orderings(results).items():
+            lines.append(f"| {column} | {' > '.join(ranked) if ranked else '—'} | {MARLIN_ORDERINGS[column]} |")
+        lines += ["", "<details><summary>The search (validation log-likelihood per setting)</summary>", ""]
+        for result in results:
+            points = ", ".join(f"{' '.join(p['overrides'])}: {p['validation_log_likelihood']:.2f}" for p in result.search)
+            lines.append(f"- {result.name}: {points}")
+        lines += ["", "</details>", ""]
+    lines += [f"Measured {payload['date']} on {payload['machine']}, {payload['threads']} thread(s) "
+              f"(load average at the end {payload['load_average']}); {payload['seconds'] / 60:.1f} minutes in all.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""The inductive-principles table (Marlin, Swersky, Chen & de Freitas 2010; *Deep Learning* §18): small RBMs trained by
+every principle pfzoo has, measured by exact test log-likelihood, denoising, classification and training time.
+
+    python scripts/reproduce_principles.py                     # digits and MNIST: reports/principles/{README.md,results.json,samples.png}
+    python scripts/reproduce_principles.py --datasets digits   # the embedded digits only (no data folder needed)
+    python scripts/reproduce_principles.py --quick             # smoke run: 2 epochs, one learning rate, reports/principles/quick/
+    python scripts/reproduce_principles.py --render reports/principles/results.json
+
+Each principle (:data:`pfzoo.studies.principles.PRINCIPLES`) runs the recipe ``conf/experiment/principles_<data>.yaml``
+with ``trainer=<its option>`` and SGD (momentum 0.5); its learning rate is the best of a recorded search by exact
+log-likelihood on a validation split (a fifth of the training set), and the chosen setting is then trained on the whole
+training set and measured on the test set (:mod:`pfzoo.studies.principles`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from pfzoo.cli import compose
+from pfzoo.studies import principles as study
+from pfzoo.studies.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+DENOISING_BLOCK = {"digits": 3, "mnist": 10}
+
+
+def trainer_for(dataset: str, principle: study.Principle, overrides: list[str], run_dir: Path, args) -> OmegaConf:
+    cfg = compose("train", [f"+experiment=principles_{dataset}", f"trainer={principle.trainer}", *principle.overrides,
+                            f"seed={args.seed}", f"run_dir={run_dir}", *([f"data.root={args.data_root}"] if args.data_root else [])])
+    cfg.trainer.optimizer = OmegaConf.create({"_target_": "torch.optim.SGD", "_partial_": True, "lr": 0.05, "momentum": 0.5})
+    for override in overrides:  # e.g. trainer.optimizer.lr=0.1
+        key, value = override.split("=", 1)
+        OmegaConf.update(cfg, key, json.loads(value), merge=False)
+    if args.quick:
+        cfg.trainer.epochs = 2
+    return cfg
+
+
+def make_train(dataset: str, principle: study.Principle, args):
+    def train(overrides: list[str], data) -> tuple:
+        run_dir = REPO / "runs" / "principles" / dataset / principle.trainer / "_".join(o.split("=")[1] for o in overrides)
+        cfg = trainer_for(dataset, principle, overrides, run_dir, args)
+        model = instantiate(cfg.model, num_visible=data.num_features, generator=torch.Generator().manual_seed(args.seed))
+        model.init_from_data(data.train)
+        trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None)
+        trainer.fit(model, data)
+        seconds = sum(json.loads(line)["seconds"] for line in trainer.metrics_path.read_text().splitlines())
+        return model, seconds
+    return train
+
+
+def run_dataset(dataset: str, args) -> dict:
+    cfg = compose("train", [f"+experiment=principles_{dataset}", *([f"data.root={args.data_root}"] if args.data_root else [])])
+    data = instantiate(cfg.dataset)
+    validation = study.validation_split(data, 0.2, torch.Generator().manual_seed(args.seed))
+    results, samples = [], {}
+    for principle in study.PRINCIPLES:
+        if principle.small_only and dataset != "digits":
+            continue
+        rates = principle.learning_rates[1:2] if args.quick else principle.learning_rates
+        train = make_train(dataset, principle, args)
+        best, search = study.search_setting(train, [[f"trainer.optimizer.lr={rate}"] for rate in rates], validation)
+        model, seconds = train(best, data)
+        results.append(study.measure(principle.name, principle.trainer, best, model, seconds, data, block=DENOISING_BLOCK[dataset],
+                                     seed=args.seed, search=search))
+        samples[principle.name] = study.gibbs_samples(model, 64, sweeps=100 if args.quick else 1000, seed=args.seed)
+    study.samples_figure(samples, data.image_shape, args.out / f"samples_{dataset}.png")
+    return {"dataset": dataset, "train": list(data.train.shape), "test": list(data.test.shape),
+            "hidden": cfg.model.num_hidden, "epochs": 2 if args.quick else cfg.trainer.epochs, "block": DENOISING_BLOCK[dataset],
+            "results": [result.row() for result in results]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", nargs="+", default=["digits", "mnist"], choices=sorted(DENOISING_BLOCK))
+    parser.add_argument("--data-root", default=os.environ.get("PFZOO_DATA"), help="for MNIST (default $PFZOO_DATA)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--render", type=Path, default=None, help="rewrite README.md beside this results.json")
+    args = parser.parse_args()
+    if args.render:
+        (args.render.parent / "README.md").write_text(study.readme(json.loads(args.render.read_text())))
+        return
+    args.out = args.out or REPO / "reports" / "principles" / ("quick" if args.quick else "")
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(args.threads)
+    began = time.perf_counter()
+    payload = {"datasets": [run_dataset(dataset, args) for dataset in args.datasets],
+               "machine": machine_description(), "threads": args.threads, "load_average": load_average(),
+               "date": datetime.date.today().isoformat(), "seconds": time.perf_counter() - began, "quick": args.quick}
+    (args.out / "results.json").write_text(json.dumps(payload, indent=1))
+    (args.out / "README.md").write_text(study.readme(payload))
+    print(f"wrote {args.out / 'README.md'}")
+
+
+if __name__ == "__main__":
+    main()

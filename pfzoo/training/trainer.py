@@ -67,7 +67,7 @@ class Trainer:
             ``torch.no_grad`` and logged under ``name`` (e.g. the error of the learned parameters against a known
             truth); None = none.
         epochs, batch_size, weight_decay, learning_rate_decay, final_momentum, momentum_ramp_epochs, checkpoint_every,
-            evaluate_every, progress, seed, stop_tolerance, max_seconds, log_every: the run's
+            evaluate_every, progress, seed, stop_tolerance, max_seconds, log_every, metrics_rows: the run's
             :class:`~pfzoo.training.trainer_settings.TrainerSettings`, also readable as attributes of the Trainer.
         centered: take every update in the model's centered parametrisation (:class:`~pfzoo.training.Centered`
             around ``objective``; models with :attr:`~pfzoo.models.Capability.CENTERING`).
@@ -86,6 +86,7 @@ class Trainer:
     stop_tolerance = _setting("stop_tolerance")
     max_seconds = _setting("max_seconds")
     log_every = _setting("log_every")
+    metrics_rows = _setting("metrics_rows")
 
     def __init__(
         self,
@@ -108,6 +109,7 @@ class Trainer:
         max_seconds: float | None = None,
         epoch_metrics: Mapping[str, EpochMetric] | None = None,
         log_every: int | None = None,
+        metrics_rows: int | None = None,
         centered: bool = False,
     ) -> None:
         if not isinstance(objective, Objective):
@@ -119,7 +121,7 @@ class Trainer:
             epochs=epochs, batch_size=batch_size, weight_decay=weight_decay, learning_rate_decay=learning_rate_decay,
             final_momentum=final_momentum, momentum_ramp_epochs=momentum_ramp_epochs,
             checkpoint_every=checkpoint_every, evaluate_every=evaluate_every, progress=progress, seed=seed,
-            stop_tolerance=stop_tolerance, max_seconds=max_seconds, log_every=log_every,
+            stop_tolerance=stop_tolerance, max_seconds=max_seconds, log_every=log_every, metrics_rows=metrics_rows,
         )
         if estimator is not None and not isinstance(estimator, Estimator):
             raise ValueError(f"estimator must be a pfzoo.estimators.Estimator or None, got {type(estimator).__name__}")
@@ -318,7 +320,8 @@ class Trainer:
         """Reconstruction error and (where cheap) pseudo-log-likelihood on both splits, plus the estimator at its epochs."""
         generator = torch.Generator(model.device).manual_seed(self.seed + _EVALUATION_SEED_OFFSET)
         record: dict[str, float | None] = {}
-        for split, v in (("train", train), ("test", test)):
+        rows = slice(self.metrics_rows)
+        for split, v in (("train", train[rows]), ("test", test[rows])):
             if has_reconstruction(model):
                 record[f"{split}_reconstruction_error"] = reconstruction_error(model, v)
             if pseudo_likelihood_is_affordable(model):

@@ -309,3 +309,13 @@ def test_resume_after_a_kill_mid_write_cleans_the_temporary_and_drops_the_torn_l
     assert "metrics.jsonl line 3 is not a metrics record" in caplog.text
     assert torch.equal(resumed.weight, one_go.weight)
     assert without_timing(read_metrics(tmp_path / "killed")) == without_timing(read_metrics(tmp_path / "one_go"))
+
+
+def test_metrics_rows_limits_the_per_epoch_diagnostics_to_the_first_rows(tmp_path, data):
+    model = rbm()
+    Trainer(CD(), run_dir=tmp_path, epochs=1, batch_size=20, progress=False, metrics_rows=7).fit(model, data)
+    record = read_metrics(tmp_path)[-1]
+    assert record["train_reconstruction_error"] == pytest.approx(reconstruction_error(model, data.train[:7]))
+    assert record["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, data.test[:7]))
+    with pytest.raises(ValueError, match="metrics_rows"):
+        Trainer(CD(), run_dir=tmp_path, metrics_rows=0)

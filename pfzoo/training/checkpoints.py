@@ -126,7 +126,9 @@ def restore_trainer_state(
 
 def config_differences(stored: Mapping | None, current: Mapping | None, prefix: str = "") -> list[str]:
     """``"key: old → new"`` for every leaf that differs between two plain config dicts, :data:`RESUMABLE_KEYS` aside.
-    Nothing is compared when either is ``None`` (a run started from the library without a config)."""
+    Nothing is compared when either is ``None`` (a run started from the library without a config). A key absent from
+    one side and ``None`` on the other is no difference: a setting added to the configs since the run started, at its
+    off value, changes nothing (a long run can then resume under a newer pfzoo)."""
     if stored is None or current is None:
         return []
     differences = []
@@ -137,6 +139,6 @@ def config_differences(stored: Mapping | None, current: Mapping | None, prefix: 
         old, new = stored.get(key, "<absent>"), current.get(key, "<absent>")
         if isinstance(old, Mapping) and isinstance(new, Mapping):
             differences += config_differences(old, new, f"{path}.")
-        elif old != new:
+        elif old != new and not ((old is None and new == "<absent>") or (old == "<absent>" and new is None)):
             differences.append(f"{path}: {old!r} → {new!r}")
     return differences

@@ -195,4 +195,10 @@ def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     assert config_differences(stored, {"trainer": {"epochs": 9, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "b"}) == []
     assert config_differences(stored, {"trainer": {"epochs": 3, "optimizer": {"lr": 0.1}}, "seed": 1, "run_dir": "a"}) == [
         "seed: 0 → 1", "trainer.optimizer.lr: 0.05 → 0.1"]
+    # a setting added since the run started, at its off value (null), is no difference; at any other value it is
+    newer = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}, "metrics_rows": None}, "seed": 0, "run_dir": "a"}
+    assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
+    newer["trainer"]["metrics_rows"] = 100
+    assert config_differences(stored, newer) == ["trainer.metrics_rows: '<absent>' → 100"]
+    assert config_differences({"model": {"sizes": [1, 2]}}, {"model": {"sizes": [1, 3]}}) == ["model.sizes: [1, 2] → [1, 3]"]
     assert format_record({"epoch": 2, "loss": -0.0476243411, "seconds": 1.23456}) == "loss -0.04762  seconds 1.235"

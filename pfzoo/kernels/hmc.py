@@ -198,8 +198,9 @@ class EnergyTarget:
         self.model = model
 
     def log_density(self, x: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
-        """``log f_β(x) = −β E(x)`` of ``x [N, D]`` (β a number or ``[N]``) → float64 ``[N]``."""
-        return -beta * self.model.energy(x).double()
+        """``log f_β(x) = −β E(x)`` of ``x [N, D]``: float64 ``[N]`` for β a number, ``[N, K]`` for β an ``[N, K]`` tensor."""
+        energy = self.model.energy(x).double()
+        return -beta * (energy[:, None] if torch.is_tensor(beta) else energy)
 
     def statistics(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.model.energy_and_grad(x)

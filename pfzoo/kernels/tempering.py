@@ -152,8 +152,8 @@ class ParallelTempering:
     At a caller's ``beta`` the replicas run at ``beta · β_r``: the kernel leaves ``p_beta`` invariant on the last replica.
     When the target takes a β per chain (:data:`~pfzoo.kernels.base.CHAIN_BETAS`, e.g. an RBM's or an Ising model's own
     conditionals) all replicas advance as one ``[R·N, D]`` batch, one inner step per PT step; otherwise (HMC on an energy)
-    one inner step per replica. Exchanges cost one ``log_density`` call on the proposed pairs' ``2·P·N`` positions at
-    both βs, and no host sync (``swaps="random"`` reads its one draw).
+    one inner step per replica. Exchanges cost one ``log_density`` call on the proposed pairs' ``2·P·N`` positions, each
+    at its own and its partner's β (for an RBM one product ``vW``), and no host sync (``swaps="random"`` reads its one draw).
 
     Args:
         kernel: the inner kernel (BlockGibbs on a bipartite model's own conditionals, ScanGibbs on an Ising model's,
@@ -254,10 +254,9 @@ class ParallelTempering:
         low_rows = (lows[:, None] * count + torch.arange(count, device=device)).reshape(-1)  # [P·N]
         high_rows = low_rows + count
         lower, upper = ladder[lows].repeat_interleave(count), ladder[lows + 1].repeat_interleave(count)
-        both = position[torch.cat([low_rows, high_rows])]
-        # one call: each state of a pair at its own β, then at its partner's
-        log_f = target.log_density(torch.cat([both, both]), beta=torch.cat([lower, upper, upper, lower]))
-        own_low, own_high, cross_low, cross_high = log_f.view(4, -1)
+        # each state of a pair at its own β and at its partner's, in one call: [2·P·N, 2]
+        log_f = target.log_density(position[torch.cat([low_rows, high_rows])], beta=torch.stack([torch.cat([lower, upper]), torch.cat([upper, lower])], 1))
+        (own_low, own_high), (cross_low, cross_high) = log_f[:, 0].view(2, -1), log_f[:, 1].view(2, -1)
         log_ratio = cross_low + cross_high - own_low - own_high
         accept_prob = torch.nan_to_num(torch.exp(torch.clamp(log_ratio, max=0.0)), nan=0.0)  # [P·N]
         accepted = uniform(accept_prob.shape, generator=generator, device=device, dtype=torch.float64) < accept_prob

@@ -24,7 +24,8 @@ class BipartiteConditionals:
         self.model = model
 
     def log_density(self, visible: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
-        """``log f_β(v) = log Σ_h exp(−β E(v, h))`` of ``visible [N, V]`` (β a number or ``[N]``) → float64 ``[N]``."""
+        """``log f_β(v) = log Σ_h exp(−β E(v, h))`` of ``visible [N, V]``: float64 ``[N]`` for β a number, ``[N, K]`` for β
+        an ``[N, K]`` tensor."""
         return self.model.tempered_log_density(visible, beta=beta)
 
     def statistics(self, visible: torch.Tensor, *, beta: float = 0.0) -> None:
@@ -64,7 +65,8 @@ class BipartiteModel(EnergyModel):
 
     def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
         """``log f_β(v) = log Σ_h exp(−β E(v, h))``, the unnormalised visible marginal of ``p_β`` (``−F(v)`` at β = 1), for
-        ``v [B, V]`` and β a number or a ``[B]`` tensor → float64 ``[B]``: what replica exchange compares. Not validated."""
+        ``v [B, V]``: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]`` tensor (K inverse temperatures per row,
+        one product ``vW`` for all of them). What replica exchange compares. Not validated."""
         raise NotImplementedError
 
     def gibbs_chain(self, *, reversible: bool = False) -> tuple[BlockGibbs, BipartiteConditionals]:

@@ -162,11 +162,14 @@ class GaussianBernoulliRBM(BipartiteModel):
 
     def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
         """``log f_β(v) = −β Σ_i (v_i − b_i)²/(2σ_i²) + Σ_j softplus(β (c + (v/σ) W)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))``
-        with ``h`` summed out) for ``v [B, V]`` and β > 0 a number or a ``[B]`` tensor → float64 ``[B]``. Not validated."""
-        column = beta[:, None] if torch.is_tensor(beta) else beta
+        with ``h`` summed out) for ``v [B, V]`` and β > 0: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]``
+        tensor. Not validated."""
+        hidden_input = (v / self.sigma) @ self.weight + self.hidden_bias
         quadratic = ((v - self.visible_bias) / self.sigma).square().sum(-1, dtype=torch.float64) / 2
-        hidden = F.softplus(column * ((v / self.sigma) @ self.weight + self.hidden_bias)).sum(-1, dtype=torch.float64)
-        return hidden - beta * quadratic
+        if not torch.is_tensor(beta):
+            return F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64) - beta * quadratic
+        scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
+        return F.softplus(scaled).sum(-1, dtype=torch.float64) - beta * quadratic[:, None]
 
     # ---- conditionals -------------------------------------------------------------------
     # ``hidden_probs``/``visible_mean``/``draw_*`` are the unchecked hot-loop primitives used by

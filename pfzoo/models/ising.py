@@ -55,8 +55,10 @@ class IsingConditionals:
         return None
 
     def log_density(self, x: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
-        """``log f_β(x) = β (½ xᵀJx + b·x)`` of ``x [N, D]`` (β a number or ``[N]``) → float64 ``[N]``."""
-        return beta * (0.5 * ((x @ self.coupling) * x).sum(-1, dtype=torch.float64) + (x @ self.bias).double())
+        """``log f_β(x) = β (½ xᵀJx + b·x)`` of ``x [N, D]``: float64 ``[N]`` for β a number, ``[N, K]`` for β an ``[N, K]``
+        tensor."""
+        log_f = 0.5 * ((x @ self.coupling) * x).sum(-1, dtype=torch.float64) + (x @ self.bias).double()
+        return beta * (log_f[:, None] if torch.is_tensor(beta) else log_f)
 
     def draw_block(self, x: torch.Tensor, block: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         logits = x @ self.coupling[:, block] + self.bias[block]

@@ -116,10 +116,12 @@ class RBM(BipartiteModel):
 
     def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
         """``log f_β(v) = β b·v + Σ_j softplus(β (vW + c)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))`` with ``h`` summed out) for
-        ``v [B, V]`` and β a number or a ``[B]`` tensor → float64 ``[B]``. Not validated."""
-        column = beta[:, None] if torch.is_tensor(beta) else beta
-        hidden = F.softplus(column * (v @ self.weight + self.hidden_bias)).sum(-1, dtype=torch.float64)
-        return beta * (v @ self.visible_bias).double() + hidden
+        ``v [B, V]``: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]`` tensor. Not validated."""
+        hidden_input, visible_term = v @ self.weight + self.hidden_bias, (v @ self.visible_bias).double()
+        if not torch.is_tensor(beta):
+            return beta * visible_term + F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64)
+        scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
+        return beta * visible_term[:, None] + F.softplus(scaled).sum(-1, dtype=torch.float64)
 
     def flip_free_energy_gaps(self, v: torch.Tensor, units: torch.Tensor | None = None) -> torch.Tensor:
         """``F(v⁽ⁱ⁾) - F(v)`` for single-unit flips of ``v [B, V]``: all V units (→ ``[B, V]``) or ``units [B, k]`` (→ ``[B, k]``).

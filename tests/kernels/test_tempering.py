@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from factories import all_binary_states
+from factories import all_binary_states, random_gbrbm
 from scipy import stats
 from torch import nn
 
@@ -155,16 +155,25 @@ def test_an_exchange_is_accepted_with_the_metropolis_ratio_of_the_tempered_densi
     assert abs(swapped.double().mean().item() - expected) < 4 * math.sqrt(expected * (1 - expected) / num_chains)
 
 
-def test_tempered_log_densities_of_the_gibbs_targets_are_the_beta_powers_of_their_marginals():
-    rbm = bimodal_rbm(num_visible=5)
+def test_tempered_log_densities_of_the_targets_are_the_marginals_of_the_tempered_joints():
+    """``log f_β(v) = log Σ_h exp(−β E(v, h))`` by enumerating h, for a β per row and K = 2 of them per row."""
     states = all_binary_states(5)
-    beta = torch.linspace(0.1, 1.0, states.shape[0], dtype=torch.float64)
+    beta = torch.stack([torch.linspace(0.1, 1.0, 32, dtype=torch.float64), torch.linspace(1.0, 0.3, 32, dtype=torch.float64)], 1)  # [32, 2]
     hidden = all_binary_states(2)
-    joint = -beta[:, None] * torch.stack([rbm.energy(states, h.expand(32, 2)) for h in hidden], 1)
-    torch.testing.assert_close(rbm.gibbs_chain()[1].log_density(states, beta=beta), torch.logsumexp(joint, 1).detach())
-    torch.testing.assert_close(rbm.tempered_log_density(states, beta=1.0), -rbm.free_energy(states).detach())
+    rbm = bimodal_rbm(num_visible=5)
+    gbrbm = random_gbrbm(5, 2)
+    real = torch.randn(32, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    for model, v in ((rbm, states), (gbrbm, real)):
+        energies = torch.stack([model.energy(v, h.expand(32, 2)) for h in hidden], 1).detach()  # [32, 4]
+        expected = torch.logsumexp(-beta[:, :, None] * energies[:, None, :], 2)
+        torch.testing.assert_close(model.gibbs_chain()[1].log_density(v, beta=beta), expected)
+        torch.testing.assert_close(model.tempered_log_density(v, beta=0.7), torch.logsumexp(-0.7 * energies, 1))
+        torch.testing.assert_close(model.tempered_log_density(v, beta=1.0), -model.free_energy(v).detach())
     model = ferromagnet(num_units=5)
-    torch.testing.assert_close(model.gibbs_chain()[1].log_density(states, beta=beta), -beta * model.energy(states).detach())
+    torch.testing.assert_close(model.gibbs_chain()[1].log_density(states, beta=beta), -beta * model.energy(states).detach()[:, None])
+    torch.testing.assert_close(model.gibbs_chain()[1].log_density(states, beta=0.5), -0.5 * model.energy(states).detach())
+    wells = EnergyFunction(TwoWells(), num_visible=1).double()
+    torch.testing.assert_close(wells.energy_target().log_density(real[:, :1], beta=beta), -beta * wells.energy(real[:, :1]).detach()[:, None])
 
 
 def test_a_target_without_a_tempered_density_is_refused_in_one_line():

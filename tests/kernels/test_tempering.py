@@ -205,6 +205,23 @@ def test_models_sample_through_a_tempering_kernel():
     assert chi_square_p_value(samples, visible_probabilities(lambda x: -model.energy(x), 6)) > P_VALUE_FLOOR
 
 
+def test_tempering_samples_a_gaussian_bernoulli_rbm_with_a_beta_per_chain():
+    """Visible means and variances of a GB-RBM sampled by PT (its Gaussian draws at a β per chain) against their exact
+    values by enumerating h: ``p(h) ∝ exp(c·h + Σ_i (b_i u_i/σ_i + u_i²/2))`` with ``u = W h``, ``v | h ~ N(b + σ u, σ²)``."""
+    model = random_gbrbm(3, 4, scale=1.0, seed=3)
+    hidden = all_binary_states(4)
+    u = hidden @ model.weight.detach().T
+    log_p = hidden @ model.hidden_bias.detach() + u @ (model.visible_bias / model.sigma).detach() + u.square().sum(1) / 2
+    p = torch.softmax(log_p, 0)
+    means = model.visible_bias.detach() + model.sigma.detach() * u  # [16, 3]
+    mean = p @ means
+    variance = p @ (means - mean) ** 2 + model.sigma.detach() ** 2
+    samples = model.sample(NUM_CHAINS, num_steps=50, kernel=ParallelTempering(BlockGibbs(), temperature_ladder(4, min_beta=0.3)),
+                           generator=torch.Generator().manual_seed(11))
+    assert torch.all((samples.mean(0) - mean).abs() < 4 * (variance / NUM_CHAINS).sqrt())
+    torch.testing.assert_close(samples.var(0), variance, rtol=0.1, atol=0)
+
+
 def test_ladders_are_checked_made_and_adapted_towards_equal_acceptance():
     geometric = temperature_ladder(5, min_beta=0.01)
     torch.testing.assert_close(geometric, torch.tensor([0.01, 0.01 ** 0.75, 0.1, 0.01 ** 0.25, 1.0], dtype=torch.float64))

@@ -6,7 +6,7 @@ kernel at its own β, then proposes to exchange the states of neighbouring repli
 
     min(1, f_{β_i}(x_{i+1}) f_{β_{i+1}}(x_i) / (f_{β_i}(x_i) f_{β_{i+1}}(x_{i+1})))
 
-(*Deep Learning* §18.2; Desjardins et al. 2010, eq. 4). Both moves leave the product ``Π_r p_{β_r}(x_r)`` invariant, so
+(*Deep Learning* §18.2; Desjardins et al. 2010). Both moves leave the product ``Π_r p_{β_r}(x_r)`` invariant, so
 the β = 1 replica samples ``p_1``, while states cross between modes at the hot end (small β, a flatter density) and
 travel down the ladder by exchanges. Exchanges need ``log f_β`` of any position at any β: a target offers it as
 ``log_density`` (:data:`~pfzoo.kernels.base.TEMPERED_LOG_DENSITY`). The ladder adapts towards equal acceptance between

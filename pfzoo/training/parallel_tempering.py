@@ -43,7 +43,7 @@ class PT(Objective):
     (:func:`~pfzoo.kernels.adapt_ladder`; its ends stay).
 
     Works with every family whose visible Gibbs chain and free energy are exact and whose Gibbs target offers its
-    tempered log density: RBMs, Gaussian–Bernoulli RBMs (a ladder of β > 0), Ising models, Hopfield networks. Under a
+    tempered log density: RBMs, Gaussian–Bernoulli RBMs, Ising models, Hopfield networks. Under a
     ``torch.distributed`` process group ``num_chains`` counts the chains of the whole run, each rank holding its share of
     every replica (as :class:`~pfzoo.training.PCD`); the acceptance is pooled over the ranks, so they adapt one ladder.
 

@@ -9,7 +9,7 @@ import torch
 from pfzoo import distributed
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM, LinearGenerative
-from pfzoo.training import CD, EMHMC, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
+from pfzoo.training import CD, EMHMC, PCD, PT, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
 
 NUM_CHAINS = 6
 """PCD's chains over all ranks: three per rank on two."""
@@ -61,8 +61,8 @@ def pcd_trainer(run_dir: Path, epochs: int) -> Trainer:
 
 def sampling_runs(run_dir: Path) -> dict[str, list]:
     """PCD for 3 epochs at once, and for 1 epoch then resumed to 3 (as after a kill following epoch 1's checkpoint);
-    persistent MPF (epoch-stateful: ``prepare`` and ``indices``), CD-1, MPF over 2 sampled flips per example and EM with
-    HMC E-steps (epoch-stateful, on a linear generative model) for 2 epochs each."""
+    persistent MPF (epoch-stateful: ``prepare`` and ``indices``), CD-1, MPF over 2 sampled flips per example, EM with
+    HMC E-steps (epoch-stateful, on a linear generative model) and PT with an adapting ladder for 2 epochs each."""
     results = {}
     model, data = tiny_problem()
     trainer = pcd_trainer(run_dir / "whole", 3)
@@ -90,6 +90,12 @@ def sampling_runs(run_dir: Path) -> dict[str, list]:
     results["em_hmc"] = parameters(model)
     trainer.objective.prepare(model, data.train, generator=torch.Generator().manual_seed(distributed.rank()))  # one more E-step
     results["em_hmc_latents"] = trainer.objective.latents.tolist()
+    model, data = tiny_problem()
+    trainer = Trainer(PT(num_chains=NUM_CHAINS, num_replicas=3, min_beta=0.2, adapt_ladder=True), partial(torch.optim.SGD, lr=0.1),
+                      run_dir=run_dir / "pt", epochs=2, batch_size=10, progress=False, seed=6)
+    trainer.fit(model, data)
+    results["pt"] = parameters(model)
+    results["pt_betas"] = trainer.objective.betas.tolist()
     return results
 
 

@@ -165,7 +165,7 @@ def test_two_ranks_train_deterministic_objectives_as_one_process(two_rank_traini
 
 def test_two_rank_pcd_keeps_a_share_of_the_chains_per_rank_and_resumes_exactly(two_rank_training):
     out, (first, second) = two_rank_training
-    for name in ("whole", "resumed", "persistent_mpf", "cd", "mpf_sgd", "em_hmc", "em_hmc_latents"):
+    for name in ("whole", "resumed", "persistent_mpf", "cd", "mpf_sgd", "em_hmc", "em_hmc_latents", "pt", "pt_betas"):
         assert first["sampling"][name] == second["sampling"][name], name  # ranks agree on the parameters
     assert first["sampling"]["resumed"] == first["sampling"]["whole"]  # 1 epoch, then resumed to 3 = 3 at once
     state = zoo.load_checkpoint(out / "runs" / "whole" / "checkpoint.pt")["trainer_state"]
@@ -179,6 +179,10 @@ def test_two_rank_pcd_keeps_a_share_of_the_chains_per_rank_and_resumes_exactly(t
     advanced = [rank["batch_advanced"] for rank in em]  # each example's minibatch transitions happened on one rank
     assert (advanced[0] ^ advanced[1]).all() and advanced[0].any() and advanced[1].any()
     assert not torch.equal(em[0]["latents"][advanced[1]], em[1]["latents"][advanced[1]])  # so the copies differ there
+    pt = [rank["objective"] for rank in zoo.load_checkpoint(out / "runs" / "pt" / "checkpoint.pt")["trainer_state"]["ranks"]]
+    assert [tuple(rank["chains"].shape) for rank in pt] == [(3 * half, 6), (3 * half, 6)]  # each rank's share of every replica
+    assert first["sampling"]["pt_betas"] != [0.2, 0.2**0.5, 1.0]  # one ladder, adapted from the acceptance pooled over ranks
+    assert "swap_acceptance" in (out / "runs" / "pt" / "metrics.jsonl").read_text()
     start = {"cd": distributed_training.tiny_problem()[0], "em_hmc": distributed_training.tiny_generative_problem()[0]}
     for name, model in start.items():  # training moved the parameters, so the agreement says something
         assert (torch.tensor(first["sampling"][name]) - torch.tensor(distributed_training.parameters(model))).abs().max() > 1e-3, name

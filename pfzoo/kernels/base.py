@@ -24,6 +24,13 @@ REAL_ENERGY_VALUES = "an energy over real vectors"
 BINARY_ENERGY_VALUES = "an energy over binary vectors"
 EXACT_DRAWS = "exact draws of each intermediate distribution"
 """What a kernel needs of its target (a kernel's ``needs``); a target offers one or more of these."""
+TEMPERED_LOG_DENSITY = "its unnormalised log density at any β"
+"""What replica exchange needs besides its kernel's needs: ``target.log_density(position [N, D], *, beta)``, float64
+``log f_β`` of the positions: ``[N]`` for β a number, ``[N, K]`` for β an ``[N, K]`` tensor (K inverse temperatures per
+row, so that a row's shared work, such as an RBM's ``vW + c``, is done once for all K)."""
+CHAIN_BETAS = "a β per chain in its conditionals"
+"""A target whose draws (and statistics) take β as an ``[N, 1]`` tensor, one per chain, as well as a number: a kernel that
+passes β through to it (the Gibbs kernels) then advances chains at several temperatures as one batch."""
 
 
 @runtime_checkable

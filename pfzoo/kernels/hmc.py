@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 import torch
 
 from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
-from pfzoo.kernels.base import ENERGY_AND_GRADIENT
+from pfzoo.kernels.base import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, TEMPERED_LOG_DENSITY
 from pfzoo.sampling import normal, uniform
 from pfzoo.validation import check_finite_number, check_positive_int
 
@@ -186,11 +186,21 @@ class HMCKernel:
 class EnergyTarget:
     """A model's own density tempered by β, ``E_β = β E``, as a :class:`PositionTarget`; statistics ``(E [N], ∇E [N, D])``.
 
-    ``model`` offers ``energy_and_grad(x) -> (energy [N], grad [N, D])`` (every continuous model does).
+    ``model`` offers ``energy_and_grad(x) -> (energy [N], grad [N, D])`` and ``energy(x) -> [N]`` (every continuous model
+    does). Its statistics do not depend on β, and it offers ``log f_β = −β E`` (:meth:`log_density`), so
+    :class:`~pfzoo.kernels.ParallelTempering` runs HMC or Metropolis replicas on it (one replica at a time: its
+    evaluation takes β as a number).
     """
+
+    offers = frozenset({ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, TEMPERED_LOG_DENSITY})
 
     def __init__(self, model) -> None:
         self.model = model
+
+    def log_density(self, x: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
+        """``log f_β(x) = −β E(x)`` of ``x [N, D]``: float64 ``[N]`` for β a number, ``[N, K]`` for β an ``[N, K]`` tensor."""
+        energy = self.model.energy(x).double()
+        return -beta * (energy[:, None] if torch.is_tensor(beta) else energy)
 
     def statistics(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.model.energy_and_grad(x)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from pfzoo.kernels import BlockGibbs, run_chain
+from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, TEMPERED_LOG_DENSITY, BlockGibbs, Kernel, check_kernel, run_chain
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
@@ -14,10 +14,19 @@ from pfzoo.validation import check_beta, check_binary, check_generator, check_po
 
 class BipartiteConditionals:
     """A bipartite model's own ``p_β(v, h) ∝ exp(−β E(v, h))`` as a block-Gibbs target
-    (:class:`~pfzoo.kernels.BlockConditionals`): its draws start from the states themselves, so it keeps no statistics."""
+    (:class:`~pfzoo.kernels.BlockConditionals`): its draws start from the states themselves, so it keeps no statistics.
+    Its draws take a β per chain (an ``[N, 1]`` tensor), and it offers the visible marginal's tempered log density, so
+    :class:`~pfzoo.kernels.ParallelTempering` runs on it with every replica in one batch."""
+
+    offers = frozenset({BLOCK_CONDITIONALS, TEMPERED_LOG_DENSITY, CHAIN_BETAS})
 
     def __init__(self, model: "BipartiteModel") -> None:
         self.model = model
+
+    def log_density(self, visible: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
+        """``log f_β(v) = log Σ_h exp(−β E(v, h))`` of ``visible [N, V]``: float64 ``[N]`` for β a number, ``[N, K]`` for β
+        an ``[N, K]`` tensor."""
+        return self.model.tempered_log_density(visible, beta=beta)
 
     def statistics(self, visible: torch.Tensor, *, beta: float = 0.0) -> None:
         return None
@@ -54,6 +63,12 @@ class BipartiteModel(EnergyModel):
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         raise NotImplementedError
 
+    def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """``log f_β(v) = log Σ_h exp(−β E(v, h))``, the unnormalised visible marginal of ``p_β`` (``−F(v)`` at β = 1), for
+        ``v [B, V]``: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]`` tensor (K inverse temperatures per row,
+        one product ``vW`` for all of them). What replica exchange compares. Not validated."""
+        raise NotImplementedError
+
     def gibbs_chain(self, *, reversible: bool = False) -> tuple[BlockGibbs, BipartiteConditionals]:
         """Block Gibbs ``v → h → v`` on the model's own conditionals (reversible in v as it stands)."""
         return BlockGibbs(), BipartiteConditionals(self)
@@ -73,16 +88,21 @@ class BipartiteModel(EnergyModel):
         return self.draw_visible(h, beta=self.check_sampler_beta(beta), generator=generator)
 
     @torch.no_grad()
-    def sample(self, num_samples: int, *, num_steps: int = 1000, generator: torch.Generator | None = None) -> torch.Tensor:
+    def sample(self, num_samples: int, *, num_steps: int = 1000, kernel: Kernel | None = None,
+               generator: torch.Generator | None = None) -> torch.Tensor:
         """Approximate samples of the visible units ``[num_samples, V]`` by MCMC: ``num_samples`` independent chains
-        start from uniformly random hidden states, draw ``v ~ p(v | h)``, then run ``num_steps`` block Gibbs sweeps
-        (``h ~ p(h | v)``, ``v ~ p(v | h)``); returns the last visible states. Exact only in the limit of many
-        sweeps; strongly trained models mix slowly, so check convergence (e.g. two seeds' statistics)."""
+        start from uniformly random hidden states, draw ``v ~ p(v | h)``, then run ``num_steps`` steps of ``kernel`` on
+        the model's own conditionals (:meth:`gibbs_chain`'s target; default: block Gibbs sweeps ``h ~ p(h | v)``,
+        ``v ~ p(v | h)``); returns the last visible states. Exact only in the limit of many steps; strongly trained
+        models mix slowly, so check convergence (e.g. two seeds' statistics), or pass a kernel that mixes between modes,
+        e.g. ``kernel=ParallelTempering(BlockGibbs(), temperature_ladder(10, min_beta=0.1))`` (its β = 1 replicas are
+        returned)."""
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
+        default, target = self.gibbs_chain()
+        kernel = default if kernel is None else check_kernel(kernel, target.offers, f"{type(self).__name__}'s Gibbs target")
         hidden = bernoulli(torch.full((num_samples, self.num_hidden), 0.5, device=self.device, dtype=self.dtype), generator=generator)
-        kernel, target = self.gibbs_chain()
         state, _ = run_chain(kernel, target, self.draw_visible(hidden, generator=generator), num_steps, generator=generator)
         return state.position
 

@@ -160,12 +160,23 @@ class GaussianBernoulliRBM(BipartiteModel):
         quadratic = ((v - self.visible_bias) / sigma).square().sum(-1) / 2
         return quadratic - F.softplus((v / sigma) @ self.weight + self.hidden_bias).sum(-1)
 
+    def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """``log f_β(v) = −β Σ_i (v_i − b_i)²/(2σ_i²) + Σ_j softplus(β (c + (v/σ) W)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))``
+        with ``h`` summed out) for ``v [B, V]`` and β > 0: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]``
+        tensor. Not validated."""
+        hidden_input = (v / self.sigma) @ self.weight + self.hidden_bias
+        quadratic = ((v - self.visible_bias) / self.sigma).square().sum(-1, dtype=torch.float64) / 2
+        if not torch.is_tensor(beta):
+            return F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64) - beta * quadratic
+        scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
+        return F.softplus(scaled).sum(-1, dtype=torch.float64) - beta * quadratic[:, None]
+
     # ---- conditionals -------------------------------------------------------------------
     # ``hidden_probs``/``visible_mean``/``draw_*`` are the unchecked hot-loop primitives used by
     # kernels and trainers; the public ``sample_*`` methods validate their input first.
 
     def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
-        """``p_β(h = 1 | v) = sigmoid(β (c + (v/σ) W))``, ``[B, H]``. Inputs are not validated."""
+        """``p_β(h = 1 | v) = sigmoid(β (c + (v/σ) W))``, ``[B, H]``; β a number or a ``[B, 1]`` tensor. Not validated."""
         return torch.sigmoid(beta * ((v / self.sigma) @ self.weight + self.hidden_bias))
 
     def visible_mean(self, h: torch.Tensor) -> torch.Tensor:
@@ -177,11 +188,12 @@ class GaussianBernoulliRBM(BipartiteModel):
         return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
 
     @torch.no_grad()
-    def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-        """A sample ``v ~ N(b + σ ⊙ (W h), σ²/β)``, ``[B, V]`` (no gradient). Inputs are not validated; needs β > 0."""
+    def draw_visible(self, h: torch.Tensor, *, beta: float | torch.Tensor = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+        """A sample ``v ~ N(b + σ ⊙ (W h), σ²/β)``, ``[B, V]`` (no gradient); β a number or a ``[B, 1]`` tensor (one per
+        row). Inputs are not validated; needs β > 0."""
         mean = self.visible_mean(h)
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
-        return mean + (self.sigma / math.sqrt(beta)) * noise
+        return mean + (self.sigma / (beta.sqrt() if torch.is_tensor(beta) else math.sqrt(beta))) * noise
 
     def check_sampler_beta(self, beta: float) -> float:
         """Require 0 < β ≤ 1: ``p_β`` of a Gaussian visible layer is improper at β = 0."""

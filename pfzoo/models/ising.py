@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pfzoo.kernels import GibbsState, ScanGibbs, run_chain
+from pfzoo.kernels import CHAIN_BETAS, SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, GibbsState, Kernel, ScanGibbs, check_kernel, run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import logsumexp_over_binary_states
@@ -37,18 +37,28 @@ def independent_sets(coupling: torch.Tensor) -> list[torch.Tensor]:
 
 class IsingConditionals:
     """An Ising model's ``p_β(x) ∝ exp(β (½ xᵀJx + b·x))`` as a scan-Gibbs target (:class:`~pfzoo.kernels.ScanConditionals`):
-    ``p_β(x_i = 1 | x_{-i}) = σ(β (Jx + b)_i)``, one matrix product per block; no statistics kept.
+    ``p_β(x_i = 1 | x_{-i}) = σ(β (Jx + b)_i)``, one matrix product per block; no statistics kept. Its draws take a β per
+    chain (an ``[N, 1]`` tensor) and it offers ``log f_β``, so :class:`~pfzoo.kernels.ParallelTempering` runs on it with
+    every replica in one batch.
 
     Args:
         coupling: symmetric, zero-diagonal ``J [D, D]``; bias: ``b [D]`` (both detached).
         scan: the blocks in visiting order, each an independent set of the coupling graph.
     """
 
+    offers = frozenset({SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CHAIN_BETAS})
+
     def __init__(self, coupling: torch.Tensor, bias: torch.Tensor, scan: list[torch.Tensor]) -> None:
         self.coupling, self.bias, self.scan = coupling, bias, scan
 
     def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> None:
         return None
+
+    def log_density(self, x: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
+        """``log f_β(x) = β (½ xᵀJx + b·x)`` of ``x [N, D]``: float64 ``[N]`` for β a number, ``[N, K]`` for β an ``[N, K]``
+        tensor."""
+        log_f = 0.5 * ((x @ self.coupling) * x).sum(-1, dtype=torch.float64) + (x @ self.bias).double()
+        return beta * (log_f[:, None] if torch.is_tensor(beta) else log_f)
 
     def draw_block(self, x: torch.Tensor, block: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         logits = x @ self.coupling[:, block] + self.bias[block]
@@ -200,23 +210,28 @@ class Ising(EnergyModel):
         num_sweeps: int = 1000,
         beta: float = 1.0,
         initial: torch.Tensor | None = None,
+        kernel: Kernel | None = None,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """``num_samples`` independent chains run ``num_sweeps`` Gibbs sweeps at β; returns their final states ``[S, D]``.
 
-        Chains start from ``initial [S, D]`` or, by default, uniformly random states.
+        Chains start from ``initial [S, D]`` or, by default, uniformly random states. ``kernel`` replaces the sweep by any
+        kernel on :meth:`gibbs_chain`'s target, one step per sweep, e.g. ``ParallelTempering(ScanGibbs(),
+        temperature_ladder(8, min_beta=0.2))`` for a model whose modes plain sweeps do not cross (its β replicas
+        returned; its ladder is scaled by β).
         """
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_sweeps, "num_sweeps")
         beta = check_beta(beta)
         check_generator(generator, self.device)
+        default, target = self.gibbs_chain()
+        kernel = default if kernel is None else check_kernel(kernel, target.offers, f"{type(self).__name__}'s Gibbs target")
         if initial is None:
             x = bernoulli(torch.full((num_samples, self.num_units), 0.5, device=self.device, dtype=self.dtype), generator=generator)
         else:
             x = self.check_visible(initial, "initial")
             if x.shape[0] != num_samples:
                 raise ValueError(f"initial must have num_samples={num_samples} rows, got shape {tuple(x.shape)}")
-        kernel, target = self.gibbs_chain()
         return run_chain(kernel, target, x, num_sweeps, beta=beta, generator=generator)[0].position
 
     # ---- partition function ---------------------------------------------------------------

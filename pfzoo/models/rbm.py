@@ -115,6 +115,15 @@ class RBM(BipartiteModel):
         self.check_visible(v)
         return -v @ self.visible_bias - F.softplus(v @ self.weight + self.hidden_bias).sum(-1)
 
+    def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """``log f_β(v) = β b·v + Σ_j softplus(β (vW + c)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))`` with ``h`` summed out) for
+        ``v [B, V]``: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]`` tensor. Not validated."""
+        hidden_input, visible_term = v @ self.weight + self.hidden_bias, (v @ self.visible_bias).double()
+        if not torch.is_tensor(beta):
+            return beta * visible_term + F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64)
+        scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
+        return beta * visible_term[:, None] + F.softplus(scaled).sum(-1, dtype=torch.float64)
+
     def flip_free_energy_gaps(self, v: torch.Tensor, units: torch.Tensor | None = None) -> torch.Tensor:
         """``F(v⁽ⁱ⁾) - F(v)`` for single-unit flips of ``v [B, V]``: all V units (→ ``[B, V]``) or ``units [B, k]`` (→ ``[B, k]``).
 
@@ -137,11 +146,11 @@ class RBM(BipartiteModel):
     # kernels and trainers; the public ``sample_*`` methods validate their input first.
 
     def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
-        """``p(h = 1 | v) = σ(β (vW + c))``, ``[B, H]``. Inputs are not validated."""
+        """``p(h = 1 | v) = σ(β (vW + c))``, ``[B, H]``; β a number or a ``[B, 1]`` tensor. Inputs are not validated."""
         return torch.sigmoid(beta * (v @ self.weight + self.hidden_bias))
 
     def visible_probs(self, h: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
-        """``p(v = 1 | h) = σ(β (Wh + b))``, ``[B, V]``. Inputs are not validated."""
+        """``p(v = 1 | h) = σ(β (Wh + b))``, ``[B, V]``; β a number or a ``[B, 1]`` tensor. Inputs are not validated."""
         return torch.sigmoid(beta * (h @ self.weight.T + self.visible_bias))
 
     def reconstruct(self, v: torch.Tensor) -> torch.Tensor:

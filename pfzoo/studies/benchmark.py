@@ -38,6 +38,10 @@ PCD-1 training of a 784×500 RBM (``rbm_pcd``): :class:`pfzoo.training.PCD` with
 (the ``trainer=pcd`` settings) on minibatches of 100, 500 optimizer steps (one epoch of binarized MNIST's 50,000
 training digits; random binary digits here): optimizer steps per second and examples per second.
 
+The same training steps for the sampler-based principles beside PCD: PT-SML (``rbm_pt``, 10 replicas of the 100 chains on
+a geometric ladder from β = 0.1, advanced as one batch, one exchange round per update), FPCD-1 (``rbm_fpcd``) and naive
+MCMC (``rbm_naive_mcmc``, 100 fresh chains burned in 100 Gibbs steps per update): steps and examples per second each.
+
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
 ``BitFlipMPF`` loss + gradient evaluations per second, and L-BFGS (strong Wolfe) iterations per second
@@ -78,7 +82,7 @@ from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.studies.ising_recovery import coupling_error
-from pfzoo.training import PCD, BitFlipMPF
+from pfzoo.training import FPCD, PCD, PT, BitFlipMPF, NaiveMCMC
 from pfzoo.validation import values_checked
 
 
@@ -379,15 +383,15 @@ def benchmark_rbm_mpf(device: torch.device, num_visible=784, num_hidden=500, bat
     }
 
 
-def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1, num_chains=100,
-                      repeats=2) -> dict:
-    """``num_batches`` PCD-k optimizer steps (loss, backward, SGD step) cycling through 10 random binary minibatches,
-    with the batches' value checks skipped as in the Trainer's steps (they were checked once, as the Trainer checks its
-    data splits)."""
+def training_steps(objective, device: torch.device, num_visible: int, num_hidden: int, batch_size: int, num_batches: int,
+                   repeats: int) -> float:
+    """Best seconds of ``num_batches`` optimizer steps (loss, backward, SGD step with the ``trainer=pcd`` settings) of
+    ``objective`` on the benchmarks' RBM, cycling through 10 random binary minibatches, with the batches' value checks
+    skipped as in the Trainer's steps (they were checked once, as the Trainer checks its data splits)."""
     g = torch.Generator(device).manual_seed(0)
     model = random_rbm(num_visible, num_hidden, g, device)
     batches = (torch.rand(10, batch_size, num_visible, generator=g, device=device) < 0.2).float()
-    objective = PCD(k=k, num_chains=num_chains).to(device)
+    objective = objective.to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.5)  # conf/trainer/pcd.yaml
 
     model.check_visible(batches.flatten(0, 1), "batches")
@@ -399,15 +403,56 @@ def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, bat
                 objective.loss(model, batches[step % len(batches)], generator=g).backward()
             optimizer.step()
 
-    seconds = best_seconds(epoch, device, repeats)
+    return best_seconds(epoch, device, repeats)
+
+
+def training_rates(name: str, shape: dict, seconds: float) -> dict:
+    """A training case's result: its ``shape`` (``num_batches`` and ``batch_size`` among it), seconds, optimizer steps
+    per second and examples per second."""
     return {
-        "name": "rbm_pcd",
-        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size, "num_batches": num_batches, "k": k,
-                  "num_chains": num_chains},
+        "name": name,
+        "shape": shape,
         "seconds": seconds,
-        "steps_per_second": num_batches / seconds,
-        "examples_per_second": num_batches * batch_size / seconds,
+        "steps_per_second": shape["num_batches"] / seconds,
+        "examples_per_second": shape["num_batches"] * shape["batch_size"] / seconds,
     }
+
+
+def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1, num_chains=100,
+                      repeats=2) -> dict:
+    """``num_batches`` PCD-k optimizer steps (:func:`training_steps`)."""
+    seconds = training_steps(PCD(k=k, num_chains=num_chains), device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_pcd", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                      "num_batches": num_batches, "k": k, "num_chains": num_chains}, seconds)
+
+
+def benchmark_rbm_pt(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1, num_chains=100,
+                     num_replicas=10, repeats=2) -> dict:
+    """``num_batches`` PT-SML optimizer steps (:func:`training_steps`): ``num_replicas`` replicas of ``num_chains`` chains on
+    the geometric ladder from β = 0.1, advanced as one batch, one exchange round per PT step."""
+    objective = PT(k=k, num_chains=num_chains, num_replicas=num_replicas)
+    seconds = training_steps(objective, device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_pt", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                     "num_batches": num_batches, "k": k, "num_chains": num_chains, "num_replicas": num_replicas}, seconds)
+
+
+def benchmark_rbm_fpcd(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1, num_chains=100,
+                       repeats=2) -> dict:
+    """``num_batches`` FPCD-k optimizer steps (:func:`training_steps`), fast weights at the regular rate decaying by 19/20."""
+    objective = FPCD(k=k, num_chains=num_chains, fast_learning_rate=0.05)
+    seconds = training_steps(objective, device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_fpcd", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                       "num_batches": num_batches, "k": k, "num_chains": num_chains}, seconds)
+
+
+def benchmark_rbm_naive_mcmc(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, burn_in=100,
+                             num_chains=100, repeats=2) -> dict:
+    """``num_batches`` naive-MCMC optimizer steps (:func:`training_steps`): ``num_chains`` fresh uniform chains burned in
+    ``burn_in`` Gibbs steps per update (``trainer=naive_mcmc``'s settings)."""
+    objective = NaiveMCMC(burn_in=burn_in, num_chains=num_chains)
+    seconds = training_steps(objective, device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_naive_mcmc", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                             "num_batches": num_batches, "burn_in": burn_in, "num_chains": num_chains}, seconds)
 
 
 def free_port() -> int:
@@ -483,6 +528,9 @@ CPU_SIZES = {
     "poe_hais": {"num_steps": 5000},
     "generative_hais": {"num_examples": 20, "num_steps": 500},
     "rbm_pcd": {"num_batches": 50},
+    "rbm_pt": {"num_batches": 20},
+    "rbm_fpcd": {"num_batches": 50},
+    "rbm_naive_mcmc": {"num_batches": 10},
 }
 """Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
 QUICK_SIZES = {
@@ -496,6 +544,9 @@ QUICK_SIZES = {
     "ising_gibbs": {"num_chains": 10, "num_sweeps": 2, "repeats": 1},
     "rbm_mpf": {"batch_size": 10, "num_flips": 5, "repeats": 1},
     "rbm_pcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+    "rbm_pt": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "num_replicas": 3, "repeats": 1},
+    "rbm_fpcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+    "rbm_naive_mcmc": {"batch_size": 10, "num_batches": 3, "burn_in": 3, "num_chains": 10, "repeats": 1},
     "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
@@ -562,6 +613,21 @@ BENCHMARKS = {
         benchmark_rbm_pcd,
         lambda r: f"rbm_pcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
         f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_pt": (
+        benchmark_rbm_pt,
+        lambda r: f"rbm_pt: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PT-{r['shape']['k']} with {r['shape']['num_replicas']} "
+        f"replicas, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_fpcd": (
+        benchmark_rbm_fpcd,
+        lambda r: f"rbm_fpcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, FPCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_naive_mcmc": (
+        benchmark_rbm_naive_mcmc,
+        lambda r: f"rbm_naive_mcmc: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, burn-in {r['shape']['burn_in']}, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
     ),
     "distributed_ais": (
         benchmark_distributed_ais,

@@ -5,12 +5,15 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.em_hmc import EMHMC
+from pfzoo.training.fast_pcd import FPCD
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
 from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
+from pfzoo.training.naive_mcmc import NaiveMCMC
 from pfzoo.training.objective import Objective, applicable_trainers
+from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
 from pfzoo.training.trainer import Trainer
@@ -22,11 +25,14 @@ __all__ = [
     "DBMPersistentMeanField",
     "EMHMC",
     "ExactMaximumLikelihood",
+    "FPCD",
     "GreedyTrainer",
     "PCD",
     "MPF",
+    "NaiveMCMC",
     "Objective",
     "PersistentMPF",
+    "PT",
     "PseudoLikelihood",
     "Trainer",
     "applicable_trainers",

@@ -82,6 +82,9 @@ class Centered(Objective):
             raise ValueError("Centered.precondition needs offsets: call prepare(model, train) at the start of the epoch first")
         model.center_gradients(list(self.offsets.split(self._sizes)))
 
+    def epoch_metrics(self) -> dict[str, float]:
+        return self.objective.epoch_metrics()
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         # The offsets are created on the first epoch: resize the buffer to the saved one before copying into it.
         saved = state_dict.get(prefix + "offsets")

@@ -5,7 +5,8 @@ The :class:`~pfzoo.training.Trainer` calls :meth:`Objective.check` once, before 
 model that lacks what the objective needs is refused with a :class:`~pfzoo.models.MissingCapability`
 naming the trainer configs that do apply ("CD needs a Gibbs chain over its visible units ...; ICA is an
 energy over real vectors without latents — use trainer=ml, mpf or mpf_adam"). It then calls
-:meth:`Objective.prepare` at the start of every epoch and :meth:`Objective.loss` on every minibatch.
+:meth:`Objective.prepare` at the start of every epoch, :meth:`Objective.loss` on every minibatch and
+:meth:`Objective.epoch_metrics` after every epoch.
 """
 
 from __future__ import annotations
@@ -66,6 +67,11 @@ class Objective(nn.Module, metaclass=ABCMeta):
     def precondition(self, model) -> None:
         """Turn the minibatch's gradients in ``model``'s ``.grad`` (the ranks' sum, weight penalty included) into the
         update direction the optimiser follows, in place (e.g. centering). By default the gradient itself."""
+
+    def epoch_metrics(self) -> dict[str, float]:
+        """Diagnostics of the epoch just trained, ``{name: float}``, added to the Trainer's record of the epoch (e.g.
+        parallel tempering's swap acceptance); called on every rank after every epoch. By default there are none."""
+        return {}
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""

@@ -167,7 +167,8 @@ class Trainer:
         ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field lower bound on
         ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the likelihood. For honest
         likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny models, AIS otherwise). Each name
-        of ``epoch_metrics`` adds its value.
+        of ``epoch_metrics`` adds its value, and so does each of the objective's own
+        :meth:`~pfzoo.training.Objective.epoch_metrics` (e.g. parallel tempering's ``swap_acceptance``).
         """
         self.objective.check(model)
         if self.estimator is not None:
@@ -207,7 +208,7 @@ class Trainer:
                 began = time.perf_counter()
                 loss = self._train_epoch(ranks, model, train, optimizer, weights, generators, epoch)
                 seconds = ranks.slowest(time.perf_counter() - began, model.device)
-                record = {"epoch": epoch, "loss": loss, "seconds": seconds}
+                record = {"epoch": epoch, "loss": loss, "seconds": seconds, **self.objective.epoch_metrics()}
                 record.update(self._evaluate(model, train, test, epoch))
                 with torch.no_grad():
                     record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})

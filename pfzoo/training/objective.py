@@ -27,7 +27,9 @@ class Objective(nn.Module, metaclass=ABCMeta):
     Subclasses implement :meth:`loss`, set :attr:`config_name` (and :attr:`trainer_configs`, the ``conf/trainer``
     files that select them) and implement :meth:`missing`. An objective that keeps state across the training set
     (e.g. persistent MPF's particles, EM-HMC's latents) overrides :meth:`prepare`, which makes it
-    :attr:`epoch_stateful`; its state lives in buffers, so the Trainer checkpoints it with ``state_dict``.
+    :attr:`epoch_stateful`; its state lives in buffers, so the Trainer checkpoints it with ``state_dict``. An
+    objective may own parameters (e.g. NCE's normaliser c): the Trainer optimises them with the model's and checkpoints
+    them with the objective's state. :meth:`epoch_metrics` adds the objective's own diagnostics to each epoch's record.
     """
 
     config_name: str | None = None
@@ -52,6 +54,12 @@ class Objective(nn.Module, metaclass=ABCMeta):
         (e.g. MPF's θ_old was refreshed), so the optimiser's state (L-BFGS history, momentum) no longer applies.
         By default the objective holds no such state: nothing to do, ``False``."""
         return False
+
+    def epoch_metrics(self) -> dict[str, float]:
+        """The objective's diagnostics after an epoch (e.g. NCE's learned normaliser), ``{name: value}``, merged into the
+        epoch's record of ``metrics.jsonl`` by the Trainer (outside the timed region, under ``torch.no_grad``). By
+        default none: ``{}``."""
+        return {}
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""

@@ -9,9 +9,11 @@ from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
+from pfzoo.training.nce import NCE
 from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
+from pfzoo.training.self_contrastive import SelfContrastive
 from pfzoo.training.trainer import Trainer
 
 __all__ = [
@@ -23,9 +25,11 @@ __all__ = [
     "GreedyTrainer",
     "PCD",
     "MPF",
+    "NCE",
     "Objective",
     "PersistentMPF",
     "PseudoLikelihood",
+    "SelfContrastive",
     "Trainer",
     "applicable_trainers",
     "compose_dbm",

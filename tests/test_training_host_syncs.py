@@ -10,10 +10,11 @@ from pfzoo import app, cli, training
 from pfzoo.kernels.hmc import HMCKernel
 
 OBJECTIVES = [getattr(training, name) for name in ("CD", "PCD", "BitFlipMPF", "MPF", "PersistentMPF", "PseudoLikelihood",
-                                                   "ExactMaximumLikelihood", "EMHMC", "DBMPersistentMeanField")]
+                                                   "ExactMaximumLikelihood", "EMHMC", "DBMPersistentMeanField", "NCE",
+                                                   "SelfContrastive")]
 # every trainer config: each model's natural trainer, and the RBM's other trainers
 TRAINING_PAIRS = sorted({(model, natural(model).trainer) for model in config_names("model")}
-                        | {("rbm", trainer) for trainer in ("cd", "pseudolikelihood", "mpf_sgd")})
+                        | {("rbm", trainer) for trainer in ("cd", "pseudolikelihood", "mpf_sgd", "nce", "self_contrastive")})
 
 
 def test_the_training_pairs_cover_every_trainer_config():

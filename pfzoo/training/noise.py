@@ -174,7 +174,8 @@ class FittedStudentT(FittedNoise):
     """Independent Student-t experts along axes fitted to the data (:meth:`pfzoo.paths.continuous.StudentTBase.fit`);
     held as its ``location [M]``, ``mixing [M, M]`` and ``shape [M]``. Its polynomial tails cover heavy-tailed data
     (natural image patches), where a Gaussian's would leave the data's far points with almost no noise near them.
-    ``log q(x) = −E(x) − log Z`` in closed form."""
+    ``log q(x) = −E(x) − log Z`` in closed form. Its Gamma variates are drawn by rejection in rounds, which read back to
+    the host: on a GPU each fresh draw waits for the device (``resample_noise=False`` draws once)."""
 
     kind = "student_t"
     binary = False

@@ -45,7 +45,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.nce import contrastive_loss, normaliser
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_finite_number, check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int, checking_values
 
 
 class SelfContrastive(Objective):
@@ -57,7 +57,9 @@ class SelfContrastive(Objective):
     Chains persist across updates as PCD's do (a buffer ``[num_chains, V]``, started from rows of the first batch) and
     move under the copy: ``k`` Gibbs sweeps, or ``k`` HMC transitions (full momentum refresh, ``num_leapfrog`` steps of
     ``step_size``), per update. The copy is kept as a flat vector of its parameters (a buffer, like c' and the update
-    count), so a resumed run contrasts with the very same copy.
+    count), so a resumed run contrasts with the very same copy. With ``refresh_every`` > 0 the count is of loss
+    evaluations (an L-BFGS step makes several). Whether the copy samples exactly is read from the model once per copy
+    (a product of experts' exact sampler itself reads its filters at every draw, a wait per step on a GPU).
 
     Args:
         k: Gibbs sweeps or HMC transitions of the chains per update (≥ 1).
@@ -87,6 +89,7 @@ class SelfContrastive(Objective):
         self.register_buffer("frozen_c", torch.zeros((), dtype=torch.float64))
         self.register_buffer("updates", torch.zeros((), dtype=torch.long))
         self._updates = 0  # the count as a Python number: deciding a refresh must not read a tensor inside a step
+        self._sampler = "gibbs"  # how the copy is drawn: "gibbs", "exact" or "hmc", set with each copy (frozen_copy)
         self._set_copy(None)
 
     def missing(self, model) -> str | None:
@@ -108,13 +111,20 @@ class SelfContrastive(Objective):
             self.frozen = parameters_to_vector(model.parameters()).detach().clone()
             self.frozen_c = self.c.detach().clone()
         self._set_copy(None)
+        self.frozen_copy(model)
 
     def frozen_copy(self, model):
-        """The model frozen at θ' (built from ``frozen`` on first use after a refresh or a restore; no gradients)."""
+        """The model frozen at θ' (rebuilt from ``frozen`` after a refresh or a restore; no gradients), and how its samples
+        are drawn, decided once per copy: whether a product of experts samples exactly depends on its filters, and
+        reading them inside every step would stall a GPU."""
         if self._copy is None:
             frozen = copy.deepcopy(model).requires_grad_(False)
             vector_to_parameters(self.frozen.clone(), frozen.parameters())
             self._set_copy(frozen)
+            if Capability.VISIBLE_GIBBS_CHAIN in frozen.capabilities:
+                self._sampler = "gibbs"
+            else:
+                self._sampler = "exact" if frozen.samples_exactly else "hmc"
         return self._copy
 
     def _set_copy(self, frozen) -> None:
@@ -124,14 +134,14 @@ class SelfContrastive(Objective):
         """The copy's samples ``[num_chains, V]`` for this update (module docstring), without grad."""
         frozen = self.frozen_copy(model)
         with torch.no_grad():
-            if model.samples_exactly:
+            if self._sampler == "exact":
                 return frozen.sample(owned_chains(self.num_chains), generator=generator)
             if self.chains.numel() == 0:
                 rows = torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)
                 self.chains = batch[rows]
             elif self.chains.shape[1] != batch.shape[1]:
                 raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
-            if Capability.VISIBLE_GIBBS_CHAIN in model.capabilities:
+            if self._sampler == "gibbs":
                 state, _ = run_chain(*frozen.gibbs_chain(), self.chains, self.k, generator=generator)
             else:
                 kernel = HMCKernel(self.step_size, num_leapfrog=self.num_leapfrog, momentum_refresh=1.0)
@@ -152,7 +162,8 @@ class SelfContrastive(Objective):
         """NCE's loss of ``batch [B, V]`` against the copy's ``num_chains`` draws (float64 scalar); refreshes the copy
         first when due (every ``refresh_every`` updates, or before the first update ever) and advances the chains.
         ``indices`` (the Trainer passes them to objectives with a ``prepare``) are not needed."""
-        self.check(model)
+        if checking_values():  # inside the Trainer's steps the model was checked by fit; a POE's check reads its filters
+            self.check(model)
         model.check_visible(batch, "batch")
         if self.frozen.numel() == 0 or (self.refresh_every and self._updates % self.refresh_every == 0):
             self.refresh(model)

@@ -38,6 +38,11 @@ PCD-1 training of a 784×500 RBM (``rbm_pcd``): :class:`pfzoo.training.PCD` with
 (the ``trainer=pcd`` settings) on minibatches of 100, 500 optimizer steps (one epoch of binarized MNIST's 50,000
 training digits; random binary digits here): optimizer steps per second and examples per second.
 
+NCE and self-contrastive training of the same 784×500 RBM (``rbm_nce``, ``rbm_self_contrastive``): optimizer steps and
+examples per second under the ``trainer=nce`` settings (ν = 10 fresh base-rate noise draws per example, SGD with the
+normaliser c) and the ``trainer=self_contrastive`` ones (100 persistent chains of the frozen copy, one Gibbs sweep per
+update), on the same minibatches as ``rbm_pcd``; the noise is fitted and the copy frozen before the clock starts.
+
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
 ``BitFlipMPF`` loss + gradient evaluations per second, and L-BFGS (strong Wolfe) iterations per second
@@ -78,7 +83,7 @@ from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.studies.ising_recovery import coupling_error
-from pfzoo.training import PCD, BitFlipMPF
+from pfzoo.training import NCE, PCD, BitFlipMPF, SelfContrastive
 from pfzoo.validation import values_checked
 
 
@@ -410,6 +415,58 @@ def benchmark_rbm_pcd(device: torch.device, num_visible=784, num_hidden=500, bat
     }
 
 
+def objective_steps(objective, model: RBM, batches: torch.Tensor, num_batches: int, g: torch.Generator, device: torch.device,
+                    repeats: int) -> float:
+    """The least seconds of ``repeats`` runs of ``num_batches`` optimizer steps (loss, backward, SGD step with lr 0.1 and
+    momentum 0.5 over the model's and the objective's parameters, as the Trainer builds it) cycling through ``batches``
+    ``[10, B, V]``, after the objective's ``prepare`` on all of them; value checks skipped as in the Trainer's steps."""
+    objective.to(device).prepare(model, batches.flatten(0, 1), generator=g)
+    optimizer = torch.optim.SGD([*model.parameters(), *objective.parameters()], lr=0.1, momentum=0.5)
+
+    def epoch():
+        for step in range(num_batches):
+            optimizer.zero_grad(set_to_none=True)
+            with values_checked():
+                objective.loss(model, batches[step % len(batches)], generator=g).backward()
+            optimizer.step()
+
+    return best_seconds(epoch, device, repeats)
+
+
+def benchmark_rbm_nce(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, noise_ratio=10,
+                      repeats=2) -> dict:
+    """``num_batches`` NCE steps (:func:`objective_steps`) with ``noise_ratio`` fresh base-rate noise draws per example."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    batches = (torch.rand(10, batch_size, num_visible, generator=g, device=device) < 0.2).float()
+    seconds = objective_steps(NCE(noise_ratio=noise_ratio), model, batches, num_batches, g, device, repeats)
+    return {
+        "name": "rbm_nce",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size, "num_batches": num_batches,
+                  "noise_ratio": noise_ratio},
+        "seconds": seconds,
+        "steps_per_second": num_batches / seconds,
+        "examples_per_second": num_batches * batch_size / seconds,
+    }
+
+
+def benchmark_rbm_self_contrastive(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1,
+                                   num_chains=100, repeats=2) -> dict:
+    """``num_batches`` self-contrastive steps (:func:`objective_steps`): ``num_chains`` chains of the copy, ``k`` sweeps each."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    batches = (torch.rand(10, batch_size, num_visible, generator=g, device=device) < 0.2).float()
+    seconds = objective_steps(SelfContrastive(k=k, num_chains=num_chains), model, batches, num_batches, g, device, repeats)
+    return {
+        "name": "rbm_self_contrastive",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size, "num_batches": num_batches, "k": k,
+                  "num_chains": num_chains},
+        "seconds": seconds,
+        "steps_per_second": num_batches / seconds,
+        "examples_per_second": num_batches * batch_size / seconds,
+    }
+
+
 def free_port() -> int:
     """A port on localhost that nothing listens on, for a rendezvous."""
     with socket.socket() as probe:
@@ -483,6 +540,8 @@ CPU_SIZES = {
     "poe_hais": {"num_steps": 5000},
     "generative_hais": {"num_examples": 20, "num_steps": 500},
     "rbm_pcd": {"num_batches": 50},
+    "rbm_nce": {"num_batches": 50},
+    "rbm_self_contrastive": {"num_batches": 50},
 }
 """Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
 QUICK_SIZES = {
@@ -496,6 +555,8 @@ QUICK_SIZES = {
     "ising_gibbs": {"num_chains": 10, "num_sweeps": 2, "repeats": 1},
     "rbm_mpf": {"batch_size": 10, "num_flips": 5, "repeats": 1},
     "rbm_pcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+    "rbm_nce": {"batch_size": 10, "num_batches": 3, "noise_ratio": 2, "repeats": 1},
+    "rbm_self_contrastive": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
     "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
@@ -562,6 +623,17 @@ BENCHMARKS = {
         benchmark_rbm_pcd,
         lambda r: f"rbm_pcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
         f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_nce": (
+        benchmark_rbm_nce,
+        lambda r: f"rbm_nce: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, ν = {r['shape']['noise_ratio']}, batch "
+        f"{r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_self_contrastive": (
+        benchmark_rbm_self_contrastive,
+        lambda r: f"rbm_self_contrastive: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_chains']} chains, "
+        f"k = {r['shape']['k']}, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, "
+        f"{r['examples_per_second']:.3g} examples/s",
     ),
     "distributed_ais": (
         benchmark_distributed_ais,

@@ -251,3 +251,14 @@ def biased_binary_data(num_visible: int, seed: int = 0, num_examples: int = 500,
     draw_dtype = dtype if draw_dtype is None else draw_dtype
     pixel_means = torch.rand(num_visible, generator=g, dtype=draw_dtype)
     return (torch.rand(num_examples, num_visible, generator=g, dtype=draw_dtype) < pixel_means).to(dtype)
+
+
+def enumerated_samples(model, num_samples: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(samples [num_samples, V], states [2^V, V], log_p [2^V])``: exact draws of a small binary model, made by
+    enumerating its states (:func:`all_binary_states`, exact ``log p`` from ``model.log_prob``) and drawing rows in
+    proportion to ``p`` with ``torch.multinomial`` from ``torch.Generator().manual_seed(seed)``."""
+    states = all_binary_states(model.num_visible)
+    with torch.no_grad():
+        log_p = model.log_prob(states)
+    rows = torch.multinomial(log_p.exp(), num_samples, replacement=True, generator=torch.Generator().manual_seed(seed))
+    return states[rows], states, log_p

@@ -10,10 +10,12 @@ from pfzoo import app, cli, training
 from pfzoo.kernels.hmc import HMCKernel
 
 OBJECTIVES = [getattr(training, name) for name in ("CD", "PCD", "BitFlipMPF", "MPF", "PersistentMPF", "PseudoLikelihood",
-                                                   "ExactMaximumLikelihood", "EMHMC", "DBMPersistentMeanField", "PT", "FPCD", "NaiveMCMC")]
+                                                   "ExactMaximumLikelihood", "EMHMC", "DBMPersistentMeanField", "PT", "FPCD", "NaiveMCMC",
+                                                   "NCE", "SelfContrastive")]
 # every trainer config: each model's natural trainer, and the RBM's other trainers
 TRAINING_PAIRS = sorted({(model, natural(model).trainer) for model in config_names("model")}
-                        | {("rbm", trainer) for trainer in ("cd", "pseudolikelihood", "mpf_sgd", "pt", "fpcd", "naive_mcmc")})
+                        | {("rbm", trainer) for trainer in ("cd", "pseudolikelihood", "mpf_sgd", "pt", "fpcd", "naive_mcmc", "nce",
+                                                            "self_contrastive")})
 
 
 def test_the_training_pairs_cover_every_trainer_config():

@@ -20,6 +20,9 @@ def format_training(result: dict[str, Any]) -> str:
     if result.get("pictures"):
         lines.append("pictures: " + ", ".join(result["pictures"]))
     final = result.get("test_log_likelihood")
+    if "nce_c" in result["metrics"]:  # NCE's learned normaliser, beside the log Z the closing estimate used
+        beside = "" if final is None or final.get("log_z") is None else f" ({final['estimator']}: −log Z = {-final['log_z']:.4f})"
+        lines.append(f"NCE's c: −log Z ≈ {result['metrics']['nce_c']:.4f}{beside}")
     if final is None:
         lines.append(f"test log-likelihood: not measured (see the warning above); {result['seconds']:.1f} s in all")
     else:

@@ -49,12 +49,14 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> dict[str, Any] | None:
     """The trained model's mean test log-likelihood: exact where the model offers an exact log Z and free energy at
     its size, else the configured estimator (``estimator=...``, fitted to the training set) where it applies; ``None``
-    (with the reason logged) when neither does."""
+    (with the reason logged) when neither does. ``log_z`` is the log Z it used (``None`` for estimators without one)."""
     test, train = data.test.to(device=device, dtype=model.dtype), data.train.to(device=device, dtype=model.dtype)
     offered = model.capabilities
     with torch.no_grad():
         if Capability.EXACT_LOG_Z in offered and Capability.EXACT_FREE_ENERGY in offered:
-            return {"mean": model.log_prob(test).mean().item(), "stderr": 0.0, "kind": BoundKind.EXACT.value, "estimator": "exact"}
+            log_z = model.log_partition()
+            return {"mean": model.log_prob(test, log_z=log_z).mean().item(), "stderr": 0.0, "kind": BoundKind.EXACT.value,
+                    "estimator": "exact", "log_z": log_z.item()}
     estimator = instantiate(cfg.estimator).to(device)
     if not estimator.applies_to(model):
         logger.warning("no final test log-likelihood: %s", estimator.refusal(estimator.missing(model), model))
@@ -65,4 +67,5 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
     for warning in estimate.warnings:
         logger.warning("%s", warning)
     return {"mean": estimate.mean, "stderr": estimate.stderr, "kind": estimate.kind.value, "estimator": type(estimator).__name__,
-            "num_test": subset.shape[0], "of": test.shape[0], "warnings": list(estimate.warnings)}
+            "num_test": subset.shape[0], "of": test.shape[0], "warnings": list(estimate.warnings),
+            "log_z": None if estimate.partition is None else estimate.partition.log_z}

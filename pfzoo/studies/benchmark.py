@@ -41,6 +41,10 @@ training digits; random binary digits here): optimizer steps per second and exam
 The same training steps for the sampler-based principles beside PCD: PT-SML (``rbm_pt``, 10 replicas of the 100 chains on
 a geometric ladder from β = 0.1, advanced as one batch, one exchange round per update), FPCD-1 (``rbm_fpcd``) and naive
 MCMC (``rbm_naive_mcmc``, 100 fresh chains burned in 100 Gibbs steps per update): steps and examples per second each.
+NCE and self-contrastive training of the same 784×500 RBM (``rbm_nce``, ``rbm_self_contrastive``): optimizer steps and
+examples per second under the ``trainer=nce`` settings (ν = 10 fresh base-rate noise draws per example, SGD with the
+normaliser c) and the ``trainer=self_contrastive`` ones (100 persistent chains of the frozen copy, one Gibbs sweep per
+update), on the same minibatches as ``rbm_pcd``; the noise is fitted and the copy frozen before the clock starts.
 
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
@@ -82,7 +86,7 @@ from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.studies.ising_recovery import coupling_error
-from pfzoo.training import FPCD, PCD, PT, BitFlipMPF, NaiveMCMC
+from pfzoo.training import FPCD, NCE, PCD, PT, BitFlipMPF, NaiveMCMC, SelfContrastive
 from pfzoo.validation import values_checked
 
 
@@ -385,16 +389,18 @@ def benchmark_rbm_mpf(device: torch.device, num_visible=784, num_hidden=500, bat
 
 def training_steps(objective, device: torch.device, num_visible: int, num_hidden: int, batch_size: int, num_batches: int,
                    repeats: int) -> float:
-    """Best seconds of ``num_batches`` optimizer steps (loss, backward, SGD step with the ``trainer=pcd`` settings) of
-    ``objective`` on the benchmarks' RBM, cycling through 10 random binary minibatches, with the batches' value checks
-    skipped as in the Trainer's steps (they were checked once, as the Trainer checks its data splits)."""
+    """Best seconds of ``num_batches`` optimizer steps (loss, backward, SGD step with the ``trainer=pcd`` settings over the
+    model's and the objective's own parameters, as the Trainer builds it) of ``objective`` on the benchmarks' RBM, cycling
+    through 10 random binary minibatches, after the objective's ``prepare`` on all of them (NCE fits its noise there), with
+    the batches' value checks skipped as in the Trainer's steps (they were checked once, as the Trainer checks its data
+    splits)."""
     g = torch.Generator(device).manual_seed(0)
     model = random_rbm(num_visible, num_hidden, g, device)
     batches = (torch.rand(10, batch_size, num_visible, generator=g, device=device) < 0.2).float()
     objective = objective.to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.5)  # conf/trainer/pcd.yaml
-
     model.check_visible(batches.flatten(0, 1), "batches")
+    objective.prepare(model, batches.flatten(0, 1), generator=g)
+    optimizer = torch.optim.SGD([*model.parameters(), *objective.parameters()], lr=0.05, momentum=0.5)  # conf/trainer/pcd.yaml
 
     def epoch():
         for step in range(num_batches):
@@ -453,6 +459,22 @@ def benchmark_rbm_naive_mcmc(device: torch.device, num_visible=784, num_hidden=5
     seconds = training_steps(objective, device, num_visible, num_hidden, batch_size, num_batches, repeats)
     return training_rates("rbm_naive_mcmc", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
                                              "num_batches": num_batches, "burn_in": burn_in, "num_chains": num_chains}, seconds)
+
+
+def benchmark_rbm_nce(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, noise_ratio=10,
+                      repeats=2) -> dict:
+    """``num_batches`` NCE steps (:func:`training_steps`) with ``noise_ratio`` fresh base-rate noise draws per example."""
+    seconds = training_steps(NCE(noise_ratio=noise_ratio), device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_nce", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                      "num_batches": num_batches, "noise_ratio": noise_ratio}, seconds)
+
+
+def benchmark_rbm_self_contrastive(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500, k=1,
+                                   num_chains=100, repeats=2) -> dict:
+    """``num_batches`` self-contrastive steps (:func:`training_steps`): ``num_chains`` chains of the copy, ``k`` sweeps each."""
+    seconds = training_steps(SelfContrastive(k=k, num_chains=num_chains), device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_self_contrastive", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                                   "num_batches": num_batches, "k": k, "num_chains": num_chains}, seconds)
 
 
 def free_port() -> int:
@@ -531,6 +553,8 @@ CPU_SIZES = {
     "rbm_pt": {"num_batches": 20},
     "rbm_fpcd": {"num_batches": 50},
     "rbm_naive_mcmc": {"num_batches": 10},
+    "rbm_nce": {"num_batches": 50},
+    "rbm_self_contrastive": {"num_batches": 50},
 }
 """Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
 QUICK_SIZES = {
@@ -547,6 +571,8 @@ QUICK_SIZES = {
     "rbm_pt": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "num_replicas": 3, "repeats": 1},
     "rbm_fpcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
     "rbm_naive_mcmc": {"batch_size": 10, "num_batches": 3, "burn_in": 3, "num_chains": 10, "repeats": 1},
+    "rbm_nce": {"batch_size": 10, "num_batches": 3, "noise_ratio": 2, "repeats": 1},
+    "rbm_self_contrastive": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
     "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
@@ -628,6 +654,17 @@ BENCHMARKS = {
         benchmark_rbm_naive_mcmc,
         lambda r: f"rbm_naive_mcmc: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, burn-in {r['shape']['burn_in']}, "
         f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_nce": (
+        benchmark_rbm_nce,
+        lambda r: f"rbm_nce: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, ν = {r['shape']['noise_ratio']}, batch "
+        f"{r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_self_contrastive": (
+        benchmark_rbm_self_contrastive,
+        lambda r: f"rbm_self_contrastive: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_chains']} chains, "
+        f"k = {r['shape']['k']}, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, "
+        f"{r['examples_per_second']:.3g} examples/s",
     ),
     "distributed_ais": (
         benchmark_distributed_ais,

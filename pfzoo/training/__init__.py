@@ -12,10 +12,12 @@ from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
 from pfzoo.training.naive_mcmc import NaiveMCMC
+from pfzoo.training.nce import NCE
 from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
+from pfzoo.training.self_contrastive import SelfContrastive
 from pfzoo.training.trainer import Trainer
 
 __all__ = [
@@ -30,10 +32,12 @@ __all__ = [
     "PCD",
     "MPF",
     "NaiveMCMC",
+    "NCE",
     "Objective",
     "PersistentMPF",
     "PT",
     "PseudoLikelihood",
+    "SelfContrastive",
     "Trainer",
     "applicable_trainers",
     "compose_dbm",

@@ -28,7 +28,9 @@ class Objective(nn.Module, metaclass=ABCMeta):
     Subclasses implement :meth:`loss`, set :attr:`config_name` (and :attr:`trainer_configs`, the ``conf/trainer``
     files that select them) and implement :meth:`missing`. An objective that keeps state across the training set
     (e.g. persistent MPF's particles, EM-HMC's latents) overrides :meth:`prepare`, which makes it
-    :attr:`epoch_stateful`; its state lives in buffers, so the Trainer checkpoints it with ``state_dict``.
+    :attr:`epoch_stateful`; its state lives in buffers, so the Trainer checkpoints it with ``state_dict``. An
+    objective may own parameters (e.g. NCE's normaliser c): the Trainer optimises them with the model's and checkpoints
+    them with the objective's state. :meth:`epoch_metrics` adds the objective's own diagnostics to each epoch's record.
     """
 
     config_name: str | None = None
@@ -69,8 +71,9 @@ class Objective(nn.Module, metaclass=ABCMeta):
         update direction the optimiser follows, in place (e.g. centering). By default the gradient itself."""
 
     def epoch_metrics(self) -> dict[str, float]:
-        """Diagnostics of the epoch just trained, ``{name: float}``, added to the Trainer's record of the epoch (e.g.
-        parallel tempering's swap acceptance); called on every rank after every epoch. By default there are none."""
+        """Diagnostics of the epoch just trained, ``{name: float}``, merged into the epoch's record of ``metrics.jsonl`` by
+        the Trainer (outside the timed region, under ``torch.no_grad``; e.g. parallel tempering's swap acceptance, NCE's
+        learned normaliser); called on every rank after every epoch. By default there are none."""
         return {}
 
     def missing(self, model) -> str | None:

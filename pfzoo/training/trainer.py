@@ -55,7 +55,9 @@ class Trainer:
     compared with common random numbers.
 
     Args:
-        objective: the loss; its state (e.g. PCD's chains) is checkpointed. When its ``prepare`` reports a change (e.g.
+        objective: the loss; its state (e.g. PCD's chains) is checkpointed. Its own parameters, if it has any (e.g.
+            NCE's normaliser c), are optimised with the model's (one optimiser, the model's parameters first) and
+            checkpointed with its state. When its ``prepare`` reports a change (e.g.
             MPF's θ_old was refreshed) the optimiser's state (L-BFGS history, momentum) is discarded; an
             :attr:`~pfzoo.training.Objective.epoch_stateful` objective's ``loss`` also receives ``indices=rows``, the
             batch's row numbers ``[B]`` in the training set.
@@ -166,9 +168,9 @@ class Trainer:
         ``max_enumeration_units``; so RBMs always, DBMs only with few even hidden units), and, at estimator epochs,
         ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field lower bound on
         ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the likelihood. For honest
-        likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny models, AIS otherwise). Each name
-        of ``epoch_metrics`` adds its value, and so does each of the objective's own
-        :meth:`~pfzoo.training.Objective.epoch_metrics` (e.g. parallel tempering's ``swap_acceptance``).
+        likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny models, AIS otherwise). The
+        objective's :meth:`~pfzoo.training.Objective.epoch_metrics` add theirs (e.g. parallel tempering's
+        ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value.
         """
         self.objective.check(model)
         if self.estimator is not None:
@@ -179,7 +181,7 @@ class Trainer:
         if self.estimator is not None:
             self.estimator.to(model.device)
         ranks = DistributedStrategy()
-        optimizer = self.make_optimizer(model.parameters())
+        optimizer = self.make_optimizer(self._parameters(model))
         if self.objective.preconditions and isinstance(optimizer, torch.optim.LBFGS):
             raise ValueError(f"optimizer must take preconditioned steps (SGD, Adam, ...), not LBFGS, whose line search needs the "
                              f"loss's own gradient: {type(self.objective).__name__} changes its gradients")
@@ -211,6 +213,7 @@ class Trainer:
                 record = {"epoch": epoch, "loss": loss, "seconds": seconds, **self.objective.epoch_metrics()}
                 record.update(self._evaluate(model, train, test, epoch))
                 with torch.no_grad():
+                    record.update(self.objective.epoch_metrics())
                     record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
                 if ranks.leader:
                     self._metrics.append(record)
@@ -237,6 +240,10 @@ class Trainer:
             raise ValueError(f"{name} must hold at least one example, got shape {tuple(split.shape)}")
         return split
 
+    def _parameters(self, model: EnergyModel) -> list[nn.Parameter]:
+        """What the optimiser updates: the model's parameters, then the objective's own (e.g. NCE's normaliser c)."""
+        return [*model.parameters(), *self.objective.parameters()]
+
     def _set_learning_rate(self, optimizer: torch.optim.Optimizer, epoch: int) -> None:
         """Epoch ``epoch``'s rate (and momentum, with ``final_momentum``) in every parameter group, from its
         ``initial_lr`` (``initial_momentum``), kept in the optimiser's state so a resumed run continues the schedule."""
@@ -262,7 +269,7 @@ class Trainer:
         """One pass over ``train [N, V]`` in a fresh random order, after the objective's ``prepare``; returns the
         example-weighted mean loss. Each rank computes the loss of its shard of every minibatch and the ranks'
         gradients are summed (:mod:`pfzoo.training.distributed_strategy`)."""
-        parameters = list(model.parameters())
+        parameters = self._parameters(model)
         changed = self.objective.prepare(model, train, generator=generators["sampling"])
         if ranks.agree_on_change(changed, model):
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh

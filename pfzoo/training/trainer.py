@@ -173,6 +173,10 @@ class Trainer:
         ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value.
         """
         self.objective.check(model)
+        weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
+        if self.weight_decay and not weights:
+            raise ValueError(f"weight_decay must be 0 for {type(model).__name__}: it decays parameters named 'weight' and "
+                             f"{type(model).__name__} has none ({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)
         train = self._prepare(model, data.train, "data.train")
@@ -195,7 +199,6 @@ class Trainer:
         start = self._restore(ranks, model, optimizer, generators, config) if resume else 0
         ranks.broadcast_model(model)
         records = ranks.from_leader(lambda: self._metrics.rewrite_through(start))
-        weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
         # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
         bars = self.progress and sys.stderr.isatty() and ranks.leader
         with logging_redirect_tqdm(), tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not bars) as bar:

@@ -319,3 +319,13 @@ def test_metrics_rows_limits_the_per_epoch_diagnostics_to_the_first_rows(tmp_pat
     assert record["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, data.test[:7]))
     with pytest.raises(ValueError, match="metrics_rows"):
         Trainer(CD(), run_dir=tmp_path, metrics_rows=0)
+
+
+def test_weight_decay_on_a_model_without_weights_is_refused_in_one_line(tmp_path):
+    from factories import random_ising
+
+    data = DataSplits("spins", torch.bernoulli(torch.full((40, 4), 0.5), generator=torch.Generator().manual_seed(0)),
+                      torch.zeros(4, 4))
+    with pytest.raises(ValueError, match="weight_decay must be 0 for Ising: it decays parameters named 'weight'"):
+        Trainer(CD(), run_dir=tmp_path, epochs=1, progress=False, weight_decay=0.1).fit(random_ising(4, dtype=torch.float32), data)
+    assert not (tmp_path / "metrics.jsonl").exists()

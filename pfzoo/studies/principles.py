@@ -45,8 +45,13 @@ class Principle:
 PRINCIPLES = (
     Principle("CD-1", "cd", ("trainer.objective.k=1",)),
     Principle("PCD (SML)", "pcd", ("trainer.objective.k=1", "trainer.objective.num_chains=100")),
+    Principle("PT (SML)", "pt", ("trainer.objective.num_replicas=10",)),
+    Principle("FPCD", "fpcd"),
     Principle("pseudolikelihood", "pseudolikelihood", ("trainer.objective.num_units=null",)),
     Principle("MPF", "mpf_sgd", ("trainer.objective.binary.num_flips=null",)),
+    Principle("NCE", "nce", ("trainer.objective.noise_ratio=10",)),
+    Principle("self-contrastive", "self_contrastive"),
+    Principle("naive MCMC", "naive_mcmc", ("trainer.objective.burn_in=100",), small_only=True),
 )
 """Every principle of the table, in the report's order."""
 

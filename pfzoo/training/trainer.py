@@ -37,12 +37,25 @@ def _setting(name: str) -> property:
     return property(lambda self: getattr(self.settings, name), doc=f"``settings.{name}`` (:class:`TrainerSettings`).")
 
 
+def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters the L2 penalty ``weight_decay`` acts on: those whose name ends in ``weight`` (an RBM's ``weight``,
+    a DBN's ``rbms.<i>.weight``, an mcRBM's ``mean_weight``) and the members of a parameter list named ``weights`` (a
+    DBM's ``weights.<i>``)."""
+    chosen = []
+    for name, parameter in model.named_parameters():
+        parent, _, leaf = name.rpartition(".")
+        if leaf.endswith("weight") or (leaf.isdigit() and parent.rpartition(".")[2] == "weights"):
+            chosen.append(parameter)
+    return chosen
+
+
 class Trainer:
     """Fits any :class:`~pfzoo.models.EnergyModel` by minibatch descent on an :class:`~pfzoo.training.Objective`'s loss.
 
     Each epoch starts with ``objective.prepare`` on the whole training set, reshuffles it and takes one optimiser step
     per minibatch on ``objective.loss(model, batch, generator=...)`` plus the L2 penalty ``weight_decay / 2 · Σ ||W||²``
-    over the parameters named ``weight`` (or ``*.weight``) only, biases excluded, then projects the model back onto its
+    over the weight matrices only (:func:`decayed_weights`: parameters whose name ends in ``weight``, and the members of
+    a parameter list ``weights``; biases, filters, couplings and bases excluded), then projects the model back onto its
     constraint set (:meth:`EnergyModel.project_parameters <pfzoo.models.EnergyModel.project_parameters>`). After the
     epoch it appends one JSON line of metrics to ``<run_dir>/metrics.jsonl`` (:mod:`pfzoo.training.metrics_log`) and,
     every ``checkpoint_every`` epochs and after the last, writes ``<run_dir>/checkpoint.pt`` atomically, enough to
@@ -173,10 +186,11 @@ class Trainer:
         ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value.
         """
         self.objective.check(model)
-        weights = [p for name, p in model.named_parameters() if name.rsplit(".", 1)[-1] == "weight"]
+        weights = decayed_weights(model)
         if self.weight_decay and not weights:
-            raise ValueError(f"weight_decay must be 0 for {type(model).__name__}: it decays parameters named 'weight' and "
-                             f"{type(model).__name__} has none ({', '.join(name for name, _ in model.named_parameters())})")
+            raise ValueError(f"weight_decay must be 0 for {type(model).__name__}: it decays weight matrices (parameters named "
+                             f"'*weight' or 'weights.<i>') and {type(model).__name__} has none "
+                             f"({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)
         train = self._prepare(model, data.train, "data.train")

@@ -326,6 +326,21 @@ def test_weight_decay_on_a_model_without_weights_is_refused_in_one_line(tmp_path
 
     data = DataSplits("spins", torch.bernoulli(torch.full((40, 4), 0.5), generator=torch.Generator().manual_seed(0)),
                       torch.zeros(4, 4))
-    with pytest.raises(ValueError, match="weight_decay must be 0 for Ising: it decays parameters named 'weight'"):
+    with pytest.raises(ValueError, match="weight_decay must be 0 for Ising: it decays weight matrices"):
         Trainer(CD(), run_dir=tmp_path, epochs=1, progress=False, weight_decay=0.1).fit(random_ising(4, dtype=torch.float32), data)
     assert not (tmp_path / "metrics.jsonl").exists()
+
+
+def test_weight_decay_acts_on_every_weight_matrix_and_on_nothing_else():
+    from factories import random_dbm, random_dbn, random_mcrbm
+
+    from pfzoo.training.trainer import decayed_weights
+
+    def names(model):
+        chosen = {id(p) for p in decayed_weights(model)}
+        return [name for name, p in model.named_parameters() if id(p) in chosen]
+
+    assert names(rbm()) == ["weight"]
+    assert names(random_dbm([4, 3, 2])) == ["weights.0", "weights.1"]
+    assert names(random_dbn([4, 3, 2])) == ["rbms.0.weight", "rbms.1.weight"]
+    assert names(random_mcrbm()) == ["mean_weight"]

@@ -54,13 +54,13 @@ class Centered(Objective):
     def start_epoch(self, epoch: int) -> None:
         self.objective.start_epoch(epoch)
 
-    @torch.no_grad()
     def prepare(self, model, train: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
         """The inner objective's epoch start (e.g. a DBM's greedy pretraining), then the offsets moved toward the
         training set's layer means ``[Σ layer sizes]``; returns whether the inner objective changed (a new
         preconditioner leaves the optimiser's momentum meaningful)."""
-        changed = self.objective.prepare(model, train, generator=generator)
-        means = model.layer_means(train)
+        changed = self.objective.prepare(model, train, generator=generator)  # with gradients: e.g. a DBM's pretraining
+        with torch.no_grad():
+            means = model.layer_means(train)
         self._sizes = [mean.numel() for mean in means]
         fresh = torch.cat(means).double()
         if self.offsets.numel() != fresh.numel():

@@ -11,7 +11,7 @@ from factories import all_binary_states, random_dbm, random_ising, random_rbm
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM
 from pfzoo.models.centering import center_chain_gradients
-from pfzoo.training import CD, PCD, Centered, DBMPersistentMeanField, Objective, Trainer
+from pfzoo.training import CD, PCD, Centered, DBMPersistentMeanField, Objective, Trainer, pretrain_dbm
 
 random_rbm = partial(random_rbm, draw_dtype=None)  # noqa: F811 (this file's RBMs are drawn in float64)
 
@@ -215,7 +215,8 @@ def test_a_centered_dbm_trains_through_the_trainer(tmp_path):
     data = DataSplits("known", train, train[:50], None, None)
     model = random_dbm([6, 3, 2], scale=0.1, seed=4)
     before = model.log_prob(train).mean()
-    trainer = Trainer(DBMPersistentMeanField(k=1, num_chains=50), partial(torch.optim.SGD, lr=0.05, momentum=0.5), run_dir=tmp_path,
+    pretrain = partial(pretrain_dbm, epochs_per_layer=2, batch_size=50)  # runs inside the first epoch's prepare, with gradients
+    trainer = Trainer(DBMPersistentMeanField(k=1, num_chains=50, pretrain=pretrain), partial(torch.optim.SGD, lr=0.05, momentum=0.5), run_dir=tmp_path,
                       epochs=5, batch_size=50, progress=False, centered=True)
     trainer.fit(model, data)
     assert isinstance(trainer.objective, Centered) and trainer.objective.offsets.shape == (11,)

@@ -9,6 +9,7 @@ from torch import nn
 
 from pfzoo.kernels import Kernel
 from pfzoo.models.capabilities import Capability
+from pfzoo.models.enumeration import binary_configurations
 from pfzoo.validation import check_binary, check_matrix
 
 
@@ -107,6 +108,24 @@ class EnergyModel(nn.Module):
         chosen = flipped.gather(2, units.unsqueeze(-1))
         flipped = flipped.scatter(2, units.unsqueeze(-1), 1 - chosen)
         return self.free_energy(flipped.reshape(-1, width)).reshape(num_rows, num_flips) - self.free_energy(v).unsqueeze(1)
+
+    def block_free_energies(self, v: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+        """``F`` of binary ``v [B, V]`` with the units of an index set replaced by each of their ``2^s`` configurations:
+        ``blocks [m, s]`` (the same m sets for every row) or ``[B, m, s]`` (each row its own) → ``[B, m, 2^s]``.
+
+        Entry ``[n, k, c]`` is ``F(v_n)`` with unit ``blocks[k, j]`` (or ``blocks[n, k, j]``) set to bit j of c, so
+        ``p(v_S | v_{-S}) = exp(-F(v)) / Σ_c exp(-F[..., c])``: what generalized pseudo-likelihood needs (its sets'
+        conditionals enumerated exactly). This default evaluates the free energy of all ``B·m·2^s`` states; models with a
+        cheaper form (RBM, Ising) override it. Not validated.
+        """
+        num_rows, width = v.shape
+        blocks = blocks.expand(num_rows, -1, -1)
+        num_sets, size = blocks.shape[1:]
+        configurations = binary_configurations(size, dtype=v.dtype, device=v.device)
+        shape = (num_rows, num_sets, configurations.shape[0])
+        states = v[:, None, None, :].expand(*shape, width).clone()
+        states.scatter_(3, blocks.unsqueeze(2).expand(*shape, size), configurations.expand(*shape, size))
+        return self.free_energy(states.reshape(-1, width)).reshape(shape)
 
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Samples of the visible units ``[num_samples, V]``, without grad: exact where the family allows (Gaussian,

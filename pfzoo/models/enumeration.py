@@ -10,6 +10,12 @@ import torch
 _CHUNK_ELEMENTS = 1 << 22  # states × width per chunk, ~32 MiB in float64
 
 
+def binary_configurations(num_units: int, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Every configuration of ``num_units`` binary units, ``[2^n, n]``: column j of row c is bit j of c."""
+    index = torch.arange(1 << num_units, device=device)
+    return ((index[:, None] >> torch.arange(num_units, device=device)) & 1).to(dtype)
+
+
 def logsumexp_over_binary_states(
     num_units: int,
     log_f: Callable[[torch.Tensor], torch.Tensor],

@@ -8,7 +8,7 @@ from torch import nn
 from pfzoo.kernels import CHAIN_BETAS, SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, GibbsState, Kernel, ScanGibbs, check_kernel, run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
-from pfzoo.models.enumeration import logsumexp_over_binary_states
+from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
@@ -168,6 +168,26 @@ class Ising(EnergyModel):
         coupling = self.symmetric_coupling
         fields = (coupling[units] * x.unsqueeze(1)).sum(-1) + self.bias[units]
         return -(1 - 2 * x.gather(1, units)) * fields
+
+    def block_free_energies(self, x: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+        """``E`` of ``x [B, D]`` with each index set's units set to each of their configurations: ``blocks [m, s]`` (shared)
+        or ``[B, m, s]`` (per row) → ``[B, m, 2^s]`` (the layout of :meth:`EnergyModel.block_free_energies`).
+
+        With ``δ = c - x_S`` (zero off S), ``E(x + δ) = E(x) - δ·(Jx + b)_S - ½ δᵀ J_SS δ``: the local fields once, then
+        ``s × s`` blocks of J per set. Not validated.
+        """
+        num_rows = x.shape[0]
+        sets = blocks if blocks.dim() == 3 else blocks.unsqueeze(0)  # [1 or B, m, s]
+        num_sets, size = sets.shape[1:]
+        coupling = self.symmetric_coupling
+        fields = self.local_fields(x)
+        energy = -0.5 * (x * (fields + self.bias)).sum(-1)  # -½ xᵀJx - b·x, with Jx = fields - b
+        flat = sets.expand(num_rows, -1, -1).reshape(num_rows, -1)
+        current = x.gather(1, flat).reshape(num_rows, num_sets, 1, size)
+        set_fields = fields.gather(1, flat).reshape(num_rows, num_sets, 1, size)
+        change = binary_configurations(size, dtype=x.dtype, device=x.device) - current  # δ_S [B, m, C, s]
+        within = coupling[sets.unsqueeze(-1), sets.unsqueeze(-2)]  # J_SS [1 or B, m, s, s]
+        return energy[:, None, None] - (change * set_fields).sum(-1) - 0.5 * ((change @ within) * change).sum(-1)
 
     # ---- sampling -------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.centering import center_chain_gradients
-from pfzoo.models.enumeration import logsumexp_over_binary_states
+from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_finite_number, check_positive_int, check_tensors
@@ -140,6 +140,30 @@ class RBM(BipartiteModel):
             rows, bias = self.weight[units], self.visible_bias[units]
         moved = hidden_input.unsqueeze(-2) + direction.unsqueeze(-1) * rows
         return -direction * bias - (F.softplus(moved) - F.softplus(hidden_input).unsqueeze(-2)).sum(-1)
+
+    def block_free_energies(self, v: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+        """``F`` of ``v [B, V]`` with each index set's units set to each of their configurations: ``blocks [m, s]`` (shared)
+        or ``[B, m, s]`` (per row) → ``[B, m, 2^s]`` (the layout of :meth:`EnergyModel.block_free_energies`).
+
+        Setting the units S to c moves the hidden input ``a = vW + c_h`` to ``a + c W_S − v_S W_S``, so
+        ``F = −b·v − (c − v_S)·b_S − Σ_j softplus(a_j + (c W_S)_j − (v_S W_S)_j)``: the configurations' products ``c W_S``
+        once per set (shared sets), then one ``[B, m, 2^s, H]`` softplus instead of the free energies of ``B·m·2^s``
+        whole states. Not validated.
+        """
+        num_rows = v.shape[0]
+        shared = blocks.dim() == 2
+        sets = blocks.expand(num_rows, -1, -1)
+        num_sets, size = sets.shape[1:]
+        configurations = binary_configurations(size, dtype=v.dtype, device=v.device)  # [C, s]
+        current = v.gather(1, sets.reshape(num_rows, -1)).reshape(num_rows, num_sets, size)  # v_S [B, m, s]
+        rows, biases = self.weight[blocks], self.visible_bias[blocks]  # W_S [(B,) m, s, H], b_S [(B,) m, s]
+        pattern = "ms" if shared else "bms"
+        current_input = torch.einsum(f"bms,{pattern}h->bmh", current, rows)  # v_S W_S [B, m, H]
+        configuration_input = torch.einsum(f"cs,{pattern}h->{pattern[:-1]}ch", configurations, rows)  # c W_S [(B,) m, C, H]
+        moved = (v @ self.weight + self.hidden_bias)[:, None, None, :] - current_input.unsqueeze(2) + configuration_input
+        visible = ((v @ self.visible_bias)[:, None] - (current * biases).sum(-1)).unsqueeze(-1)  # b·v − b_S·v_S [B, m, 1]
+        visible = visible + torch.einsum(f"cs,{pattern}->{pattern[:-1]}c", configurations, biases)  # + b_S·c
+        return -visible - F.softplus(moved).sum(-1)
 
     # ---- conditionals -------------------------------------------------------------------
     # ``hidden_probs``/``visible_probs``/``draw_*`` are the unchecked hot-loop primitives used by

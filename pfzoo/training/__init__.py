@@ -6,6 +6,8 @@ from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.fast_pcd import FPCD
+from pfzoo.training.generalized_pseudolikelihood import GeneralizedPseudoLikelihood
+from pfzoo.training.generalized_score_matching import GeneralizedScoreMatching
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
 from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
@@ -17,6 +19,7 @@ from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
+from pfzoo.training.ratio_matching import RatioMatching
 from pfzoo.training.self_contrastive import SelfContrastive
 from pfzoo.training.trainer import Trainer
 
@@ -28,6 +31,8 @@ __all__ = [
     "EMHMC",
     "ExactMaximumLikelihood",
     "FPCD",
+    "GeneralizedPseudoLikelihood",
+    "GeneralizedScoreMatching",
     "GreedyTrainer",
     "PCD",
     "MPF",
@@ -37,6 +42,7 @@ __all__ = [
     "PersistentMPF",
     "PT",
     "PseudoLikelihood",
+    "RatioMatching",
     "SelfContrastive",
     "Trainer",
     "applicable_trainers",

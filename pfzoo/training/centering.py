@@ -54,6 +54,9 @@ class Centered(Objective):
     def start_epoch(self, epoch: int) -> None:
         self.objective.start_epoch(epoch)
 
+    def attach_data(self, data) -> None:
+        self.objective.attach_data(data)
+
     def prepare(self, model, train: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
         """The inner objective's epoch start (e.g. a DBM's greedy pretraining), then the offsets moved toward the
         training set's layer means ``[Σ layer sizes]``; returns whether the inner objective changed (a new

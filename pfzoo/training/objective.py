@@ -4,9 +4,9 @@ one-line refusal.
 The :class:`~pfzoo.training.Trainer` calls :meth:`Objective.check` once, before the first epoch; a
 model that lacks what the objective needs is refused with a :class:`~pfzoo.models.MissingCapability`
 naming the trainer configs that do apply ("CD needs a Gibbs chain over its visible units ...; ICA is an
-energy over real vectors without latents — use trainer=ml, mpf or mpf_adam"). It then calls
-:meth:`Objective.prepare` at the start of every epoch, :meth:`Objective.loss` on every minibatch and
-:meth:`Objective.epoch_metrics` after every epoch.
+energy over real vectors without latents — use trainer=ml, mpf or mpf_adam"), and :meth:`Objective.attach_data` with the
+data set. It then calls :meth:`Objective.prepare` at the start of every epoch, :meth:`Objective.loss` on every minibatch
+and :meth:`Objective.epoch_metrics` after every epoch.
 """
 
 from __future__ import annotations
@@ -75,6 +75,11 @@ class Objective(nn.Module, metaclass=ABCMeta):
         the Trainer (outside the timed region, under ``torch.no_grad``; e.g. parallel tempering's swap acceptance, NCE's
         learned normaliser); called on every rank after every epoch. By default there are none."""
         return {}
+
+    def attach_data(self, data) -> None:
+        """What the objective takes from the data set (a :class:`~pfzoo.data.DataSplits`) besides its rows, before the
+        first epoch (the Trainer calls it after :meth:`check`): by default nothing; e.g. generalized pseudo-likelihood's
+        image patches read ``data.image_shape``. Raises ``ValueError`` (one line) when the data set lacks what it needs."""
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""

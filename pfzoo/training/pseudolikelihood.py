@@ -11,6 +11,15 @@ from pfzoo.training.objective import Objective
 from pfzoo.validation import check_positive_int
 
 
+def missing_binary_free_energy(model) -> str | None:
+    """What an objective built on a binary model's conditionals (bit-flip or set free-energy differences) needs and
+    ``model`` lacks: binary states and an exact free energy at its size; ``None`` when it has both."""
+    offered = model.capabilities
+    if Capability.BINARY_STATES in offered and Capability.EXACT_FREE_ENERGY in offered:
+        return None
+    return f"{Capability.BINARY_STATES.value} and {Capability.EXACT_FREE_ENERGY.value}"
+
+
 class PseudoLikelihood(Objective):
     """Minimise the negative log pseudo-likelihood ``-(1/B) Σ_n Σ_i log p(x_ni | x_n,-i)``.
 
@@ -25,12 +34,7 @@ class PseudoLikelihood(Objective):
     """
 
     config_name = "pseudolikelihood"
-
-    def missing(self, model) -> str | None:
-        offered = model.capabilities
-        if Capability.BINARY_STATES in offered and Capability.EXACT_FREE_ENERGY in offered:
-            return None
-        return f"{Capability.BINARY_STATES.value} and {Capability.EXACT_FREE_ENERGY.value}"
+    missing = staticmethod(missing_binary_free_energy)
 
     def __init__(self, num_units: int | None = None) -> None:
         super().__init__()

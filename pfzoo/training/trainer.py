@@ -186,6 +186,7 @@ class Trainer:
         ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value.
         """
         self.objective.check(model)
+        self.objective.attach_data(data)
         weights = decayed_weights(model)
         if self.weight_decay and not weights:
             raise ValueError(f"weight_decay must be 0 for {type(model).__name__}: it decays weight matrices (parameters named "

@@ -46,6 +46,12 @@ examples per second under the ``trainer=nce`` settings (ν = 10 fresh base-rate 
 normaliser c) and the ``trainer=self_contrastive`` ones (100 persistent chains of the frozen copy, one Gibbs sweep per
 update), on the same minibatches as ``rbm_pcd``; the noise is fitted and the copy frozen before the clock starts.
 
+The same training steps for the bit-flip and conditional principles: ratio matching over all 784 single flips
+(``rbm_ratio_matching``) and over 50 importance-sampled units per example, half of the draws on its ones
+(``rbm_stochastic_ratio_matching``), generalized score matching (``rbm_generalized_score_matching``) and generalized
+pseudo-likelihood over blocks of 4 pixels, each block's 16 configurations enumerated (``rbm_generalized_pseudolikelihood``,
+a ``[B, 196, 16, 500]`` tensor of hidden inputs per step): steps and examples per second each.
+
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
 ``BitFlipMPF`` loss + gradient evaluations per second, and L-BFGS (strong Wolfe) iterations per second
@@ -86,7 +92,7 @@ from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.studies.ising_recovery import coupling_error
-from pfzoo.training import FPCD, NCE, PCD, PT, BitFlipMPF, NaiveMCMC, SelfContrastive
+from pfzoo.training import FPCD, NCE, PCD, PT, BitFlipMPF, GeneralizedPseudoLikelihood, GeneralizedScoreMatching, NaiveMCMC, RatioMatching, SelfContrastive
 from pfzoo.validation import values_checked
 
 
@@ -477,6 +483,43 @@ def benchmark_rbm_self_contrastive(device: torch.device, num_visible=784, num_hi
                                                    "num_batches": num_batches, "k": k, "num_chains": num_chains}, seconds)
 
 
+def benchmark_rbm_ratio_matching(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=100,
+                                 repeats=2) -> dict:
+    """``num_batches`` ratio-matching optimizer steps (:func:`training_steps`), every single flip of every example."""
+    seconds = training_steps(RatioMatching(), device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_ratio_matching", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                                 "num_batches": num_batches}, seconds)
+
+
+def benchmark_rbm_stochastic_ratio_matching(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=500,
+                                            num_units=50, nonzero_share=0.5, repeats=2) -> dict:
+    """``num_batches`` stochastic ratio-matching optimizer steps (:func:`training_steps`): ``num_units`` units drawn per
+    example, ``nonzero_share`` of the draws among its ones."""
+    objective = RatioMatching(num_units=num_units, nonzero_share=nonzero_share)
+    seconds = training_steps(objective, device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_stochastic_ratio_matching", {"num_visible": num_visible, "num_hidden": num_hidden, "batch_size": batch_size,
+                                                            "num_batches": num_batches, "num_units": num_units,
+                                                            "nonzero_share": nonzero_share}, seconds)
+
+
+def benchmark_rbm_generalized_score_matching(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=100,
+                                             repeats=2) -> dict:
+    """``num_batches`` generalized score matching optimizer steps (:func:`training_steps`), every single flip of every example."""
+    seconds = training_steps(GeneralizedScoreMatching(), device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_generalized_score_matching", {"num_visible": num_visible, "num_hidden": num_hidden,
+                                                             "batch_size": batch_size, "num_batches": num_batches}, seconds)
+
+
+def benchmark_rbm_generalized_pseudolikelihood(device: torch.device, num_visible=784, num_hidden=500, batch_size=100, num_batches=100,
+                                               size=4, repeats=2) -> dict:
+    """``num_batches`` generalized pseudo-likelihood optimizer steps (:func:`training_steps`) over blocks of ``size`` pixels
+    (``trainer=generalized_pseudolikelihood``'s sets), every configuration of every block."""
+    objective = GeneralizedPseudoLikelihood("blocks", size)
+    seconds = training_steps(objective, device, num_visible, num_hidden, batch_size, num_batches, repeats)
+    return training_rates("rbm_generalized_pseudolikelihood", {"num_visible": num_visible, "num_hidden": num_hidden,
+                                                               "batch_size": batch_size, "num_batches": num_batches, "size": size}, seconds)
+
+
 def free_port() -> int:
     """A port on localhost that nothing listens on, for a rendezvous."""
     with socket.socket() as probe:
@@ -555,6 +598,10 @@ CPU_SIZES = {
     "rbm_naive_mcmc": {"num_batches": 10},
     "rbm_nce": {"num_batches": 50},
     "rbm_self_contrastive": {"num_batches": 50},
+    "rbm_ratio_matching": {"num_batches": 5, "repeats": 1},
+    "rbm_stochastic_ratio_matching": {"num_batches": 20},
+    "rbm_generalized_score_matching": {"num_batches": 5, "repeats": 1},
+    "rbm_generalized_pseudolikelihood": {"num_batches": 2, "repeats": 1},
 }
 """Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
 QUICK_SIZES = {
@@ -573,6 +620,10 @@ QUICK_SIZES = {
     "rbm_naive_mcmc": {"batch_size": 10, "num_batches": 3, "burn_in": 3, "num_chains": 10, "repeats": 1},
     "rbm_nce": {"batch_size": 10, "num_batches": 3, "noise_ratio": 2, "repeats": 1},
     "rbm_self_contrastive": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+    "rbm_ratio_matching": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "repeats": 1},
+    "rbm_stochastic_ratio_matching": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "num_units": 5, "repeats": 1},
+    "rbm_generalized_score_matching": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "repeats": 1},
+    "rbm_generalized_pseudolikelihood": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "repeats": 1},
     "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
@@ -665,6 +716,26 @@ BENCHMARKS = {
         lambda r: f"rbm_self_contrastive: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_chains']} chains, "
         f"k = {r['shape']['k']}, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, "
         f"{r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_ratio_matching": (
+        benchmark_rbm_ratio_matching,
+        lambda r: f"rbm_ratio_matching: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, all flips, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_stochastic_ratio_matching": (
+        benchmark_rbm_stochastic_ratio_matching,
+        lambda r: f"rbm_stochastic_ratio_matching: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_units']} units, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_generalized_score_matching": (
+        benchmark_rbm_generalized_score_matching,
+        lambda r: f"rbm_generalized_score_matching: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "rbm_generalized_pseudolikelihood": (
+        benchmark_rbm_generalized_pseudolikelihood,
+        lambda r: f"rbm_generalized_pseudolikelihood: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, blocks of {r['shape']['size']}, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
     ),
     "distributed_ais": (
         benchmark_distributed_ais,

@@ -171,8 +171,10 @@ class GeneralizedPseudoLikelihood(Objective):
         if self.sets == "random_per_example":
             if self.size > width:
                 raise ValueError(f"size={self.size} is more than the data's {width} units")
-            keys = uniform((num_rows, width), generator=generator, device=batch.device)
-            sets = keys.argsort(1)[:, : self.size].unsqueeze(1)  # [B, 1, s]: s distinct units, uniformly
+            # the units of the s largest of D uniform keys: s distinct units, every s-subset equally likely (float64 keys,
+            # so that ties, which would favour one unit of a tied pair, practically never happen)
+            keys = uniform((num_rows, width), generator=generator, device=batch.device, dtype=torch.float64)
+            sets = keys.topk(self.size, dim=1).indices.unsqueeze(1)  # [B, 1, s]
             scale = width / self.size
         else:
             sets = self.index_sets(width, batch.device)

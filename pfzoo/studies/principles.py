@@ -48,6 +48,8 @@ PRINCIPLES = (
     Principle("PT (SML)", "pt", ("trainer.objective.num_replicas=10",)),
     Principle("FPCD", "fpcd"),
     Principle("pseudolikelihood", "pseudolikelihood", ("trainer.objective.num_units=null",)),
+    Principle("generalized PL", "generalized_pseudolikelihood", ("trainer.objective.sets=patches", "trainer.objective.size=2")),
+    Principle("ratio matching", "ratio_matching", ("trainer.objective.num_units=null",)),
     Principle("MPF", "mpf_sgd", ("trainer.objective.binary.num_flips=null",)),
     Principle("NCE", "nce", ("trainer.objective.noise_ratio=10",)),
     Principle("self-contrastive", "self_contrastive"),

@@ -69,6 +69,9 @@ def run_dataset(dataset: str, args) -> dict:
         rates = principle.learning_rates[1:2] if args.quick else principle.learning_rates
         train = make_train(dataset, principle, args)
         best, search = study.search_setting(train, [[f"trainer.optimizer.lr={rate}"] for rate in rates], validation)
+        if best is None:
+            results.append(study.failed(principle.name, principle.trainer, search))
+            continue
         model, seconds = train(best, data)
         results.append(study.measure(principle.name, principle.trainer, best, model, seconds, data, block=DENOISING_BLOCK[dataset],
                                      seed=args.seed, search=search))

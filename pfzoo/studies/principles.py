@@ -53,6 +53,7 @@ PRINCIPLES = (
     Principle("MPF", "mpf_sgd", ("trainer.objective.binary.num_flips=null",)),
     Principle("NCE", "nce", ("trainer.objective.noise_ratio=10",)),
     Principle("self-contrastive", "self_contrastive"),
+    Principle("GSM", "generalized_score_matching"),
     Principle("naive MCMC", "naive_mcmc", ("trainer.objective.burn_in=100",), small_only=True),
 )
 """Every principle of the table, in the report's order."""
@@ -69,16 +70,18 @@ test log-likelihood and the best features for a classifier, ratio matching the b
 @dataclass
 class PrincipleResult:
     """One trained RBM's measurements; ``search`` holds every grid point tried (its overrides and validation
-    log-likelihood)."""
+    log-likelihood). A principle whose loss turned non-finite at every setting searched has ``failure`` (why, in
+    words) and no measurements."""
 
     name: str
     recipe: str
     overrides: list[str]
-    test_log_likelihood: float
-    denoising_error: float
+    test_log_likelihood: float | None
+    denoising_error: float | None
     classification_accuracy: float | None
-    train_seconds: float
+    train_seconds: float | None
     search: list[dict[str, Any]] = field(default_factory=list)
+    failure: str | None = None
 
     def row(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -144,9 +147,10 @@ Train = Callable[[list[str], DataSplits], tuple[RBM, float]]
 """``train(overrides, data) -> (model, training seconds)``: one run of a principle's recipe with extra overrides."""
 
 
-def search_setting(train: Train, grid: Sequence[list[str]], data: DataSplits) -> tuple[list[str], list[dict[str, Any]]]:
+def search_setting(train: Train, grid: Sequence[list[str]], data: DataSplits) -> tuple[list[str] | None, list[dict[str, Any]]]:
     """The grid point (a list of overrides) with the best exact log-likelihood on ``data.test`` (a validation split),
-    and every point's record; a point whose training fails numerically (NaN) scores −∞."""
+    and every point's record; a point whose training fails numerically (NaN) scores −∞, and when every point does the
+    best is ``None``."""
     records = []
     for overrides in grid:
         try:
@@ -156,7 +160,7 @@ def search_setting(train: Train, grid: Sequence[list[str]], data: DataSplits) ->
             score, seconds = -math.inf, float("nan")
         records.append({"overrides": list(overrides), "validation_log_likelihood": score, "train_seconds": seconds})
     best = max(records, key=lambda record: record["validation_log_likelihood"])
-    return best["overrides"], records
+    return (None if best["validation_log_likelihood"] == -math.inf else best["overrides"]), records
 
 
 def measure(name: str, recipe: str, overrides: list[str], model: RBM, seconds: float, data: DataSplits, *, block: int, seed: int,
@@ -175,10 +179,18 @@ def measure(name: str, recipe: str, overrides: list[str], model: RBM, seconds: f
     )
 
 
+def failed(name: str, recipe: str, search: list[dict[str, Any]]) -> PrincipleResult:
+    """The row of a principle whose loss turned non-finite at every setting searched."""
+    tried = ", ".join(" ".join(point["overrides"]) for point in search)
+    return PrincipleResult(name=name, recipe=recipe, overrides=[], test_log_likelihood=None, denoising_error=None,
+                           classification_accuracy=None, train_seconds=None, search=search,
+                           failure=f"the loss turned non-finite at every setting tried ({tried})")
+
+
 def orderings(results: Sequence[PrincipleResult]) -> dict[str, list[str]]:
     """The principles from best to worst on each column (log-likelihood and accuracy high, denoising error low)."""
     def ranked(key: Callable[[PrincipleResult], float | None], reverse: bool) -> list[str]:
-        scored = [result for result in results if key(result) is not None]
+        scored = [result for result in results if result.failure is None and key(result) is not None]
         return [result.name for result in sorted(scored, key=key, reverse=reverse)]
 
     return {
@@ -193,6 +205,9 @@ def table(results: Sequence[PrincipleResult]) -> list[str]:
     lines = ["| principle | setting (best of the search) | exact test log-likelihood (nats) | denoising MSE | classification accuracy | training s |",
              "|---|---|---:|---:|---:|---:|"]
     for r in results:
+        if r.failure is not None:
+            lines.append(f"| {r.name} | {r.failure} | — | — | — | — |")
+            continue
         accuracy = "—" if r.classification_accuracy is None else f"{r.classification_accuracy:.4f}"
         setting = ", ".join(f"`{o}`" for o in r.overrides) or "recipe as is"
         lines.append(f"| {r.name} | {setting} | {r.test_log_likelihood:.2f} | {r.denoising_error:.4f} | {accuracy} | {r.train_seconds:.1f} |")

@@ -61,3 +61,16 @@ def test_orderings_rank_each_column_its_own_way():
     ranked = study.orderings(rows)
     assert ranked == {"test log-likelihood": ["B", "A"], "classification": ["A"], "denoising": ["A", "B"]}
     assert any("| A |" in line for line in study.table(rows))
+
+
+def test_a_principle_that_diverges_everywhere_is_a_row_that_says_so():
+    data = DataSplits("d", torch.ones(4, 3), torch.ones(2, 3))
+
+    def train(overrides, split):
+        raise FloatingPointError("loss is nan")
+
+    best, records = study.search_setting(train, [["lr=0.1"], ["lr=0.3"]], data)
+    assert best is None
+    row = study.failed("GSM", "generalized_score_matching", records)
+    assert "non-finite at every setting tried (lr=0.1, lr=0.3)" in study.table([row])[-1]
+    assert study.orderings([row]) == {"test log-likelihood": [], "classification": [], "denoising": []}

@@ -30,6 +30,8 @@ class Centered(Objective):
             takes the means themselves). 1 uses each epoch's means as they are.
     """
 
+    lazy_buffers = ("offsets",)
+
     offsets: torch.Tensor
 
     def __init__(self, objective: Objective, offset_rate: float = 1.0) -> None:
@@ -87,13 +89,6 @@ class Centered(Objective):
 
     def epoch_metrics(self) -> dict[str, float]:
         return self.objective.epoch_metrics()
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The offsets are created on the first epoch: resize the buffer to the saved one before copying into it.
-        saved = state_dict.get(prefix + "offsets")
-        if saved is not None:
-            self.offsets = torch.empty_like(saved, device=self.offsets.device)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return f"offset_rate={self.offset_rate}"

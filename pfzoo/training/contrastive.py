@@ -105,6 +105,8 @@ class PCD(Objective):
             number of ranks.
     """
 
+    lazy_buffers = ("chains",)
+
     chains: torch.Tensor
     config_name = "pcd"
     missing = staticmethod(_missing_gibbs_chain)
@@ -128,13 +130,6 @@ class PCD(Objective):
             state, _ = run_chain(*model.gibbs_chain(), self.chains, self.k, generator=generator)
         self.chains = state.position
         return _free_energy_gap(model, batch, self.chains)
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The chains are created lazily, so resize the buffer to the saved chains before copying into it.
-        saved = state_dict.get(prefix + "chains")
-        if saved is not None:
-            self.chains = torch.empty_like(saved, device=self.chains.device)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return f"k={self.k}, num_chains={self.num_chains}"

@@ -88,6 +88,8 @@ class DBMPersistentMeanField(Objective):
             before training (normally a partial of :func:`pretrain_dbm`).
     """
 
+    lazy_buffers = ("chains",)
+
     chains: torch.Tensor
     pretrained: torch.Tensor
 
@@ -167,13 +169,6 @@ class DBMPersistentMeanField(Objective):
         rows = torch.randint(batch.shape[0], (count,), generator=generator, device=batch.device)
         hidden = torch.full((count, model.num_even_units - model.num_visible), 0.5, device=batch.device, dtype=batch.dtype)
         return torch.cat([batch[rows], bernoulli(hidden, generator=generator)], dim=1)
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The chains are created lazily, so resize the buffer to the saved chains before copying into it.
-        saved = state_dict.get(prefix + "chains")
-        if saved is not None:
-            self.chains = torch.empty_like(saved, device=self.chains.device)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
         pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)

@@ -61,6 +61,8 @@ class FPCD(Objective):
         fast_decay: λ ∈ [0, 1), the factor the fast weights shrink by at every update (paper: 19/20).
     """
 
+    lazy_buffers = ("chains", "fast")
+
     chains: torch.Tensor
     fast: torch.Tensor
     config_name = "fpcd"
@@ -104,14 +106,6 @@ class FPCD(Objective):
             self.fast.mul_(self.fast_decay).sub_(flat, alpha=self.fast_learning_rate)
         linear = [(p * g).sum() - (p.detach() * g).sum() for p, g in zip(parameters, gradients) if g is not None]
         return surrogate.detach() + sum(linear)
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The chains and fast weights are created lazily, so resize the buffers to the saved ones before copying into them.
-        for name in ("chains", "fast"):
-            saved = state_dict.get(prefix + name)
-            if saved is not None:
-                setattr(self, name, torch.empty_like(saved, device=getattr(self, name).device))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return f"k={self.k}, num_chains={self.num_chains}, fast_learning_rate={self.fast_learning_rate}, fast_decay={self.fast_decay}"

@@ -39,6 +39,9 @@ class Objective(nn.Module, metaclass=ABCMeta):
     """Whether the class overrides :meth:`prepare` (set when it is defined): the Trainer then also passes the batch's
     row numbers ``indices [B]`` in the prepared training set to :meth:`loss`."""
 
+    lazy_buffers: ClassVar[tuple[str, ...]] = ()
+    """Buffers created at their first use with a size known only then (e.g. PCD's ``chains``): loading a state dict
+    resizes them to the saved tensors before copying into them (:func:`resize_to_saved`)."""
     preconditions: ClassVar[bool] = False
     """Whether the class overrides :meth:`precondition` (set when it is defined): its updates are then not the loss's
     gradient, and the Trainer refuses optimisers whose line search needs that gradient (L-BFGS)."""
@@ -97,6 +100,20 @@ class Objective(nn.Module, metaclass=ABCMeta):
         message = f"{type(self).__name__} needs {need}; {type(model).__name__} {describe(model)}"
         others = [f"trainer={name}" for name in applicable_trainers(model)]
         raise MissingCapability(message + (f" — use {join_alternatives(others)}" if others else ""))
+
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        resize_to_saved(self, state_dict, prefix, self.lazy_buffers)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+def resize_to_saved(module: nn.Module, state_dict, prefix: str, names: tuple[str, ...]) -> None:
+    """Replace each buffer of ``module`` named in ``names`` that ``state_dict`` holds (under ``prefix``) by an empty
+    tensor of the saved one's shape and dtype on the buffer's device, so ``load_state_dict`` can copy into it."""
+    for name in names:
+        saved = state_dict.get(prefix + name)
+        if saved is not None:
+            setattr(module, name, torch.empty_like(saved, device=getattr(module, name).device))
 
 
 def applicable_trainers(model) -> list[str]:

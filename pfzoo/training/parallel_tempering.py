@@ -59,6 +59,8 @@ class PT(Objective):
         adapt_ladder: adapt the ladder towards equal acceptance between neighbours at the start of every epoch.
     """
 
+    lazy_buffers = ("chains",)
+
     chains: torch.Tensor
     betas: torch.Tensor
     swap_round: torch.Tensor
@@ -155,13 +157,8 @@ class PT(Objective):
         return {"swap_acceptance": sum(acceptance) / len(acceptance), "swap_acceptance_min": min(acceptance)}
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The chains are created lazily, so resize the buffer to the saved chains before copying into it; the host copies
-        # of the ladder and the round follow the loaded buffers.
-        saved = state_dict.get(prefix + "chains")
-        if saved is not None:
-            self.chains = torch.empty_like(saved, device=self.chains.device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        self._ladder = tuple(self.betas.tolist())
+        self._ladder = tuple(self.betas.tolist())  # the host copies of the ladder and the round follow the loaded buffers
         self._round = int(self.swap_round)
 
     def extra_repr(self) -> str:

@@ -102,6 +102,8 @@ class PersistentMPF(Objective):
         num_gibbs_sweeps: block-Gibbs sweeps of the particles per refresh, for binary models (≥ 1).
     """
 
+    lazy_buffers = ("connected", "reference_gap")
+
     connected: torch.Tensor
     reference_gap: torch.Tensor
     num_prepared: torch.Tensor
@@ -204,14 +206,6 @@ class PersistentMPF(Objective):
             connected, reference_gap = self.connected[indices], self.reference_gap[indices]
         exponents = 0.5 * (model.free_energy(batch) - model.free_energy(connected) - reference_gap)
         return torch.logsumexp(exponents, 0) - math.log(batch.shape[0])
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The particles are created by prepare, so resize the buffers to the saved ones before copying into them.
-        for name in ("connected", "reference_gap"):
-            saved = state_dict.get(prefix + name)
-            if saved is not None:
-                setattr(self, name, torch.empty_like(saved, device=getattr(self, name).device))
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
         return (

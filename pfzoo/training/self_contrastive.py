@@ -68,6 +68,8 @@ class SelfContrastive(Objective):
         step_size, num_leapfrog: the HMC transition's leapfrog step and count (energies over real vectors only).
     """
 
+    lazy_buffers = ("chains", "frozen")
+
     config_name = "self_contrastive"
     chains: torch.Tensor
     frozen: torch.Tensor
@@ -178,11 +180,6 @@ class SelfContrastive(Objective):
         return super()._apply(fn, *args, **kwargs)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        # The chains and the copy are created lazily, so resize their buffers to the saved ones before copying into them.
-        for name in ("chains", "frozen"):
-            saved = state_dict.get(prefix + name)
-            if saved is not None:
-                setattr(self, name, torch.empty_like(saved, device=getattr(self, name).device))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self._updates = int(self.updates)
         self._set_copy(None)

@@ -40,6 +40,17 @@ def owned_chains(num_chains: int) -> int:
     return count
 
 
+def persistent_chains(chains: torch.Tensor, batch: torch.Tensor, num_chains: int, *, generator: torch.Generator | None) -> torch.Tensor:
+    """Persistent chains ``[C_r, V]`` to advance: ``chains`` as they are, or, before the first update (empty), this
+    rank's share of ``num_chains`` rows of ``batch [B, V]`` drawn with replacement; refuses a batch of another width."""
+    if chains.numel() == 0:
+        rows = torch.randint(batch.shape[0], (owned_chains(num_chains),), generator=generator, device=batch.device)
+        return batch[rows]
+    if chains.shape[1] != batch.shape[1]:
+        raise ValueError(f"batch must have {chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
+    return chains
+
+
 class CD(Objective):
     """CD-k: negatives from ``k`` block-Gibbs sweeps started at the batch.
 
@@ -121,11 +132,7 @@ class PCD(Objective):
         """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the PCD-k update; advances the chains."""
         self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
-        if self.chains.numel() == 0:
-            rows = torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)
-            self.chains = batch[rows]
-        elif self.chains.shape[1] != batch.shape[1]:
-            raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
+        self.chains = persistent_chains(self.chains, batch, self.num_chains, generator=generator)
         with torch.no_grad():
             state, _ = run_chain(*model.gibbs_chain(), self.chains, self.k, generator=generator)
         self.chains = state.position

@@ -17,7 +17,7 @@ from torch import nn
 from torch.func import functional_call
 
 from pfzoo.kernels import run_chain
-from pfzoo.training.contrastive import _free_energy_gap, _missing_gibbs_chain, owned_chains
+from pfzoo.training.contrastive import _free_energy_gap, _missing_gibbs_chain, persistent_chains
 from pfzoo.training.objective import Objective
 from pfzoo.validation import check_finite_number, check_positive_int
 
@@ -90,11 +90,7 @@ class FPCD(Objective):
             self.fast = torch.zeros(sum(sizes), dtype=model.dtype, device=model.device)
         elif self.fast.numel() != sum(sizes):
             raise ValueError(f"model has {sum(sizes)} parameters but the fast weights hold {self.fast.numel()}; use a fresh FPCD per model")
-        if self.chains.numel() == 0:
-            rows = torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)
-            self.chains = batch[rows]
-        elif self.chains.shape[1] != batch.shape[1]:
-            raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
+        self.chains = persistent_chains(self.chains, batch, self.num_chains, generator=generator)
         with torch.no_grad():
             shifted = {f"model.{name}": parameter + offset.view_as(parameter)
                        for name, parameter, offset in zip(names, parameters, self.fast.split(sizes))}

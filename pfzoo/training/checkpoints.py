@@ -13,6 +13,7 @@ and ``generators["sampling"]`` are rank 0's); a checkpoint without it counts as 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -27,8 +28,9 @@ from pfzoo.zoo import load_checkpoint, save
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.pt"
-RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root")
-"""Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars."""
+RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root", "device")
+"""Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars, and the
+device (a long run started on a CPU may go on on a GPU: see :func:`restore_generator`)."""
 
 
 class CheckpointStore:
@@ -119,9 +121,22 @@ def restore_trainer_state(
     optimizer.load_state_dict(state["optimizer"])
     own = {"objective": state["objective"], "sampling": state["generators"]["sampling"]} if ranks is None else ranks[rank]
     objective.load_state_dict(own["objective"])
-    generators["shuffle"].set_state(state["generators"]["shuffle"])
-    generators["sampling"].set_state(own["sampling"])
+    restore_generator(generators["shuffle"], state["generators"]["shuffle"])
+    restore_generator(generators["sampling"], own["sampling"])
     return state["epoch"]
+
+
+def restore_generator(generator: torch.Generator, saved_state: torch.Tensor) -> None:
+    """Set ``generator`` to ``saved_state`` (a ``get_state()`` ByteTensor). A state saved by a generator of another
+    device type (the CPU's Mersenne twister vs CUDA's Philox: different sizes) cannot be set; the generator is then
+    seeded from a hash of the saved state instead, so a run moved between devices still goes on reproducibly (same
+    checkpoint, same device type, same numbers), though not with the numbers the old device would have drawn."""
+    if saved_state.numel() == generator.get_state().numel():
+        generator.set_state(saved_state)
+        return
+    digest = hashlib.sha256(saved_state.cpu().numpy().tobytes()).digest()
+    generator.manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+    logger.info("a generator state saved on another device type was re-seeded from its hash (the run moved between devices)")
 
 
 def config_differences(stored: Mapping | None, current: Mapping | None, prefix: str = "") -> list[str]:

@@ -5,7 +5,7 @@ import torch
 
 from pfzoo.models import RBM
 from pfzoo.training import PCD
-from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
+from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_generator, restore_trainer_state, trainer_state
 
 
 def rbm(seed=0):
@@ -83,3 +83,22 @@ def test_only_temporaries_of_killed_checkpoint_writes_are_removed(tmp_path):
     other.write_text("not ours")
     CheckpointStore(tmp_path).remove_stale_temporaries()
     assert not stale.exists() and other.exists()
+
+
+def test_a_generator_state_from_the_same_device_type_is_restored_exactly():
+    saved = torch.Generator().manual_seed(5)
+    torch.rand(3, generator=saved)
+    restored = torch.Generator().manual_seed(0)
+    restore_generator(restored, saved.get_state())
+    assert torch.equal(torch.rand(4, generator=restored), torch.rand(4, generator=saved))
+
+
+def test_a_generator_state_from_another_device_type_reseeds_reproducibly_from_its_hash():
+    philox_like = torch.arange(16, dtype=torch.uint8)  # a CUDA generator's state: 16 bytes, not the CPU's 5056
+    first, second, other = torch.Generator(), torch.Generator(), torch.Generator()
+    restore_generator(first, philox_like)
+    restore_generator(second, philox_like.clone())
+    restore_generator(other, philox_like.flip(0))
+    draws = torch.rand(8, generator=first)
+    assert torch.equal(draws, torch.rand(8, generator=second))
+    assert not torch.equal(draws, torch.rand(8, generator=other))

@@ -85,7 +85,7 @@ def pareto_tail_index(log_weights: torch.Tensor) -> float:
     size = exceedances.numel()
     grid = 30 + int(math.sqrt(size))
     quartile = exceedances[int(size / 4 + 0.5) - 1].clamp_min(torch.finfo(torch.float64).tiny)
-    j = torch.arange(1, grid + 1, dtype=torch.float64)
+    j = torch.arange(1, grid + 1, dtype=torch.float64, device=weights.device)
     thetas = 1 / exceedances[-1] + (1 - torch.sqrt(grid / (j - 0.5))) / (3 * quartile)
     profile = torch.log1p(-thetas[:, None] * exceedances).mean(1)  # = −k(θ_j)
     log_likelihood = size * (torch.log(-thetas / profile) - profile - 1)

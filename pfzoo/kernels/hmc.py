@@ -156,7 +156,7 @@ class HMCKernel:
         replaces the kernel's ε for this call (a number or a 0-dim tensor on the chains' device)."""
         step_size = self.step_size_at(beta, step_size)
         momentum = refresh_momentum(state.momentum, self.refresh_at(step_size), generator=generator)
-        lower = None if self.lower is None else self.lower.to(device=state.position.device, dtype=state.position.dtype)
+        lower = None if self.lower is None else self.lower.to(device=state.position.device, dtype=state.position.dtype, non_blocking=True)  # no stall
         current = target.evaluation(state.stats, beta)
         evaluate = lambda x: target.evaluation(target.statistics(x), beta)  # noqa: E731
         integrate = lambda p: leapfrog(  # noqa: E731

@@ -105,7 +105,8 @@ class GaussianPath(AnnealingPath):
             if beta in (0.0, 1.0):
                 self._cache[beta] = self.base_gaussian if beta == 0.0 else self.target_gaussian
             else:
-                mean, covariance = self.mean_covariance(torch.tensor([beta], dtype=torch.float64, device=self.base_gaussian.mean.device))
+                # torch.full fills on the device; torch.tensor([beta], device=...) would copy from the host and stall a GPU's queue
+                mean, covariance = self.mean_covariance(torch.full((1,), beta, dtype=torch.float64, device=self.base_gaussian.mean.device))
                 self._cache[beta] = GaussianParameters(mean[0], covariance[0])
         return self._cache[beta]
 

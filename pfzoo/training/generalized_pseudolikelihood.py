@@ -138,7 +138,9 @@ class GeneralizedPseudoLikelihood(Objective):
             raise ValueError("sets='random_per_example' draws new sets at every evaluation; it has no fixed index sets")
         key = (width, torch.device(device))
         if key not in self._fixed_sets:
-            self._fixed_sets[key] = self._build_sets(width).to(device)
+            # built on the host at first use, inside a step: an asynchronous copy keeps the GPU's queue running (a
+            # pageable source is staged before the call returns, so this is safe)
+            self._fixed_sets[key] = self._build_sets(width).to(device, non_blocking=True)
         return self._fixed_sets[key]
 
     def _build_sets(self, width: int) -> torch.Tensor:

@@ -3,7 +3,7 @@
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
-from pfzoo.training.dbm import DBMPersistentMeanField, compose_dbm, pretrain_dbm
+from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.fast_pcd import FPCD
 from pfzoo.training.generalized_pseudolikelihood import GeneralizedPseudoLikelihood
@@ -27,6 +27,7 @@ __all__ = [
     "BitFlipMPF",
     "CD",
     "Centered",
+    "DBMParallelTempering",
     "DBMPersistentMeanField",
     "EMHMC",
     "ExactMaximumLikelihood",

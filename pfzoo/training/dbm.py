@@ -1,11 +1,12 @@
 """Training deep Boltzmann machines (Salakhutdinov & Hinton 2009, AISTATS; Salakhutdinov & Larochelle 2010).
 
-Two pieces:
+Three pieces:
 
 * :class:`DBMPersistentMeanField`, the learning procedure of Salakhutdinov & Hinton 2009, Algorithm 1
   ("stochastic approximation" / PCD with a variational positive phase): the data-dependent statistics
   come from the mean-field posterior ``q(h | v)`` (eq. 7), the data-independent ones from persistent
   fantasy particles advanced by odd/even block Gibbs sweeps.
+* :class:`DBMParallelTempering`, the same with a parallel-tempering negative phase.
 * :func:`pretrain_dbm`, the greedy layer-wise initialisation of §3.1 from a stack of modified RBMs
   trained with CD-k.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -25,6 +26,7 @@ from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.objective import Objective
+from pfzoo.training.parallel_tempering import PT
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_generator, check_positive_int
@@ -122,14 +124,7 @@ class DBMPersistentMeanField(Objective):
 
         Returns ``True`` when it changed the model (so the trainer discards optimiser state).
         """
-        if self.pretrain is None or bool(self.pretrained):
-            return False
-        _check_dbm(model)
-        logger.info("greedy pretraining of a DBM with layer sizes %s", model.layer_sizes)
-        self.pretrain(model, train, generator=generator)
-        self.pretrained.fill_(True)
-        self.chains = self.chains.new_empty(0)  # particles of the old parameters are meaningless now
-        return True
+        return pretrain_once(self, model, train, generator)
 
     # ---- the objective ---------------------------------------------------------------------
 
@@ -159,20 +154,105 @@ class DBMPersistentMeanField(Objective):
         with torch.no_grad():
             rbm = model.even_odd_rbm()  # odd/even sweeps of the fantasy particles: block Gibbs on the even/odd RBM
             self.chains = run_chain(*rbm.gibbs_chain(), self.chains, self.k, generator=generator)[0].position
-            odd_means = rbm.hidden_probs(self.chains)
-        positive = model.energy_unchecked([batch, *means]).mean()
-        negative = model.energy_unchecked(particle_layers(model, self.chains, odd_means)).mean()
-        return positive - negative
+        return mean_field_surrogate(model, batch, means, rbm, self.chains)
 
     def _initial_chains(self, model: DBM, batch: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        count = owned_chains(self.num_chains)  # this rank's share under a process group
-        rows = torch.randint(batch.shape[0], (count,), generator=generator, device=batch.device)
-        hidden = torch.full((count, model.num_even_units - model.num_visible), 0.5, device=batch.device, dtype=batch.dtype)
-        return torch.cat([batch[rows], bernoulli(hidden, generator=generator)], dim=1)
+        return initial_particles(model, batch, owned_chains(self.num_chains), generator)
 
     def extra_repr(self) -> str:
         pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)
         return f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
+
+
+class DBMParallelTempering(PT):
+    """Salakhutdinov & Hinton's DBM learning (:class:`DBMPersistentMeanField`) with a parallel-tempering negative phase
+    (PT-SML, Desjardins et al. 2010, on the
+    DBM's odd/even chain; Salakhutdinov 2010 used tempered transitions for DBMs to the same end: mixing between modes).
+
+    The positive phase is the mean-field posterior's; the fantasy particles are the β = 1 replica of persistent chains
+    run by :class:`~pfzoo.kernels.ParallelTempering` over the odd/even block Gibbs chain, i.e. the even/odd RBM that has
+    this DBM's joint distribution (:meth:`~pfzoo.models.DBM.even_odd_rbm`), so tempering the RBM tempers the DBM:
+    ``p_β(x_even) ∝ Σ_{x_odd} exp(−β E_θ(x))``. The surrogate and its Rao–Blackwellised particle statistics are
+    :class:`DBMPersistentMeanField`'s; the replicas, ladder, swap-acceptance metrics and ladder adaptation are
+    :class:`~pfzoo.training.PT`'s (buffer ``chains [R · C, Σ n_even]``, replica-major, β ascending). Greedy pretraining
+    (``pretrain``) runs once before the first update, as for :class:`DBMPersistentMeanField`.
+
+    Args: ``k`` (PT steps per update, each one odd/even sweep of every replica and one round of exchanges),
+    ``num_chains`` (particles per replica), ``num_replicas``, ``min_beta``, ``spacing``, ``betas``, ``swaps``,
+    ``adapt_ladder`` as :class:`~pfzoo.training.PT`; ``mean_field_iterations`` and ``pretrain`` as
+    :class:`DBMPersistentMeanField`.
+    """
+
+    pretrained: torch.Tensor
+    config_name = "dbm_pt"
+
+    def __init__(self, k: int = 5, num_chains: int = 100, num_replicas: int = 10, min_beta: float = 0.1, spacing: str = "geometric",
+                 betas: Sequence[float] | None = None, swaps: str = "alternate", adapt_ladder: bool = False,
+                 mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS, pretrain: Callable | None = None) -> None:
+        super().__init__(k=k, num_chains=num_chains, num_replicas=num_replicas, min_beta=min_beta, spacing=spacing, betas=betas, swaps=swaps,
+                         adapt_ladder=adapt_ladder)
+        self.mean_field_iterations = check_positive_int(mean_field_iterations, "mean_field_iterations")
+        if pretrain is not None and not callable(pretrain):
+            raise ValueError(f"pretrain must be None or a callable(model, data, *, generator), got {type(pretrain).__name__}")
+        self.pretrain = pretrain
+        self.register_buffer("pretrained", torch.tensor(False))
+
+    def missing(self, model) -> str | None:
+        return None if Capability.MEAN_FIELD in model.capabilities else Capability.MEAN_FIELD.value
+
+    def prepare(self, model: DBM, train: torch.Tensor, *, generator: torch.Generator | None = None) -> bool:
+        """Pretrain the first time (as :meth:`DBMPersistentMeanField.prepare`), then :meth:`PT.prepare`'s ladder step."""
+        changed = pretrain_once(self, model, train, generator)
+        super().prepare(model, train, generator=generator)
+        return changed
+
+    def loss(self, model: DBM, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
+        """Surrogate loss (scalar) for binary ``batch [B, V]``; advances every replica ``k`` PT steps first. ``indices`` is not used."""
+        _check_dbm(model)
+        model.check_visible(batch, "batch")
+        check_generator(generator, model.device)
+        means = model.mean_field(batch, num_iterations=self.mean_field_iterations)
+        with torch.no_grad():
+            rbm = model.even_odd_rbm()
+            kernel, target = rbm.gibbs_chain()
+            start = lambda: initial_particles(model, batch, owned_chains(self.num_chains), generator)  # noqa: E731
+            particles = self.advance(kernel, target, start, model.num_even_units, generator=generator)
+        return mean_field_surrogate(model, batch, means, rbm, particles)
+
+    def extra_repr(self) -> str:
+        pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)
+        return f"{super().extra_repr()}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
+
+
+def pretrain_once(objective: DBMPersistentMeanField | DBMParallelTempering, model: DBM, train: torch.Tensor, generator: torch.Generator | None) -> bool:
+    """Run ``objective.pretrain`` on ``train [N, V]`` unless its buffer ``pretrained`` says it ran (a resumed run); the
+    particles of the old parameters are then dropped. ``True`` when the model changed."""
+    if objective.pretrain is None or bool(objective.pretrained):
+        return False
+    _check_dbm(model)
+    logger.info("greedy pretraining of a DBM with layer sizes %s", model.layer_sizes)
+    objective.pretrain(model, train, generator=generator)
+    objective.pretrained.fill_(True)
+    objective.chains = objective.chains.new_empty(0)
+    return True
+
+
+def initial_particles(model: DBM, batch: torch.Tensor, count: int, generator: torch.Generator | None) -> torch.Tensor:
+    """``count`` fantasy particles' even layers ``[count, Σ n_even]``: rows of ``batch`` drawn with replacement for the
+    visible layer, uniformly random even hidden layers."""
+    rows = torch.randint(batch.shape[0], (count,), generator=generator, device=batch.device)
+    hidden = torch.full((count, model.num_even_units - model.num_visible), 0.5, device=batch.device, dtype=batch.dtype)
+    return torch.cat([batch[rows], bernoulli(hidden, generator=generator)], dim=1)
+
+
+def mean_field_surrogate(model: DBM, batch: torch.Tensor, means: list[torch.Tensor], rbm, particles: torch.Tensor) -> torch.Tensor:
+    """``mean_n E(v_n, μ_n) − mean_m E(x̃_m, E[x̃_odd | x̃_even])`` (scalar; :class:`DBMPersistentMeanField`) for
+    ``batch [B, V]``, its mean-field means, the even/odd ``rbm`` and the particles' even layers ``[M, Σ n_even]``."""
+    with torch.no_grad():
+        odd_means = rbm.hidden_probs(particles)
+    positive = model.energy_unchecked([batch, *means]).mean()
+    negative = model.energy_unchecked(particle_layers(model, particles, odd_means)).mean()
+    return positive - negative
 
 
 def particle_layers(model: DBM, even_state: torch.Tensor, odd_state: torch.Tensor) -> list[torch.Tensor]:

@@ -122,22 +122,28 @@ class PT(Objective):
         steps. ``indices`` (the Trainer's row numbers) is not used."""
         kernel, target = self._gibbs_chain(model)
         model.check_visible(batch, "batch")
-        tempering = ParallelTempering(kernel, self._ladder, swaps=self.swaps)
+        start = lambda: batch[torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)]  # noqa: E731
+        return _free_energy_gap(model, batch, self.advance(kernel, target, start, batch.shape[1], generator=generator))
+
+    @torch.no_grad()
+    def advance(self, kernel, target, start, width: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Run every replica of the persistent chains ``k`` parallel-tempering steps of ``kernel`` on ``target`` and
+        return the β = 1 replica's states ``[C, width]``. ``start()`` gives the first states ``[C, width]`` (every
+        replica starts there) when there are no chains yet; chains of another width are refused."""
         if self.chains.numel() == 0:
-            rows = torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)
-            self.chains = batch[rows].repeat(self.num_replicas, 1)
-        elif self.chains.shape[1] != batch.shape[1]:
-            raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
-        with torch.no_grad():
-            state = tempering.init_replicas(self.chains.unflatten(0, (self.num_replicas, -1)), target, swap_round=self._round)
-            for _ in range(self.k):
-                state, info = tempering.step(state, target, generator=generator)
-                self.accept_sum += info.swap_accept_prob.mean(1)
-                self.accept_count += info.attempted
+            self.chains = start().repeat(self.num_replicas, 1)
+        elif self.chains.shape[1] != width:
+            raise ValueError(f"batch must have {self.chains.shape[1]} columns like the persistent chains, got {width}")
+        tempering = ParallelTempering(kernel, self._ladder, swaps=self.swaps)
+        state = tempering.init_replicas(self.chains.unflatten(0, (self.num_replicas, -1)), target, swap_round=self._round)
+        for _ in range(self.k):
+            state, info = tempering.step(state, target, generator=generator)
+            self.accept_sum += info.swap_accept_prob.mean(1)
+            self.accept_count += info.attempted
         self.chains = state.replicas.position
         self._round = state.swap_round
         self.swap_round.fill_(self._round)
-        return _free_energy_gap(model, batch, state.position)
+        return state.position
 
     def pair_acceptance(self) -> list[float]:
         """The mean swap acceptance of each neighbouring pair ``(β_i, β_{i+1})`` since the epoch began, pooled over ranks

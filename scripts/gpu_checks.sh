@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The GPU checks in one pass, each part under its own time limit so that one slow part cannot take the others with it:
-#   OUT=DIR DATA_ARCHIVE=DIR WHEELS=DIR bash scripts/gpu_checks.sh [budget seconds, default 540]
-# 1. `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps);
-# 2. scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
-# 3. the zoo DBM recipe resumed on CUDA from its committed state for a few epochs (seconds per epoch on this GPU);
-# 4. scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models on as many models as the time left allows.
+#   OUT=DIR DATA_ARCHIVE=DIR WHEELS=DIR [PARTS="pytest bench dbm raise"] [DBM_SECONDS=110] bash scripts/gpu_checks.sh [budget s, default 540]
+# Parts, in this order, each skipped unless named in PARTS (default: all four):
+# pytest: `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps), whole log kept;
+# bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
+# dbm:    the zoo DBM recipe resumed on CUDA from its committed state for DBM_SECONDS (about 4.5 s per epoch on an H200);
+# raise:  scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models on as many models as the time left allows.
+# A 15-minute lease leaves about 9 minutes of commands: e.g. PARTS="pytest dbm" DBM_SECONDS=400 to push the DBM on.
 # Everything it writes lands in $OUT (logs, JSON, a tar of the advanced DBM run). WHEELS (optional) holds wheels of
 # packages the machine lacks (hydra-core, omegaconf, antlr4); DATA_ARCHIVE (optional) holds binarized_mnist/*.amat.gz.
 set -u
@@ -26,28 +28,39 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee -a "$out/log.txt"
 python3 -c "import torch, hydra; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())" 2>&1 | tee -a "$out/log.txt"
 
-log "1. pytest -m cuda"
-timeout 170 python3 -m pytest -m cuda -q -n 8 -p no:cacheprovider tests 2>&1 | tail -n 60 > "$out/pytest_cuda.log"
-log "pytest: $(tail -n 1 "$out/pytest_cuda.log")"
+parts=${PARTS:-pytest bench dbm raise}
+wants() { [[ " $parts " == *" $1 "* ]]; }
 
-log "2. benchmark --device cuda"
+if wants pytest; then
+log "pytest -m cuda"
+timeout 170 python3 -m pytest -m cuda -q -n 8 -p no:cacheprovider tests > "$out/pytest_cuda.log" 2>&1
+log "pytest: $(tail -n 1 "$out/pytest_cuda.log")"
+fi
+
+if wants bench; then
+log "benchmark --device cuda"
 bench_end=$((SECONDS + 190))
-for case in rbm_ais dbm_ais rbm_raise rbm_ais_small rbm_pcd rbm_mpf ising_gibbs ising_mpf generative_hais poe_hais rbm_pt rbm_fpcd rbm_naive_mcmc rbm_nce \
+for case in poe_hais rbm_naive_mcmc rbm_ais dbm_ais rbm_raise rbm_ais_small rbm_pcd rbm_mpf ising_gibbs ising_mpf generative_hais rbm_pt rbm_fpcd rbm_naive_mcmc rbm_nce \
             rbm_self_contrastive rbm_ratio_matching rbm_stochastic_ratio_matching rbm_generalized_score_matching rbm_generalized_pseudolikelihood; do
   remaining=$((bench_end - SECONDS)); [ $remaining -lt 5 ] && { log "benchmark: no time left for $case and after"; break; }
-  timeout $((remaining < 40 ? remaining : 40)) python3 scripts/benchmark.py --device cuda --only $case --output "$out/benchmark-cuda.json" 2>&1 \
+  timeout $((remaining < 60 ? remaining : 60)) python3 scripts/benchmark.py --device cuda --only $case --output "$out/benchmark-cuda.json" 2>&1 \
     | grep -v "^results written" | tee -a "$out/benchmark.log" || log "benchmark $case: stopped (time limit or error)"
 done
+fi
 
-log "3. zoo DBM recipe on cuda, resumed from zoo/training/dbm-binarized_mnist"
+if wants dbm; then
+log "zoo DBM recipe on cuda, resumed from zoo/training/dbm-binarized_mnist"
 cp -r zoo/training/dbm-binarized_mnist /tmp/dbm-run
-timeout 110 python3 scripts/train.py +experiment=zoo_dbm_500_1000 run_dir=/tmp/dbm-run resume=true device=cuda > "$out/dbm_train.log" 2>&1
+timeout "${DBM_SECONDS:-110}" python3 scripts/train.py +experiment=zoo_dbm_500_1000 run_dir=/tmp/dbm-run resume=true device=cuda > "$out/dbm_train.log" 2>&1
 log "dbm: exit $? after $(grep -c . /tmp/dbm-run/metrics.jsonl) metric lines"
 tar -C /tmp -cf "$out/dbm-run.tar" dbm-run
+fi
 
-log "4. reproduce_raise --paper-scale on cuda ($(left) s left)"
+if wants raise; then
+log "reproduce_raise --paper-scale on cuda ($(left) s left)"
 timeout $(( $(left) - 10 )) python3 scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models --models cd1-20 dbm-500-1000 pcd-500 \
   --output /tmp/paper_scale > "$out/raise_paper_scale.log" 2>&1
 log "raise: exit $?"
 [ -d /tmp/paper_scale ] && tar -C /tmp -cf "$out/paper_scale.tar" paper_scale
+fi
 log "done"

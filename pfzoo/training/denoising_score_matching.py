@@ -36,7 +36,7 @@ class DenoisingScoreMatching(Objective):
 
     def __init__(self, sigma: float | Sequence[float] = 0.1) -> None:
         super().__init__()
-        levels = [sigma] if isinstance(sigma, (int, float)) and not isinstance(sigma, bool) else list(sigma)
+        levels = [sigma] if isinstance(sigma, (int, float, str)) else list(sigma)
         if not levels or any(isinstance(level, bool) or not isinstance(level, (int, float)) or not level > 0 for level in levels):
             raise ValueError(f"sigma must be a positive number or a non-empty list of them, got {sigma!r}")
         self.ladder = len(levels) > 1

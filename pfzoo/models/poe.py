@@ -17,7 +17,7 @@ EXPERTS = ("laplace", "student_t")
 DEFAULT_STUDENT_T_SHAPE = 1.5  # λ > ½, so a complete model has finite Z from the start
 _HALF_LOG_PI = 0.5 * math.log(math.pi)
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
-DEFAULT_KINK_BANDWIDTH = 0.05  # the default kernel width standing for a Laplace kink's delta (score_and_laplacian)
+DEFAULT_KINK_BANDWIDTH = 0.01  # the default blur of x standing for a Laplace kink's delta (score_and_laplacian)
 
 
 def standard_gamma(concentration: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -267,20 +267,24 @@ class ProductOfExperts(ContinuousModel):
         ``E''(u) = 2λ (1 − u²) / (1 + u²)²``.
 
         A Laplace expert ``|u|`` has ``E'' = 2 δ(u)``, a delta at its kink that autograd sees as zero, and without it
-        score matching shrinks the filters to zero. Here it is the smoothed expert ``(|·| ∗ N(0, h²))(u)``, ``h =
-        kink_bandwidth``, whose derivatives are ``E'(u) = erf(u / (√2 h))`` and ``E''(u) = 2 N(u; 0, h²)``: score
-        matching of a smooth density that tends to the Laplace expert as ``h → 0`` (the delta's expectation, the data's
-        response density at 0, becomes a kernel density estimate with width h, so the fit is biased by ``O(h)``).
-        Smoothing the score as well as the Laplacian keeps the objective's parameter gradient exact (with ``sign(u)``
-        it would miss the jumps of ``½|s|²`` where a response changes sign). Unchecked, differentiable in the parameters.
+        score matching shrinks the filters to zero. Here each expert is smoothed as if ``x`` were blurred by ``N(0, h²
+        I)``, ``h = kink_bandwidth`` (in the units of x): ``E_l(x) = E_ε |φ_l · (x + h ε)| = (|·| ∗ N(0, w_l²))(u_l)`` with
+        ``w_l = h |φ_l|``, whose derivatives are ``E'(u) = erf(u / (√2 w_l))`` and ``E''(u) = 2 N(u; 0, w_l²)``: score
+        matching of a smooth density that tends to the Laplace experts as ``h → 0`` (the delta's expectation, the data's
+        response density at 0, becomes a kernel density estimate, so the fit is biased by ``O(h)``). A width fixed in x
+        rather than in u keeps the objective bounded below however peaked the data are at 0 (with ``w`` fixed, growing
+        filters sharpen the kernel and ``J → −∞`` on natural image patches). Smoothing the score as well as the Laplacian
+        keeps the objective's parameter gradient exact (with ``sign(u)`` it would miss the jumps of ``½|s|²`` where a
+        response changes sign). Unchecked, differentiable in the parameters.
         """
         u = x @ self.filters.T
         squared_norms = self.filters.square().sum(1)
         if self.expert == "laplace":
             if not kink_bandwidth > 0:
                 raise ValueError(f"kink_bandwidth must be positive, got {kink_bandwidth}")
-            slope = torch.erf(u / (math.sqrt(2) * kink_bandwidth))
-            curvature = (2 * _INV_SQRT_2PI / kink_bandwidth) * torch.exp(-0.5 * (u / kink_bandwidth).square())
+            width = kink_bandwidth * squared_norms.sqrt()
+            slope = torch.erf(u / (math.sqrt(2) * width))
+            curvature = (2 * _INV_SQRT_2PI / width) * torch.exp(-0.5 * (u / width).square())
         else:
             squared = u.square()
             slope = self._expert_derivative(u)

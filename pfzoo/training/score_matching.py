@@ -10,8 +10,8 @@ family whose log density is twice differentiable.
 The score and Laplacian come from the model where it offers them (:attr:`~pfzoo.models.Capability.ANALYTIC_SCORE`,
 ``score_and_laplacian``: Gaussian, products of experts, ICA) and by autograd otherwise: the exact Laplacian (M backward
 passes) up to ``exact_hessian_max_dim`` dimensions, Hutchinson's Rademacher estimate (``num_probes`` Hessian-vector
-products) beyond. Laplace experts (ICA) have a kink whose delta the model's analytic Laplacian smooths with a kernel of
-width ``kink_bandwidth`` (see :meth:`~pfzoo.models.ProductOfExperts.score_and_laplacian`); by autograd (``analytic=False``)
+products) beyond. Laplace experts (ICA) have a kink whose delta the model's analytic Laplacian smooths by blurring x
+with ``N(0, kink_bandwidth² I)`` (see :meth:`~pfzoo.models.ProductOfExperts.score_and_laplacian`); by autograd (``analytic=False``)
 their Laplacian is zero and ``J`` falls without bound as the filters shrink.
 """
 
@@ -33,14 +33,15 @@ class ScoreMatching(Objective):
             this, and Hutchinson's estimate above it.
         num_probes: Rademacher probes per example of Hutchinson's estimate (unbiased, so the loss is too).
         analytic: use the model's ``score_and_laplacian`` when it offers one (``False``: always autograd).
-        kink_bandwidth: width of the kernel that stands for the delta of Laplace experts' kinks (analytic path only).
+        kink_bandwidth: the blur of x (std, in its units) whose kernel stands for the delta of Laplace experts' kinks
+            (analytic path only; see :meth:`~pfzoo.models.ProductOfExperts.score_and_laplacian`).
     """
 
     config_name = "score_matching"
     missing = staticmethod(missing_real_free_energy)
 
     def __init__(self, exact_hessian_max_dim: int = 64, num_probes: int = 1, analytic: bool = True,
-                 kink_bandwidth: float = 0.05) -> None:
+                 kink_bandwidth: float = 0.01) -> None:
         super().__init__()
         self.exact_hessian_max_dim = check_positive_int(exact_hessian_max_dim, "exact_hessian_max_dim")
         self.num_probes = check_positive_int(num_probes, "num_probes")

@@ -201,6 +201,11 @@ class ProductOfExperts(ContinuousModel):
         return self.is_complete and self.improper_reason() is None
 
     @property
+    def twice_differentiable(self) -> bool:
+        """Student-t experts are smooth; Laplace experts' ``|u|`` has a kink at 0 (see :meth:`score_and_laplacian`)."""
+        return self.expert != "laplace"
+
+    @property
     def heavy_tailed(self) -> bool:
         """Whether the experts have polynomial tails (Student-t): an annealing base should then be heavy-tailed too."""
         return self.expert == "student_t"

@@ -25,6 +25,14 @@ def missing_real_free_energy(model) -> str | None:
     return None
 
 
+def missing_smooth_free_energy(model) -> str | None:
+    """What an objective taking second derivatives of ``log p̃`` by autograd needs and ``model`` lacks, or ``None``:
+    :func:`missing_real_free_energy`, and a twice-differentiable free energy (autograd would see a kink's delta
+    function as zero curvature, and the objective would fall without bound as the filters shrink)."""
+    return missing_real_free_energy(model) or (
+        None if model.twice_differentiable else "a twice-differentiable free energy (Laplace experts have kinks)")
+
+
 def autograd_score(model, x: torch.Tensor) -> torch.Tensor:
     """``s(x) = −∇_x F(x)`` ``[B, M]`` for ``x [B, M]`` that requires grad, with its graph kept (so it can be
     differentiated again, in ``x`` or the parameters)."""

@@ -11,8 +11,8 @@ The score and Laplacian come from the model where it offers them (:attr:`~pfzoo.
 ``score_and_laplacian``: Gaussian, products of experts, ICA) and by autograd otherwise: the exact Laplacian (M backward
 passes) up to ``exact_hessian_max_dim`` dimensions, Hutchinson's Rademacher estimate (``num_probes`` Hessian-vector
 products) beyond. Laplace experts (ICA) have a kink whose delta the model's analytic Laplacian smooths by blurring x
-with ``N(0, kink_bandwidth² I)`` (see :meth:`~pfzoo.models.ProductOfExperts.score_and_laplacian`); by autograd (``analytic=False``)
-their Laplacian is zero and ``J`` falls without bound as the filters shrink.
+with ``N(0, kink_bandwidth² I)`` (see :meth:`~pfzoo.models.ProductOfExperts.score_and_laplacian`); by autograd their Laplacian is zero
+and ``J`` falls without bound as the filters shrink, so with ``analytic=False`` they are refused.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch
 
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
-from pfzoo.training.score_functions import autograd_score, exact_laplacian, hutchinson_laplacian, missing_real_free_energy
+from pfzoo.training.score_functions import autograd_score, exact_laplacian, hutchinson_laplacian, missing_real_free_energy, missing_smooth_free_energy
 from pfzoo.validation import check_bool, check_positive_int, checking_values
 
 
@@ -38,7 +38,6 @@ class ScoreMatching(Objective):
     """
 
     config_name = "score_matching"
-    missing = staticmethod(missing_real_free_energy)
 
     def __init__(self, exact_hessian_max_dim: int = 64, num_probes: int = 1, analytic: bool = True,
                  kink_bandwidth: float = 0.01) -> None:
@@ -50,11 +49,21 @@ class ScoreMatching(Objective):
             raise ValueError(f"kink_bandwidth must be positive, got {kink_bandwidth}")
         self.kink_bandwidth = float(kink_bandwidth)
 
+    def missing(self, model) -> str | None:
+        """Real visible units with an exact free energy, twice differentiable unless the model's analytic
+        ``score_and_laplacian`` is used (it smooths Laplace experts' kinks)."""
+        if self._analytic_for(model):
+            return missing_real_free_energy(model)
+        return missing_smooth_free_energy(model)
+
+    def _analytic_for(self, model) -> bool:
+        return self.analytic and Capability.ANALYTIC_SCORE in model.capabilities
+
     def score_and_laplacian(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None
                             ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(s(x) [B, M], Σ_i ∂s_i/∂x_i [B])`` for ``batch [B, M]``: the model's analytic ones, or by autograd (exact up to
         ``exact_hessian_max_dim`` dimensions, Hutchinson's estimate with ``generator``'s probes beyond)."""
-        if self.analytic and Capability.ANALYTIC_SCORE in model.capabilities:
+        if self._analytic_for(model):
             return model.score_and_laplacian(batch, kink_bandwidth=self.kink_bandwidth)
         with torch.enable_grad():
             x = batch.detach().requires_grad_(True)

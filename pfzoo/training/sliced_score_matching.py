@@ -5,7 +5,9 @@ its projections on random directions ``v`` with ``E[v vᵀ] = I``:
     J(θ) = E_data E_v[ vᵀ ∇_x s(x) v + ½ ‖s(x)‖² ]                         (SSM-VR, ``variance_reduced``)
 
 with ``s = ∇_x log p̃ = −∇_x F``. Both have score matching's expectation (``E[vvᵀ] = I``), at the cost of one
-Hessian-vector product per projection (by autograd, so any differentiable free energy) instead of M.
+Hessian-vector product per projection (by autograd, so any twice-differentiable free energy) instead of M. Models
+with kinks (Laplace experts, ICA) are refused: autograd sees their curvature as zero (use score matching's analytic,
+smoothed path or denoising score matching).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from pfzoo.training.objective import Objective
-from pfzoo.training.score_functions import PROJECTIONS, autograd_score, missing_real_free_energy, projected_jacobian, random_projections
+from pfzoo.training.score_functions import PROJECTIONS, autograd_score, missing_smooth_free_energy, projected_jacobian, random_projections
 from pfzoo.validation import check_bool, check_positive_int, checking_values
 
 
@@ -27,7 +29,7 @@ class SlicedScoreMatching(Objective):
     """
 
     config_name = "sliced_score_matching"
-    missing = staticmethod(missing_real_free_energy)
+    missing = staticmethod(missing_smooth_free_energy)
 
     def __init__(self, num_projections: int = 1, projection: str = "rademacher", variance_reduced: bool = False) -> None:
         super().__init__()

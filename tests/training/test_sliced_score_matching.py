@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from pfzoo.models import RBM, EnergyFunction, MissingCapability, ProductOfExperts
+from pfzoo.models import ICA, RBM, EnergyFunction, MissingCapability, ProductOfExperts
 from pfzoo.training import DenoisingScoreMatching, ScoreMatching, SlicedScoreMatching
 
 
@@ -132,3 +132,15 @@ def test_refusals():
         SlicedScoreMatching(projection="sphere")
     with pytest.raises(ValueError, match="num_projections"):
         SlicedScoreMatching(num_projections=0)
+
+
+def test_models_with_kinks_are_refused():
+    """Laplace experts' curvature is a delta that autograd sees as zero: SSM and autograd SM refuse them (naming the
+    trainers that apply), score matching's analytic path, which smooths the kinks, and DSM take them."""
+    ica = ICA(3)
+    for objective in (SlicedScoreMatching(), ScoreMatching(analytic=False)):
+        with pytest.raises(MissingCapability, match=r"twice-differentiable[^\n]*trainer=[^\n]*denoising_score_matching[^\n]*score_matching"):
+            objective.check(ica)
+    ScoreMatching().check(ica)
+    DenoisingScoreMatching().check(ica)
+    SlicedScoreMatching().check(ProductOfExperts(3, 4, "student_t"))

@@ -12,13 +12,17 @@ from pfzoo.kernels.hmc import HMCKernel
 OBJECTIVES = [getattr(training, name) for name in ("CD", "PCD", "BitFlipMPF", "MPF", "PersistentMPF", "PseudoLikelihood",
                                                    "ExactMaximumLikelihood", "EMHMC", "DBMPersistentMeanField", "PT", "FPCD", "NaiveMCMC",
                                                    "NCE", "SelfContrastive", "RatioMatching", "GeneralizedScoreMatching",
-                                                   "GeneralizedPseudoLikelihood", "DBMParallelTempering")]
+                                                   "GeneralizedPseudoLikelihood", "DBMParallelTempering", "ScoreMatching",
+                                                   "DenoisingScoreMatching", "SlicedScoreMatching")]
 # every trainer config: each model's natural trainer, and the RBM's and the DBM's other trainers
 TRAINING_PAIRS = sorted({(model, natural(model).trainer) for model in config_names("model")}
                         | {("rbm", trainer) for trainer in ("cd", "pseudolikelihood", "mpf_sgd", "pt", "fpcd", "naive_mcmc", "nce",
                                                             "self_contrastive", "ratio_matching", "stochastic_ratio_matching",
                                                             "generalized_score_matching", "generalized_pseudolikelihood")}
-                        | {("dbm", "dbm_pt")})
+                        | {("dbm", "dbm_pt")}
+                        # score matching: analytic (PoE) and autograd exact-Hessian (Gaussian RBM) paths, DSM, SSM
+                        | {("poe_student", "score_matching"), ("gaussian_rbm", "score_matching"), ("ica", "denoising_score_matching"),
+                           ("mcrbm", "sliced_score_matching")})
 
 
 def test_the_training_pairs_cover_every_trainer_config():

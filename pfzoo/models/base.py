@@ -53,6 +53,10 @@ class EnergyModel(nn.Module):
     samples_exactly: bool = False
     """Whether :meth:`sample` draws exact, independent samples (not MCMC): a data-free annealing base can then be
     fitted to the model's own samples."""
+    twice_differentiable: bool = True
+    """Whether ``log p̃ = −F`` is twice differentiable in real visible units wherever it is defined: what autograd's
+    second derivatives (score matching's Laplacian, sliced score matching's ``vᵀ ∇s v``) need. Families with kinks
+    (Laplace experts' ``|u|``) say ``False``: autograd sees their delta-function curvature as zero."""
     max_enumeration_units: int | None = None
     """The most binary units an exact sum may enumerate (families that enumerate set it)."""
 

@@ -33,6 +33,7 @@ class Capability(str, enum.Enum):
     PAIRWISE_COUPLINGS = "symmetric pairwise couplings between its units (a fully visible Boltzmann machine)"
     RBM_STACK = "a stack of RBMs trained one at a time, bottom first (a DBN)"
     CENTERING = "a centered parametrisation of its binary layers (offsets its gradient can be centered on)"
+    ANALYTIC_SCORE = "an analytic score and Laplacian of its log density (score_and_laplacian(x, *, kink_bandwidth))"
 
 
 class MissingCapability(ValueError):

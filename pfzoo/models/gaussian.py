@@ -34,7 +34,7 @@ class Gaussian(ContinuousModel):
     """
 
     path_family = "gaussian"
-    family_capabilities = ContinuousModel.family_capabilities | {Capability.GAUSSIAN_MOMENTS}
+    family_capabilities = ContinuousModel.family_capabilities | {Capability.GAUSSIAN_MOMENTS, Capability.ANALYTIC_SCORE}
 
     def __init__(self, num_visible: int, *, generator: torch.Generator | None = None) -> None:
         super().__init__()
@@ -141,6 +141,14 @@ class Gaussian(ContinuousModel):
         cholesky = self.precision_cholesky
         z = (x - self.mean) @ cholesky
         return 0.5 * z.square().sum(-1), z @ cholesky.T
+
+    def score_and_laplacian(self, x: torch.Tensor, *, kink_bandwidth: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(∇_x log p̃(x) [B, M], Σ_i ∂² log p̃/∂x_i² [B])`` for ``x [B, M]``, what score matching needs (Hyvärinen 2005):
+        ``∇ log p̃ = −Λ (x − μ)`` and the Laplacian ``−tr Λ`` (the same for every row). ``kink_bandwidth`` (the smoothing
+        of a non-differentiable energy's kinks, see :class:`~pfzoo.models.ProductOfExperts`) is unused: the density is
+        smooth. Unchecked, differentiable in the parameters."""
+        precision = self.precision
+        return -(x - self.mean) @ precision, (-precision.diagonal().sum()).expand(x.shape[0])
 
     # ---- partition function and sampling ------------------------------------------------
 

@@ -52,6 +52,12 @@ The same training steps for the bit-flip and conditional principles: ratio match
 pseudo-likelihood over blocks of 4 pixels, each block's 16 configurations enumerated (``rbm_generalized_pseudolikelihood``,
 a ``[B, 196, 16, 500]`` tensor of hidden inputs per step): steps and examples per second each.
 
+Score matching on the complete 36-d Student-t product of experts of ``poe_hais``, fitted to minibatches of 500 of its own
+exact samples with Adam (the ``trainer=score_matching`` family's settings): score matching with the model's analytic
+score and Laplacian (``poe_score_matching``; ``analytic=False`` times autograd's 36 backward passes instead), denoising
+score matching at σ = 0.1 (``poe_denoising_score_matching``) and sliced score matching with one Rademacher direction
+(``poe_sliced_score_matching``): steps and examples per second each.
+
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
 ``BitFlipMPF`` loss + gradient evaluations per second, and L-BFGS (strong Wolfe) iterations per second
@@ -92,7 +98,21 @@ from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.studies.ising_recovery import coupling_error
-from pfzoo.training import FPCD, NCE, PCD, PT, BitFlipMPF, GeneralizedPseudoLikelihood, GeneralizedScoreMatching, NaiveMCMC, RatioMatching, SelfContrastive
+from pfzoo.training import (
+    FPCD,
+    NCE,
+    PCD,
+    PT,
+    BitFlipMPF,
+    DenoisingScoreMatching,
+    GeneralizedPseudoLikelihood,
+    GeneralizedScoreMatching,
+    NaiveMCMC,
+    RatioMatching,
+    ScoreMatching,
+    SelfContrastive,
+    SlicedScoreMatching,
+)
 from pfzoo.validation import values_checked
 
 
@@ -586,6 +606,50 @@ def benchmark_distributed_ais(device: torch.device, num_chains=512, num_steps=50
         "identical_estimates": one["log_z_hex"] == two["log_z_hex"],
     }
 
+def poe_training_steps(objective, device: torch.device, dim: int, batch_size: int, num_batches: int, repeats: int) -> float:
+    """Best seconds of ``num_batches`` optimizer steps (loss, backward, Adam step with the score-matching configs' lr
+    0.003) of ``objective`` on the complete ``dim``-d Student-t product of experts of ``poe_hais``, cycling through 10
+    minibatches of its own exact samples, value checks skipped as in the Trainer's steps."""
+    g = torch.Generator(device).manual_seed(0)
+    filters = torch.eye(dim, device=device) + 0.3 * torch.randn(dim, dim, generator=g, device=device) / dim**0.5
+    shape = 1.5 + 2.0 * torch.rand(dim, generator=g, device=device)
+    model = ProductOfExperts.from_tensors(filters, shape, expert="student_t")
+    batches = model.sample(10 * batch_size, generator=g).reshape(10, batch_size, dim)
+    objective = objective.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+
+    def epoch():
+        for step in range(num_batches):
+            optimizer.zero_grad(set_to_none=True)
+            with values_checked():
+                objective.loss(model, batches[step % len(batches)], generator=g).backward()
+            optimizer.step()
+
+    return best_seconds(epoch, device, repeats)
+
+
+def benchmark_poe_score_matching(device: torch.device, dim=36, batch_size=500, num_batches=100, analytic=True, repeats=2) -> dict:
+    """``num_batches`` score-matching steps (:func:`poe_training_steps`): the model's analytic score and Laplacian, or
+    (``analytic=False``) autograd's exact Hessian diagonal, ``dim`` backward passes per step."""
+    seconds = poe_training_steps(ScoreMatching(analytic=analytic), device, dim, batch_size, num_batches, repeats)
+    return training_rates("poe_score_matching", {"dim": dim, "batch_size": batch_size, "num_batches": num_batches,
+                                                 "analytic": analytic}, seconds)
+
+
+def benchmark_poe_denoising_score_matching(device: torch.device, dim=36, batch_size=500, num_batches=100, repeats=2) -> dict:
+    """``num_batches`` denoising-score-matching steps (:func:`poe_training_steps`), σ = 0.1 (conf/trainer)."""
+    seconds = poe_training_steps(DenoisingScoreMatching(0.1), device, dim, batch_size, num_batches, repeats)
+    return training_rates("poe_denoising_score_matching", {"dim": dim, "batch_size": batch_size, "num_batches": num_batches}, seconds)
+
+
+def benchmark_poe_sliced_score_matching(device: torch.device, dim=36, batch_size=500, num_batches=100, num_projections=1,
+                                        repeats=2) -> dict:
+    """``num_batches`` sliced-score-matching steps (:func:`poe_training_steps`), ``num_projections`` Rademacher directions."""
+    seconds = poe_training_steps(SlicedScoreMatching(num_projections), device, dim, batch_size, num_batches, repeats)
+    return training_rates("poe_sliced_score_matching", {"dim": dim, "batch_size": batch_size, "num_batches": num_batches,
+                                                        "num_projections": num_projections}, seconds)
+
+
 CPU_SIZES = {
     "rbm_ais": {"num_steps": 20, "repeats": 1},
     "dbm_ais": {"num_steps": 20, "repeats": 1},
@@ -602,6 +666,9 @@ CPU_SIZES = {
     "rbm_stochastic_ratio_matching": {"num_batches": 20},
     "rbm_generalized_score_matching": {"num_batches": 5, "repeats": 1},
     "rbm_generalized_pseudolikelihood": {"num_batches": 2, "repeats": 1},
+    "poe_score_matching": {"num_batches": 20},
+    "poe_denoising_score_matching": {"num_batches": 20},
+    "poe_sliced_score_matching": {"num_batches": 20},
 }
 """Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
 QUICK_SIZES = {
@@ -624,6 +691,9 @@ QUICK_SIZES = {
     "rbm_stochastic_ratio_matching": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "num_units": 5, "repeats": 1},
     "rbm_generalized_score_matching": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "repeats": 1},
     "rbm_generalized_pseudolikelihood": {"num_hidden": 20, "batch_size": 5, "num_batches": 2, "repeats": 1},
+    "poe_score_matching": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
+    "poe_denoising_score_matching": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
+    "poe_sliced_score_matching": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
     "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
@@ -735,6 +805,21 @@ BENCHMARKS = {
     "rbm_generalized_pseudolikelihood": (
         benchmark_rbm_generalized_pseudolikelihood,
         lambda r: f"rbm_generalized_pseudolikelihood: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, blocks of {r['shape']['size']}, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "poe_score_matching": (
+        benchmark_poe_score_matching,
+        lambda r: f"poe_score_matching: {r['shape']['dim']}-d Student-t PoE, {'analytic' if r['shape']['analytic'] else 'autograd'} "
+        f"Laplacian, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "poe_denoising_score_matching": (
+        benchmark_poe_denoising_score_matching,
+        lambda r: f"poe_denoising_score_matching: {r['shape']['dim']}-d Student-t PoE, σ = 0.1, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "poe_sliced_score_matching": (
+        benchmark_poe_sliced_score_matching,
+        lambda r: f"poe_sliced_score_matching: {r['shape']['dim']}-d Student-t PoE, {r['shape']['num_projections']} projection(s), "
         f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
     ),
     "distributed_ais": (

@@ -4,6 +4,7 @@ from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm
+from pfzoo.training.denoising_score_matching import DenoisingScoreMatching
 from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.fast_pcd import FPCD
 from pfzoo.training.generalized_pseudolikelihood import GeneralizedPseudoLikelihood
@@ -20,7 +21,9 @@ from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
 from pfzoo.training.ratio_matching import RatioMatching
+from pfzoo.training.score_matching import ScoreMatching
 from pfzoo.training.self_contrastive import SelfContrastive
+from pfzoo.training.sliced_score_matching import SlicedScoreMatching
 from pfzoo.training.trainer import Trainer
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "Centered",
     "DBMParallelTempering",
     "DBMPersistentMeanField",
+    "DenoisingScoreMatching",
     "EMHMC",
     "ExactMaximumLikelihood",
     "FPCD",
@@ -44,7 +48,9 @@ __all__ = [
     "PT",
     "PseudoLikelihood",
     "RatioMatching",
+    "ScoreMatching",
     "SelfContrastive",
+    "SlicedScoreMatching",
     "Trainer",
     "applicable_trainers",
     "compose_dbm",

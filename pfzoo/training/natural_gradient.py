@@ -42,6 +42,7 @@ from typing import Mapping
 import torch
 from torch.func import functional_call, jacrev
 
+from pfzoo import distributed
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
 from pfzoo.validation import check_finite_number, check_positive_int
@@ -226,16 +227,31 @@ class NaturalGradient(Objective):
                     if parameter.grad is not None and name in self._filters(model):
                         parameter.grad.copy_(relative_gradient(parameter.grad, parameter.detach()))
             return
-        if self._metric is None:
-            raise ValueError("NaturalGradient.precondition needs a metric: call loss(model, batch) first in the same step")
         gradient = torch.cat([(torch.zeros_like(p) if p.grad is None else p.grad).reshape(-1) for _, p in named])
         sizes = [p.numel() for _, p in named]
-        direction = precondition_direction(gradient, self._metric, damping=self.damping, sizes=sizes, structure=self.structure)
+        direction = precondition_direction(gradient, self._shared_metric(gradient), damping=self.damping, sizes=sizes,
+                                           structure=self.structure)
         with torch.no_grad():
             for (_, parameter), piece in zip(named, direction.split(sizes)):
                 if parameter.grad is not None:
                     parameter.grad.copy_(piece.view_as(parameter))
         self._metric = None  # measured afresh at the next step's parameters
+
+    def _shared_metric(self, gradient: torch.Tensor) -> torch.Tensor:
+        """The metric measured in this step's :meth:`loss`; under a ``torch.distributed`` process group the mean of
+        the ranks' (each measured on its own shard and sampling stream), so that every rank takes the same step. A rank
+        left without rows (a minibatch smaller than the world size) measured nothing and counts for nothing."""
+        if not distributed.is_active():
+            if self._metric is None:
+                raise ValueError("NaturalGradient.precondition needs a metric: call loss(model, batch) first in the same step")
+            return self._metric
+        size = gradient.numel()
+        measured = self._metric is not None
+        metric = self._metric if measured else torch.zeros(size, size, dtype=torch.float64, device=gradient.device)
+        flag = torch.full((1,), float(measured), dtype=torch.float64, device=gradient.device)
+        buffer = torch.cat([metric.reshape(-1), flag])  # one all_reduce: the metrics' sum and how many ranks measured
+        torch.distributed.all_reduce(buffer)
+        return buffer[:-1].view(size, size) / buffer[-1].clamp_min(1.0)
 
     def epoch_metrics(self) -> dict[str, float]:
         return self.objective.epoch_metrics()

@@ -2,9 +2,11 @@
 Amari's WᵀW form against the natural gradient under its metric, damping's limit, the structures, reproducibility,
 refusals, and the race against plain gradient descent (after Fig. 4.1, and exact-ML ICA through the Trainer)."""
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
-
 from factories import all_binary_states, random_rbm
 
 from pfzoo.data import DataSplits
@@ -193,3 +195,39 @@ def test_on_ica_natural_gradient_reaches_the_kl_in_fewer_steps(tmp_path):
     assert plain is not None
     for method in ("relative", "model_fisher"):
         assert races[method].best_steps is not None and races[method].best_steps * 3 < plain, (method, races[method].steps, plain)
+
+
+# under torch.distributed: the ranks average their metrics, so they take the same steps -------------------------------
+
+TWO_RANK_RUN = """
+import json, sys, torch
+sys.path.insert(0, {tests!r})
+from pfzoo import distributed
+from pfzoo.data import DataSplits
+from pfzoo.training import ExactMaximumLikelihood, Trainer
+from training.test_natural_gradient import ica_with_data
+distributed.initialize()
+try:
+    results = {{}}
+    for rows in (40, 21):  # 21 rows in minibatches of 20: the last one (1 row) leaves a rank without rows
+        model, batch = ica_with_data(seed=0, count=rows)
+        Trainer(ExactMaximumLikelihood(), lambda params: torch.optim.SGD(params, lr=0.2), run_dir={out!r} + f"/{{rows}}",
+                epochs=2, batch_size=20, progress=False, seed=0,
+                natural_gradient={{"metric": "model_fisher", "num_samples": 50}}).fit(model, DataSplits("ica", train=batch, test=batch[:5]))
+        results[rows] = model.filters.detach().flatten().tolist()
+    open({out!r} + f"/rank{{distributed.rank()}}.json", "w").write(json.dumps(results))
+finally:
+    distributed.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_two_ranks_take_the_same_natural_steps(tmp_path):
+    from test_distributed import run_two_ranks  # the gloo launcher of tests/test_distributed.py
+
+    tests = str(Path(__file__).resolve().parents[1])
+    run_two_ranks(TWO_RANK_RUN.format(tests=tests, out=str(tmp_path)))
+    first, second = (json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2))
+    assert first == second
+    model, batch = ica_with_data(seed=0, count=40)
+    assert first["40"] != model.filters.detach().flatten().tolist()  # it trained

@@ -146,6 +146,35 @@ def test_same_seed_same_numbers(tmp_path):
     assert not torch.equal(first, other)
 
 
+def test_resumed_run_continues_bit_for_bit(tmp_path):
+    def trainer(epochs):
+        return Trainer(ExactMaximumLikelihood(), lambda params: torch.optim.SGD(params, lr=0.2, momentum=0.5),
+                       run_dir=tmp_path / "resumed", epochs=epochs, batch_size=100, progress=False, seed=0,
+                       natural_gradient={"metric": "model_fisher", "num_samples": 100, "structure": "block"})
+
+    model, batch = ica_with_data(seed=0, count=300)
+    data = DataSplits("ica", train=batch, test=batch[:10])
+    trainer(2).fit(model, data)
+    trainer(4).fit(model, data, resume=True)
+    straight, _ = ica_with_data(seed=0, count=300)
+    Trainer(ExactMaximumLikelihood(), lambda params: torch.optim.SGD(params, lr=0.2, momentum=0.5), run_dir=tmp_path / "straight",
+            epochs=4, batch_size=100, progress=False, seed=0,
+            natural_gradient={"metric": "model_fisher", "num_samples": 100, "structure": "block"}).fit(straight, data)
+    assert torch.equal(model.filters, straight.filters)
+
+
+def test_the_setting_composes_from_the_command_line(tmp_path):
+    from hydra.utils import instantiate
+
+    from pfzoo.cli import compose
+
+    cfg = compose("train", ["model=ica", "trainer=ml", "+trainer.natural_gradient.metric=energy",
+                            "+trainer.natural_gradient.structure=diagonal"])
+    objective = instantiate(cfg.trainer, run_dir=tmp_path, estimator=None).objective
+    assert isinstance(objective, NaturalGradient) and (objective.metric, objective.structure) == ("energy", "diagonal")
+    assert "natural_gradient" not in compose("train", ["model=ica", "trainer=ml"]).trainer  # off unless asked for
+
+
 # (f) refusals in one line ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, named", [

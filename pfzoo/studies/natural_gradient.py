@@ -9,7 +9,7 @@ Fig. 4.1 of Sohl-Dickstein's thesis (chapter 4, "the natural gradient by analogy
 - :func:`ica_race`: complete ICA with Laplace sources (:class:`~pfzoo.models.ICA`) trained by exact maximum likelihood
   (trainer ``ml``'s objective, with SGD) by the :class:`~pfzoo.training.Trainer` on samples of a known ICA model with a
   badly conditioned mixing matrix, plain against natural gradient (``relative``: Amari's ``ΔW WᵀW``; ``model_fisher``:
-  the sampled Fisher).
+  the sampled Fisher; ``data_fisher``: the empirical Fisher; ``energy``: the energy approximation).
 
 Each method runs at every rate of a small grid; a method's score is the fewest steps, over its grid, to reach the
 stated KL. Everything is deterministic given the seed.
@@ -121,11 +121,13 @@ def ica_race(
     num_samples: int = 400, seed: int = 0, run_dir: str | Path,
 ) -> dict[str, Race]:
     """Exact-ML ICA by the Trainer, full batch, one SGD step per epoch, plain (``gradient``) against natural
-    (``relative``, ``model_fisher``) at each rate of ``rates[method]``. KL ``(p* ‖ p_W)`` is the mean of
+    (``relative``, ``model_fisher``, ``data_fisher``, ``energy``; see :mod:`pfzoo.training.natural_gradient`) at each
+    rate of ``rates[method]``. KL ``(p* ‖ p_W)`` is the mean of
     ``log p*(x) − log p_W(x)`` over ``num_test`` fixed samples of the truth (common random numbers: its Monte-Carlo
     error shifts every run alike). Returns ``{method: Race}`` with steps to ``KL ≤ target``."""
-    rates = rates or {"gradient": (0.01, 0.03, 0.1, 0.2, 0.3), "relative": (0.1, 0.3, 0.5, 0.7),
-                      "model_fisher": (0.1, 0.3, 0.5, 0.7)}
+    natural = (0.1, 0.3, 0.5, 0.7, 1.0)
+    rates = rates or {"gradient": (0.01, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3), "relative": natural, "model_fisher": natural,
+                      "data_fisher": natural, "energy": natural}
     generator = torch.Generator().manual_seed(seed)
     truth = ICA.from_tensors(torch.linalg.inv(random_mixing(size, condition, generator=generator)))
     train, test = truth.sample(num_train, generator=generator), truth.sample(num_test, generator=generator)

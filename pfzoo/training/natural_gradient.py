@@ -175,11 +175,13 @@ class NaturalGradient(Objective):
             return inner
         if self.metric == "relative":
             return None if self._filters(model) else "a filter matrix (a 2-D parameter named '*filters') for the relative gradient"
-        return None
+        # the Fisher metrics differentiate the free energy of the visible units, F(v) = −log Σ_h e^{−E(v, h)}
+        return None if Capability.EXACT_FREE_ENERGY in model.capabilities else Capability.EXACT_FREE_ENERGY.value
 
     @staticmethod
-    def _filters(model) -> list[str]:
-        return [name for name, parameter in _trainable(model) if name.endswith("filters") and parameter.dim() == 2]
+    def _filters(model) -> set[str]:
+        """The names of the model's filter matrices: trainable 2-D parameters named ``*filters``."""
+        return {name for name, parameter in _trainable(model) if name.endswith("filters") and parameter.dim() == 2}
 
     def start_epoch(self, epoch: int) -> None:
         self.objective.start_epoch(epoch)
@@ -222,9 +224,10 @@ class NaturalGradient(Objective):
         self.objective.precondition(model)
         named = _trainable(model)
         if self.metric == "relative":
+            filters = self._filters(model)
             with torch.no_grad():
                 for name, parameter in named:
-                    if parameter.grad is not None and name in self._filters(model):
+                    if parameter.grad is not None and name in filters:
                         parameter.grad.copy_(relative_gradient(parameter.grad, parameter.detach()))
             return
         gradient = torch.cat([(torch.zeros_like(p) if p.grad is None else p.grad).reshape(-1) for _, p in named])

@@ -206,6 +206,17 @@ def test_relative_metric_refuses_a_model_without_filters():
     assert "\n" not in str(error.value)
 
 
+def test_fisher_metrics_refuse_a_model_without_an_exact_free_energy():
+    from pfzoo.models import LinearGenerative
+    from pfzoo.training import EMHMC
+
+    model = LinearGenerative(4, 2)
+    NaturalGradient(EMHMC(), "relative").objective.check(model)  # the inner objective applies ...
+    with pytest.raises(MissingCapability, match="exact free energy") as error:
+        NaturalGradient(EMHMC(), "energy").check(model)  # ... the Fisher of its visible marginal needs F(v)
+    assert "\n" not in str(error.value)
+
+
 # (a) the race: natural gradient needs fewer steps, each method at its best rate --------------------------------------
 
 def test_after_figure_4_1_natural_descent_goes_straight_and_is_faster():

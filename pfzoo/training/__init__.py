@@ -15,6 +15,7 @@ from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
 from pfzoo.training.naive_mcmc import NaiveMCMC
+from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.nce import NCE
 from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.parallel_tempering import PT
@@ -42,6 +43,7 @@ __all__ = [
     "PCD",
     "MPF",
     "NaiveMCMC",
+    "NaturalGradient",
     "NCE",
     "Objective",
     "PersistentMPF",

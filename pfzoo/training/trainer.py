@@ -21,6 +21,7 @@ from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trai
 from pfzoo.training.distributed_strategy import DistributedStrategy
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
+from pfzoo.training.natural_gradient import natural_gradient_from_settings
 from pfzoo.training.objective import Objective
 from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory
 from pfzoo.validation import check_binary, check_bool, check_matrix, values_checked
@@ -86,6 +87,10 @@ class Trainer:
             :class:`~pfzoo.training.trainer_settings.TrainerSettings`, also readable as attributes of the Trainer.
         centered: take every update in the model's centered parametrisation (:class:`~pfzoo.training.Centered`
             around ``objective``; models with :attr:`~pfzoo.models.Capability.CENTERING`).
+        natural_gradient: None (default: plain updates) or the settings of a
+            :class:`~pfzoo.training.NaturalGradient` wrapped around the (possibly centered) objective, e.g.
+            ``{"metric": "model_fisher", "damping": 1e-4, "structure": "block"}``; from the command line
+            ``+trainer.natural_gradient.metric=relative`` (with an optimiser other than L-BFGS).
     """
 
     epochs = _setting("epochs")
@@ -126,11 +131,13 @@ class Trainer:
         log_every: int | None = None,
         metrics_rows: int | None = None,
         centered: bool = False,
+        natural_gradient: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(objective, Objective):
             raise ValueError(f"objective must be a pfzoo.training.Objective (loss(model, batch, *, generator)), got {type(objective).__name__}")
         if check_bool(centered, "centered"):
             objective = Centered(objective)
+        objective = natural_gradient_from_settings(objective, natural_gradient)
         self.make_optimizer = check_optimizer_factory(optimizer)
         self.settings = TrainerSettings(
             epochs=epochs, batch_size=batch_size, weight_decay=weight_decay, learning_rate_decay=learning_rate_decay,

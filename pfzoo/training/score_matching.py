@@ -8,8 +8,8 @@ maximum-likelihood precision (the inverse sample covariance); like maximum likel
 family whose log density is twice differentiable.
 
 The score and Laplacian come from the model where it offers them (:attr:`~pfzoo.models.Capability.ANALYTIC_SCORE`,
-``score_and_laplacian``: Gaussian, products of experts, ICA) and by autograd otherwise: the exact Laplacian (M backward
-passes) up to ``exact_hessian_max_dim`` dimensions, Hutchinson's Rademacher estimate (``num_probes`` Hessian-vector
+``score_and_laplacian``: Gaussian, products of experts, ICA, Gaussian–Bernoulli RBM, mcRBM) and by autograd otherwise:
+the exact Laplacian (M backward passes) up to ``exact_hessian_max_dim`` dimensions, Hutchinson's Rademacher estimate (``num_probes`` Hessian-vector
 products) beyond. Laplace experts (ICA) have a kink whose delta the model's analytic Laplacian smooths by blurring x
 with ``N(0, kink_bandwidth² I)`` (see :meth:`~pfzoo.models.ProductOfExperts.score_and_laplacian`); by autograd their Laplacian is zero
 and ``J`` falls without bound as the filters shrink, so with ``analytic=False`` they are refused.

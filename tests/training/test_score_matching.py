@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from pfzoo.models import ICA, RBM, Gaussian, MissingCapability, ProductOfExperts
+from pfzoo.models import ICA, RBM, Capability, Gaussian, GaussianBernoulliRBM, MeanCovarianceRBM, MissingCapability, ProductOfExperts
 from pfzoo.training import ScoreMatching
 from pfzoo.training.score_functions import autograd_score, exact_laplacian, hutchinson_laplacian
 
@@ -99,6 +99,67 @@ def test_analytic_score_and_laplacian_equal_the_autograd_hessian_diagonal(name):
     for grad_a, grad_b in zip(torch.autograd.grad(loss_a, list(model.parameters())),
                               torch.autograd.grad(loss_b, list(model.parameters()))):
         assert torch.allclose(grad_a, grad_b, rtol=1e-9, atol=1e-10)
+
+
+def random_gaussian_rbm(num_visible: int, num_hidden: int, learn_sigma: bool, seed: int) -> GaussianBernoulliRBM:
+    """Weights large enough that the hidden units' curvature p (1 − p) matters; σ varied when learned."""
+    generator = torch.Generator().manual_seed(seed)
+    model = GaussianBernoulliRBM(num_visible, num_hidden, init_std=1 / math.sqrt(num_visible), learn_sigma=learn_sigma,
+                                 generator=generator).double()
+    with torch.no_grad():
+        model.visible_bias.normal_(generator=generator)
+        model.hidden_bias.normal_(generator=generator)
+        model.log_sigma.normal_(0.0, 0.3, generator=generator)
+    return model
+
+
+def random_mcrbm(num_visible: int, num_factors: int, num_covariance_hidden: int, num_mean_hidden: int, seed: int) -> MeanCovarianceRBM:
+    """Unit-length-ish factors, a random non-negative pooling and random biases, so no sigmoid is saturated everywhere."""
+    generator = torch.Generator().manual_seed(seed)
+    model = MeanCovarianceRBM(num_visible, num_factors, num_covariance_hidden, num_mean_hidden,
+                              init_std=1 / math.sqrt(num_visible), mean_init_std=1 / math.sqrt(num_visible), generator=generator).double()
+    with torch.no_grad():
+        model.pooling.copy_(torch.rand(num_factors, num_covariance_hidden, generator=generator))
+        model.covariance_bias.normal_(generator=generator)
+        model.mean_bias.normal_(generator=generator)
+        model.visible_bias.normal_(generator=generator)
+    return model
+
+
+# sizes: small ones, and the default configs' (conf/model/gaussian_rbm.yaml, mcrbm.yaml on the 36-d patches)
+HIDDEN_SUMMED_MODELS = {
+    "gaussian_rbm_5x4_learned_sigma": lambda: random_gaussian_rbm(5, 4, True, seed=20),
+    "gaussian_rbm_3x9": lambda: random_gaussian_rbm(3, 9, False, seed=21),
+    "gaussian_rbm_36x64_learned_sigma": lambda: random_gaussian_rbm(36, 64, True, seed=22),
+    "mcrbm_5_7_4_3": lambda: random_mcrbm(5, 7, 4, 3, seed=23),
+    "mcrbm_4_3_6_2": lambda: random_mcrbm(4, 3, 6, 2, seed=24),
+    "mcrbm_36_72_36_36": lambda: random_mcrbm(36, 72, 36, 36, seed=25),
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN_SUMMED_MODELS))
+def test_hidden_summed_models_analytic_score_and_laplacian_equal_autograd(name):
+    """Gaussian–Bernoulli RBM and mcRBM (hidden units summed out) declare ANALYTIC_SCORE, ScoreMatching uses their
+    ``score_and_laplacian``, which equals −∇F (1e-10) and the exact M-pass Hessian diagonal's trace (1e-9 relative);
+    the analytic and autograd paths' losses and parameter gradients agree to 1e-9 relative (float64)."""
+    model = HIDDEN_SUMMED_MODELS[name]()
+    assert Capability.ANALYTIC_SCORE in model.capabilities
+    width = model.num_visible
+    x = torch.randn(7, width, generator=torch.Generator().manual_seed(26)) * 1.5
+    score, laplacian = model.score_and_laplacian(x)
+    inputs = x.clone().requires_grad_(True)
+    auto_score = autograd_score(model, inputs)
+    auto_laplacian = exact_laplacian(auto_score, inputs)
+    assert torch.allclose(score, auto_score, rtol=1e-10, atol=1e-10)
+    assert ((laplacian - auto_laplacian).abs() / auto_laplacian.abs()).max().item() < 1e-9
+    analytic, autograd = ScoreMatching(), ScoreMatching(analytic=False)
+    used = analytic.score_and_laplacian(model, x)
+    assert torch.equal(used[0], score) and torch.equal(used[1], laplacian)
+    loss_a, loss_b = analytic.loss(model, x), autograd.loss(model, x)
+    assert loss_a.item() == pytest.approx(loss_b.item(), rel=1e-9)
+    parameters = list(model.parameters())
+    for grad_a, grad_b in zip(torch.autograd.grad(loss_a, parameters), torch.autograd.grad(loss_b, parameters)):
+        assert (grad_a - grad_b).abs().max().item() <= 1e-9 * grad_b.abs().max().item()
 
 
 def test_laplace_kink_is_smoothed_by_a_gaussian_kernel():

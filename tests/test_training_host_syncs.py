@@ -20,7 +20,8 @@ TRAINING_PAIRS = sorted({(model, natural(model).trainer) for model in config_nam
                                                             "self_contrastive", "ratio_matching", "stochastic_ratio_matching",
                                                             "generalized_score_matching", "generalized_pseudolikelihood")}
                         | {("dbm", "dbm_pt")}
-                        # score matching: analytic (PoE) and autograd exact-Hessian (Gaussian RBM) paths, DSM, SSM
+                        # score matching (analytic scores of the PoE and the Gaussian RBM; its autograd paths are tested on the CPU in
+                        # tests/training/test_score_matching.py), DSM (autograd), SSM (autograd)
                         | {("poe_student", "score_matching"), ("gaussian_rbm", "score_matching"), ("ica", "denoising_score_matching"),
                            ("mcrbm", "sliced_score_matching")})
 

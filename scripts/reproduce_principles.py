@@ -47,12 +47,15 @@ def trainer_for(dataset: str, principle: study.Principle, overrides: list[str], 
 
 def make_train(dataset: str, principle: study.Principle, args):
     def train(overrides: list[str], data) -> tuple:
-        run_dir = REPO / "runs" / "principles" / dataset / principle.trainer / "_".join(o.split("=")[1] for o in overrides)
+        # One folder per setting and training set (the search's split or the whole set), resumed when it exists: an
+        # interrupted study redoes no finished training.
+        setting = "_".join(o.split("=")[1] for o in overrides) + f"-rows{data.train.shape[0]}"
+        run_dir = REPO / "runs" / "principles" / ("quick" if args.quick else "") / dataset / principle.trainer / setting
         cfg = trainer_for(dataset, principle, overrides, run_dir, args)
         model = instantiate(cfg.model, num_visible=data.num_features, generator=torch.Generator().manual_seed(args.seed))
         model.init_from_data(data.train)
         trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None)
-        trainer.fit(model, data)
+        trainer.fit(model, data, resume=True)
         seconds = sum(json.loads(line)["seconds"] for line in trainer.metrics_path.read_text().splitlines())
         return model, seconds
     return train

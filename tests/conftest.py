@@ -24,3 +24,12 @@ def shared_data_root() -> pathlib.Path:
         source = "$PFZOO_DATA" if env else "<repo>/../shared/data"
         pytest.skip(f"reference data folder {root} ({source}) is absent; set PFZOO_DATA to run data tests")
     return root
+
+
+@pytest.fixture
+def float64_default_dtype():
+    """torch's default dtype float64 for one test (modules opt in with ``pytestmark = pytest.mark.usefixtures(...)``)."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)

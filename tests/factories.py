@@ -18,6 +18,7 @@ factories (``random_rbm``, ``random_dbm``, ``random_dbn``, ``random_ising``) and
 import math
 
 import torch
+from scipy import stats
 from torch import nn
 
 from pfzoo.models import (
@@ -262,3 +263,39 @@ def enumerated_samples(model, num_samples: int, seed: int = 0) -> tuple[torch.Te
         log_p = model.log_prob(states)
     rows = torch.multinomial(log_p.exp(), num_samples, replacement=True, generator=torch.Generator().manual_seed(seed))
     return states[rows], states, log_p
+
+
+def correlated_gaussian_data(num_samples: int, width: int, seed: int) -> torch.Tensor:
+    """``[num_samples, width]`` Gaussian rows with a random mean and a well-conditioned random covariance (mixing
+    ``I + N(0, 1/width)``), in the default dtype."""
+    generator = torch.Generator().manual_seed(seed)
+    mixing = torch.randn(width, width, generator=generator) / math.sqrt(width) + torch.eye(width)
+    return torch.randn(num_samples, width, generator=generator) @ mixing + torch.randn(width, generator=generator)
+
+
+def minimise_by_lbfgs(parameters, loss, *, max_iter: int = 500, tolerance_grad: float = 1e-13, tolerance_change: float = 1e-16,
+                      history_size: int = 50) -> None:
+    """Run full-batch L-BFGS (strong Wolfe line search) on ``loss()`` over ``parameters``; a stochastic loss must
+    reseed its own generator at every call so that it is a fixed function."""
+    optimizer = torch.optim.LBFGS(parameters, lr=1, max_iter=max_iter, tolerance_grad=tolerance_grad, tolerance_change=tolerance_change,
+                                  history_size=history_size, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        value = loss()
+        value.backward()
+        return value
+
+    optimizer.step(closure)
+
+
+def chi_square_p_value(samples: torch.Tensor, probabilities: torch.Tensor) -> float:
+    """χ² goodness of fit of binary ``samples [S, D]`` (state index: first unit most significant) to ``probabilities
+    [2^D]``, the cells expected fewer than 5 times pooled into one."""
+    weights = 2 ** torch.arange(samples.shape[1] - 1, -1, -1)
+    counts = torch.bincount((samples.long() * weights).sum(1), minlength=probabilities.numel()).double()
+    expected = probabilities * samples.shape[0]
+    keep = expected > 5
+    observed = torch.cat([counts[keep], counts[~keep].sum()[None]])
+    expected = torch.cat([expected[keep], expected[~keep].sum()[None]])
+    return stats.chisquare(observed.numpy(), expected.numpy()).pvalue

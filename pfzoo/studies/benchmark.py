@@ -427,15 +427,17 @@ def training_steps(objective, device: torch.device, num_visible: int, num_hidden
     model.check_visible(batches.flatten(0, 1), "batches")
     objective.prepare(model, batches.flatten(0, 1), generator=g)
     optimizer = torch.optim.SGD([*model.parameters(), *objective.parameters()], lr=0.05, momentum=0.5)  # conf/trainer/pcd.yaml
+    return best_seconds(lambda: optimizer_steps(model, objective, optimizer, batches, num_batches, g), device, repeats)
 
-    def epoch():
-        for step in range(num_batches):
-            optimizer.zero_grad(set_to_none=True)
-            with values_checked():
-                objective.loss(model, batches[step % len(batches)], generator=g).backward()
-            optimizer.step()
 
-    return best_seconds(epoch, device, repeats)
+def optimizer_steps(model, objective, optimizer: torch.optim.Optimizer, batches: torch.Tensor, num_batches: int, generator: torch.Generator) -> None:
+    """``num_batches`` steps (loss, backward, optimizer step) of ``objective`` cycling through ``batches [n, B, V]``, the
+    value checks skipped as in the Trainer's steps."""
+    for step in range(num_batches):
+        optimizer.zero_grad(set_to_none=True)
+        with values_checked():
+            objective.loss(model, batches[step % len(batches)], generator=generator).backward()
+        optimizer.step()
 
 
 def training_rates(name: str, shape: dict, seconds: float) -> dict:
@@ -617,15 +619,7 @@ def poe_training_steps(objective, device: torch.device, dim: int, batch_size: in
     batches = model.sample(10 * batch_size, generator=g).reshape(10, batch_size, dim)
     objective = objective.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
-
-    def epoch():
-        for step in range(num_batches):
-            optimizer.zero_grad(set_to_none=True)
-            with values_checked():
-                objective.loss(model, batches[step % len(batches)], generator=g).backward()
-            optimizer.step()
-
-    return best_seconds(epoch, device, repeats)
+    return best_seconds(lambda: optimizer_steps(model, objective, optimizer, batches, num_batches, g), device, repeats)
 
 
 def benchmark_poe_score_matching(device: torch.device, dim=36, batch_size=500, num_batches=100, analytic=True, repeats=2) -> dict:

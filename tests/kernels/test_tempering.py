@@ -5,8 +5,7 @@ import math
 
 import pytest
 import torch
-from factories import all_binary_states, random_gbrbm
-from scipy import stats
+from factories import all_binary_states, chi_square_p_value, random_gbrbm
 from torch import nn
 
 from pfzoo.kernels import (
@@ -18,18 +17,6 @@ from pfzoo.models import RBM, EnergyFunction, Ising
 P_VALUE_FLOOR = 1e-4  # fixed seeds; a correct sampler fails with probability 1e-4
 NUM_CHAINS = 3000
 NUM_STEPS = 150
-
-
-def chi_square_p_value(samples: torch.Tensor, probabilities: torch.Tensor) -> float:
-    """χ² goodness of fit of binary ``samples [S, D]`` (state index: first unit most significant) to ``probabilities
-    [2^D]``, the cells expected fewer than 5 times pooled into one."""
-    weights = 2 ** torch.arange(samples.shape[1] - 1, -1, -1)
-    counts = torch.bincount((samples.long() * weights).sum(1), minlength=probabilities.numel()).double()
-    expected = probabilities * samples.shape[0]
-    keep = expected > 5
-    observed = torch.cat([counts[keep], counts[~keep].sum()[None]])
-    expected = torch.cat([expected[keep], expected[~keep].sum()[None]])
-    return stats.chisquare(observed.numpy(), expected.numpy()).pvalue
 
 
 def visible_probabilities(log_f, num_units: int) -> torch.Tensor:

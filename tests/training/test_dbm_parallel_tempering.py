@@ -6,8 +6,7 @@ from functools import partial
 
 import pytest
 import torch
-from factories import all_binary_states, random_dbm
-from scipy import stats
+from factories import all_binary_states, chi_square_p_value, random_dbm
 
 from pfzoo.data import DataSplits
 from pfzoo.kernels import ParallelTempering
@@ -30,16 +29,6 @@ def bimodal_dbm(num_visible=8, strength=3.0, tilt=0.5) -> DBM:
     biases = [torch.full((num_visible,), -strength, dtype=torch.float64), torch.tensor([-strength * num_visible + tilt, 0.0], dtype=torch.float64),
               torch.zeros(1, dtype=torch.float64)]
     return DBM.from_tensors([first, top], biases)
-
-
-def chi_square_p_value(samples, probabilities):
-    weights = 2 ** torch.arange(samples.shape[1] - 1, -1, -1)
-    counts = torch.bincount((samples.long() * weights).sum(1), minlength=probabilities.numel()).double()
-    expected = probabilities * samples.shape[0]
-    keep = expected > 5
-    observed = torch.cat([counts[keep], counts[~keep].sum()[None]])
-    expected = torch.cat([expected[keep], expected[~keep].sum()[None]])
-    return stats.chisquare(observed.numpy(), expected.numpy()).pvalue
 
 
 def even_marginal(model):

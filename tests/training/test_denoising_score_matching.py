@@ -2,41 +2,24 @@
 σ ladder weighted by σ², plus (Σσ⁴/Σσ²) I), found by L-BFGS on fixed noise; the noise comes from the generator; a
 user's energy network trains by it; binary models are refused in one line."""
 
-import math
 
 import pytest
 import torch
+from factories import correlated_gaussian_data, minimise_by_lbfgs
 
 from pfzoo.models import RBM, Gaussian, MissingCapability
 from pfzoo.training import DenoisingScoreMatching
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64_default_dtype")
 
 
-def correlated_data(num_samples: int, width: int, seed: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    mixing = torch.randn(width, width, generator=generator) / math.sqrt(width) + torch.eye(width)
-    return torch.randn(num_samples, width, generator=generator) @ mixing + torch.randn(width, generator=generator)
 
 
 def fit_on_fixed_noise(objective, model, data: torch.Tensor, seed: int) -> None:
     """L-BFGS on the DSM loss with the same noise at every evaluation (the generator reseeded), so it converges."""
-    optimizer = torch.optim.LBFGS(model.parameters(), lr=1, max_iter=300, tolerance_grad=1e-12, tolerance_change=1e-15,
-                                  history_size=30, line_search_fn="strong_wolfe")
-
-    def closure():
-        optimizer.zero_grad()
-        loss = objective.loss(model, data, generator=torch.Generator().manual_seed(seed))
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
+    minimise_by_lbfgs(model.parameters(), lambda: objective.loss(model, data, generator=torch.Generator().manual_seed(seed)), max_iter=300,
+                      tolerance_grad=1e-12, tolerance_change=1e-15, history_size=30)
 
 
 @pytest.mark.parametrize("sigma", [0.5, [0.3, 0.6, 0.9]], ids=["single", "ladder"])
@@ -44,7 +27,7 @@ def test_gaussian_minimiser_is_the_ml_covariance_plus_sigma_squared(sigma):
     """½ E‖−Λ(x̃ − μ) + ε/σ‖² = ½ tr(Λ² (C + σ² I)) − tr Λ + const is minimised at Λ = (C + σ² I)⁻¹; weighting each level
     by σ² gives Λ = (C + (Σσ⁴/Σσ²) I)⁻¹. 2,000 examples × 50 noise draws: within 2 % (Frobenius), while the ML
     precision C⁻¹ is more than 10 % away."""
-    data = correlated_data(2000, 3, seed=0)
+    data = correlated_gaussian_data(2000, 3, seed=0)
     levels = torch.tensor(sigma if isinstance(sigma, list) else [sigma])
     shift = (levels**4).sum() / (levels**2).sum()
     ml = Gaussian.fit(data, regularization=0.0)
@@ -58,7 +41,7 @@ def test_gaussian_minimiser_is_the_ml_covariance_plus_sigma_squared(sigma):
 
 
 def test_noise_comes_from_the_generator():
-    model, data = Gaussian(3).double(), correlated_data(20, 3, seed=2)
+    model, data = Gaussian(3).double(), correlated_gaussian_data(20, 3, seed=2)
     objective = DenoisingScoreMatching([0.1, 0.2])
     one = objective.loss(model, data, generator=torch.Generator().manual_seed(3))
     assert one.item() == objective.loss(model, data, generator=torch.Generator().manual_seed(3)).item()

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from factories import correlated_gaussian_data, minimise_by_lbfgs
 
 from pfzoo.models import ICA, RBM, Capability, Gaussian, GaussianBernoulliRBM, MeanCovarianceRBM, MissingCapability, ProductOfExperts
 from pfzoo.training import ScoreMatching
@@ -14,36 +15,14 @@ from pfzoo.training.score_functions import autograd_score, exact_laplacian, hutc
 
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64_default_dtype")
 
 
-def correlated_data(num_samples: int, width: int, seed: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    mixing = torch.randn(width, width, generator=generator) / math.sqrt(width) + torch.eye(width)
-    return torch.randn(num_samples, width, generator=generator) @ mixing + torch.randn(width, generator=generator)
-
-
-def lbfgs(parameters, closure_loss, max_iter: int = 500) -> None:
-    optimizer = torch.optim.LBFGS(parameters, lr=1, max_iter=max_iter, tolerance_grad=1e-13, tolerance_change=1e-16,
-                                  history_size=50, line_search_fn="strong_wolfe")
-
-    def closure():
-        optimizer.zero_grad()
-        loss = closure_loss()
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
 
 
 def test_gaussian_score_matching_gradient_vanishes_at_the_ml_estimate():
     """∂J/∂θ = 0 at μ = sample mean, Λ = inverse sample covariance (J = ½ tr(Λ² C) − tr Λ is stationary at Λ = C⁻¹)."""
-    data = correlated_data(3000, 4, seed=0)
+    data = correlated_gaussian_data(3000, 4, seed=0)
     fitted = Gaussian.fit(data, regularization=0.0)
     objective = ScoreMatching()
     gradients = torch.autograd.grad(objective.loss(fitted, data), list(fitted.parameters()))
@@ -54,11 +33,11 @@ def test_gaussian_score_matching_gradient_vanishes_at_the_ml_estimate():
 
 def test_gaussian_score_matching_minimiser_is_the_ml_precision():
     """L-BFGS on J from N(0, I) reaches the closed-form ML precision (inverse sample covariance) to 1e-6 relative."""
-    data = correlated_data(3000, 4, seed=1)
+    data = correlated_gaussian_data(3000, 4, seed=1)
     expected = Gaussian.fit(data, regularization=0.0)
     model = Gaussian(4).double()
     objective = ScoreMatching()
-    lbfgs(model.parameters(), lambda: objective.loss(model, data))
+    minimise_by_lbfgs(model.parameters(), lambda: objective.loss(model, data))
     error = (model.precision - expected.precision).norm() / expected.precision.norm()
     assert error.item() < 1e-6
     assert (model.mean - expected.mean).norm().item() < 1e-6 * expected.mean.norm().item()
@@ -221,7 +200,7 @@ def recover(truth: ProductOfExperts, fitted: ProductOfExperts, num_samples: int,
     train = truth.sample(num_samples, generator=torch.Generator().manual_seed(seed))
     test = truth.sample(num_samples, generator=torch.Generator().manual_seed(seed + 1))
     objective = ScoreMatching(kink_bandwidth=kink_bandwidth)
-    lbfgs(fitted.parameters(), lambda: objective.loss(fitted, train), max_iter=300)
+    minimise_by_lbfgs(fitted.parameters(), lambda: objective.loss(fitted, train), max_iter=300)
     angle, norms, best = filter_match(fitted.filters.detach(), truth.filters)
     gap = (truth.log_prob(test).mean() - fitted.log_prob(test).mean()).item()
     return angle, norms, gap, best

@@ -6,18 +6,14 @@ import math
 
 import pytest
 import torch
+from factories import minimise_by_lbfgs
 from torch import nn
 
 from pfzoo.models import ICA, RBM, EnergyFunction, MissingCapability, ProductOfExperts
 from pfzoo.training import DenoisingScoreMatching, ScoreMatching, SlicedScoreMatching
 
 
-@pytest.fixture(autouse=True)
-def float64():
-    previous = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    yield
-    torch.set_default_dtype(previous)
+pytestmark = pytest.mark.usefixtures("float64_default_dtype")
 
 
 @pytest.mark.parametrize("projection", ["rademacher", "gaussian"])
@@ -84,16 +80,8 @@ def adam(objective, model, data, steps: int, seed: int) -> list[float]:
 
 def lbfgs(objective, model, data, seed: int) -> None:
     """L-BFGS with the same random directions at every evaluation (the generator reseeded), so it converges."""
-    optimizer = torch.optim.LBFGS(model.parameters(), lr=1, max_iter=200, tolerance_grad=1e-10, tolerance_change=1e-14,
-                                  history_size=30, line_search_fn="strong_wolfe")
-
-    def closure():
-        optimizer.zero_grad()
-        loss = objective.loss(model, data, generator=torch.Generator().manual_seed(seed))
-        loss.backward()
-        return loss
-
-    optimizer.step(closure)
+    minimise_by_lbfgs(model.parameters(), lambda: objective.loss(model, data, generator=torch.Generator().manual_seed(seed)), max_iter=200,
+                      tolerance_grad=1e-10, tolerance_change=1e-14, history_size=30)
 
 
 def test_energy_function_trains_by_sm_and_ssm_to_the_same_optimum():

@@ -84,8 +84,9 @@ class GreedyTrainer(Trainer):
         self.init_from_data = bool(init_from_data)
         self.on_layer_end = on_layer_end
         # what each layer's Trainer shares with this one; the estimator runs once on the whole DBN, never per layer, and
-        # self.objective is already Centered when centered is set (each layer gets a copy)
-        self.layer_settings = {key: value for key, value in settings.items() if key not in ("run_dir", "seed", "estimator", "evaluate_every", "centered")}
+        # self.objective is already Centered and wrapped in the natural gradient when those are set (each layer gets a copy)
+        self.layer_settings = {key: value for key, value in settings.items()
+                               if key not in ("run_dir", "seed", "estimator", "evaluate_every", "centered", "natural_gradient")}
 
     def layer_run_dir(self, layer: int) -> Path:
         """``<run_dir>/layer<i>``: where the Trainer of ``rbms[i]`` keeps its checkpoint and metrics."""

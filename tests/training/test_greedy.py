@@ -152,3 +152,15 @@ def test_the_dbn_config_makes_any_trainer_greedy(small_data, tmp_path, trainer):
     greedy.fit(model, small_data)
     assert zoo.load(greedy.checkpoint_path).config() == {"layer_sizes": [64, 8, 4], "max_enumeration_units": 25}
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("settings", [{"centered": True}, {"natural_gradient": {"metric": "energy", "damping": 1.0}}])
+def test_each_layer_trains_with_the_wrapped_objective_once(small_data, tmp_path, settings):
+    """Centering and the natural gradient wrap the objective once, in the GreedyTrainer; each layer's Trainer gets a copy
+    of that wrapped objective, not a second wrapping (which the wrappers refuse)."""
+    trainer = GreedyTrainer(CD(k=1), run_dir=tmp_path, epochs=1, batch_size=50, progress=False, seed=3, **settings)
+    wrapped = type(trainer.objective)
+    assert wrapped is not CD
+    layer = trainer.layer_trainer(0)
+    assert type(layer.objective) is wrapped and type(layer.objective.objective) is CD
+    trainer.fit(DBN([64, 8, 4], generator=torch.Generator().manual_seed(0)), small_data)

@@ -12,8 +12,10 @@ Adam for every principle (only the objective differs), and ``trainer.natural_gra
 (:mod:`pfzoo.studies.continuous_principles`). ``--learning-rates 0.001 0.003 0.01`` adds a search by validation
 log-likelihood (three times the training and a validation evaluation per point: budget accordingly).
 
-Expected time of the full run on one CPU thread: see the measured estimate in the report's last line; sized to about
-40 minutes (measured per-cell costs in the commit that added this script).
+Expected time of the full run on one CPU thread (2-core AMD EPYC, loaded): about 36 minutes, from measured per-cell
+costs: ~10 s a cell for the exact-log-Z models (20 epochs), ~15 s for the overcomplete POEs (HAIS 100 × 5000 ~5 s),
+~20 s for the GB-RBM (AIS/RAISE bracket ~8 s), and ~4.5 minutes per mcRBM principle (5 epochs: 12 s plain, 140 s with
+the natural gradient, HAIS ~60 s each). ``--quick`` takes about a minute.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pfzoo.studies.reporting import load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK = ["dataset.num_train=600", "dataset.num_test=200", "trainer.epochs=1"]
-QUICK_EVALUATION = study.Evaluation(num_test=100, chains=20, steps=200, raise_chains=4)
+QUICK_EVALUATION = study.Evaluation(num_test=100, chains=20, steps=200, raise_chains=4, raise_steps=100, bracket_num_test=50)
 
 
 def config(spec: study.ModelSpec, principle: study.Principle, natural: bool, overrides: list[str], run_dir: Path, args):
@@ -54,7 +56,7 @@ def config(spec: study.ModelSpec, principle: study.Principle, natural: bool, ove
 def make_train(spec, principle, natural: bool, args):
     def train(overrides: list[str], data):
         run_dir = (REPO / "runs" / "continuous_principles" / study.slug(spec.name) / f"{principle.trainer}_{'ng' if natural else 'plain'}"
-                   / data.name / "_".join(o.split("=")[1] for o in overrides))
+                   / data.name / ("quick" if args.quick else "full") / "_".join(o.split("=")[1] for o in overrides))
         cfg = config(spec, principle, natural, overrides, run_dir, args)
         model = instantiate(cfg.model, num_visible=data.num_features, generator=torch.Generator().manual_seed(args.seed))
         if cfg.init_from_data:

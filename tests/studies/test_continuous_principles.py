@@ -60,11 +60,11 @@ def test_the_search_picks_the_best_validation_score_and_the_cell_keeps_nce_c():
     scores = {"a": -3.0, "b": -1.0, "c": math.nan}
 
     def train(overrides, split):
-        return overrides[0], 2.0, {"nce_c": -7.5}
+        return overrides[0], 2.0, {"nce_c": -7.5, "epoch": 3}
 
     cell, model = study.run_cell("ICA", "NCE", False, train, [["a"], ["b"], ["c"]], data, data, lambda m: scores[m],
                                  lambda m: {"test_log_likelihood": -1.5, "stderr": 0.0, "estimate": "exact"})
-    assert model == "b" and cell.overrides == ["b"] and cell.nce_c == -7.5 and cell.train_seconds == 2.0
+    assert model == "b" and cell.overrides == ["b"] and cell.nce_c == -7.5 and cell.epochs == 3 and cell.train_seconds == 2.0
     assert [r["validation_log_likelihood"] for r in cell.search] == [-3.0, -1.0, -math.inf]
 
 
@@ -82,7 +82,7 @@ def test_hais_and_the_bracket_agree_with_exact_answers(monkeypatch):
     with torch.no_grad():
         truths = {id(poe): float(poe.log_prob(data).mean()), id(rbm): float(rbm.log_prob(data).mean())}
     monkeypatch.setattr(study.Exact, "missing", lambda self, model: "forced off for the test")
-    evaluation = study.Evaluation(num_test=40, chains=50, steps=300, step_size=0.2, raise_chains=10)
+    evaluation = study.Evaluation(num_test=40, chains=50, steps=300, step_size=0.2, raise_chains=10, raise_steps=300, bracket_num_test=40)
     hais = study.evaluate(poe, data, data, evaluation, seed=0)
     bracket = study.evaluate(rbm, data, data, evaluation, seed=0)
     assert hais["estimate"] == "HAIS" and abs(hais["test_log_likelihood"] - truths[id(poe)]) < 0.15
@@ -110,10 +110,10 @@ def _payload(cells):
 def test_the_report_renders_every_cell_from_results(tmp_path):
     ok = study.Cell("POE Student-t, 2× overcomplete", "NCE", False, "ok", overrides=["trainer.optimizer.lr=0.003"],
                     test_log_likelihood=-30.5, stderr=0.2, estimate="HAIS", num_test=1000, chains=100, steps=5000, log_z=12.25,
-                    log_z_stderr=0.1, ess=40.0, nce_c=-12.0, train_seconds=10.0, evaluation_seconds=5.0)
+                    log_z_stderr=0.1, ess=40.0, nce_c=-12.0, epochs=20, train_seconds=10.0, evaluation_seconds=5.0)
     na = study.Cell("ICA", "CD-1", True, "n/a", reason="CD needs a Gibbs chain")
     text = study.readme(_payload([ok, na]))
-    assert "| POE Student-t, 2× overcomplete | NCE | off | -30.50 ± 0.20 | HAIS, 100 chains × 5000 steps, ESS 40.0, N = 1000 | -12.25 | -12.00 | 10.0 | 5.0 |" in text
+    assert "| POE Student-t, 2× overcomplete | NCE | off | -30.50 ± 0.20 | HAIS, 100 chains × 5000 steps, ESS 40.0, N = 1000 | -12.25 | -12.00 | 20 | 10.0 | 5.0 |" in text
     assert "| ICA | CD-1 | on | n/a | CD needs a Gibbs chain |" in text and "Smoke run" not in text
     (tmp_path / "results.json").write_text(json.dumps(_payload([ok, na])))
     monkey_argv = ["reproduce_continuous_principles.py", "--render", str(tmp_path / "results.json")]

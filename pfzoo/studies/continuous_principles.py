@@ -290,7 +290,11 @@ def readme(payload: dict[str, Any]) -> str:
               f"{e['raise_steps']} steps per example), both on the first {e['bracket_num_test']} test patches; ± is the "
               "estimator's standard error. −log Ẑ is the "
               "estimator's, NCE c the normaliser NCE learned (≈ −log Z when NCE is consistent). Filters: "
-              "`filters_<model>.png`, one panel per principle and natural-gradient setting.", ""]
+              "`filters_<model>.png`, one panel per principle and natural-gradient setting (pixel filters: the whitened filters "
+              "mapped back through the PCA). Both natural-gradient settings use the same Adam optimiser, so a row pair "
+              "differs only in the preconditioner; Adam's per-coordinate scaling partly undoes any preconditioner, so the "
+              "'on' rows measure the natural gradient as a drop-in for this recipe, not natural-gradient SGD "
+              "(`reports/natural_gradient` races that).", ""]
     lines += table(cells) + [""]
     searched = [c for c in cells if c.search]
     if searched:

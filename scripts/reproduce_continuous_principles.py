@@ -12,10 +12,10 @@ Adam for every principle (only the objective differs), and ``trainer.natural_gra
 (:mod:`pfzoo.studies.continuous_principles`). ``--learning-rates 0.001 0.003 0.01`` adds a search by validation
 log-likelihood (three times the training and a validation evaluation per point: budget accordingly).
 
-Expected time of the full run on one CPU thread (2-core AMD EPYC, loaded): about 36 minutes, from measured per-cell
-costs: ~10 s a cell for the exact-log-Z models (20 epochs), ~15 s for the overcomplete POEs (HAIS 100 × 5000 ~5 s),
-~20 s for the GB-RBM (AIS/RAISE bracket ~8 s), and ~4.5 minutes per mcRBM principle (5 epochs: 12 s plain, 140 s with
-the natural gradient, HAIS ~60 s each). ``--quick`` takes about a minute.
+Measured time of the full run on one CPU thread (2-core AMD EPYC, loaded): 20.2 minutes (reports/principles/continuous),
+most of it the natural-gradient training of the mcRBM (~125 s a principle at 5 epochs) and GB-RBM (~70 s a principle):
+per-example gradients for the energy metric. HAIS (100 chains × 5000 steps, N = 1000) takes ~2 s a cell, the GB-RBM's
+AIS/RAISE bracket ~3 s. ``--quick`` takes about 30 s.
 """
 
 from __future__ import annotations

@@ -139,3 +139,14 @@ def test_one_tiny_real_cell_runs_end_to_end_through_the_script(tmp_path, monkeyp
         assert cells[("CD-1", natural)]["status"] == "n/a" and "use trainer=" in cells[("CD-1", natural)]["reason"]
     assert (tmp_path / "out" / "filters_ica.png").stat().st_size > 1000
     assert "| ICA | exact ML | on |" in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_the_committed_report_is_the_rendering_of_its_results_and_holds_every_cell():
+    report = REPO / "reports" / "principles" / "continuous"
+    payload = json.loads((report / "results.json").read_text())
+    assert (report / "README.md").read_text() == study.readme(payload)
+    cells = {(c["model"], c["principle"], c["natural_gradient"]): c for c in payload["cells"]}
+    assert len(cells) == len(study.MODELS) * len(study.PRINCIPLES) * 2 and not payload["quick"]
+    assert all(c["status"] in ("ok", "n/a") for c in cells.values())
+    assert cells[("ICA", "exact ML", True)]["estimate"] == "exact" and cells[("mcRBM", "NCE", False)]["nce_c"] is not None
+    assert all((report / f"filters_{study.slug(spec.name)}.png").exists() for spec in study.MODELS)

@@ -144,13 +144,16 @@ class NaturalGradient(Objective):
     Args:
         objective: the objective whose updates are preconditioned (its state is this one's, under ``objective.``).
         metric: one of :data:`METRICS` (see the module docstring).
-        damping: λ ≥ 0 added to the metric's diagonal (ignored by ``relative``).
+        damping: λ ≥ 0 added to the metric's diagonal (ignored by ``relative``). A metric estimated from a minibatch has
+            rank at most the batch size, so a full solve with a tiny λ scales the gradient's component outside its span
+            by 1/λ: with λ = 1e-4 the digits RBM (1,300 parameters, batches of 100, ``energy``) fell to −10,533 nats in
+            5 epochs; with the default 1e-2 it reached −23.4 (diagonal: −22.5).
         structure: one of :data:`STRUCTURES` (ignored by ``relative``).
         num_samples: model samples per step for ``model_fisher`` (and for ``data_fisher`` without a closed-form log Z).
     """
 
     def __init__(
-        self, objective: Objective, metric: str = "model_fisher", *, damping: float = 1e-4, structure: str = "full",
+        self, objective: Objective, metric: str = "model_fisher", *, damping: float = 1e-2, structure: str = "full",
         num_samples: int = 1000,
     ) -> None:
         super().__init__()

@@ -43,7 +43,7 @@ import torch
 from torch.func import functional_call, jacrev
 
 from pfzoo import distributed
-from pfzoo.models.capabilities import Capability
+from pfzoo.models.capabilities import Capability, MissingCapability, describe
 from pfzoo.training.objective import Objective
 from pfzoo.validation import check_finite_number, check_positive_int
 
@@ -173,13 +173,24 @@ class NaturalGradient(Objective):
         self._metric: torch.Tensor | None = None
 
     def missing(self, model) -> str | None:
-        inner = self.objective.missing(model)
-        if inner is not None:
-            return inner
+        return self.objective.missing(model) or self._metric_missing(model)
+
+    def _metric_missing(self, model) -> str | None:
+        """What the metric itself needs of ``model`` (None when it applies)."""
         if self.metric == "relative":
             return None if self._filters(model) else "a filter matrix (a 2-D parameter named '*filters') for the relative gradient"
         # the Fisher metrics differentiate the free energy of the visible units, F(v) = −log Σ_h e^{−E(v, h)}
         return None if Capability.EXACT_FREE_ENERGY in model.capabilities else Capability.EXACT_FREE_ENERGY.value
+
+    def check(self, model) -> None:
+        """The inner objective's refusal (naming it and the trainers that apply), else the metric's, which names the
+        metrics that apply instead: another trainer would not help."""
+        self.objective.check(model)
+        need = self._metric_missing(model)
+        if need is not None:
+            others = [metric for metric in METRICS if metric != self.metric and NaturalGradient(self.objective, metric)._metric_missing(model) is None]
+            instead = f"trainer.natural_gradient.metric={' or '.join(others)}" if others else "no natural gradient (trainer.natural_gradient=null)"
+            raise MissingCapability(f"NaturalGradient(metric={self.metric!r}) needs {need}; {type(model).__name__} {describe(model)} — use {instead}")
 
     @staticmethod
     def _filters(model) -> set[str]:

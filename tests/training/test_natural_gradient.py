@@ -10,11 +10,11 @@ import torch
 from factories import all_binary_states, random_rbm
 
 from pfzoo.data import DataSplits
-from pfzoo.models import Gaussian
+from pfzoo.models import RBM, Gaussian
 from pfzoo.models.capabilities import MissingCapability
 from pfzoo.models.ica import ICA
 from pfzoo.studies.natural_gradient import figure_4_1, fisher_checks, fisher_z_scores, ica_race, random_mixing
-from pfzoo.training import ExactMaximumLikelihood, NaturalGradient, Trainer
+from pfzoo.training import PCD, ExactMaximumLikelihood, NaturalGradient, Trainer
 from pfzoo.training.natural_gradient import (
     energy_gradients, laplace_ica_fisher, precondition_direction, relative_gradient,
 )
@@ -271,3 +271,11 @@ def test_two_ranks_take_the_same_natural_steps(tmp_path):
     assert first == second
     model, batch = ica_with_data(seed=0, count=40)
     assert first["40"] != model.filters.detach().flatten().tolist()  # it trained
+
+
+def test_a_metric_that_does_not_apply_is_refused_naming_the_metrics_that_do():
+    with pytest.raises(MissingCapability, match=r"^NaturalGradient\(metric='relative'\) needs a filter matrix .* — use "
+                                                 r"trainer\.natural_gradient\.metric=model_fisher or data_fisher or energy$"):
+        NaturalGradient(PCD(), "relative").check(RBM(6, 3))
+    with pytest.raises(MissingCapability, match=r"^PCD needs"):  # the inner objective's refusal names the inner objective
+        NaturalGradient(PCD(), "energy").check(ICA(4))

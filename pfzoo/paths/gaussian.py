@@ -29,12 +29,16 @@ from pfzoo.sampling import normal
 
 
 class GaussianParameters:
-    """One Gaussian on a path, float64: ``mean [M]``, ``covariance [M, M]`` and what derives from them."""
+    """One Gaussian on a path, float64: ``mean [M]``, ``covariance [M, M]`` and what derives from them.
 
-    def __init__(self, mean: torch.Tensor, covariance: torch.Tensor) -> None:
+    ``checked=False`` is for covariances positive definite by construction (the path's intermediate
+    distributions): it skips the factorisation's error check, which reads a flag back from a GPU.
+    """
+
+    def __init__(self, mean: torch.Tensor, covariance: torch.Tensor, *, checked: bool = True) -> None:
         self.mean = mean
         self.covariance = (covariance + covariance.T) / 2
-        self.covariance_cholesky = torch.linalg.cholesky(self.covariance)
+        self.covariance_cholesky = cholesky_factor(self.covariance, checked=checked)
         self.precision = torch.cholesky_inverse(self.covariance_cholesky)
         self.precision = (self.precision + self.precision.T) / 2
         self.linear = self.precision @ mean  # h = Λμ
@@ -44,6 +48,13 @@ class GaussianParameters:
     def second_moment(self) -> torch.Tensor:
         """``E[xxᵀ] = Σ + μμᵀ`` ``[M, M]``."""
         return self.covariance + torch.outer(self.mean, self.mean)
+
+
+def cholesky_factor(matrix: torch.Tensor, *, checked: bool) -> torch.Tensor:
+    """Lower Cholesky factor of ``matrix [..., M, M]``; unchecked, a matrix that is not positive definite gives a meaningless factor instead of an error."""
+    if checked:
+        return torch.linalg.cholesky(matrix)
+    return torch.linalg.cholesky_ex(matrix).L
 
 
 def gaussian_kl(p: GaussianParameters, q: GaussianParameters) -> torch.Tensor:
@@ -107,7 +118,7 @@ class GaussianPath(AnnealingPath):
             else:
                 # torch.full fills on the device; torch.tensor([beta], device=...) would copy from the host and stall a GPU's queue
                 mean, covariance = self.mean_covariance(torch.full((1,), beta, dtype=torch.float64, device=self.base_gaussian.mean.device))
-                self._cache[beta] = GaussianParameters(mean[0], covariance[0])
+                self._cache[beta] = GaussianParameters(mean[0], covariance[0], checked=False)
         return self._cache[beta]
 
     def kl_between(self, beta_from: float, beta_to: float) -> torch.Tensor:
@@ -180,7 +191,8 @@ class GaussianGeometricPath(GaussianPath):
         betas = betas.to(torch.float64)[:, None]
         precision = (1 - betas[:, :, None]) * self.base_gaussian.precision + betas[:, :, None] * self.target_gaussian.precision
         linear = (1 - betas) * self.base_gaussian.linear + betas * self.target_gaussian.linear
-        covariance = torch.cholesky_inverse(torch.linalg.cholesky((precision + precision.transpose(-1, -2)) / 2))
+        # a convex combination of two precisions is positive definite, so the factorisation needs no check
+        covariance = torch.cholesky_inverse(cholesky_factor((precision + precision.transpose(-1, -2)) / 2, checked=False))
         return (covariance @ linear[:, :, None]).squeeze(-1), covariance
 
 

@@ -96,14 +96,15 @@ def evaluation_source(cfg: DictConfig) -> tuple[Path, DictConfig, dict[str, Any]
 
 
 def more_accuracy(estimator: dict[str, Any], num_test: int, prefix: str = "estimator") -> list[str]:
-    """Overrides that ask ``estimator`` (its resolved config) for more accuracy at more cost: 10× the annealing steps
-    and CSL samples, 4× the chains, and 4× RAISE's examples (``null``, every one of the ``num_test``, when that is more)."""
+    """Overrides that ask ``estimator`` (its resolved config) for more accuracy at more cost: 10× the annealing steps,
+    bridge burn-in, importance samples and draws per chain, 4× the chains, and 4× RAISE's examples (``null``, every one
+    of the ``num_test``, when that is more)."""
     overrides = []
     for key, value in estimator.items():
         if isinstance(value, dict):
             overrides += more_accuracy(value, num_test, f"{prefix}.{key}")
         elif isinstance(value, int) and not isinstance(value, bool):
-            factor = {"num_steps": 10, "samples_per_chain": 10, "num_chains": 4, "num_examples": 4}.get(key)
+            factor = {"num_steps": 10, "samples_per_chain": 10, "num_chains": 4, "num_examples": 4, "num_samples": 10, "burn_in": 10}.get(key)
             if key == "num_examples" and value < num_test:
                 overrides.append(f"{prefix}.{key}={value * factor}" if value * factor < num_test else f"{prefix}.{key}=null")
             elif factor and key != "num_examples":

@@ -3,16 +3,20 @@ estimators (``est.log_likelihood(model, data)``), each checking once what it nee
 
 from pfzoo.estimators.ais import AIS
 from pfzoo.estimators.base import (
-    BoundKind, Estimator, LikelihoodEstimate, LikelihoodEstimator, PartitionEstimate, PartitionEstimator, applicable_estimators,
+    BoundKind, ConfidenceBound, Estimator, LikelihoodEstimate, LikelihoodEstimator, PartitionEstimate, PartitionEstimator,
+    applicable_estimators, markov_slack,
 )
 from pfzoo.estimators.bracket import Bracket, BracketEstimate
+from pfzoo.estimators.bridge import BridgeRatio, BridgeSampling, bridge_log_ratio
 from pfzoo.estimators.csl import CSL
 from pfzoo.estimators.exact import Exact
 from pfzoo.estimators.hais import HAIS
 from pfzoo.estimators.importance import importance_log_marginal
+from pfzoo.estimators.importance_sampling import ImportanceSampling
 from pfzoo.estimators.raise_ import RAISE
 
 __all__ = [
-    "AIS", "BoundKind", "Bracket", "BracketEstimate", "CSL", "Estimator", "Exact", "HAIS", "LikelihoodEstimate",
-    "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE", "applicable_estimators", "importance_log_marginal",
+    "AIS", "BoundKind", "Bracket", "BracketEstimate", "BridgeRatio", "BridgeSampling", "CSL", "ConfidenceBound", "Estimator", "Exact",
+    "HAIS", "ImportanceSampling", "LikelihoodEstimate", "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE",
+    "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
 ]

@@ -63,6 +63,8 @@ class AIS(PartitionEstimator):
     """
 
     config_name = "ais"
+    remedy = "anneal longer (num_steps) or with more chains"
+    """How the weight warnings tell the user to get a better estimate."""
 
     def __init__(
         self,
@@ -145,8 +147,8 @@ class AIS(PartitionEstimator):
             ess=ess,
             kind=BoundKind.UNBIASED_Z,
             info=info,
-            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas, log_weights=log_weights)
-            + tuple(getattr(path, "warnings", ())),
+            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas, log_weights=log_weights,
+                                          remedy=self.remedy) + tuple(getattr(path, "warnings", ())),
         )
 
     def log_likelihood(

@@ -44,6 +44,30 @@ class BoundKind(str, enum.Enum):
     EXACT = "exact"
     UNBIASED_Z = "unbiased Z: stochastic lower bound on log Z, so the log-likelihood is biased upward"
     LIKELIHOOD_LOWER_BOUND = "stochastic lower bound on the log-likelihood"
+    CONSISTENT = "consistent estimate of log Z, neither bound (a ratio of means, as bridge sampling)"
+
+
+@dataclass(frozen=True)
+class ConfidenceBound:
+    """With probability at least ``confidence`` over the estimator's randomness, the true ``quantity`` lies on the
+    ``relation`` side of ``value``: ``"log Z" "≥" 517.2`` reads "log Z ≥ 517.2"."""
+
+    quantity: str
+    relation: str
+    value: float
+    confidence: float
+
+    def __str__(self) -> str:
+        return f"{self.quantity} {self.relation} {self.value:.4f} with probability ≥ {self.confidence:g} (Markov's inequality)"
+
+
+def markov_slack(confidence: float) -> float:
+    """``log(1/(1 − c))``: an unbiased ``Ẑ ≥ 0`` exceeds ``Z/(1 − c)`` with probability at most ``1 − c`` (Markov's
+    inequality), so ``log Ẑ`` overshoots ``log Z`` by more than this with probability at most ``1 − c`` (RAISE §2.2,
+    after Gogate, Bidyuk & Dechter 2007)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a probability strictly between 0 and 1, got {confidence!r}")
+    return -math.log1p(-confidence)
 
 
 @dataclass(frozen=True)
@@ -69,6 +93,14 @@ class PartitionEstimate:
     info: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
+    def markov_bound(self, confidence: float = 0.95) -> ConfidenceBound | None:
+        """``log Z ≥ log Ẑ − log(1/(1 − c))`` at confidence c for an unbiased ``Ẑ`` (:func:`markov_slack`); ``None`` for
+        exact values and for estimates that are not unbiased for Z (bridge sampling's ratio of means)."""
+        slack = markov_slack(confidence)
+        if self.kind is not BoundKind.UNBIASED_Z:
+            return None
+        return ConfidenceBound("log Z", "≥", self.log_z - slack, confidence)
+
 
 @dataclass(frozen=True)
 class LikelihoodEstimate:
@@ -84,6 +116,8 @@ class LikelihoodEstimate:
     kind: :class:`BoundKind`.
     info: estimator settings and diagnostics.
     warnings: one line per reason not to trust the estimate; empty when none.
+    independent_examples: whether each example's estimate came from its own chains (RAISE, posterior annealing), so
+        that their product is unbiased for the product of the examples' likelihoods (:meth:`markov_bound`).
     """
 
     mean: float
@@ -94,6 +128,28 @@ class LikelihoodEstimate:
     kind: BoundKind
     info: dict[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    independent_examples: bool = False
+
+    def markov_bound(self, confidence: float = 0.95) -> ConfidenceBound | None:
+        """What Markov's inequality guarantees about the mean log-likelihood of the examples evaluated, at confidence c
+        (:func:`markov_slack` ``s = log(1/(1 − c))``), or ``None`` where it guarantees nothing:
+
+        - a stochastic lower bound whose per-example estimates ``p̂_n`` are unbiased: the mean of ``p̂_n / p_n`` has
+          expectation 1 and bounds their geometric mean, so ``mean log p ≥ mean log p̂ − s`` (the RAISE paper's
+          conservative claim, §2.2); with independent chains per example the product ``Π p̂_n`` is unbiased for
+          ``Π p_n`` and the slack shrinks to ``s / B``. RAISE's ``p̂`` is unbiased for the annealed model's
+          likelihood, which approaches the model's with the number of steps.
+        - an unbiased ``Ẑ`` with exact free energies: ``log Z ≥ log Ẑ − s``, so the true mean is at most ``mean + s``.
+          This is an upper bound, not a conservative one: AIS can overstate the log-likelihood without limit, and
+          Markov's inequality only bounds how far it understates it.
+        """
+        slack = markov_slack(confidence)
+        if self.kind is BoundKind.LIKELIHOOD_LOWER_BOUND:
+            share = slack / self.per_example.numel() if self.independent_examples else slack
+            return ConfidenceBound("mean log-likelihood", "≥", self.per_example.double().mean().item() - share, confidence)
+        if self.kind is BoundKind.UNBIASED_Z and "posterior_samples" not in self.info:
+            return ConfidenceBound("mean log-likelihood", "≤", self.mean + slack, confidence)
+        return None
 
 
 _ESTIMATORS: dict[str, type["Estimator"]] = {}
@@ -252,6 +308,7 @@ def likelihood_estimate(
     num_data: int | None = None,
     partition: PartitionEstimate | None = None,
     warnings: tuple[str, ...] = (),
+    independent_examples: bool = False,
 ) -> LikelihoodEstimate:
     """The one place a :class:`LikelihoodEstimate` is assembled from per-example estimates ``[B]``.
 
@@ -265,6 +322,7 @@ def likelihood_estimate(
     return LikelihoodEstimate(
         mean=per_example.mean().item() if mean is None else mean, stderr=stderr, per_example=per_example,
         partition=partition, data_stderr=data_stderr, kind=kind, info=info, warnings=warnings,
+        independent_examples=independent_examples,
     )
 
 
@@ -279,25 +337,27 @@ def reliability_warnings(
     acceptance: torch.Tensor | None = None,
     segment_betas: torch.Tensor | None = None,
     log_weights: torch.Tensor | None = None,
+    remedy: str = "anneal longer (num_steps) or with more chains",
 ) -> tuple[str, ...]:
     """One line per reason an importance-weighted estimate may be wrong: an ESS below
     :data:`MIN_ESS_FRACTION` of the chains (the weights are dominated by a few chains and the delta-method
     stderr understates the error), a kernel's acceptance below :data:`MIN_ACCEPTANCE` somewhere on the
     schedule (the chains stopped moving, so the weights describe where they started), or ``log_weights [N]``
     (N ≥ :data:`MIN_TAIL_FIT_CHAINS`) whose Pareto k̂ exceeds :data:`~pfzoo.logmath.PARETO_K_UNRELIABLE` (a heavy
-    tail: the chains that would dominate the mean were probably not drawn, which the ESS of the drawn ones cannot show)."""
+    tail: the chains that would dominate the mean were probably not drawn, which the ESS of the drawn ones cannot show).
+    ``remedy`` ends the weight warnings: what to change for a better estimate."""
     warnings = []
     if log_weights is not None and log_weights.dim() == 1 and log_weights.numel() >= MIN_TAIL_FIT_CHAINS:
         k = pareto_tail_index(log_weights)
         if k > PARETO_K_UNRELIABLE:
             warnings.append(
                 f"log weights are heavy-tailed (Pareto k̂ = {k:.2f} > {PARETO_K_UNRELIABLE}): rare chains would move the "
-                f"mean, so the estimate and its stderr are unreliable; anneal longer (num_steps) or with more chains"
+                f"mean, so the estimate and its stderr are unreliable; {remedy}"
             )
     if ess is not None and ess < max(2.0, MIN_ESS_FRACTION * num_chains):
         warnings.append(
             f"ESS {ess:.1f} of {num_chains} chains: a few chains carry the weight, so the stderr understates the error; "
-            f"anneal longer (num_steps) or with more chains"
+            f"{remedy}"
         )
     if acceptance is not None and acceptance.numel() and acceptance.min().item() < MIN_ACCEPTANCE:
         worst = int(acceptance.argmin())

@@ -95,7 +95,7 @@ class Bracket(LikelihoodEstimator):
         return BracketEstimate(
             mean=lower.mean, stderr=lower.stderr, per_example=lower.per_example, partition=upper.partition,
             data_stderr=lower.data_stderr, kind=lower.kind, info=lower.info,
-            warnings=tuple(warnings) + upper.warnings + lower.warnings,
+            warnings=tuple(warnings) + upper.warnings + lower.warnings, independent_examples=lower.independent_examples,
             upper=upper, lower=lower, gap=gap, gap_stderr=gap_stderr,
         )
 

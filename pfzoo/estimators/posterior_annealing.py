@@ -110,5 +110,5 @@ def posterior_annealing_log_likelihood(
     warnings = reliability_warnings(ess, num_particles, acceptance, segment_betas)
     return likelihood_estimate(
         log_means, stderr=independent_examples_stderr(stderrs), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-        info={**info, "per_example_stderr": stderrs}, warnings=warnings,
+        info={**info, "per_example_stderr": stderrs}, warnings=warnings, independent_examples=True,
     )

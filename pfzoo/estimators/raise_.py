@@ -166,7 +166,7 @@ class RAISE(LikelihoodEstimator):
             info.update(subset=subset, control_variate_mean=control.mean().item())
         return likelihood_estimate(
             per_example, mean=mean, stderr=stderr, num_data=num_data, kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info,
-            warnings=reliability_warnings(summary.ess.mean().item(), self.num_chains),
+            warnings=reliability_warnings(summary.ess.mean().item(), self.num_chains), independent_examples=True,
         )
 
     @torch.no_grad()

@@ -71,6 +71,35 @@ def run_blocks(
     return gather(payloads)
 
 
+def sharded_chains(
+    path: AnnealingPath,
+    num_chains: int,
+    run: Callable[[int, Any, ProgressCallback | None], tuple[torch.Tensor, ...]],
+    *,
+    generator: torch.Generator | None,
+    device: torch.device,
+    progress: ProgressCallback | None = None,
+) -> list[tuple[torch.Tensor, ...]]:
+    """``run(num_rows, generator, progress)`` over this process's blocks of ``num_chains`` chains, each block with its own
+    stream: as one batch drawing from a :class:`~pfzoo.sampling.ChainStreams` where :func:`batches_blocks`, else block by
+    block. ``run`` returns tensors whose first dimension is the rows (chains); the result is every block's tuple of them
+    (on the CPU), in global block order, gathered from every rank when sharding. For estimators other than the annealing
+    loop (bridge sampling, linked importance sampling) that run many chains along a path.
+    """
+    mine = own_blocks(num_chains, generator=generator, device=device)
+    if not mine:  # more ranks than blocks
+        return gather([])
+    if batches_blocks(path):
+        streams = ChainStreams([block_generator for _, block_generator in mine], [len(chains) for chains, _ in mine])
+        parts = [output.cpu().split(streams.sizes) for output in run(streams.num_rows, streams, progress)]
+        return gather([tuple(part[block] for part in parts) for block in range(len(mine))])
+    payloads = []
+    for position, (chains, block_generator) in enumerate(mine):
+        block_progress = None if progress is None else offset_progress(progress, position, len(mine))
+        payloads.append(tuple(output.cpu() for output in run(len(chains), block_generator, block_progress)))
+    return gather(payloads)
+
+
 def sharded_anneal(
     path: AnnealingPath,
     betas: torch.Tensor,

@@ -12,7 +12,7 @@ chains sat 0.15 nats, 3.6 stderr, below the exact value).
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
 
@@ -20,7 +20,7 @@ import pytest
 import torch
 from factories import biased_binary_data, random_dbm, random_dbn, random_gaussian, random_gbrbm, random_ising, random_rbm
 
-from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, Exact, applicable_estimators
+from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, BridgeSampling, Exact, ImportanceSampling, applicable_estimators
 from pfzoo.models import (
     Hopfield, ICA, LinearGenerative, MissingCapability, ProductOfExperts,
 )
@@ -35,6 +35,7 @@ class Family:
     data: Callable[[torch.nn.Module], torch.Tensor]
     applicable: set[str]
     max_stderr: float = 0.1
+    settings: dict[str, dict] = field(default_factory=dict)  # per estimator, keyword arguments beside the column's
 
 
 # The DBM, DBN and Ising rows draw in float64 (the RBM row and the data keep the shared float32 draws).
@@ -58,22 +59,31 @@ def gaussian_rows(model, seed=1, num=200):
     return torch.randn(num, model.num_visible, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
-BINARY = {"exact", "ais", "raise", "bracket"}
+BRIDGING = {"importance", "bridge"}
+# The table's data are not drawn from its Ising models, so their base rates make a poor importance proposal (ESS ~100 of
+# 2e5, flagged: test_importance_sampling_flags_a_poor_base); the uniform base covers these models' mass.
+UNIFORM_IMPORTANCE = {"importance": {"base": "uniform"}}
+# Laplace experts' tails are heavier than a Gaussian base's, so its importance weights have infinite variance (flagged
+# by the Pareto k̂); a Student-t base's heavier tails bound them.
+HEAVY_TAILED_IMPORTANCE = {"importance": {"base": "student_t"}}
+BINARY = {"exact", "ais", "raise", "bracket"} | BRIDGING
 FAMILIES = [
     Family("rbm", lambda: random_rbm(8, 5, 1.0, 0), lambda m: biased_binary_data(8, 0, 100), BINARY | {"csl"}),
     Family("gaussian_rbm", lambda: random_gbrbm(4, 3, 0.5, seed=1, log_sigma_scale=0.2), lambda m: m.sample(100, num_steps=50, generator=torch.Generator().manual_seed(1)), BINARY),
     Family("dbm", lambda: random_dbm([6, 5, 4], 1.0, 2), lambda m: biased_binary_data(6, 2, 100), BINARY | {"csl"}),
     Family("dbn", lambda: random_dbn([6, 5, 4], 0.6, 3), lambda m: biased_binary_data(6, 3, 100), BINARY | {"csl"}),
-    Family("ising", lambda: random_ising(8, 0.5, 4), lambda m: biased_binary_data(8, 4, 100), BINARY),
-    Family("hopfield", lambda: random_ising(8, 0.5, 5, cls=Hopfield), lambda m: biased_binary_data(8, 5, 100), BINARY),
-    Family("gaussian", lambda: random_gaussian(4, seed=6, normalize_factor=True), gaussian_rows, {"exact", "ais", "hais"}),
-    Family("ica", lambda: ICA.from_tensors(complete_filters(3, 7)), gaussian_rows, {"exact", "ais", "hais"}),
+    Family("ising", lambda: random_ising(8, 0.5, 4), lambda m: biased_binary_data(8, 4, 100), BINARY, settings=UNIFORM_IMPORTANCE),
+    Family("hopfield", lambda: random_ising(8, 0.5, 5, cls=Hopfield), lambda m: biased_binary_data(8, 5, 100), BINARY,
+           settings=UNIFORM_IMPORTANCE),
+    Family("gaussian", lambda: random_gaussian(4, seed=6, normalize_factor=True), gaussian_rows, {"exact", "ais", "hais"} | BRIDGING),
+    Family("ica", lambda: ICA.from_tensors(complete_filters(3, 7)), gaussian_rows, {"exact", "ais", "hais"} | BRIDGING,
+           settings=HEAVY_TAILED_IMPORTANCE),
     Family("poe_laplace", lambda: ProductOfExperts.from_tensors(complete_filters(3, 8), expert="laplace"), gaussian_rows,
-           {"exact", "ais", "hais"}),
+           {"exact", "ais", "hais"} | BRIDGING, settings=HEAVY_TAILED_IMPORTANCE),
     Family("poe_student", lambda: ProductOfExperts.from_tensors(complete_filters(3, 9), torch.tensor([2.0, 2.5, 3.0], dtype=torch.float64),
-                                                                 expert="student_t"), gaussian_rows, {"exact", "ais", "hais"}),
+                                                                 expert="student_t"), gaussian_rows, {"exact", "ais", "hais"} | BRIDGING),
     Family("linear_gaussian", lambda: linear_gaussian(3, 10), lambda m: m.sample(20, generator=torch.Generator().manual_seed(1)),
-           {"exact", "ais", "hais"}),
+           {"exact", "ais", "hais", "importance"}),
 ]
 
 ESTIMATORS = {
@@ -83,6 +93,8 @@ ESTIMATORS = {
     "raise": lambda: RAISE(num_chains=50, num_steps=2000),
     "csl": lambda: CSL(num_chains=20, samples_per_chain=2000, burn_in=50),
     "bracket": lambda: Bracket(AIS(num_chains=200, num_steps=1000), RAISE(num_chains=50, num_steps=2000), gap_threshold=1.0),
+    "importance": lambda **settings: ImportanceSampling(num_samples=200_000, **settings),
+    "bridge": lambda: BridgeSampling(num_chains=200, samples_per_chain=20, burn_in=200, thin=2),
 }
 
 SLOW_ESTIMATORS = {"raise", "bracket"}  # reverse chains per example: seconds per row
@@ -102,7 +114,7 @@ def test_estimate_or_refusal(family, estimator_name):
     torch.manual_seed(0)
     model = family.model()
     data = family.data(model)
-    estimator = ESTIMATORS[estimator_name]()
+    estimator = ESTIMATORS[estimator_name](**family.settings.get(estimator_name, {}))
     assert (estimator_name in applicable_estimators(model)) == (estimator_name in family.applicable)
     if estimator_name not in family.applicable:
         with pytest.raises(MissingCapability) as refused:

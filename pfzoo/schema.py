@@ -53,6 +53,9 @@ class EvaluateSchema:
     device: str = "cpu"
     num_test: Optional[int] = None  # noqa: UP045
     exact_max_units: int = 20
+    confidence: float = 0.95
+    versus: Optional[str] = None  # noqa: UP045
+    versus_samples: int = 1000
     progress: bool = True
     samples: bool = False
     output: str = "evaluation.json"

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
+from pfzoo.app.comparison import compare_with_versus
 from pfzoo.app.config import model_was_chosen, resolve_device
 from pfzoo.app.run_pictures import evaluation_pictures
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
@@ -119,11 +120,15 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     device = resolve_device(cfg.device)
     if cfg.num_test is not None and cfg.num_test < 1:
         raise ValueError(f"num_test must be a positive number of test examples or null (all of them), got {cfg.num_test}")
+    if not 0.0 < cfg.confidence < 1.0:
+        raise ValueError(f"confidence must be a probability strictly between 0 and 1 (the Markov bounds' level), got {cfg.confidence}")
     if cfg.exact_max_units < 0:
         raise ValueError(f"exact_max_units must be a number of units ≥ 0 (0: never compute exact values), got {cfg.exact_max_units}")
     checkpoint, dataset, card = evaluation_source(cfg)
     model = zoo.load(checkpoint, map_location=device)
     check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
+    if cfg.versus:
+        return compare_with_versus(cfg, model, checkpoint, dataset, device)
     estimator = instantiate(cfg.estimator).to(device)
     estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)
     data = instantiate(dataset)
@@ -158,11 +163,11 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     }
     upper = getattr(estimate, "upper", None)  # a bracket reports its upper estimate and the gap beside the lower one
     if upper is not None:
-        result.update(likelihood_fields(estimate.lower))
-        result["upper"] = likelihood_fields(upper)
+        result.update(likelihood_fields(estimate.lower, cfg.confidence))
+        result["upper"] = likelihood_fields(upper, cfg.confidence)
         result.update(gap=estimate.gap, gap_stderr=estimate.gap_stderr)
     else:
-        result.update(likelihood_fields(estimate))
+        result.update(likelihood_fields(estimate, cfg.confidence))
     result["warnings"] = list(estimate.warnings)
     if result["kind"] != BoundKind.EXACT.value:
         result["more_accuracy"] = more_accuracy(result["estimator"], result["num_test"])
@@ -180,14 +185,19 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
-def likelihood_fields(estimate: LikelihoodEstimate) -> dict[str, Any]:
-    """The JSON-ready numbers of one :class:`~pfzoo.estimators.LikelihoodEstimate`."""
+def likelihood_fields(estimate: LikelihoodEstimate, confidence: float) -> dict[str, Any]:
+    """The JSON-ready numbers of one :class:`~pfzoo.estimators.LikelihoodEstimate`, with what Markov's inequality
+    guarantees at ``confidence`` (:meth:`~pfzoo.estimators.LikelihoodEstimate.markov_bound`) where it guarantees anything."""
     fields: dict[str, Any] = {
         "kind": estimate.kind.value,
         "test_log_likelihood": estimate.mean,
         "test_log_likelihood_stderr": estimate.stderr,
         "test_log_likelihood_data_stderr": estimate.data_stderr,
     }
+    bound = estimate.markov_bound(confidence)
+    if bound is not None:
+        fields["markov_bound"] = {"relation": bound.relation, "value": bound.value, "confidence": confidence,
+                                  "statement": f"{bound} over the {estimate.per_example.numel()} examples evaluated"}
     for key in ("acceptance", "ess"):
         if key in estimate.info:
             fields[key] = estimate.info[key]

@@ -34,6 +34,8 @@ def format_training(result: dict[str, Any]) -> str:
 
 def format_evaluation(result: dict[str, Any]) -> str:
     """A human-readable report of :func:`evaluate`'s result."""
+    if "comparison" in result:
+        return format_comparison(result)
     source = f"pretrained={result['pretrained']} ({result['checkpoint']})" if result.get("pretrained") else result["checkpoint"]
     lines = [f"model {result['model']} {result['model_config']} from {source}"]
     upper = result.get("upper", result)
@@ -54,6 +56,9 @@ def format_evaluation(result: dict[str, Any]) -> str:
         f"  over {result['num_test']} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
         f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
     )
+    for side in (upper, result) if "upper" in result else (result,):
+        if "markov_bound" in side:
+            lines.append(f"  guaranteed: {side['markov_bound']['statement']}")
     if "acceptance" in upper:
         lines.append("  kernel acceptance along the schedule: " + " ".join(f"{a:.2f}" for a in upper["acceptance"]))
     if result["kind"] != BoundKind.EXACT.value:
@@ -62,5 +67,23 @@ def format_evaluation(result: dict[str, Any]) -> str:
         lines.append("more accuracy (slower): " + " ".join(result["more_accuracy"]))
     if result.get("pictures"):
         lines.append("pictures: " + ", ".join(result["pictures"]))
+    lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
+    return "\n".join(lines)
+
+
+def format_comparison(result: dict[str, Any]) -> str:
+    """A human-readable report of ``evaluate`` with ``versus=``: which model is better and by how much."""
+    comparison = result["comparison"]
+    better, worse = ("A", "B") if comparison["better"] == "A" else ("B", "A")
+    verdict = "significantly" if comparison["significant"] else "not significantly (within 3 standard errors)"
+    lines = [
+        f"A: {result['model']} from {result['checkpoint']}",
+        f"B: {result['versus_model']} from {result['versus']}",
+        f"mean log p_A − log p_B = {comparison['difference']:.4f} ± {comparison['stderr']:.4f} (estimator) "
+        f"± {comparison['data_stderr']:.4f} (test-set sampling) over {result['num_test']} {result['dataset']} test examples",
+        f"log Z_A − log Z_B      = {comparison['log_z_difference']:.4f} ± {comparison['log_z_difference_stderr']:.4f} "
+        f"(bridge sampling, {comparison['num_samples']} draws of each model); {result['seconds']:.1f} s",
+        f"{better} fits the test set better than {worse}, {verdict}, by {abs(comparison['difference']):.4f} nats per example",
+    ]
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)

@@ -11,8 +11,10 @@ from pfzoo.estimators.exact import Exact
 from pfzoo.estimators.hais import HAIS
 from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.estimators.raise_ import RAISE
+from pfzoo.estimators.sandwich import Sandwich, SandwichEstimate
 
 __all__ = [
     "AIS", "BoundKind", "Bracket", "BracketEstimate", "CSL", "Estimator", "Exact", "HAIS", "LikelihoodEstimate",
-    "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE", "applicable_estimators", "importance_log_marginal",
+    "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE", "Sandwich", "SandwichEstimate", "applicable_estimators",
+    "importance_log_marginal",
 ]

@@ -7,18 +7,14 @@ import torch
 from pfzoo.estimators.base import (
     BoundKind, LikelihoodEstimate, PartitionEstimate, PartitionEstimator, ProgressCallback, reliability_warnings,
 )
-from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood
+from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood, posterior_kernel
 from pfzoo.estimators.sharding import sharded_anneal
-from pfzoo.kernels.hmc import HMCKernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
 from pfzoo.validation import check_bool, check_finite_number, check_generator, check_positive_int
-
-DEFAULT_LATENT_STEP_SIZE = 0.2
-"""Leapfrog step of the default HMC kernel over a generative model's latents (HAIS's ε)."""
 
 ANNEALING_NEED = "an annealing path (block-Gibbs conditionals, a differentiable energy over real vectors, or a binary energy)"
 
@@ -166,10 +162,7 @@ class AIS(PartitionEstimator):
             return super().log_likelihood(model, data, base_data=base_data, generator=generator, progress=progress)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
-        kernel = self.kernel if self.kernel is not None else HMCKernel(DEFAULT_LATENT_STEP_SIZE)
-        if getattr(kernel, "lower", "absent") is None and model.latent_lower is not None:
-            # reflect where the prior's support ends (e.g. the bilinear model's d ≥ 0), keeping the kernel's settings
-            kernel = kernel.reflecting_at(model.latent_lower)
+        kernel = posterior_kernel(model, self.kernel)
         info = {"estimator": type(self).__name__, "mode": "per-example annealing from the prior to the posterior"}
         return posterior_annealing_log_likelihood(
             model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info

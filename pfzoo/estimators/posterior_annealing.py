@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from pfzoo.estimators.annealing import anneal
@@ -10,11 +12,25 @@ from pfzoo.estimators.base import (
 )
 from pfzoo.estimators.batching import example_batches
 from pfzoo.estimators.sharding import offset_progress, run_blocks
+from pfzoo.kernels.hmc import HMCKernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.paths.posterior import PosteriorPath
 
 ROWS_PER_CHUNK = 1 << 16
 """Examples × particles annealed as one batch; larger data sets run in chunks of whole examples."""
+
+DEFAULT_LATENT_STEP_SIZE = 0.2
+"""Leapfrog step of the default HMC kernel over a generative model's latents (HAIS's ε)."""
+
+
+def posterior_kernel(model, kernel=None):
+    """The kernel to anneal ``model``'s latents with: ``kernel``, or HMC with step :data:`DEFAULT_LATENT_STEP_SIZE` for
+    ``None``; a kernel that reflects nowhere (``lower=None``) is given the model's latent bounds, keeping its settings."""
+    kernel = HMCKernel(DEFAULT_LATENT_STEP_SIZE) if kernel is None else kernel
+    if getattr(kernel, "lower", "absent") is None and model.latent_lower is not None:
+        # reflect where the prior's support ends (e.g. the bilinear model's d ≥ 0)
+        kernel = kernel.reflecting_at(model.latent_lower)
+    return kernel
 
 
 def check_kernel_bounds(model, kernel) -> None:
@@ -48,6 +64,85 @@ def _bounds(lower) -> str:
     return f"{finite.numel()} of {values.numel()} bounded below{where}"
 
 
+class PerExampleAnnealing(NamedTuple):
+    """Each example's particles reduced (:func:`~pfzoo.logmath.summarize_log_weights`), and the kernel's acceptance.
+
+    log_mean, stderr, ess: float64 ``[B]``, per example over its particles: ``log (1/P) Σ_p w_np``, its delta-method
+    standard error and the weights' effective sample size. acceptance: the kernel's mean acceptance probability per
+    stretch of the schedule, averaged over the examples (float64 CPU ``[S]``), and segment_betas the β ending each stretch
+    ``[S]``; both ``None`` for kernels that always accept.
+    """
+
+    log_mean: torch.Tensor
+    stderr: torch.Tensor
+    ess: torch.Tensor
+    acceptance: torch.Tensor | None
+    segment_betas: torch.Tensor | None
+
+
+def anneal_examples(
+    model,
+    data: torch.Tensor,
+    *,
+    num_particles: int,
+    betas: torch.Tensor,
+    kernel,
+    latents: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    progress: ProgressCallback | None = None,
+) -> PerExampleAnnealing:
+    """Anneal ``num_particles`` chains per row of ``data [B, M]`` along :class:`~pfzoo.paths.posterior.PosteriorPath`.
+
+    Without ``latents`` every chain starts from an exact prior draw and ``betas`` (float64 ``[K + 1]``) runs from 0 to 1:
+    forward AIS, ``E[w_np] = p(x_n)`` (HAIS eqs. 27–29). With ``latents [B, L]``, exact posterior samples
+    ``z_n ~ p(z | x_n)``, all of an example's chains start from its ``z_n`` (each with its own momentum and random
+    stream) and ``betas`` runs from 1 to 0: reverse AIS, ``E[w_np] = 1/p(x_n)`` (Grosse, Ghahramani & Adams 2015, §4).
+    Examples × particles run as one tensor per block of examples with the block's own random stream
+    (:func:`pfzoo.estimators.sharding.run_blocks`, so the same numbers plain or on any number of ranks), in chunks of
+    about :data:`ROWS_PER_CHUNK` rows.
+    """
+    check_kernel_bounds(model, kernel)
+
+    def run(examples: torch.Tensor, starts: torch.Tensor | None, block_generator: torch.Generator | None,
+            block_progress: ProgressCallback | None) -> tuple:
+        """Per-example log means, stderrs and ESS ``[b]`` of ``examples [b, M]``, and the acceptance summed over examples."""
+        chunks = example_batches(examples, num_particles, max_rows=ROWS_PER_CHUNK)
+        start_chunks = [None] * len(chunks) if starts is None else example_batches(starts, num_particles, max_rows=ROWS_PER_CHUNK)
+        log_means, stderrs, esses, acceptances, segment_betas = [], [], [], [], None
+        for index, (chunk, start) in enumerate(zip(chunks, start_chunks)):
+            rows = chunk.repeat_interleave(num_particles, dim=0)
+            path = PosteriorPath(model, rows, kernel)
+            report = None if block_progress is None else offset_progress(block_progress, index, len(chunks))
+            with torch.no_grad():
+                if start is None:
+                    initial = path.sample_base(rows.shape[0], generator=block_generator)
+                else:  # exact samples of the β = 1 end: the posterior latents, momenta drawn afresh by the kernel's init
+                    initial = path.init(start.repeat_interleave(num_particles, dim=0), generator=block_generator)
+                result = anneal(path, betas, initial, generator=block_generator, progress=report)
+            summary = summarize_log_weights(result.log_weights.view(chunk.shape[0], num_particles), dim=1)
+            log_means.append(summary.log_mean)
+            stderrs.append(summary.stderr)
+            esses.append(summary.ess)
+            if result.acceptance is not None:
+                acceptances.append(result.acceptance * chunk.shape[0])
+                segment_betas = result.segment_betas
+        acceptance = torch.stack(acceptances).sum(0) if acceptances else None
+        return torch.cat(log_means), torch.cat(stderrs), torch.cat(esses), acceptance, segment_betas
+
+    def run_block(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
+        starts = None if latents is None else latents[examples.start:examples.stop]
+        parts = run(data[examples.start:examples.stop], starts, block_generator, block_progress)
+        return tuple(part if part is None else part.cpu() for part in parts)
+
+    # examples in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
+    blocks = run_blocks(data.shape[0], run_block, generator=generator, device=data.device, progress=progress)
+    log_means, stderrs, esses = (torch.cat([block[i] for block in blocks]).to(data.device) for i in range(3))
+    summed = [block[3] for block in blocks if block[3] is not None]
+    acceptance_sum, segment_betas = (torch.stack(summed).sum(0), blocks[0][4]) if summed else (None, None)
+    acceptance = None if acceptance_sum is None else acceptance_sum / data.shape[0]
+    return PerExampleAnnealing(log_means, stderrs, esses, acceptance, segment_betas)
+
+
 def posterior_annealing_log_likelihood(
     model,
     data: torch.Tensor,
@@ -62,53 +157,17 @@ def posterior_annealing_log_likelihood(
     """``log p̂(x_n) = log (1/P) Σ_p w_np`` for each row of ``data [B, M]`` (HAIS eqs. 27–29).
 
     Each example gets ``num_particles`` chains annealed from the prior (β = 0) to its posterior (β = 1)
-    along :class:`~pfzoo.paths.posterior.PosteriorPath`; examples × particles run as one tensor per block of
-    examples with the block's own random stream (:func:`pfzoo.estimators.sharding.run_blocks`, so the same numbers
-    plain or on any number of ranks), in chunks of about :data:`ROWS_PER_CHUNK` rows. ``E[w_np] = p(x_n)``, so each ``log p̂(x_n)`` is a
-    stochastic lower bound on ``log p(x_n)``. The stderr of the mean combines the per-example
+    along :class:`~pfzoo.paths.posterior.PosteriorPath` (:func:`anneal_examples`). ``E[w_np] = p(x_n)``, so each
+    ``log p̂(x_n)`` is a stochastic lower bound on ``log p(x_n)``. The stderr of the mean combines the per-example
     delta-method errors: ``sqrt(Σ_n se_n²) / B``.
     """
-    check_kernel_bounds(model, kernel)
-    num_steps = betas.numel() - 1
-
-    def run(examples: torch.Tensor, block_generator: torch.Generator | None, block_progress: ProgressCallback | None) -> tuple:
-        """Per-example log means, stderrs and ESS ``[b]`` of ``examples [b, M]``, and the acceptance summed over examples."""
-        chunks = example_batches(examples, num_particles, max_rows=ROWS_PER_CHUNK)
-        log_means, stderrs, esses, acceptances, segment_betas = [], [], [], [], None
-        for index, chunk in enumerate(chunks):
-            rows = chunk.repeat_interleave(num_particles, dim=0)
-            path = PosteriorPath(model, rows, kernel)
-            report = None if block_progress is None else offset_progress(block_progress, index, len(chunks))
-            with torch.no_grad():
-                result = anneal(path, betas, path.sample_base(rows.shape[0], generator=block_generator), generator=block_generator,
-                                progress=report)
-            summary = summarize_log_weights(result.log_weights.view(chunk.shape[0], num_particles), dim=1)
-            log_means.append(summary.log_mean)
-            stderrs.append(summary.stderr)
-            esses.append(summary.ess)
-            if result.acceptance is not None:
-                acceptances.append(result.acceptance * chunk.shape[0])
-                segment_betas = result.segment_betas
-        acceptance = torch.stack(acceptances).sum(0) if acceptances else None
-        return torch.cat(log_means), torch.cat(stderrs), torch.cat(esses), acceptance, segment_betas
-
-    def run_block(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
-        parts = run(data[examples.start:examples.stop], block_generator, block_progress)
-        return tuple(part if part is None else part.cpu() for part in parts)
-
-    # examples in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
-    blocks = run_blocks(data.shape[0], run_block, generator=generator, device=data.device, progress=progress)
-    log_means, stderrs, esses = (torch.cat([block[i] for block in blocks]).to(data.device) for i in range(3))
-    summed = [block[3] for block in blocks if block[3] is not None]
-    acceptance_sum, segment_betas = (torch.stack(summed).sum(0), blocks[0][4]) if summed else (None, None)
-    ess = esses.mean().item()  # per example, over its particles, averaged
-    info = {**(info or {}), "num_particles": num_particles, "num_steps": num_steps, "ess": ess}
-    acceptance = None
-    if acceptance_sum is not None:
-        acceptance = acceptance_sum / data.shape[0]
-        info.update(acceptance=acceptance.tolist(), acceptance_betas=segment_betas.tolist())
-    warnings = reliability_warnings(ess, num_particles, acceptance, segment_betas)
+    result = anneal_examples(model, data, num_particles=num_particles, betas=betas, kernel=kernel, generator=generator, progress=progress)
+    ess = result.ess.mean().item()  # per example, over its particles, averaged
+    info = {**(info or {}), "num_particles": num_particles, "num_steps": betas.numel() - 1, "ess": ess}
+    if result.acceptance is not None:
+        info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
+    warnings = reliability_warnings(ess, num_particles, result.acceptance, result.segment_betas)
     return likelihood_estimate(
-        log_means, stderr=independent_examples_stderr(stderrs), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
-        info={**info, "per_example_stderr": stderrs}, warnings=warnings, independent_examples=True,
+        result.log_mean, stderr=independent_examples_stderr(result.stderr), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
+        info={**info, "per_example_stderr": result.stderr}, warnings=warnings, independent_examples=True,
     )

@@ -9,7 +9,7 @@ from torch import nn
 
 from pfzoo.models.latent import ExponentialPrior, LaplacePrior, LatentGenerativeModel, ProductPrior
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_positive_int
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -162,13 +162,9 @@ class BilinearGenerative(LatentGenerativeModel):
         grad = torch.cat(((grad_a * style_gain) @ self.content_weight, (grad_a * content_drive) @ self.style_weight), dim=-1)
         return energy, grad
 
-    @torch.no_grad()
-    def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Ancestral samples ``c ~ Laplace, d ~ Exp(1), x = Φ((Θc) ⊙ (Ψd)) + σ_n ε``, ``[num_samples, M]``."""
-        check_positive_int(num_samples, "num_samples")
-        check_generator(generator, self.device)
-        z = self.sample_prior(num_samples, generator=generator)
-        noise = torch.randn(num_samples, self.num_visible, generator=generator, dtype=self.dtype, device=self.device)
+    def sample_visible(self, z: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``x = Φ((Θc) ⊙ (Ψd)) + σ_n ε``, ``ε ~ N(0, I)``, one row per row of ``z = [c, d]`` ``[N, L]`` → ``[N, M]``. Not validated."""
+        noise = torch.randn(z.shape[0], self.num_visible, generator=generator, dtype=self.dtype, device=self.device)
         return self.coefficients(z) @ self.basis.T + self.noise_std * noise
 
     def free_energy(self, x: torch.Tensor) -> torch.Tensor:

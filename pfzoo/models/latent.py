@@ -8,7 +8,7 @@ import torch
 
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel
-from pfzoo.validation import check_matrix
+from pfzoo.validation import check_generator, check_matrix, check_positive_int
 from pfzoo.sampling import normal, uniform
 
 _LOG_2 = math.log(2.0)
@@ -157,7 +157,8 @@ class LatentGenerativeModel(EnergyModel):
       for aligned rows ``x [N, M]``, ``z [N, L]`` (unchecked; one call per leapfrog step);
     - ``latent_lower``: reflection bounds for HMC, the prior's ``lower`` (a float for every latent, a list of
       L floats with ``-inf`` where unbounded, or ``None``: unbounded); pass it as the kernel's ``lower``;
-    - ``sample(n, generator=...)``: ancestral samples of x.
+    - ``sample_visible(z, generator=...)``: exact draws ``x ~ p(x | z)``, from which :meth:`sample_joint` and
+      :meth:`sample` draw ancestrally.
     """
 
     family_capabilities = frozenset({Capability.LATENT_GENERATIVE})
@@ -189,6 +190,26 @@ class LatentGenerativeModel(EnergyModel):
     def sample_prior(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """``num_samples`` exact draws ``z ~ p(z)``, ``[num_samples, L]``."""
         return self.prior.sample(num_samples, self.num_latent, dtype=self.dtype, device=self.device, generator=generator)
+
+    def sample_visible(self, z: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One exact draw ``x_n ~ p(x | z_n)`` per row of ``z [N, L]`` → ``[N, M]``. Not validated."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def sample_joint(self, num_samples: int, *, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Ancestral draws ``z ~ p(z)``, ``x ~ p(x | z)`` → ``(x [num_samples, M], z [num_samples, L])``.
+
+        Each ``z_n`` is then an exact sample of its own ``x_n``'s posterior ``p(z | x_n)``: what reverse annealing
+        needs to start from (Grosse, Ghahramani & Adams 2015, §4; :class:`~pfzoo.estimators.Sandwich`).
+        """
+        check_positive_int(num_samples, "num_samples")
+        check_generator(generator, self.device)
+        z = self.sample_prior(num_samples, generator=generator)
+        return self.sample_visible(z, generator=generator), z
+
+    def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Exact ancestral samples of x, ``[num_samples, M]`` (the x of :meth:`sample_joint`)."""
+        return self.sample_joint(num_samples, generator=generator)[0]
 
     @property
     def log_partition_cost(self) -> int:

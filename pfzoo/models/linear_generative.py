@@ -9,7 +9,7 @@ from torch import nn
 
 from pfzoo.models.latent import LatentGenerativeModel, latent_prior
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_positive_int
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -110,13 +110,9 @@ class LinearGenerative(LatentGenerativeModel):
         ``HAIS(..., stiffness=...)`` for per-example HAIS."""
         return (torch.linalg.matrix_norm(self.basis.double(), ord=2).square() / self.noise_std**2).item()
 
-    @torch.no_grad()
-    def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Ancestral samples ``x = Φz + σ_n ε``, ``[num_samples, M]``."""
-        check_positive_int(num_samples, "num_samples")
-        check_generator(generator, self.device)
-        z = self.sample_prior(num_samples, generator=generator)
-        noise = torch.randn(num_samples, self.num_visible, generator=generator, dtype=self.dtype, device=self.device)
+    def sample_visible(self, z: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``x = Φz + σ_n ε``, ``ε ~ N(0, I)``, one row per row of ``z [N, L]`` → ``[N, M]``. Not validated."""
+        noise = torch.randn(z.shape[0], self.num_visible, generator=generator, dtype=self.dtype, device=self.device)
         return z @ self.basis.T + self.noise_std * noise
 
     # ---- exact marginal (Gaussian prior) ----------------------------------------------------

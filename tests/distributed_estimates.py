@@ -6,12 +6,12 @@ from pathlib import Path
 import torch
 
 from pfzoo import distributed
-from pfzoo.estimators import AIS, CSL, HAIS, RAISE, BridgeSampling
+from pfzoo.estimators import AIS, CSL, HAIS, RAISE, BridgeSampling, LinkedImportanceSampling
 from pfzoo.models import RBM, Gaussian, LinearGenerative
 
 
 def estimates(seed: int) -> dict:
-    """AIS (float64 and float32), bridge sampling (float32: blocks batched), RAISE, CSL, HAIS and HAIS over a generative
+    """AIS (float64 and float32), bridge sampling and LIS (float32: blocks batched), RAISE, CSL, HAIS and HAIS over a generative
     model's latents on small models, floats as hex so that equality is to the last bit."""
     g = torch.Generator().manual_seed(3)
     model = RBM.from_tensors(torch.randn(10, 6, generator=g, dtype=torch.float64) * 1.5,
@@ -28,6 +28,7 @@ def estimates(seed: int) -> dict:
     model32 = RBM.from_tensors(*(tensor.float() for tensor in (model.weight, model.visible_bias, model.hidden_bias)))
     ais32 = AIS(num_chains=96, num_steps=60, diagnostics=True)(model32, data=data.float(), generator=seeded())
     bridge = BridgeSampling(num_chains=96, samples_per_chain=4, burn_in=20, thin=2)(model32, data=data.float(), generator=seeded())
+    linked = LinkedImportanceSampling(num_runs=96, num_levels=10, states_per_level=3)(model32, data=data.float(), generator=seeded())
     raise_ = RAISE(num_chains=3, num_steps=30, diagnostics=True).log_likelihood(model, data, generator=seeded())
     csl = CSL(num_chains=96, samples_per_chain=5, burn_in=2).log_likelihood(model, data, generator=seeded())
     hais = HAIS(num_chains=96, num_steps=40, step_size=0.3)(gaussian, generator=seeded())
@@ -38,6 +39,7 @@ def estimates(seed: int) -> dict:
         "ais32": hexed(ais32.log_weights) + hexed([ais32.log_z, ais32.stderr, ais32.ess])
         + [hexed(column) for column in ais32.info["diagnostics"][1:]],
         "bridge": hexed([bridge.log_z, bridge.stderr, bridge.ess]),
+        "linked": hexed(linked.log_weights),
         "raise": hexed(raise_.info["log_weights"]) + hexed([raise_.mean, raise_.stderr]) + hexed(raise_.info["diagnostics"].increment_var),
         "csl": hexed(csl.per_example) + hexed([csl.stderr]),
         "hais": hexed(hais.log_weights) + hexed(hais.info["acceptance"]),

@@ -13,11 +13,12 @@ from pfzoo.estimators.exact import Exact
 from pfzoo.estimators.hais import HAIS
 from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.estimators.importance_sampling import ImportanceSampling
+from pfzoo.estimators.linked import LinkedImportanceSampling
 from pfzoo.estimators.raise_ import RAISE
 from pfzoo.estimators.sandwich import Sandwich, SandwichEstimate
 
 __all__ = [
     "AIS", "BoundKind", "Bracket", "BracketEstimate", "BridgeRatio", "BridgeSampling", "CSL", "ConfidenceBound", "Estimator", "Exact",
-    "HAIS", "ImportanceSampling", "LikelihoodEstimate", "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE",
+    "HAIS", "ImportanceSampling", "LikelihoodEstimate", "LinkedImportanceSampling", "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE",
     "Sandwich", "SandwichEstimate", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
 ]

@@ -7,7 +7,9 @@ import pytest
 import torch
 from factories import biased_binary_data, random_ising, random_rbm
 
-from pfzoo.estimators import AIS, BoundKind, BridgeSampling, ImportanceSampling, LikelihoodEstimate, bridge_log_ratio, markov_slack
+from pfzoo.estimators import (
+    AIS, BoundKind, BridgeSampling, ImportanceSampling, LikelihoodEstimate, LinkedImportanceSampling, bridge_log_ratio, markov_slack,
+)
 
 # p_0 = N(0, 1) and p_1 = N(1, 1.5²) with f_i their Gaussian kernels, so log Z_1 − log Z_0 = log 1.5
 TARGET_MEAN, TARGET_SD = 1.0, 1.5
@@ -123,3 +125,17 @@ def test_markov_bounds_of_likelihood_estimates():
     assert "with probability ≥ 0.99" in str(lower)
     with pytest.raises(ValueError, match="confidence must be a probability strictly between 0 and 1"):
         markov_slack(1.0)
+
+
+def test_linked_importance_sampling_chains_at_each_level_carry_a_strongly_coupled_model():
+    """With one state per level no transition runs (importance sampling through the levels) and the weights collapse;
+    five states per level put a short chain at each β and the estimate lands within its error of the exact log Z."""
+    model = random_rbm(20, 10, 2.0, 0)
+    data = biased_binary_data(20, 0, 100)
+    exact = model.log_partition().item()
+    alone = LinkedImportanceSampling(num_runs=200, num_levels=100, states_per_level=1)(model, data=data, generator=torch.Generator().manual_seed(0))
+    linked = LinkedImportanceSampling(num_runs=200, num_levels=100, states_per_level=5)(model, data=data, generator=torch.Generator().manual_seed(0))
+    assert alone.ess < 20 and alone.warnings
+    assert linked.ess > 100 and not linked.warnings
+    assert abs(linked.log_z - exact) < 3 * linked.stderr
+    assert linked.markov_bound(0.95).value < exact

@@ -20,7 +20,7 @@ import pytest
 import torch
 from factories import biased_binary_data, random_dbm, random_dbn, random_gaussian, random_gbrbm, random_ising, random_rbm
 
-from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, BridgeSampling, Exact, ImportanceSampling, applicable_estimators
+from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, BridgeSampling, Exact, ImportanceSampling, LinkedImportanceSampling, applicable_estimators
 from pfzoo.models import (
     Hopfield, ICA, LinearGenerative, MissingCapability, ProductOfExperts,
 )
@@ -59,7 +59,7 @@ def gaussian_rows(model, seed=1, num=200):
     return torch.randn(num, model.num_visible, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
-BRIDGING = {"importance", "bridge"}
+BRIDGING = {"importance", "bridge", "linked"}
 # The table's data are not drawn from its Ising models, so their base rates make a poor importance proposal (ESS ~100 of
 # 2e5, flagged: test_importance_sampling_flags_a_poor_base); the uniform base covers these models' mass.
 UNIFORM_IMPORTANCE = {"importance": {"base": "uniform"}}
@@ -95,6 +95,7 @@ ESTIMATORS = {
     "bracket": lambda: Bracket(AIS(num_chains=200, num_steps=1000), RAISE(num_chains=50, num_steps=2000), gap_threshold=1.0),
     "importance": lambda **settings: ImportanceSampling(num_samples=200_000, **settings),
     "bridge": lambda: BridgeSampling(num_chains=200, samples_per_chain=20, burn_in=200, thin=2),
+    "linked": lambda: LinkedImportanceSampling(num_runs=200, num_levels=100, states_per_level=5),
 }
 
 SLOW_ESTIMATORS = {"raise", "bracket"}  # reverse chains per example: seconds per row

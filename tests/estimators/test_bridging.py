@@ -5,11 +5,13 @@ import math
 
 import pytest
 import torch
-from factories import biased_binary_data, random_ising, random_rbm
+from factories import biased_binary_data, random_dbm, random_ising, random_rbm
 
 from pfzoo.estimators import (
     AIS, BoundKind, BridgeSampling, ImportanceSampling, LikelihoodEstimate, LinkedImportanceSampling, bridge_log_ratio, markov_slack,
 )
+from pfzoo.estimators.comparison import compare
+from pfzoo.models import MissingCapability
 
 # p_0 = N(0, 1) and p_1 = N(1, 1.5²) with f_i their Gaussian kernels, so log Z_1 − log Z_0 = log 1.5
 TARGET_MEAN, TARGET_SD = 1.0, 1.5
@@ -139,3 +141,26 @@ def test_linked_importance_sampling_chains_at_each_level_carry_a_strongly_couple
     assert linked.ess > 100 and not linked.warnings
     assert abs(linked.log_z - exact) < 3 * linked.stderr
     assert linked.markov_bound(0.95).value < exact
+
+
+@pytest.mark.parametrize("scales", [(1.0, 1.0), (0.5, 1.5)])
+def test_compare_two_rbms_against_the_enumerated_difference(scales):
+    """log p_A − log p_B on a test set, through a bridge between the two models' own samples: within 3 of its stderr of
+    the enumerated value, with different hidden layers."""
+    a, b = random_rbm(10, 6, scales[0], 1), random_rbm(10, 4, scales[1], 2)
+    test = biased_binary_data(10, 0, 300)
+    comparison = compare(a, b, test, num_samples=4000, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        exact = (a.log_prob(test) - b.log_prob(test)).mean().item()
+        exact_log_z = (a.log_partition() - b.log_partition()).item()
+    assert abs(comparison.log_z_difference - exact_log_z) <= 3 * comparison.log_z_difference_stderr
+    assert abs(comparison.difference - exact) <= 3 * comparison.stderr
+    assert comparison.better == ("A" if exact > 0 else "B")
+
+
+def test_compare_refuses_models_it_cannot_compare_in_one_line():
+    a, b = random_rbm(10, 6, 1.0, 1), random_rbm(8, 4, 1.0, 2)
+    with pytest.raises(ValueError, match="model_a and model_b must share a visible space, got 10 and 8 units"):
+        compare(a, b, biased_binary_data(10, 0, 10))
+    with pytest.raises(MissingCapability, match=r"comparing models needs an exact free energy.*model_b \(DBM\)"):
+        compare(random_rbm(30, 4, 1.0, 1), random_dbm([30, 40, 40], 1.0, 2), biased_binary_data(30, 0, 10))  # 2^40 states to sum

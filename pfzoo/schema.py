@@ -56,6 +56,7 @@ class EvaluateSchema:
     confidence: float = 0.95
     versus: Optional[str] = None  # noqa: UP045
     versus_samples: int = 1000
+    versus_steps: int = 100
     progress: bool = True
     samples: bool = False
     output: str = "evaluation.json"

@@ -31,6 +31,8 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
     """Compare ``model`` (A, from ``checkpoint``) with ``cfg.versus`` (B) on the test set of ``dataset``."""
     if cfg.versus_samples < 2:
         raise ValueError(f"versus_samples must be a number of draws per model ≥ 2, got {cfg.versus_samples}")
+    if cfg.versus_steps < 1:
+        raise ValueError(f"versus_steps must be a number of annealing steps ≥ 1 (1: a direct bridge), got {cfg.versus_steps}")
     other_path = versus_source(cfg)
     other = zoo.load(other_path, map_location=device)
     data = instantiate(dataset)
@@ -40,7 +42,8 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
     test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
-    comparison = compare(model, other, test.to(device, model.dtype), num_samples=cfg.versus_samples, generator=generator)
+    comparison = compare(model, other, test.to(device, model.dtype), num_samples=cfg.versus_samples, num_steps=cfg.versus_steps,
+                         generator=generator)
     return {
         "checkpoint": str(checkpoint),
         "versus": str(other_path),
@@ -51,6 +54,7 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
         "comparison": {
             "difference": comparison.difference, "stderr": comparison.stderr, "data_stderr": comparison.data_stderr,
             "log_z_difference": comparison.log_z_difference, "log_z_difference_stderr": comparison.log_z_difference_stderr,
+            "log_z_difference_bracket": list(comparison.log_z_difference_bracket),
             "mean_free_energy_difference": comparison.mean_free_energy_difference, "better": comparison.better,
             "significant": comparison.significant, **comparison.info,
         },

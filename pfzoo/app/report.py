@@ -76,13 +76,19 @@ def format_comparison(result: dict[str, Any]) -> str:
     comparison = result["comparison"]
     better, worse = ("A", "B") if comparison["better"] == "A" else ("B", "A")
     verdict = "significantly" if comparison["significant"] else "not significantly (within 3 standard errors)"
+    if result.get("warnings"):
+        verdict += " if the estimate can be trusted (see the warnings)"
     lines = [
         f"A: {result['model']} from {result['checkpoint']}",
         f"B: {result['versus_model']} from {result['versus']}",
         f"mean log p_A − log p_B = {comparison['difference']:.4f} ± {comparison['stderr']:.4f} (estimator) "
         f"± {comparison['data_stderr']:.4f} (test-set sampling) over {result['num_test']} {result['dataset']} test examples",
         f"log Z_A − log Z_B      = {comparison['log_z_difference']:.4f} ± {comparison['log_z_difference_stderr']:.4f} "
-        f"(bridge sampling, {comparison['num_samples']} draws of each model); {result['seconds']:.1f} s",
+        f"(bridge sampling, {comparison['num_samples']} draws of each model"
+        f"{', each annealed to the other in ' + str(comparison['num_steps']) + ' steps' if comparison['num_steps'] > 1 else ''}); "
+        f"{result['seconds']:.1f} s",
+        f"  one-sided estimates  {comparison['log_z_difference_bracket'][0]:.4f} (from B's draws, a lower bound) and "
+        f"{comparison['log_z_difference_bracket'][1]:.4f} (from A's draws, an upper bound)",
         f"{better} fits the test set better than {worse}, {verdict}, by {abs(comparison['difference']):.4f} nats per example",
     ]
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))

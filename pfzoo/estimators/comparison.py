@@ -8,14 +8,20 @@ from dataclasses import dataclass
 
 import torch
 
+from pfzoo.estimators.annealing import anneal
 from pfzoo.estimators.bridge import BRIDGES, BridgeRatio, bridge_log_ratio
-from pfzoo.logmath import PARETO_K_UNRELIABLE
+from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability, MissingCapability, describe
+from pfzoo.paths.model_pair import pair_path
+from pfzoo.paths.schedules import make_betas
 from pfzoo.validation import check_generator, check_positive_int
 
 MODEL_DRAWS_PER_CHAIN = 1
 """Each model's sampler returns the last state of independent chains: one draw per chain."""
+
+BRACKET_THRESHOLD = 1.0
+"""Nats by which the one-sided estimates may be out of order or apart before the comparison warns."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,10 @@ class ModelComparison:
     stderr: its standard error from the estimate of ``log Z_A − log Z_B`` (the test set held fixed).
     data_stderr: ``sd_n(log p_A(x_n) − log p_B(x_n)) / √n``, the test set's sampling error of the difference.
     log_z_difference, log_z_difference_stderr: the bridge-sampling estimate of ``log Z_A − log Z_B``.
+    log_z_difference_bracket: the two one-sided estimates of ``log Z_A − log Z_B`` the bridge combines: importance
+        sampling from B's draws (a stochastic lower bound) and from A's draws (a stochastic upper bound). With
+        representative draws they bracket the truth; a lower end above the upper one means a sampler's draws do not
+        represent its model.
     mean_free_energy_difference: ``mean_n [F_B(x_n) − F_A(x_n)]``, exact.
     num_test: n.
     info: settings and diagnostics (draws, effective draws, bridge iterations).
@@ -37,6 +47,7 @@ class ModelComparison:
     data_stderr: float
     log_z_difference: float
     log_z_difference_stderr: float
+    log_z_difference_bracket: tuple[float, float]
     mean_free_energy_difference: float
     num_test: int
     info: dict
@@ -67,6 +78,7 @@ def compare(
     test: torch.Tensor,
     *,
     num_samples: int = 1000,
+    num_steps: int = 100,
     bridge: str = "optimal",
     generator: torch.Generator | None = None,
 ) -> ModelComparison:
@@ -74,9 +86,15 @@ def compare(
 
     ``log p_A(x) − log p_B(x) = F_B(x) − F_A(x) − (log Z_A − log Z_B)``: the free energies are exact, and
     ``log Z_A − log Z_B`` is estimated by bridge sampling (:func:`~pfzoo.estimators.bridge.bridge_log_ratio` with
-    ``p_0 = p_B``, ``p_1 = p_A`` and ``ℓ(x) = F_B(x) − F_A(x)``) from ``num_samples`` draws of each model by its own
-    sampler (``model.sample``: exact where the family allows, else the last states of independent MCMC chains). Where
-    a sampler misses some of its model's modes, the ratio misses their mass: the warnings then usually show heavy tails.
+    ``p_0 = p_B`` and ``p_1 = p_A``) from ``num_samples`` draws of each model by its own sampler (``model.sample``: exact
+    where the family allows, else the last states of independent MCMC chains).
+
+    Where the family has a path between two of its models (:func:`~pfzoo.paths.model_pair.pair_path`: RBMs) and
+    ``num_steps > 1``, each draw is annealed to the other model in ``num_steps`` steps and ℓ is its log weight (B's
+    draws annealed to A) or minus it (A's draws annealed back to B): Bennett's acceptance ratio over annealing
+    (Crooks 2000), which keeps working where the two models overlap too little for a direct bridge. Otherwise
+    ``ℓ(x) = F_B(x) − F_A(x)`` at the draws. Where a sampler misses some of its model's modes, the ratio misses their
+    mass: the warnings then usually show heavy tails.
     """
     for name, model in (("model_a", model_a), ("model_b", model_b)):
         need = comparison_missing(model)
@@ -86,6 +104,7 @@ def compare(
         raise ValueError(f"model_a and model_b must share a visible space, got {model_a.num_visible} and {model_b.num_visible} units")
     if bridge not in BRIDGES:
         raise ValueError(f"bridge must be one of {', '.join(BRIDGES)}, got {bridge!r}")
+    check_positive_int(num_steps, "num_steps")
     check_positive_int(num_samples, "num_samples")
     if num_samples < 2:
         raise ValueError(f"num_samples must be at least 2 to report a standard error, got {num_samples}")
@@ -97,15 +116,31 @@ def compare(
     def log_ratio(x: torch.Tensor) -> torch.Tensor:  # ℓ(x) = log f_A(x) − log f_B(x)
         return (model_b.free_energy(x.to(model_b.dtype)).double() - model_a.free_energy(x.to(model_a.dtype)).double())
 
-    ratio: BridgeRatio = bridge_log_ratio(log_ratio(draws_b), log_ratio(draws_a).view(-1, MODEL_DRAWS_PER_CHAIN), bridge=bridge)
+    path = pair_path(model_b, model_a) if num_steps > 1 else None  # β = 0 at B, β = 1 at A
+    if path is None:
+        from_b, from_a = log_ratio(draws_b), log_ratio(draws_a)
+    else:
+        betas = make_betas("linear", num_steps).to(model_a.device)
+        from_b = anneal(path, betas, path.init(draws_b, generator=generator), generator=generator).log_weights
+        from_a = -anneal(path, betas.flip(0), path.init(draws_a, generator=generator), generator=generator).log_weights
+    ratio: BridgeRatio = bridge_log_ratio(from_b, from_a.view(-1, MODEL_DRAWS_PER_CHAIN), bridge=bridge)
+    lower, upper = log_mean_exp(from_b, 0).item(), -log_mean_exp(-from_a.reshape(-1), 0).item()
     per_example = log_ratio(test) - ratio.log_ratio
     data_stderr = (per_example.std() / math.sqrt(per_example.numel())).item() if per_example.numel() > 1 else 0.0
     warnings = []
+    if lower > upper + BRACKET_THRESHOLD:
+        warnings.append(f"the one-sided estimates of log Z_A − log Z_B are out of order (from B's draws {lower:.2f}, a lower bound; "
+                        f"from A's draws {upper:.2f}, an upper bound): a model's sampler does not reach its distribution, so the "
+                        f"comparison is unreliable; sample longer or anneal between the models in more steps")
+    elif upper - lower > BRACKET_THRESHOLD:
+        warnings.append(f"the one-sided estimates of log Z_A − log Z_B are {upper - lower:.2f} nats apart ({lower:.2f} to {upper:.2f}): "
+                        f"the bridge between them is only as good as the draws; anneal between the models in more steps")
     if ratio.tail_index is not None and ratio.tail_index > PARETO_K_UNRELIABLE:
         warnings.append(f"the bridge between the two models is heavy-tailed (Pareto k̂ = {ratio.tail_index:.2f}): they overlap "
                         f"little, so log Z_A − log Z_B and the difference are unreliable; draw more samples (num_samples)")
     return ModelComparison(
         difference=per_example.mean().item(), stderr=ratio.stderr, data_stderr=data_stderr, log_z_difference=ratio.log_ratio,
-        log_z_difference_stderr=ratio.stderr, mean_free_energy_difference=log_ratio(test).mean().item(), num_test=test.shape[0],
-        info={"num_samples": num_samples, "bridge": bridge, "iterations": ratio.iterations}, warnings=tuple(warnings),
+        log_z_difference_stderr=ratio.stderr, log_z_difference_bracket=(lower, upper), mean_free_energy_difference=log_ratio(test).mean().item(), num_test=test.shape[0],
+        info={"num_samples": num_samples, "num_steps": num_steps if path is not None else 1, "bridge": bridge, "iterations": ratio.iterations},
+        warnings=tuple(warnings),
     )

@@ -10,6 +10,7 @@ from pfzoo.paths.gaussian import GaussianGeometricPath, GaussianMomentAveragedPa
 from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 from pfzoo.paths.geometric import RBMGeometricPath
 from pfzoo.paths.ising import IsingGeometricPath
+from pfzoo.paths.model_pair import RBMPairPath, pair_path, register_pair_path
 from pfzoo.paths.moment_averaged_rbm import RBMSplinePath, exact_rbm_moments, fit_moment_averaged_knots, rbm_moments
 from pfzoo.paths.posterior import PosteriorPath
 from pfzoo.paths.registry import build, is_annealable, path_kinds, register_family, register_path, resolve_base
@@ -23,5 +24,5 @@ __all__ = [
     "GaussianPath", "GaussianRBMGeometricPath", "IsingGeometricPath", "PosteriorPath", "RBMGeometricPath", "RBMSplinePath",
     "Schedule", "LinearSchedule", "SigmoidSchedule", "GeometricSchedule", "OptimalSchedule", "PowerSchedule", "EnergyScaleSchedule", "build",
     "exact_rbm_moments", "fit_moment_averaged_knots", "is_annealable", "make_betas", "path_kinds", "rbm_moments",
-    "register_family", "register_path", "resolve_base", "schedule_from_name",
+    "RBMPairPath", "pair_path", "register_family", "register_pair_path", "register_path", "resolve_base", "schedule_from_name",
 ]

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import torch
 
-from pfzoo.estimators.base import (
-    BoundKind, LikelihoodEstimate, PartitionEstimate, PartitionEstimator, ProgressCallback, reliability_warnings,
-)
+from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, PartitionEstimate, ProgressCallback, reliability_warnings
+from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood, posterior_kernel
 from pfzoo.estimators.sharding import sharded_anneal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
-from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import check_bool, check_finite_number, check_generator, check_positive_int
-
-ANNEALING_NEED = "an annealing path (block-Gibbs conditionals, a differentiable energy over real vectors, or a binary energy)"
+from pfzoo.validation import check_bool, check_generator, check_positive_int
 
 
-class AIS(PartitionEstimator):
+class AIS(PathPartitionEstimator):
     """AIS estimate of ``log Z`` along the model's annealing path from a tractable base.
 
     ``Ẑ = Z_0 · mean_i w_i`` is unbiased for Z, so ``log Ẑ`` is a stochastic lower bound on
@@ -74,33 +70,18 @@ class AIS(PartitionEstimator):
         path: str = "geometric",
         diagnostics: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.diagnostics = check_bool(diagnostics, "diagnostics")
-        if not isinstance(path, str):
-            raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
-        if not isinstance(base, str):
-            raise ValueError(f"base must be 'auto' or a base name such as 'base_rate' or 'fitted', got {type(base).__name__}")
-        self.path = path
-        self.posterior_samples = check_positive_int(posterior_samples, "posterior_samples")
         self.num_chains = check_positive_int(num_chains, "num_chains")
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
         self.schedule = schedule
         self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (forward)
-        self.base = base
-        self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
-        self.kernel = kernel
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)
 
     @property
     def num_steps(self) -> int:
         return self.betas.numel() - 1
-
-    def missing_for_partition(self, model: EnergyModel) -> str | None:
-        if not registry.is_annealable(model):
-            return ANNEALING_NEED
-        reason = registry.improper_reason(model)
-        return None if reason is None else f"a model with finite Z ({reason})"
 
     def missing(self, model: EnergyModel) -> str | None:
         if Capability.LATENT_GENERATIVE in model.capabilities:
@@ -116,11 +97,7 @@ class AIS(PartitionEstimator):
         progress: ProgressCallback | None = None,
     ) -> PartitionEstimate:
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
-        self.check_partition(model)
-        check_generator(generator, model.device)
-        path, base = registry.build(
-            model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
-        )
+        path, base = self.build_path(model, data, generator)
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
         result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
@@ -129,7 +106,7 @@ class AIS(PartitionEstimator):
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()
         info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps,
-                "base": base if self.base == base else f"{base} ({self.base})", "path": self.path}
+                "base": base, "path": self.path}
         if energy_scale is not None:
             info.update(energy_scale=energy_scale, betas=betas)
         if result.acceptance is not None:

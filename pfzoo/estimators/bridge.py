@@ -8,15 +8,14 @@ from dataclasses import dataclass
 
 import torch
 
-from pfzoo.estimators.ais import ANNEALING_NEED
 from pfzoo.estimators.annealing import anneal
-from pfzoo.estimators.base import MIN_TAIL_FIT_CHAINS, BoundKind, PartitionEstimate, PartitionEstimator, ProgressCallback
+from pfzoo.estimators.base import MIN_TAIL_FIT_CHAINS, BoundKind, PartitionEstimate, ProgressCallback
+from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import offset_progress, sharded_chains
 from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp, pareto_tail_index
 from pfzoo.models.base import EnergyModel
-from pfzoo.paths import registry
 from pfzoo.paths.schedules import make_betas
-from pfzoo.validation import check_finite_number, check_generator, check_positive_int
+from pfzoo.validation import check_positive_int
 
 BRIDGES = ("optimal", "geometric")
 
@@ -119,7 +118,7 @@ def bridge_log_ratio(log_ratio_base: torch.Tensor, log_ratio_target: torch.Tenso
     return BridgeRatio(log_ratio, math.sqrt(relative_variance), effective, iterations, drift, tail_index)
 
 
-class BridgeSampling(PartitionEstimator):
+class BridgeSampling(PathPartitionEstimator):
     """Bridge-sampling estimate of ``log Z`` between the family's tractable base (exact draws, exact ``log Z_0``) and the
     model, whose draws come from its path's kernel at β = 1 (:func:`bridge_log_ratio`).
 
@@ -154,7 +153,7 @@ class BridgeSampling(PartitionEstimator):
         path: str = "geometric",
         posterior_samples: int = 100,
     ) -> None:
-        super().__init__()
+        super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.num_chains = check_positive_int(num_chains, "num_chains")
         if num_chains < 2:
             raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
@@ -164,21 +163,6 @@ class BridgeSampling(PartitionEstimator):
         if bridge not in BRIDGES:
             raise ValueError(f"bridge must be one of {', '.join(BRIDGES)}, got {bridge!r}")
         self.bridge = bridge
-        if not isinstance(base, str):
-            raise ValueError(f"base must be 'auto' or a base name such as 'base_rate' or 'fitted', got {type(base).__name__}")
-        self.base = base
-        self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
-        self.kernel = kernel
-        if not isinstance(path, str):
-            raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
-        self.path = path
-        self.posterior_samples = check_positive_int(posterior_samples, "posterior_samples")
-
-    def missing_for_partition(self, model: EnergyModel) -> str | None:
-        if not registry.is_annealable(model):
-            return ANNEALING_NEED
-        reason = registry.improper_reason(model)
-        return None if reason is None else f"a model with finite Z ({reason})"
 
     def forward(
         self,
@@ -189,11 +173,7 @@ class BridgeSampling(PartitionEstimator):
         progress: ProgressCallback | None = None,
     ) -> PartitionEstimate:
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
-        self.check_partition(model)
-        check_generator(generator, model.device)
-        path, base = registry.build(
-            model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
-        )
+        path, base = self.build_path(model, data, generator)
         burn_in_betas = make_betas("linear", self.burn_in)
         draws = self.samples_per_chain
         rejects = False  # whether the kernel reports acceptance probabilities (exact Gibbs always accepts)
@@ -223,7 +203,7 @@ class BridgeSampling(PartitionEstimator):
         ratio = bridge_log_ratio(base_ratios, target_ratios, bridge=self.bridge)
         log_z0 = path.base_log_partition().item()
         info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "samples_per_chain": draws, "burn_in": self.burn_in,
-                "thin": self.thin, "bridge": self.bridge, "base": base if self.base == base else f"{base} ({self.base})",
+                "thin": self.thin, "bridge": self.bridge, "base": base,
                 "path": self.path, "iterations": ratio.iterations, "effective_target_draws": ratio.effective_target_draws,
                 "drift_z": ratio.drift_z}
         mean_acceptance = None

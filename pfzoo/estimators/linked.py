@@ -7,19 +7,18 @@ from typing import Any
 
 import torch
 
-from pfzoo.estimators.ais import ANNEALING_NEED
-from pfzoo.estimators.base import BoundKind, PartitionEstimate, PartitionEstimator, ProgressCallback, reliability_warnings
+from pfzoo.estimators.base import BoundKind, PartitionEstimate, ProgressCallback, reliability_warnings
+from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import sharded_chains
 from pfzoo.logmath import log_mean_exp, summarize_log_weights
 from pfzoo.models.base import EnergyModel
-from pfzoo.paths import registry
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.sampling import randint, uniform
-from pfzoo.validation import check_finite_number, check_generator, check_positive_int
+from pfzoo.validation import check_positive_int
 
 
-class LinkedImportanceSampling(PartitionEstimator):
+class LinkedImportanceSampling(PathPartitionEstimator):
     """LIS estimate of ``log Z`` along the model's annealing path from its tractable base.
 
     Each of ``num_runs`` independent runs visits the path's distributions ``p_0 … p_K`` (``β_0 = 0 … β_K = 1``) and
@@ -61,31 +60,16 @@ class LinkedImportanceSampling(PartitionEstimator):
         path: str = "geometric",
         posterior_samples: int = 100,
     ) -> None:
-        super().__init__()
+        super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.num_runs = check_positive_int(num_runs, "num_runs")
         if num_runs < 2:
             raise ValueError(f"num_runs must be at least 2 to report a standard error, got {num_runs}")
         self.states_per_level = check_positive_int(states_per_level, "states_per_level")
-        if not isinstance(base, str):
-            raise ValueError(f"base must be 'auto' or a base name such as 'base_rate' or 'fitted', got {type(base).__name__}")
-        self.base = base
-        self.base_smoothing = check_finite_number(base_smoothing, "base_smoothing", minimum=0.0)
-        self.kernel = kernel
-        if not isinstance(path, str):
-            raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
-        self.path = path
-        self.posterior_samples = check_positive_int(posterior_samples, "posterior_samples")
         self.register_buffer("betas", make_betas(schedule, num_levels), persistent=False)
 
     @property
     def num_levels(self) -> int:
         return self.betas.numel() - 1
-
-    def missing_for_partition(self, model: EnergyModel) -> str | None:
-        if not registry.is_annealable(model):
-            return ANNEALING_NEED
-        reason = registry.improper_reason(model)
-        return None if reason is None else f"a model with finite Z ({reason})"
 
     def forward(
         self,
@@ -96,11 +80,7 @@ class LinkedImportanceSampling(PartitionEstimator):
         progress: ProgressCallback | None = None,
     ) -> PartitionEstimate:
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
-        self.check_partition(model)
-        check_generator(generator, model.device)
-        path, base = registry.build(
-            model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel, by=type(self).__name__
-        )
+        path, base = self.build_path(model, data, generator)
         betas = self.betas.tolist()
 
         def run(num_rows: int, run_generator: Any, run_progress: ProgressCallback | None) -> tuple[torch.Tensor, ...]:
@@ -112,7 +92,7 @@ class LinkedImportanceSampling(PartitionEstimator):
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()
         info = {"estimator": type(self).__name__, "num_runs": self.num_runs, "num_levels": self.num_levels,
-                "states_per_level": self.states_per_level, "base": base if self.base == base else f"{base} ({self.base})", "path": self.path}
+                "states_per_level": self.states_per_level, "base": base, "path": self.path}
         return PartitionEstimate(
             log_z=summary.log_mean.item(), stderr=summary.stderr.item(), log_weights=log_weights, ess=ess, kind=BoundKind.UNBIASED_Z,
             info=info,

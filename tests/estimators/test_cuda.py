@@ -29,7 +29,7 @@ def estimate_on(device: str, family, estimator_name: str):
     model = family.model()
     data = family.data(model)
     model, data = model.to(device), data.to(device)
-    estimator = ESTIMATORS[estimator_name]().to(device)
+    estimator = ESTIMATORS[estimator_name](**family.settings.get(estimator_name, {})).to(device)
     return model, data, estimator.log_likelihood(model, data, base_data=data, generator=torch.Generator(device).manual_seed(0))
 
 

@@ -289,8 +289,9 @@ class PartitionTracker(TrainingCallback):
         log_means, covariance = log_mean_and_covariance(torch.stack(rows))  # [2K], [2K, 2K]: (forward, backward) per pair
         size = self.num_levels - 1
         combine = torch.zeros(size, 2 * size, dtype=torch.float64, device=log_means.device)
-        combine[torch.arange(size), 2 * torch.arange(size)] = 1.0
-        combine[torch.arange(size), 2 * torch.arange(size) + 1] = -1.0
+        pairs = torch.arange(size, device=log_means.device)
+        combine[pairs, 2 * pairs] = 1.0
+        combine[pairs, 2 * pairs + 1] = -1.0
         self._filter.observe(combine @ log_means, combine @ covariance @ combine.T)
 
     # ---- checkpoint -------------------------------------------------------------------------------

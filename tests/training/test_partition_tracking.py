@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from factories import all_binary_states, random_dbm, random_gbrbm, random_hopfield, random_ising, random_linear_generative, random_rbm
+from host_reads import DEVICES
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -82,11 +83,11 @@ def test_tracked_log_z_stays_with_the_exact_one_through_pcd_training(tmp_path, s
 
 
 def perturbed(model, step, seed):
-    """``model`` with every parameter moved by ``N(0, step²)`` noise, then projected onto its constraints."""
+    """``model`` with every parameter moved by ``N(0, step²)`` noise (drawn on the CPU), then projected onto its constraints."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for parameter in model.parameters():
-            parameter.add_(step * torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype))
+            parameter.add_(step * torch.randn(parameter.shape, generator=generator, dtype=parameter.dtype).to(parameter.device))
         model.project_parameters()
 
 
@@ -99,12 +100,13 @@ FAMILIES = {
 }
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_every_family_with_a_path_is_tracked_through_parameter_changes(family):
+@pytest.mark.parametrize("family, device", [*((family, "cpu") for family in sorted(FAMILIES)),
+                                            pytest.param("rbm", "cuda", marks=DEVICES[1].marks)])
+def test_every_family_with_a_path_is_tracked_through_parameter_changes(family, device):
     """From the first observation (bridge sampling along the ladder) through 30 random parameter steps (importance sampling
-    and observations): within 4 stderr of the exact log Z at the start and at the end."""
-    model = FAMILIES[family]()
-    train = model.sample(200, generator=torch.Generator().manual_seed(0)).to(model.dtype)
+    and observations): within 4 stderr of the exact log Z at the start and at the end; on a GPU too (RBM)."""
+    model = FAMILIES[family]().to(device)
+    train = model.sample(200, generator=torch.Generator(device).manual_seed(0)).to(model.dtype)
     tracker = PartitionTracker(num_chains=100, num_temperatures=5, burn_in=50)
     tracker.start(model, train, seed=0)
     for step in range(31):

@@ -55,7 +55,9 @@ def save_labelled_grids(grids: dict[str, torch.Tensor], image_shape: Sequence[in
 
 
 def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | None:
-    """Loss and every log-likelihood-like metric of ``metrics.jsonl`` against the epoch; ``None`` with no records."""
+    """Loss and every log-likelihood-like metric of ``metrics.jsonl`` against the epoch (an estimator's
+    ``test_log_likelihood``, a :class:`~pfzoo.training.PartitionTracker`'s ``{train,test}_tracked_log_likelihood``, ...),
+    each with a ±2 stderr band where its ``<name>_stderr`` is logged; ``None`` with no records."""
     records = [json.loads(line) for line in Path(metrics_file).read_text().splitlines() if line.strip()]
     if not records:
         return None
@@ -67,7 +69,13 @@ def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | N
         for key in keys:
             points = [(epoch, record[key]) for epoch, record in zip(epochs, records) if isinstance(record.get(key), (int, float))]
             if points:
-                axis.plot(*zip(*points), marker="." if len(points) < 30 else None, label=key)
+                line, = axis.plot(*zip(*points), marker="." if len(points) < 30 else None, label=key)
+                band = [(epoch, record[key], record[f"{key}_stderr"]) for epoch, record in zip(epochs, records)
+                        if isinstance(record.get(key), (int, float)) and isinstance(record.get(f"{key}_stderr"), (int, float))]
+                if band:
+                    x, y, stderr = zip(*band)
+                    axis.fill_between(x, [a - 2 * b for a, b in zip(y, stderr)], [a + 2 * b for a, b in zip(y, stderr)],
+                                      color=line.get_color(), alpha=0.2, linewidth=0)
         axis.set_xlabel("epoch")
         axis.set_ylabel("nats" if keys != ["loss"] else "loss")
         axis.legend(fontsize=8)

@@ -142,15 +142,37 @@ def build(
     ``data [N, V]`` feeds data-fitted bases; ``kernel`` replaces the family's default transition where the
     family takes one (continuous models); ``options`` go to the builder (e.g. the RBM spline's ``num_knots``).
     """
+    entry = _buildable_family(model, kind, by)
+    base_model, name = make_base(model, base=base, data=data, smoothing=smoothing, by=by)
+    return entry.kinds[kind](model, base_model, kernel, **options), name
+
+
+def make_base(model, *, base: str = "auto", data: torch.Tensor | None = None, smoothing: float = 1.0,
+              by: str = "annealing") -> tuple[Any, str]:
+    """``model``'s tractable base named ``base`` (``data [N, V]`` fits data bases) → ``(base model, resolved name)``.
+
+    A caller that rebuilds the path of a model whose parameters change (a tracker of ``log Z`` during training) makes
+    the base once and passes it to :func:`build_from_base` at every rebuild, so ``f_0`` and ``log Z_0`` stay fixed."""
+    entry = family_of(model, by=by)
+    name = resolve_base(model, base, data)
+    return entry.make_base(model, name, data, smoothing), name
+
+
+def build_from_base(model, base_model, *, kind: str = "geometric", kernel=None, by: str = "annealing", **options) -> Any:
+    """The annealing path of ``kind`` from ``base_model`` (made by :func:`make_base` for a model of ``model``'s shape)
+    to ``model`` as its parameters are now; refuses (one line) a model with infinite Z or a kind its family lacks."""
+    return _buildable_family(model, kind, by).kinds[kind](model, base_model, kernel, **options)
+
+
+def _buildable_family(model, kind: str, by: str) -> PathFamily:
+    """``model``'s family, once ``model`` has a finite Z and the family a path of ``kind``; else the one-line refusal."""
     entry = family_of(model, by=by)
     reason = improper_reason(model)
     if reason is not None:
         raise MissingCapability(f"{by} needs a model with finite Z; {type(model).__name__} {reason}")
     if not isinstance(kind, str) or kind not in entry.kinds:
         raise ValueError(f"path must be one of {sorted(entry.kinds)} for {type(model).__name__}, got {kind!r}")
-    name = resolve_base(model, base, data)
-    base_model = entry.make_base(model, name, data, smoothing)
-    return entry.kinds[kind](model, base_model, kernel, **options), name
+    return entry
 
 
 def same_family_base(model, name: str, data: torch.Tensor | None, smoothing: float):

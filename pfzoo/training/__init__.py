@@ -1,6 +1,7 @@
 """Training objectives that avoid the partition function, their diagnostics, and the Trainer."""
 
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
+from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm
@@ -19,6 +20,7 @@ from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.nce import NCE
 from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.parallel_tempering import PT
+from pfzoo.training.partition_tracking import PartitionTracker
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
 from pfzoo.training.ratio_matching import RatioMatching
@@ -46,6 +48,7 @@ __all__ = [
     "NaturalGradient",
     "NCE",
     "Objective",
+    "PartitionTracker",
     "PersistentMPF",
     "PT",
     "PseudoLikelihood",
@@ -54,6 +57,7 @@ __all__ = [
     "SelfContrastive",
     "SlicedScoreMatching",
     "Trainer",
+    "TrainingCallback",
     "applicable_trainers",
     "compose_dbm",
     "outer_product_rule",

@@ -5,7 +5,8 @@ The file is :func:`pfzoo.zoo.save`'s (model state dict and config, the run's con
 
     {"epoch": int, "optimizer": optimizer.state_dict(), "objective": objective.state_dict(),
      "generators": {"shuffle": ByteTensor, "sampling": ByteTensor},
-     "ranks": [{"objective": state_dict, "sampling": ByteTensor}, ...]}   # only from a run under a process group
+     "ranks": [{"objective": state_dict, "sampling": ByteTensor}, ...],   # only from a run under a process group
+     "callbacks": [callback.state_dict(), ...]}                          # only from a run with callbacks
 
 ``"ranks"`` holds every rank's objective state (e.g. its PCD chains) and sampling stream in rank order (``"objective"``
 and ``generators["sampling"]`` are rank 0's); a checkpoint without it counts as one rank's.
@@ -90,10 +91,12 @@ def rank_state(objective: nn.Module, sampling: torch.Generator) -> dict[str, Any
 
 
 def trainer_state(
-    epoch: int, optimizer: torch.optim.Optimizer, objective: nn.Module, generators: Mapping[str, torch.Generator], ranks: list | None
+    epoch: int, optimizer: torch.optim.Optimizer, objective: nn.Module, generators: Mapping[str, torch.Generator], ranks: list | None,
+    callbacks: list | None = None,
 ) -> dict[str, Any]:
     """The ``trainer_state`` after ``epoch`` (module docstring); ``ranks``: every rank's :func:`rank_state`, or ``None``
-    without a process group."""
+    without a process group; ``callbacks``: the Trainer's callbacks' states (:mod:`pfzoo.training.callbacks`), or
+    ``None``/empty without callbacks."""
     state = {
         "epoch": epoch,
         "optimizer": optimizer.state_dict(),
@@ -102,6 +105,8 @@ def trainer_state(
     }
     if ranks is not None:
         state["ranks"] = ranks
+    if callbacks:
+        state["callbacks"] = callbacks
     return state
 
 

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -16,6 +16,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo.estimators.base import Estimator
 from pfzoo.models.base import EnergyModel
+from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.centering import Centered
 from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
 from pfzoo.training.distributed_strategy import DistributedStrategy
@@ -23,6 +24,7 @@ from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affo
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
 from pfzoo.training.objective import Objective
+from pfzoo.training.partition_tracking import tracker_from_settings
 from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory
 from pfzoo.validation import check_binary, check_bool, check_matrix, values_checked
 
@@ -31,6 +33,7 @@ logger = logging.getLogger(__name__)
 EpochMetric = Callable[[EnergyModel], float]
 _SAMPLING_SEED_OFFSET = 1
 _EVALUATION_SEED_OFFSET = 2
+_CALLBACK_SEED_OFFSET = 3  # callback i draws from seed + 3 + i
 
 
 def _setting(name: str) -> property:
@@ -91,6 +94,12 @@ class Trainer:
             :class:`~pfzoo.training.NaturalGradient` wrapped around the (possibly centered) objective, e.g.
             ``{"metric": "model_fisher", "damping": 1e-4, "structure": "block"}``; from the command line
             ``+trainer.natural_gradient.metric=relative`` (with an optimiser other than L-BFGS).
+        callbacks: :class:`~pfzoo.training.TrainingCallback` objects run beside the training (:mod:`pfzoo.training.callbacks`):
+            after every update, their numbers merged into every epoch's record, their state checkpointed.
+        track_partition: None/False, True or the settings of a :class:`~pfzoo.training.PartitionTracker` added to
+            ``callbacks``: ``log Z`` followed update by update and the tracked train/test log-likelihoods logged every
+            epoch (Desjardins, Courville & Bengio 2011); from the command line ``trainer.track_partition=true`` or
+            ``+trainer.track_partition.num_chains=100``.
     """
 
     epochs = _setting("epochs")
@@ -132,6 +141,8 @@ class Trainer:
         metrics_rows: int | None = None,
         centered: bool = False,
         natural_gradient: Mapping[str, Any] | None = None,
+        callbacks: Sequence[TrainingCallback] = (),
+        track_partition: bool | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(objective, Objective):
             raise ValueError(f"objective must be a pfzoo.training.Objective (loss(model, batch, *, generator)), got {type(objective).__name__}")
@@ -151,12 +162,19 @@ class Trainer:
         for name, metric in epoch_metrics.items():
             if not isinstance(name, str) or not callable(metric):
                 raise ValueError(f"epoch_metrics must map names to callables model -> float, got {name!r}: {type(metric).__name__}")
+        callbacks = list(callbacks)
+        for callback in callbacks:
+            if not isinstance(callback, TrainingCallback):
+                raise ValueError(f"callbacks must hold pfzoo.training.TrainingCallback objects, got {type(callback).__name__}")
+        tracker = tracker_from_settings(track_partition)
+        self.callbacks = callbacks + ([tracker] if tracker is not None else [])
         self.objective = objective
         self.estimator = estimator
         self.epoch_metrics = epoch_metrics
         self.run_dir = Path(run_dir)
         self._checkpoints = CheckpointStore(self.run_dir)
         self._metrics = MetricsLog(self.run_dir)
+        self._callback_seconds = 0.0  # time in the callbacks during the current epoch
 
     @property
     def checkpoint_path(self) -> Path:
@@ -190,9 +208,13 @@ class Trainer:
         ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the likelihood. For honest
         likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny models, AIS otherwise). The
         objective's :meth:`~pfzoo.training.Objective.epoch_metrics` add theirs (e.g. parallel tempering's
-        ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value.
+        ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value. With ``callbacks``,
+        ``callback_seconds`` (their time, left out of ``seconds``) and whatever they report (e.g. the
+        :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,test}_tracked_log_likelihood``).
         """
         self.objective.check(model)
+        for callback in self.callbacks:
+            callback.check(model)
         self.objective.attach_data(data)
         weights = decayed_weights(model)
         if self.weight_decay and not weights:
@@ -218,8 +240,9 @@ class Trainer:
         if ranks.leader:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._checkpoints.remove_stale_temporaries()
-        start = self._restore(ranks, model, optimizer, generators, config) if resume else 0
+        start, callback_states = self._restore(ranks, model, optimizer, generators, config) if resume else (0, None)
         ranks.broadcast_model(model)
+        self._start_callbacks(model, train, callback_states)
         records = ranks.from_leader(lambda: self._metrics.rewrite_through(start))
         # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
         bars = self.progress and sys.stderr.isatty() and ranks.leader
@@ -232,14 +255,15 @@ class Trainer:
                     break
                 self._set_learning_rate(optimizer, epoch)
                 self.objective.start_epoch(epoch)
-                began = time.perf_counter()
+                began, self._callback_seconds = time.perf_counter(), 0.0
                 loss = self._train_epoch(ranks, model, train, optimizer, weights, generators, epoch)
-                seconds = ranks.slowest(time.perf_counter() - began, model.device)
+                seconds = ranks.slowest(time.perf_counter() - began - self._callback_seconds, model.device)
                 record = {"epoch": epoch, "loss": loss, "seconds": seconds, **self.objective.epoch_metrics()}
                 record.update(self._evaluate(model, train, test, epoch))
                 with torch.no_grad():
                     record.update(self.objective.epoch_metrics())
                     record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
+                    record.update(self._end_callbacks_epoch(model, epoch, train, test))
                 if ranks.leader:
                     self._metrics.append(record)
                 records.append(record)
@@ -339,9 +363,37 @@ class Trainer:
             first_bad_loss = torch.where(newly_bad, loss.double(), first_bad_loss)
             total += loss * rows.shape[0]
             model.project_parameters()
+            self._step_callbacks(model)
         if first_bad_batch.item() >= 0:
             raise self._non_finite(first_bad_loss.item(), epoch, first_bad_batch.item())
         return total.item() / train.shape[0]
+
+    def _start_callbacks(self, model: EnergyModel, train: torch.Tensor, states: list | None) -> None:
+        """Start callback i with its own seed (``seed + 3 + i``) and its state from the checkpoint resumed (if any)."""
+        for index, callback in enumerate(self.callbacks):
+            state = states[index] if states is not None and index < len(states) else None
+            callback.start(model, train, seed=self.seed + _CALLBACK_SEED_OFFSET + index, state=state)
+
+    def _step_callbacks(self, model: EnergyModel) -> None:
+        """Every callback's ``on_step`` after an update, timed into ``_callback_seconds``."""
+        if not self.callbacks:
+            return
+        began = time.perf_counter()
+        with torch.no_grad():
+            for callback in self.callbacks:
+                callback.on_step(model)
+        self._callback_seconds += time.perf_counter() - began
+
+    def _end_callbacks_epoch(self, model: EnergyModel, epoch: int, train: torch.Tensor, test: torch.Tensor) -> dict[str, float]:
+        """The callbacks' numbers for ``epoch``'s record (on the diagnostic rows) and ``callback_seconds``, their time."""
+        if not self.callbacks:
+            return {}
+        began, rows = time.perf_counter(), slice(self.metrics_rows)
+        record: dict[str, float] = {}
+        for callback in self.callbacks:
+            record.update(callback.on_epoch_end(model, epoch, train[rows], test[rows]))
+        record["callback_seconds"] = self._callback_seconds + time.perf_counter() - began
+        return record
 
     def _non_finite(self, loss: float, epoch: int, batch: int) -> FloatingPointError:
         return FloatingPointError(
@@ -374,21 +426,23 @@ class Trainer:
         the leader alone writes."""
         gathered = ranks.gather(lambda: rank_state(self.objective, generators["sampling"]))
         if ranks.leader:
-            self._checkpoints.write(model, trainer_state(epoch, optimizer, self.objective, generators, gathered), config)
+            callbacks = [callback.state_dict() for callback in self.callbacks]
+            self._checkpoints.write(model, trainer_state(epoch, optimizer, self.objective, generators, gathered, callbacks), config)
 
     def _restore(
         self, ranks: DistributedStrategy, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator],
         config: dict | None,
-    ) -> int:
+    ) -> tuple[int, list | None]:
         """Load ``checkpoint.pt`` (read by the leader for every rank) into the model, optimiser, objective and
-        generators once it passes the resume checks; returns its epoch (0 if there is none)."""
+        generators once it passes the resume checks; returns its epoch (0 if there is none) and the callbacks' saved
+        states (``None`` if it holds none)."""
         checkpoint = ranks.from_leader(self._checkpoints.read)
         if checkpoint is None:
             if ranks.leader:
                 logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
-            return 0
+            return 0, None
         self._checkpoints.check_resumable(checkpoint, model, config, ranks.world_size)
         epoch = restore_trainer_state(checkpoint, model, optimizer, self.objective, generators, ranks.rank)
         if ranks.leader:
             logger.info("resuming from %s after epoch %d", self.checkpoint_path, epoch)
-        return epoch
+        return epoch, checkpoint["trainer_state"].get("callbacks")

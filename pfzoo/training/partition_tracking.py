@@ -42,6 +42,7 @@ about 0.4 nats, with ``sweeps=20`` it stays within 0.16 nats and 2.8 of its stde
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -55,6 +56,15 @@ from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.validation import check_positive_int
 
 PATH_KIND = "geometric"
+
+LAG_EPOCHS = 3
+"""Epochs in a row whose corrections to log Ẑ share a sign and exceed 3 stderr (and :data:`LAG_FLOOR`) before the
+tracker warns that it lags."""
+
+LAG_FLOOR = 0.1
+"""Nats per epoch below which a correction is not worth a warning, whatever the stderr (small early in training)."""
+
+logger = logging.getLogger(__name__)
 
 
 def log_mean_and_covariance(log_ratios: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -163,6 +173,8 @@ class PartitionTracker(TrainingCallback):
             raise ValueError(f"base must be a string ('auto' or a base the model's family offers), got {type(base).__name__}")
         self.base = base
         self._path = None
+        self._lagging_epochs = 0  # epochs in a row with a one-signed correction beyond 3 stderr (a diagnostic, not resumed)
+        self._last_correction_sign = 0.0
 
     @property
     def num_levels(self) -> int:
@@ -232,7 +244,16 @@ class PartitionTracker(TrainingCallback):
         for split, rows in (("train", train), ("test", test)):
             record[f"{split}_tracked_log_likelihood"] = -model.free_energy(rows).double().mean().item() - log_z
             record[f"{split}_tracked_log_likelihood_stderr"] = stderr
-        record["log_z_tracking_correction"] = self._filter.correction.item()
+        correction = self._filter.correction.item()
+        record["log_z_tracking_correction"] = correction
+        sign = (correction > 0) - (correction < 0)
+        beyond = abs(correction) > max(3 * stderr, LAG_FLOOR)
+        self._lagging_epochs = self._lagging_epochs + 1 if beyond and sign == self._last_correction_sign else int(beyond)
+        self._last_correction_sign = sign
+        if self._lagging_epochs >= LAG_EPOCHS:
+            logger.warning("the tracked log Z lags the training: %d epochs in a row its bridge observations moved it by %+.3g nats "
+                           "(this epoch), beyond 3 of its stderr %.3g and %g nats, so the tracked log-likelihoods "
+                           "are biased; raise track_partition.sweeps", self._lagging_epochs, correction, stderr, LAG_FLOOR)
         if self._accept_count.gt(0).all():
             record["tracking_swap_acceptance_min"] = (self._accept_sum / self._accept_count).min().item()
         self._reset_epoch_sums()

@@ -266,3 +266,19 @@ def test_callbacks_see_every_update_and_report_every_epoch(tmp_path):
     again = Counter()
     pcd_trainer(tmp_path, 3, again, seed=5).fit(student(data=data), data, resume=True)
     assert again.started == [(8, {"steps": 20})] and read_metrics(tmp_path)[-1]["updates_seen"] == 30.0
+
+
+@pytest.mark.slow
+def test_a_tracker_that_lags_the_training_says_so(tmp_path, caplog):
+    """One sweep per update on the digits RBM under PCD (lr 0.05): the bridge observations keep pulling log Ẑ up by
+    more than its stderr, epoch after epoch, and the tracker warns; it does not warn on the first epochs' small moves."""
+    from pfzoo import app, cli
+
+    cfg = cli.compose("train", [f"run_dir={tmp_path}", "trainer.epochs=40", "trainer.progress=false", "trainer.track_partition=true"])
+    with caplog.at_level("WARNING", logger="pfzoo.training.partition_tracking"):
+        app.train(cfg)
+    lags = [record for record in caplog.records if "lags the training" in record.getMessage()]
+    assert lags and "raise track_partition.sweeps" in lags[0].getMessage()
+    first_warned = min(json.loads(line)["epoch"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
+                       if abs(json.loads(line)["log_z_tracking_correction"]) > 0.1)
+    assert first_warned > 3

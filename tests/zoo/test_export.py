@@ -93,7 +93,8 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     composed = OmegaConf.to_container(compose("train", [f"+experiment={ZOO_RECIPES[folder]}", "run_dir=x", "data.root=x"]), resolve=True)
     # Older checkpoints predate these trainer keys; their values here are the defaults, which change nothing.
     for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None),
-                         ("final_momentum", None), ("momentum_ramp_epochs", 0), ("centered", False), ("metrics_rows", None)):
+                         ("final_momentum", None), ("momentum_ramp_epochs", 0), ("centered", False), ("metrics_rows", None),
+                         ("track_partition", None)):
         if key in composed["trainer"]:
             stored["trainer"].setdefault(key, default)
     # The DBN checkpoints predate conf/training/dbn.yaml: the app itself then wrapped their Trainer in a GreedyTrainer with

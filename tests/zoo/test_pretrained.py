@@ -144,7 +144,8 @@ def test_pretrained_name_evaluates_on_its_own_data_set(tmp_path):
 
 @pytest.mark.parametrize("model", ["poe_laplace", "poe_student"])
 def test_bare_evaluate_picks_the_entry_of_the_model_config_not_just_the_class(model):
-    checkpoint, dataset, chosen = app.evaluation_source(cli.compose("evaluate", [f"model={model}", "run_dir=x"]))
+    # data.root=null: the card records no root, and $PFZOO_DATA (set on a developer's machine) would fill it in
+    checkpoint, dataset, chosen = app.evaluation_source(cli.compose("evaluate", [f"model={model}", "run_dir=x", "data.root=null"]))
     assert chosen["name"] == f"{model}-patches" and checkpoint == ZOO / f"{model}-patches" / "checkpoint.pt"
     assert OmegaConf.to_container(dataset) == card(f"{model}-patches")["dataset_config"]
 

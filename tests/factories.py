@@ -296,6 +296,8 @@ def chi_square_p_value(samples: torch.Tensor, probabilities: torch.Tensor) -> fl
     counts = torch.bincount((samples.long() * weights).sum(1), minlength=probabilities.numel()).double()
     expected = probabilities * samples.shape[0]
     keep = expected > 5
+    if keep.all():  # nothing to pool (an empty pooled cell would divide 0 by 0)
+        return stats.chisquare(counts.numpy(), expected.numpy()).pvalue
     observed = torch.cat([counts[keep], counts[~keep].sum()[None]])
     expected = torch.cat([expected[keep], expected[~keep].sum()[None]])
     return stats.chisquare(observed.numpy(), expected.numpy()).pvalue

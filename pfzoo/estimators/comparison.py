@@ -86,8 +86,9 @@ def compare(
 
     ``log p_A(x) − log p_B(x) = F_B(x) − F_A(x) − (log Z_A − log Z_B)``: the free energies are exact, and
     ``log Z_A − log Z_B`` is estimated by bridge sampling (:func:`~pfzoo.estimators.bridge.bridge_log_ratio` with
-    ``p_0 = p_B`` and ``p_1 = p_A``) from ``num_samples`` draws of each model by its own sampler (``model.sample``: exact
-    where the family allows, else the last states of independent MCMC chains).
+    ``p_0 = p_B`` and ``p_1 = p_A``) from ``num_samples`` draws of each model: exact where the family can draw them
+    (``model.exact_samples``: RBMs with a layer of at most 20 units, exactly sampled families), else by its sampler
+    (``model.sample``: the last states of independent MCMC chains).
 
     Where the family has a path between two of its models (:func:`~pfzoo.paths.model_pair.pair_path`: RBMs) and
     ``num_steps > 1``, each draw is annealed to the other model in ``num_steps`` steps and ℓ is its log weight (B's
@@ -110,8 +111,13 @@ def compare(
         raise ValueError(f"num_samples must be at least 2 to report a standard error, got {num_samples}")
     model_a.check_visible(test, "test")
     check_generator(generator, model_a.device)
-    draws_b = model_b.sample(num_samples, generator=generator).to(model_a.dtype)
-    draws_a = model_a.sample(num_samples, generator=generator).to(model_b.dtype)
+    exact = {}
+    draws = {}
+    for name, model in (("b", model_b), ("a", model_a)):
+        drawn = model.exact_samples(num_samples, generator=generator)
+        exact[name] = drawn is not None
+        draws[name] = drawn if drawn is not None else model.sample(num_samples, generator=generator)
+    draws_b, draws_a = draws["b"].to(model_a.dtype), draws["a"].to(model_b.dtype)
 
     def log_ratio(x: torch.Tensor) -> torch.Tensor:  # ℓ(x) = log f_A(x) − log f_B(x)
         return (model_b.free_energy(x.to(model_b.dtype)).double() - model_a.free_energy(x.to(model_a.dtype)).double())
@@ -141,6 +147,7 @@ def compare(
     return ModelComparison(
         difference=per_example.mean().item(), stderr=ratio.stderr, data_stderr=data_stderr, log_z_difference=ratio.log_ratio,
         log_z_difference_stderr=ratio.stderr, log_z_difference_bracket=(lower, upper), mean_free_energy_difference=log_ratio(test).mean().item(), num_test=test.shape[0],
-        info={"num_samples": num_samples, "num_steps": num_steps if path is not None else 1, "bridge": bridge, "iterations": ratio.iterations},
+        info={"num_samples": num_samples, "num_steps": num_steps if path is not None else 1, "bridge": bridge, "iterations": ratio.iterations,
+              "exact_draws_a": exact["a"], "exact_draws_b": exact["b"]},
         warnings=tuple(warnings),
     )

@@ -137,6 +137,12 @@ class EnergyModel(nn.Module):
         for the Boltzmann machines, HMC for energies over real vectors)."""
         raise NotImplementedError(f"{type(self).__name__} has no sampler")
 
+    def exact_samples(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor | None:
+        """Exact, independent samples of the visible units ``[num_samples, V]`` where the family can draw them at an
+        affordable cost (:attr:`samples_exactly` families by :meth:`sample`; an RBM with a small layer by enumerating
+        it), else ``None``: what needs exact draws (model comparison) then falls back to :meth:`sample`'s MCMC."""
+        return self.sample(num_samples, generator=generator) if self.samples_exactly else None
+
     def gibbs_chain(self, *, reversible: bool = False) -> tuple[Kernel, Any]:
         """``(kernel, target)`` of this family's Gibbs chain over its visible units at any β
         (:attr:`Capability.VISIBLE_GIBBS_CHAIN`): ``kernel.step(state, target, beta=β, generator=g)`` leaves the visible

@@ -1,4 +1,4 @@
-"""Exact sums over all states of a layer of binary units, in memory-bounded chunks."""
+"""Exact sums over, and exact draws from, all states of a layer of binary units, in memory-bounded chunks."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import math
 from typing import Callable
 
 import torch
+
+from pfzoo.sampling import uniform
 
 _CHUNK_ELEMENTS = 1 << 22  # states × width per chunk, ~32 MiB in float64
 
@@ -44,3 +46,32 @@ def logsumexp_over_binary_states(
         states = ((index[:, None] & bits) != 0).double()
         log_terms.append(torch.logsumexp(log_f(states), 0))
     return torch.logsumexp(torch.stack(log_terms), 0)
+
+
+def sample_binary_states(
+    num_units: int,
+    log_f: Callable[[torch.Tensor], torch.Tensor],
+    num_samples: int,
+    *,
+    width: int,
+    device: torch.device,
+    generator: torch.Generator | None,
+) -> torch.Tensor:
+    """``num_samples`` exact draws of ``s ∈ {0,1}^n`` with probabilities ``∝ exp(log_f(s))``, float64 ``[num_samples, n]``.
+
+    Evaluates ``log_f`` (float64 states ``[M, n]`` → ``[M]``) on all ``2^n`` states in chunks (as
+    :func:`logsumexp_over_binary_states`, ``width`` the size of its largest intermediate row), keeps the ``2^n`` log
+    values, and inverts their cumulative distribution at uniform draws (:func:`pfzoo.sampling.uniform`). The caller
+    bounds ``n``: the table holds ``2^n`` float64 values.
+    """
+    chunk = 1 << max(0, min(num_units, int(math.log2(max(1, _CHUNK_ELEMENTS // width)))))
+    bits = 1 << torch.arange(num_units, device=device)
+    log_values = []
+    for start in range(0, 1 << num_units, chunk):
+        index = torch.arange(start, min(start + chunk, 1 << num_units), device=device)
+        log_values.append(log_f(((index[:, None] & bits) != 0).double()))
+    log_values = torch.cat(log_values)
+    cumulative = torch.softmax(log_values, 0).cumsum(0)
+    u = uniform((num_samples,), generator=generator, device=device, dtype=torch.float64) * cumulative[-1]
+    index = torch.searchsorted(cumulative, u).clamp(max=(1 << num_units) - 1)
+    return ((index[:, None] & bits) != 0).double()

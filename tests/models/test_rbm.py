@@ -3,7 +3,7 @@ from functools import partial
 
 import pytest
 import torch
-from factories import all_binary_states, random_rbm
+from factories import all_binary_states, chi_square_p_value, random_rbm
 from torch.nn import functional as F
 
 from pfzoo.models import RBM
@@ -127,3 +127,17 @@ def test_log_prob_accepts_a_precomputed_log_z():
     rbm = random_rbm(6, 3, scale=1.0)
     v = all_states(6)[:5]
     assert torch.equal(rbm.log_prob(v, log_z=rbm.log_partition()), rbm.log_prob(v))
+
+
+@pytest.mark.parametrize("shape", [(8, 5), (5, 8)])
+def test_exact_samples_follow_the_enumerated_distribution(shape):
+    """Enumerating the smaller layer (hidden or visible): the visible draws pass a χ² test against p(v) by enumeration."""
+    model = random_rbm(*shape, 1.0, 0)
+    samples = model.exact_samples(20000, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        probabilities = torch.softmax(-model.free_energy(all_binary_states(shape[0], msb_first=True)).double(), 0)
+    assert samples.shape == (20000, shape[0]) and chi_square_p_value(samples, probabilities) > 1e-3
+
+
+def test_exact_samples_refuse_to_enumerate_a_large_layer():
+    assert random_rbm(30, 21, 1.0, 0).exact_samples(5) is None  # 2^21 states: MCMC (model.sample) instead

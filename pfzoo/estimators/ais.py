@@ -142,5 +142,6 @@ class AIS(PathPartitionEstimator):
         kernel = posterior_kernel(model, self.kernel)
         info = {"estimator": type(self).__name__, "mode": "per-example annealing from the prior to the posterior"}
         return posterior_annealing_log_likelihood(
-            model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info
+            model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info,
+            remedy=self.remedy,
         )

@@ -153,8 +153,10 @@ def posterior_annealing_log_likelihood(
     generator: torch.Generator | None = None,
     progress: ProgressCallback | None = None,
     info: dict | None = None,
+    remedy: str = "anneal longer (num_steps) or with more chains",
 ) -> LikelihoodEstimate:
-    """``log p̂(x_n) = log (1/P) Σ_p w_np`` for each row of ``data [B, M]`` (HAIS eqs. 27–29).
+    """``log p̂(x_n) = log (1/P) Σ_p w_np`` for each row of ``data [B, M]`` (HAIS eqs. 27–29); ``remedy`` ends the
+    weight warnings (:func:`~pfzoo.estimators.base.reliability_warnings`).
 
     Each example gets ``num_particles`` chains annealed from the prior (β = 0) to its posterior (β = 1)
     along :class:`~pfzoo.paths.posterior.PosteriorPath` (:func:`anneal_examples`). ``E[w_np] = p(x_n)``, so each
@@ -166,7 +168,7 @@ def posterior_annealing_log_likelihood(
     info = {**(info or {}), "num_particles": num_particles, "num_steps": betas.numel() - 1, "ess": ess}
     if result.acceptance is not None:
         info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
-    warnings = reliability_warnings(ess, num_particles, result.acceptance, result.segment_betas)
+    warnings = reliability_warnings(ess, num_particles, result.acceptance, result.segment_betas, remedy=remedy)
     return likelihood_estimate(
         result.log_mean, stderr=independent_examples_stderr(result.stderr), kind=BoundKind.LIKELIHOOD_LOWER_BOUND,
         info={**info, "per_example_stderr": result.stderr}, warnings=warnings, independent_examples=True,

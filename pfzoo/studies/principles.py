@@ -249,6 +249,9 @@ def readme(payload: dict[str, Any]) -> str:
             points = ", ".join(f"{' '.join(p['overrides'])}: {p['validation_log_likelihood']:.2f}" for p in result.search)
             lines.append(f"- {result.name}: {points}")
         lines += ["", "</details>", ""]
-    lines += [f"Measured {payload['date']} on {payload['machine']}, {payload['threads']} thread(s) "
-              f"(load average at the end {payload['load_average']}); {payload['seconds'] / 60:.1f} minutes in all.", ""]
+    # a report merged from runs of one data set each lists each run's measurement (``runs``); a single run is the payload
+    for run in payload.get("runs", [payload]):
+        names = f" ({', '.join(run['names'])})" if "names" in run else ""
+        lines += [f"Measured{names} {run['date']} on {run['machine']}, {run['threads']} thread(s) "
+                  f"(load average at the end {run['load_average']}); {run['seconds'] / 60:.1f} minutes in all.", ""]
     return "\n".join(lines)

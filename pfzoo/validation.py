@@ -107,6 +107,14 @@ def check_positive_int(value: int, name: str) -> int:
     return value
 
 
+def check_sample_count(value: int, name: str) -> int:
+    """Require at least two independent chains or samples: fewer give no standard error."""
+    check_positive_int(value, name)
+    if value < 2:
+        raise ValueError(f"{name} must be at least 2 to report a standard error, got {value}")
+    return value
+
+
 def check_beta(beta: float, name: str = "beta") -> float:
     """Require an inverse temperature in [0, 1]."""
     beta = check_finite_number(beta, name)

@@ -12,7 +12,7 @@ from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import check_bool, check_generator, check_positive_int
+from pfzoo.validation import check_bool, check_generator, check_sample_count
 
 
 class AIS(PathPartitionEstimator):
@@ -72,9 +72,7 @@ class AIS(PathPartitionEstimator):
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.diagnostics = check_bool(diagnostics, "diagnostics")
-        self.num_chains = check_positive_int(num_chains, "num_chains")
-        if num_chains < 2:
-            raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
+        self.num_chains = check_sample_count(num_chains, "num_chains")
         self.schedule = schedule
         self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (forward)
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)

@@ -15,7 +15,7 @@ from pfzoo.estimators.sharding import offset_progress, sharded_chains
 from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import make_betas
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_positive_int, check_sample_count
 
 BRIDGES = ("optimal", "geometric")
 
@@ -154,9 +154,7 @@ class BridgeSampling(PathPartitionEstimator):
         posterior_samples: int = 100,
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
-        self.num_chains = check_positive_int(num_chains, "num_chains")
-        if num_chains < 2:
-            raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
+        self.num_chains = check_sample_count(num_chains, "num_chains")
         self.samples_per_chain = check_positive_int(samples_per_chain, "samples_per_chain")
         self.burn_in = check_positive_int(burn_in, "burn_in")
         self.thin = check_positive_int(thin, "thin")

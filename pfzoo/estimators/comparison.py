@@ -15,7 +15,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability, MissingCapability, describe
 from pfzoo.paths.model_pair import pair_path
 from pfzoo.paths.schedules import make_betas
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import check_generator, check_positive_int, check_sample_count
 
 MODEL_DRAWS_PER_CHAIN = 1
 """Each model's sampler returns the last state of independent chains: one draw per chain."""
@@ -106,9 +106,7 @@ def compare(
     if bridge not in BRIDGES:
         raise ValueError(f"bridge must be one of {', '.join(BRIDGES)}, got {bridge!r}")
     check_positive_int(num_steps, "num_steps")
-    check_positive_int(num_samples, "num_samples")
-    if num_samples < 2:
-        raise ValueError(f"num_samples must be at least 2 to report a standard error, got {num_samples}")
+    check_sample_count(num_samples, "num_samples")
     model_a.check_visible(test, "test")
     check_generator(generator, model_a.device)
     exact = {}

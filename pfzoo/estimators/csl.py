@@ -12,7 +12,7 @@ from pfzoo.estimators.sharding import run_blocks
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
-from pfzoo.validation import check_generator, check_matrix, check_positive_int
+from pfzoo.validation import check_generator, check_matrix, check_positive_int, check_sample_count
 
 _PROGRESS_UPDATES = 100
 
@@ -47,9 +47,7 @@ class CSL(LikelihoodEstimator):
 
     def __init__(self, num_chains: int = 10, samples_per_chain: int = 1000, burn_in: int = 100, thin: int = 1) -> None:
         super().__init__()
-        self.num_chains = check_positive_int(num_chains, "num_chains")
-        if num_chains < 2:
-            raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
+        self.num_chains = check_sample_count(num_chains, "num_chains")
         self.samples_per_chain = check_positive_int(samples_per_chain, "samples_per_chain")
         if isinstance(burn_in, bool) or not isinstance(burn_in, int) or burn_in < 0:
             raise ValueError(f"burn_in must be a non-negative integer, got {burn_in!r}")

@@ -9,7 +9,7 @@ import torch
 from pfzoo.estimators.batching import example_batches
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_sample_count
 
 _ROWS_PER_CHUNK = 1 << 14  # examples × samples per batched proposal
 
@@ -32,9 +32,7 @@ def importance_log_marginal(
     ``f̂`` is unbiased for ``f(v)``, so ``log f̂`` is a stochastic lower bound on ``log f(v)``.
     Examples × samples run as one batch (in chunks of about 16k rows). ``data [B, V]``.
     """
-    check_positive_int(num_samples, "num_samples")
-    if num_samples < 2:
-        raise ValueError(f"num_samples must be at least 2 to report a standard error, got {num_samples}")
+    check_sample_count(num_samples, "num_samples")
     estimates, stderrs = [], []
     for chunk in example_batches(data, num_samples, max_rows=_ROWS_PER_CHUNK):
         log_weight = model.propose_path_state(chunk, num_samples=num_samples, generator=generator).log_weight

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pfzoo.estimators.ais import AIS
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_sample_count
 
 
 class ImportanceSampling(AIS):
@@ -26,9 +26,7 @@ class ImportanceSampling(AIS):
     remedy = "draw more samples (num_samples), or anneal through intermediate distributions (estimator=ais)"
 
     def __init__(self, num_samples: int = 10000, base: str = "auto", base_smoothing: float = 1.0, posterior_samples: int = 100) -> None:
-        check_positive_int(num_samples, "num_samples")
-        if num_samples < 2:
-            raise ValueError(f"num_samples must be at least 2 to report a standard error, got {num_samples}")
+        check_sample_count(num_samples, "num_samples")
         super().__init__(num_chains=num_samples, num_steps=1, schedule="linear", base=base, base_smoothing=base_smoothing,
                          posterior_samples=posterior_samples)
 

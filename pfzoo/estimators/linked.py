@@ -15,7 +15,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.sampling import randint, uniform
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_positive_int, check_sample_count
 
 
 class LinkedImportanceSampling(PathPartitionEstimator):
@@ -61,9 +61,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
         posterior_samples: int = 100,
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
-        self.num_runs = check_positive_int(num_runs, "num_runs")
-        if num_runs < 2:
-            raise ValueError(f"num_runs must be at least 2 to report a standard error, got {num_runs}")
+        self.num_runs = check_sample_count(num_runs, "num_runs")
         self.states_per_level = check_positive_int(states_per_level, "states_per_level")
         self.register_buffer("betas", make_betas(schedule, num_levels), persistent=False)
 

@@ -18,7 +18,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import check_bool, check_finite_number, check_generator, check_matrix, check_positive_int
+from pfzoo.validation import check_bool, check_finite_number, check_generator, check_matrix, check_positive_int, check_sample_count
 
 _CHAIN_ROWS_PER_BATCH = 1 << 15  # examples × chains annealed as one tensor
 
@@ -86,9 +86,7 @@ class RAISE(LikelihoodEstimator):
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
         self.path = path
-        self.num_chains = check_positive_int(num_chains, "num_chains")
-        if num_chains < 2:
-            raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
+        self.num_chains = check_sample_count(num_chains, "num_chains")
         self.schedule = schedule
         self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (log_likelihood)
         self.base = base

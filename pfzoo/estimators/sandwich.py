@@ -14,7 +14,7 @@ from pfzoo.estimators.sharding import offset_progress
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
-from pfzoo.validation import check_finite_number, check_generator, check_positive_int
+from pfzoo.validation import check_finite_number, check_generator, check_positive_int, check_sample_count
 
 NOISE_STDERRS = 3.0
 """An upper bound below the lower one by more than this many standard errors of their gap is flagged as impossible."""
@@ -102,9 +102,7 @@ class Sandwich(Estimator):
         gap_threshold: float = 1.0,
     ) -> None:
         super().__init__()
-        self.num_chains = check_positive_int(num_chains, "num_chains")
-        if num_chains < 2:
-            raise ValueError(f"num_chains must be at least 2 to report a standard error, got {num_chains}")
+        self.num_chains = check_sample_count(num_chains, "num_chains")
         self.kernel = kernel
         self.gap_threshold = check_finite_number(gap_threshold, "gap_threshold", minimum=0.0, exclusive=True)
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)

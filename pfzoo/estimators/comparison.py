@@ -129,7 +129,8 @@ def compare(
         from_a = -anneal(path, betas.flip(0), path.init(draws_a, generator=generator), generator=generator).log_weights
     ratio: BridgeRatio = bridge_log_ratio(from_b, from_a.view(-1, MODEL_DRAWS_PER_CHAIN), bridge=bridge)
     lower, upper = log_mean_exp(from_b, 0).item(), -log_mean_exp(-from_a.reshape(-1), 0).item()
-    per_example = log_ratio(test) - ratio.log_ratio
+    free_energy_difference = log_ratio(test)  # F_B(x_n) − F_A(x_n), exact
+    per_example = free_energy_difference - ratio.log_ratio
     data_stderr = (per_example.std() / math.sqrt(per_example.numel())).item() if per_example.numel() > 1 else 0.0
     warnings = []
     if lower > upper + BRACKET_THRESHOLD:
@@ -144,7 +145,7 @@ def compare(
                         f"little, so log Z_A − log Z_B and the difference are unreliable; draw more samples (num_samples)")
     return ModelComparison(
         difference=per_example.mean().item(), stderr=ratio.stderr, data_stderr=data_stderr, log_z_difference=ratio.log_ratio,
-        log_z_difference_stderr=ratio.stderr, log_z_difference_bracket=(lower, upper), mean_free_energy_difference=log_ratio(test).mean().item(), num_test=test.shape[0],
+        log_z_difference_stderr=ratio.stderr, log_z_difference_bracket=(lower, upper), mean_free_energy_difference=free_energy_difference.mean().item(), num_test=test.shape[0],
         info={"num_samples": num_samples, "num_steps": num_steps if path is not None else 1, "bridge": bridge, "iterations": ratio.iterations,
               "exact_draws_a": exact["a"], "exact_draws_b": exact["b"]},
         warnings=tuple(warnings),

@@ -7,7 +7,8 @@ every principle pfzoo has, measured by exact test log-likelihood, denoising, cla
     python scripts/reproduce_principles.py --render reports/principles/results.json
 
 Each principle (:data:`pfzoo.studies.principles.PRINCIPLES`) runs the recipe ``conf/experiment/principles_<data>.yaml``
-with ``trainer=<its option>`` and SGD (momentum 0.5); its learning rate is the best of a recorded search by exact
+with ``trainer=<its option>`` and SGD (momentum 0.5; Adam with early stopping for GSM, whose loss has no minimum on a
+finite sample); its learning rate is the best of a recorded search by exact
 log-likelihood on a validation split (a fifth of the training set), and the chosen setting is then trained on the whole
 training set and measured on the test set (:mod:`pfzoo.studies.principles`).
 """
@@ -28,15 +29,19 @@ from omegaconf import OmegaConf
 from pfzoo.cli import compose
 from pfzoo.studies import principles as study
 from pfzoo.studies.reporting import load_average, machine_description
+from pfzoo.training import EarlyStopping, UpdateLimit
 
 REPO = Path(__file__).resolve().parents[1]
 DENOISING_BLOCK = {"digits": 3, "mnist": 10}
+OPTIMIZERS = {"SGD": {"_target_": "torch.optim.SGD", "_partial_": True, "lr": 0.05, "momentum": 0.5},
+              "Adam": {"_target_": "torch.optim.Adam", "_partial_": True, "lr": 0.001}}
+EARLY_STOPPING_PATIENCE = 20  # validation scores in a row below the best before a search run stops
 
 
 def trainer_for(dataset: str, principle: study.Principle, overrides: list[str], run_dir: Path, args) -> OmegaConf:
     cfg = compose("train", [f"+experiment=principles_{dataset}", f"trainer={principle.trainer}", *principle.overrides,
                             f"seed={args.seed}", f"run_dir={run_dir}", *([f"data.root={args.data_root}"] if args.data_root else [])])
-    cfg.trainer.optimizer = OmegaConf.create({"_target_": "torch.optim.SGD", "_partial_": True, "lr": 0.05, "momentum": 0.5})
+    cfg.trainer.optimizer = OmegaConf.create(OPTIMIZERS[principle.optimizer])
     for override in overrides:  # e.g. trainer.optimizer.lr=0.1
         key, value = override.split("=", 1)
         OmegaConf.update(cfg, key, json.loads(value), merge=False)
@@ -46,18 +51,37 @@ def trainer_for(dataset: str, principle: study.Principle, overrides: list[str], 
 
 
 def make_train(dataset: str, principle: study.Principle, args):
-    def train(overrides: list[str], data) -> tuple:
+    """``train(overrides, data, updates=None) -> (model, seconds, details)`` for the search (:data:`study.Train`);
+    an early-stopped principle scores ``data.test`` (the validation split) during the search and stops at ``updates``
+    in the final run."""
+    def train(overrides: list[str], data, updates: int | None = None) -> tuple:
         # One folder per setting and training set (the search's split or the whole set), resumed when it exists: an
-        # interrupted study redoes no finished training.
+        # interrupted study redoes no finished training (an early stop's kept model is in the checkpoint).
         setting = "_".join(o.split("=")[1] for o in overrides) + f"-rows{data.train.shape[0]}"
+        setting = (f"{principle.optimizer.lower()}-" if principle.optimizer != "SGD" else "") + setting
+        setting += "" if updates is None else f"-updates{updates}"
         run_dir = REPO / "runs" / "principles" / ("quick" if args.quick else "") / dataset / principle.trainer / setting
         cfg = trainer_for(dataset, principle, overrides, run_dir, args)
         model = instantiate(cfg.model, num_visible=data.num_features, generator=torch.Generator().manual_seed(args.seed))
         model.init_from_data(data.train)
-        trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None)
-        trainer.fit(model, data, resume=True)
-        seconds = sum(json.loads(line)["seconds"] for line in trainer.metrics_path.read_text().splitlines())
-        return model, seconds
+        stopping = None
+        if principle.early_stopping_every is not None:
+            stopping = (EarlyStopping(lambda m: study.exact_log_likelihood(m, data.test), every=principle.early_stopping_every,
+                                      patience=EARLY_STOPPING_PATIENCE) if updates is None else UpdateLimit(updates))
+        trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None, callbacks=[stopping] if stopping else [])
+        try:
+            trainer.fit(model, data, resume=True)
+        except FloatingPointError:  # after the model to keep was reached, a later divergence does not matter
+            if stopping is None or (isinstance(stopping, UpdateLimit) and stopping.kept is None):
+                raise
+        lines = trainer.metrics_path.read_text().splitlines() if trainer.metrics_path.exists() else []
+        seconds = sum(json.loads(line)["seconds"] for line in lines)
+        if isinstance(stopping, EarlyStopping):
+            stopping.restore_best(model)
+            return model, seconds, {"updates": stopping.best_update, "updates_run": stopping.updates}
+        if isinstance(stopping, UpdateLimit):
+            stopping.restore(model)
+        return model, seconds, {}
     return train
 
 
@@ -75,9 +99,10 @@ def run_dataset(dataset: str, args) -> dict:
         if best is None:
             results.append(study.failed(principle.name, principle.trainer, search))
             continue
-        model, seconds = train(best, data)
+        updates = next(point for point in search if point["overrides"] == best).get("updates")
+        model, seconds, _ = train(best, data, updates=updates)
         results.append(study.measure(principle.name, principle.trainer, best, model, seconds, data, block=DENOISING_BLOCK[dataset],
-                                     seed=args.seed, search=search))
+                                     seed=args.seed, search=search, optimizer=principle.optimizer, updates=updates))
         samples[principle.name] = study.gibbs_samples(model, 64, sweeps=100 if args.quick else 1000, seed=args.seed)
     study.samples_figure(samples, data.image_shape, args.out / f"samples_{dataset}.png")
     return {"dataset": dataset, "train": list(data.train.shape), "test": list(data.test.shape),

@@ -6,6 +6,7 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm
 from pfzoo.training.denoising_score_matching import DenoisingScoreMatching
+from pfzoo.training.early_stopping import EarlyStopping, UpdateLimit
 from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.fast_pcd import FPCD
 from pfzoo.training.generalized_pseudolikelihood import GeneralizedPseudoLikelihood
@@ -36,6 +37,7 @@ __all__ = [
     "DBMParallelTempering",
     "DBMPersistentMeanField",
     "DenoisingScoreMatching",
+    "EarlyStopping",
     "EMHMC",
     "ExactMaximumLikelihood",
     "FPCD",
@@ -58,6 +60,7 @@ __all__ = [
     "SlicedScoreMatching",
     "Trainer",
     "TrainingCallback",
+    "UpdateLimit",
     "applicable_trainers",
     "compose_dbm",
     "outer_product_rule",

@@ -8,7 +8,8 @@ The :class:`~pfzoo.training.Trainer` calls, for each of its ``callbacks``:
    saved :meth:`TrainingCallback.state_dict` it receives);
 3. :meth:`TrainingCallback.on_step` after every parameter update (the optimiser's step and the model's projection);
 4. :meth:`TrainingCallback.on_epoch_end` after every epoch, merging the floats it returns into the epoch's record;
-5. :meth:`TrainingCallback.state_dict` at every checkpoint (``trainer_state["callbacks"]``, one entry per callback).
+5. :meth:`TrainingCallback.stop_reason` before every epoch, ending the run early when one gives a reason;
+6. :meth:`TrainingCallback.state_dict` at every checkpoint (``trainer_state["callbacks"]``, one entry per callback).
 
 A callback draws from its own generator (seeded from the run's seed), so a run with callbacks trains bit for bit as the
 same run without them, and a resumed run continues bit for bit when :meth:`state_dict` holds the callback's state.
@@ -48,6 +49,11 @@ class TrainingCallback(ABC):
         """Numbers ``{name: float}`` for epoch ``epoch``'s record, given the rows ``train [N', V]`` and ``test [M', V]`` the
         Trainer's per-epoch diagnostics read (its ``metrics_rows``). By default none."""
         return {}
+
+    def stop_reason(self) -> str | None:
+        """Why the run should end before its next epoch (e.g. a validation score that stopped improving), or None to go
+        on. By default None."""
+        return None
 
     def state_dict(self) -> dict[str, Any]:
         """What :meth:`start` needs to continue bit for bit after a resume (tensors on the CPU, numbers, strings). By default

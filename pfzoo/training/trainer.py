@@ -276,9 +276,11 @@ class Trainer:
         return records[-1] if records else {"epoch": start, **self._evaluate(model, train, test, start)}
 
     def stop_reason(self, records: list[dict[str, Any]]) -> str | None:
-        """Why training should stop after the epochs ``records`` (oldest first), or None to go on
-        (:meth:`TrainerSettings.stop_reason <pfzoo.training.trainer_settings.TrainerSettings.stop_reason>`)."""
-        return self.settings.stop_reason(records)
+        """Why training should stop after the epochs ``records`` (oldest first), or None to go on: the settings' rules
+        (:meth:`TrainerSettings.stop_reason <pfzoo.training.trainer_settings.TrainerSettings.stop_reason>`), then each
+        callback's :meth:`~pfzoo.training.TrainingCallback.stop_reason`."""
+        reasons = [self.settings.stop_reason(records), *(callback.stop_reason() for callback in self.callbacks)]
+        return next((reason for reason in reasons if reason is not None), None)
 
     def _prepare(self, model: EnergyModel, split: torch.Tensor, name: str) -> torch.Tensor:
         """``split`` on the model's device and dtype, checked to be ``[N ≥ 1, V]`` (binary for binary models)."""

@@ -40,11 +40,12 @@ def test_the_search_keeps_every_point_and_picks_the_best_validation_likelihood()
     def train(overrides, split):
         if overrides == ["nan"]:
             raise FloatingPointError("loss is nan")
-        return models[overrides[0]], 1.0
+        return models[overrides[0]], 1.0, {"updates": len(overrides[0])}
 
     best, records = study.search_setting(train, [["a"], ["b"], ["nan"]], data)
     scores = {record["overrides"][0]: record["validation_log_likelihood"] for record in records}
     assert best == [max(("a", "b"), key=scores.get)] and scores["nan"] == -math.inf and len(records) == 3
+    assert records[0]["updates"] == 1 and "updates" not in records[2]  # the training's details join the record
 
 
 def test_validation_split_partitions_the_training_rows_with_their_labels():
@@ -54,6 +55,12 @@ def test_validation_split_partitions_the_training_rows_with_their_labels():
     assert split.test.shape == (5, 2) and split.train.shape == (15, 2)
     assert sorted(torch.cat([split.train[:, 0], split.test[:, 0]]).tolist()) == train[:, 0].tolist()
     assert torch.equal(split.train_labels, (split.train[:, 0] / 2).long())
+
+
+def test_an_early_stopped_row_names_its_optimizer_and_update():
+    row = study.PrincipleResult("GSM", "generalized_score_matching", ["trainer.optimizer.lr=0.001"], -24.5, 0.1, 0.8, 1.0,
+                                optimizer="Adam", updates=0)
+    assert "(Adam), early-stopped at update 0 (the starting model)" in study.table([row])[-1]
 
 
 def test_orderings_rank_each_column_its_own_way():

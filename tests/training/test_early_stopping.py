@@ -1,0 +1,99 @@
+"""Early stopping keeps the parameters of the best held-out score and stops the run; UpdateLimit keeps update k's."""
+
+import math
+
+import pytest
+import torch
+from factories import random_rbm
+
+from pfzoo.data import DataSplits
+from pfzoo.training import CD, EarlyStopping, GeneralizedScoreMatching, Trainer, UpdateLimit
+
+
+def _data(seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    probs = torch.linspace(0.1, 0.9, 6)
+    return DataSplits("d", torch.bernoulli(probs.repeat(200, 1), generator=generator).double(),
+                      torch.bernoulli(probs.repeat(100, 1), generator=generator).double())
+
+
+def _snapshot(model):
+    return {name: tensor.clone() for name, tensor in model.state_dict().items()}
+
+
+def test_the_kept_parameters_are_those_of_the_best_score_measured(tmp_path):
+    data, model = _data(), random_rbm(6, 3, seed=1)
+    states = {}
+
+    def score(m):  # remembers every scored model, so the kept one can be compared with the best
+        value = float(m.log_prob(data.test).mean())
+        states[value] = _snapshot(m)
+        return value
+
+    stopping = EarlyStopping(score, every=3)
+    Trainer(CD(k=1), run_dir=tmp_path, epochs=4, batch_size=20, progress=False, callbacks=[stopping]).fit(model, data)
+    assert [update for update, _ in stopping.scores] == list(range(0, 41, 3))  # 4 epochs × 10 updates, and the start
+    best = max(value for _, value in stopping.scores)
+    assert stopping.best_score == best and dict(stopping.scores)[stopping.best_update] == best
+    stopping.restore_best(model)
+    assert all(torch.equal(model.state_dict()[name], tensor) for name, tensor in states[best].items())
+
+
+def test_patience_stops_the_run_at_the_next_epoch_boundary(tmp_path):
+    data, model = _data(), random_rbm(6, 3, seed=1)
+    worsening = iter(range(1000, 0, -1))  # every score below the first
+    stopping = EarlyStopping(lambda m: float(next(worsening)), every=1, patience=15)
+    record = Trainer(CD(k=1), run_dir=tmp_path, epochs=10, batch_size=20, progress=False, callbacks=[stopping]).fit(model, data)
+    assert record["epoch"] == 2 and stopping.updates == 20 and stopping.best_update == 0
+    assert stopping.stop_reason().startswith("20 early-stopping scores in a row were below the best")
+
+
+def test_a_diverging_loss_still_leaves_the_best_model_to_restore(tmp_path):
+    # GSM on data whose units are never on has no minimum: SGD turns it non-finite, the start was the best model
+    data = DataSplits("d", torch.zeros(100, 4, dtype=torch.float64), torch.zeros(10, 4, dtype=torch.float64))
+    model = random_rbm(4, 2, seed=0)
+    start = _snapshot(model)
+    stopping = EarlyStopping(lambda m: float(m.log_prob(data.test).mean()), every=1)
+    with pytest.raises(FloatingPointError):
+        Trainer(GeneralizedScoreMatching(), lambda p: torch.optim.SGD(p, lr=50.0), run_dir=tmp_path, epochs=50,
+                batch_size=10, progress=False, callbacks=[stopping]).fit(model, data)
+    assert math.isfinite(stopping.best_score)
+    stopping.restore_best(model)
+    assert math.isfinite(float(model.log_prob(data.test).mean().detach()))
+    assert stopping.best_update > 0 or all(torch.equal(model.state_dict()[k], v) for k, v in start.items())
+
+
+def test_update_limit_keeps_update_k_and_a_resumed_run_restores_it_without_training(tmp_path):
+    data = _data()
+    reference = random_rbm(6, 3, seed=1)
+    Trainer(CD(k=1), run_dir=tmp_path / "ref", epochs=1, batch_size=20, progress=False,
+            callbacks=[UpdateLimit(7)]).fit(reference, data)  # holds update 10, the epoch's end
+    model = random_rbm(6, 3, seed=1)
+    limit = UpdateLimit(7)
+    Trainer(CD(k=1), run_dir=tmp_path / "run", epochs=5, batch_size=20, progress=False, callbacks=[limit]).fit(model, data)
+    assert limit.updates == 10  # stopped at the epoch boundary after update 7
+    limit.restore(model)
+    again = random_rbm(6, 3, seed=1)
+    resumed = UpdateLimit(7)
+    Trainer(CD(k=1), run_dir=tmp_path / "run", epochs=5, batch_size=20, progress=False,
+            callbacks=[resumed]).fit(again, data, resume=True)
+    resumed.restore(again)
+    assert all(torch.equal(again.state_dict()[k], v) for k, v in model.state_dict().items())
+    assert not torch.equal(model.weight, reference.weight)  # update 7 is not update 10
+
+
+def test_update_limit_zero_is_the_starting_model_and_trains_nothing(tmp_path):
+    model = random_rbm(6, 3, seed=1)
+    start = _snapshot(model)
+    limit = UpdateLimit(0)
+    Trainer(CD(k=1), run_dir=tmp_path, epochs=5, batch_size=20, progress=False, callbacks=[limit]).fit(model, _data())
+    assert limit.updates == 0 and all(torch.equal(model.state_dict()[k], v) for k, v in start.items())
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_bad_settings_are_refused_in_one_line(bad):
+    with pytest.raises(ValueError, match="every must be a positive integer"):
+        EarlyStopping(lambda m: 0.0, every=bad)
+    if bad != 0:
+        with pytest.raises(ValueError, match="updates must be an int ≥ 0"):
+            UpdateLimit(bad)

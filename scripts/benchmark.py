@@ -3,7 +3,7 @@
     python scripts/benchmark.py --device cuda        # the issue's sizes → benchmark_results/benchmark-cuda.json
     python scripts/benchmark.py [--device cpu]       # smaller step and chain counts (CPU_SIZES), a few minutes on 2 cores
     python scripts/benchmark.py --quick              # every case at toy sizes in seconds → benchmark_results/quick/
-    python scripts/benchmark.py --only rbm_ais dbm_ais [--output FILE] [--threads N]
+    python scripts/benchmark.py --only rbm_ais dbm_ais [--output FILE] [--threads N]   # merged: each result keeps its machine block
 
 The cases, what each measures and the sizes they run at are in :mod:`pfzoo.studies.benchmark`; this script picks the
 sizes, runs the cases, prints a line per case and writes their results under a ``machine`` block (the device's name,
@@ -57,10 +57,12 @@ def main(argv: list[str] | None = None) -> None:
         results["benchmarks"].append(result)
         print(summary(result), flush=True)
     results["machine"]["load_average"] = load_average()  # at the end: the 1- and 5-minute averages span the run
-    if args.only and output.is_file():  # keep the other benchmarks' last results
+    if args.only and output.is_file():  # keep the other benchmarks' last results, each with the machine it ran on
+        earlier = json.loads(output.read_text())
         ran = {result["name"] for result in results["benchmarks"]}
-        kept = [result for result in json.loads(output.read_text()).get("benchmarks", []) if result.get("name") not in ran]
-        results["benchmarks"] = kept + results["benchmarks"]
+        kept = [{**result, "machine": result.get("machine", earlier.get("machine"))}
+                for result in earlier.get("benchmarks", []) if result.get("name") not in ran]
+        results["benchmarks"] = kept + [{**result, "machine": results["machine"]} for result in results["benchmarks"]]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results written to {output}")

@@ -56,7 +56,8 @@ Score matching on the complete 36-d Student-t product of experts of ``poe_hais``
 exact samples with Adam (the ``trainer=score_matching`` family's settings): score matching with the model's analytic
 score and Laplacian (``poe_score_matching``; ``analytic=False`` times autograd's 36 backward passes instead), denoising
 score matching at σ = 0.1 (``poe_denoising_score_matching``) and sliced score matching with one Rademacher direction
-(``poe_sliced_score_matching``): steps and examples per second each.
+(``poe_sliced_score_matching``), and NCE with ν = 10 draws of the fitted base per example (``poe_nce``): steps and
+examples per second each.
 
 MPF on an Ising model (``ising_mpf``): 20,000 samples of the 10×10 periodic spin glass
 (:func:`pfzoo.data.spin_glass`), a fully connected 100-unit model in float64: full-batch
@@ -618,7 +619,8 @@ def poe_training_steps(objective, device: torch.device, dim: int, batch_size: in
     model = ProductOfExperts.from_tensors(filters, shape, expert="student_t")
     batches = model.sample(10 * batch_size, generator=g).reshape(10, batch_size, dim)
     objective = objective.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    objective.prepare(model, batches.reshape(-1, dim), generator=g)  # e.g. NCE fits its noise, as the Trainer does
+    optimizer = torch.optim.Adam([*model.parameters(), *objective.parameters()], lr=0.003)
     return best_seconds(lambda: optimizer_steps(model, objective, optimizer, batches, num_batches, g), device, repeats)
 
 
@@ -644,6 +646,14 @@ def benchmark_poe_sliced_score_matching(device: torch.device, dim=36, batch_size
                                                         "num_projections": num_projections}, seconds)
 
 
+def benchmark_poe_nce(device: torch.device, dim=36, batch_size=500, num_batches=100, noise_ratio=10, repeats=2) -> dict:
+    """``num_batches`` NCE steps (:func:`poe_training_steps`): ν = ``noise_ratio`` fresh draws per example from the noise
+    the ``trainer=nce`` settings pick for a product of experts (the family's fitted base), c learned beside the filters."""
+    seconds = poe_training_steps(NCE(noise_ratio=noise_ratio), device, dim, batch_size, num_batches, repeats)
+    return training_rates("poe_nce", {"dim": dim, "batch_size": batch_size, "num_batches": num_batches,
+                                      "noise_ratio": noise_ratio}, seconds)
+
+
 CPU_SIZES = {
     "rbm_ais": {"num_steps": 20, "repeats": 1},
     "dbm_ais": {"num_steps": 20, "repeats": 1},
@@ -663,6 +673,7 @@ CPU_SIZES = {
     "poe_score_matching": {"num_batches": 20},
     "poe_denoising_score_matching": {"num_batches": 20},
     "poe_sliced_score_matching": {"num_batches": 20},
+    "poe_nce": {"num_batches": 20},
 }
 """Case → keyword arguments replacing the issue's sizes on CPU: each case a few seconds to a minute on 2 cores."""
 QUICK_SIZES = {
@@ -688,6 +699,7 @@ QUICK_SIZES = {
     "poe_score_matching": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
     "poe_denoising_score_matching": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
     "poe_sliced_score_matching": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
+    "poe_nce": {"dim": 8, "batch_size": 10, "num_batches": 2, "repeats": 1},
     "distributed_ais": {"num_chains": 64, "num_steps": 3},
 }
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
@@ -815,6 +827,11 @@ BENCHMARKS = {
         benchmark_poe_sliced_score_matching,
         lambda r: f"poe_sliced_score_matching: {r['shape']['dim']}-d Student-t PoE, {r['shape']['num_projections']} projection(s), "
         f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    ),
+    "poe_nce": (
+        benchmark_poe_nce,
+        lambda r: f"poe_nce: {r['shape']['dim']}-d Student-t PoE, ν = {r['shape']['noise_ratio']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
     ),
     "distributed_ais": (
         benchmark_distributed_ais,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+import os
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import torch
 from torch import nn
@@ -10,6 +11,7 @@ from torch import nn
 from pfzoo.kernels import Kernel
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import binary_configurations
+from pfzoo.models.pretrained import pretrained_source
 from pfzoo.validation import check_binary, check_matrix
 
 
@@ -24,6 +26,9 @@ class PathStateProposal(NamedTuple):
 
     state: Any
     log_weight: torch.Tensor
+
+
+Model = TypeVar("Model", bound="EnergyModel")
 
 
 class EnergyModel(nn.Module):
@@ -229,6 +234,28 @@ class EnergyModel(nn.Module):
     def config(self) -> dict:
         """Constructor keyword arguments that rebuild a model of this shape (used by checkpoints)."""
         raise NotImplementedError
+
+    @classmethod
+    def from_pretrained(
+        cls: type[Model], name: str, *, map_location: str | torch.device = "cpu", zoo_dir: str | os.PathLike | None = None
+    ) -> Model:
+        """The zoo's pretrained model ``name`` (as :func:`pfzoo.zoo.pretrained`: hash-checked against its card, in eval
+        mode), which must be of this class or a subclass: ``RBM.from_pretrained("rbm-digits")``. A name of another
+        family, or none of the zoo's, is refused in one line listing the names that fit (``EnergyModel`` takes any).
+
+        Args:
+            name: a zoo folder's name (:func:`pfzoo.zoo.list_pretrained`).
+            map_location: the device to load onto.
+            zoo_dir: the zoo folder; ``None``: the installed zoo (the checkout's ``models/``).
+        """
+        source = pretrained_source()
+        classes = source.classes(zoo_dir=zoo_dir)
+        fitting = sorted(entry for entry, model_class in classes.items() if issubclass(model_class, cls))
+        if name not in fitting:
+            found = (f"{name!r} is of class {classes[name].__name__}, not {cls.__name__}" if isinstance(name, str) and name in classes
+                     else f"no pretrained model {name!r} in {source.location(zoo_dir)}")
+            raise ValueError(f"{cls.__name__}.from_pretrained: {found}; {cls.__name__} names: {', '.join(fitting) or 'none'}")
+        return source.load(name, map_location=map_location, zoo_dir=zoo_dir)
 
     @property
     def device(self) -> torch.device:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -92,6 +92,42 @@ class RBM(BipartiteModel):
             model.visible_bias.copy_(visible_bias)
             model.hidden_bias.copy_(hidden_bias)
         return model
+
+    @classmethod
+    def from_sklearn(cls, estimator: Any, *, max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS) -> "RBM":
+        """The RBM of a fitted scikit-learn ``BernoulliRBM``, exactly: its energy is ours with
+        ``weight = components_ᵀ`` (``components_ [H, V]``), ``visible_bias = intercept_visible_ [V]`` and
+        ``hidden_bias = intercept_hidden_ [H]``, so free energies (sklearn's ``_free_energy``) and hidden
+        probabilities (``transform``) agree. Tensors keep the estimator's dtype (float64 unless fitted on float32).
+        An unfitted or misshapen estimator is refused in one line."""
+        arrays = {name: getattr(estimator, name, None) for name in ("components_", "intercept_visible_", "intercept_hidden_")}
+        absent = [name for name, value in arrays.items() if value is None]
+        if absent:
+            raise ValueError(f"estimator must be a fitted sklearn BernoulliRBM; {type(estimator).__name__} has no {', '.join(absent)}")
+        weight, visible_bias, hidden_bias = (torch.as_tensor(arrays[name]).clone() for name in arrays)
+        if weight.dim() != 2:
+            raise ValueError(f"estimator.components_ must have shape [H, V], got {tuple(weight.shape)}")
+        return cls.from_tensors(weight.T, visible_bias, hidden_bias, max_enumeration_units=max_enumeration_units)
+
+    def to_sklearn(self, **params: Any) -> Any:
+        """This RBM as a fitted scikit-learn ``BernoulliRBM`` (``n_components = H``; ``params``: its other constructor
+        arguments, e.g. ``learning_rate``, ``batch_size`` for further ``partial_fit``), the inverse of :meth:`from_sklearn`:
+        ``components_ = weightᵀ [H, V]``, ``intercept_visible_ [V]``, ``intercept_hidden_ [H]`` as numpy arrays of the
+        model's dtype, ``n_features_in_ = V`` and zeroed persistent chains ``h_samples_ [batch_size, H]`` as its ``fit``
+        leaves them at the start. scikit-learn is imported here, only when asked for."""
+        from sklearn.neural_network import BernoulliRBM  # imported here: scikit-learn is slow to import and optional here
+
+        if "n_components" in params:
+            raise ValueError(f"n_components is the RBM's num_hidden ({self.num_hidden}); leave it out of to_sklearn's params")
+        estimator = BernoulliRBM(n_components=self.num_hidden, **params)
+        weight = self.weight.detach().cpu()
+        estimator.components_ = weight.T.contiguous().numpy().copy()
+        estimator.intercept_visible_ = self.visible_bias.detach().cpu().numpy().copy()
+        estimator.intercept_hidden_ = self.hidden_bias.detach().cpu().numpy().copy()
+        estimator.n_features_in_ = self.num_visible
+        estimator.h_samples_ = torch.zeros(estimator.batch_size, self.num_hidden, dtype=weight.dtype).numpy()
+        estimator._n_features_out = self.num_hidden  # what sklearn's fit sets for get_feature_names_out
+        return estimator
 
     def visible_filters(self) -> torch.Tensor:
         """``[K, V]``: ``self.weight.T``, detached."""

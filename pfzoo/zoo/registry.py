@@ -15,6 +15,8 @@ from typing import Any
 import torch
 
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.pretrained import register_pretrained_source
+from pfzoo.models.registry import model_class
 from pfzoo.zoo.cards import CARD_DATA_FILE, CARD_FILE, CARD_FORMAT, ModelCard, write_card
 from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, file_sha256, load, load_checkpoint, portable_config, save
 
@@ -175,6 +177,16 @@ class PretrainedWeights:
             sha256=card["checkpoint"]["sha256"],
         )
 
+    @property
+    def model_class(self) -> type[EnergyModel]:
+        """The class :meth:`load` returns (registered under :attr:`family`)."""
+        return model_class(self.family)
+
+    @property
+    def checkpoint(self) -> Path:
+        """The weights file, ``<folder>/checkpoint.pt``."""
+        return self.folder / CHECKPOINT_FILE
+
     def load(self, *, map_location: str | torch.device = "cpu") -> EnergyModel:
         """The model, hash-checked against its card, on ``map_location`` (as :func:`pretrained`)."""
         return pretrained(self.name, map_location=map_location, zoo_dir=self.folder.parent)
@@ -185,9 +197,17 @@ def pretrained_weights(name: str, *, zoo_dir: str | os.PathLike | None = None) -
     return PretrainedWeights.from_card(pretrained_card(name, zoo_dir=zoo_dir), _zoo(zoo_dir) / name)
 
 
-def list_pretrained_weights(*, zoo_dir: str | os.PathLike | None = None) -> list[PretrainedWeights]:
-    """Every zoo model's typed entry (family, data set, headline log-likelihood, recipe, ...), sorted by name."""
-    return [pretrained_weights(name, zoo_dir=zoo_dir) for name in list_pretrained(zoo_dir=zoo_dir)]
+def list_pretrained_weights(
+    family: str | type[EnergyModel] | None = None, *, zoo_dir: str | os.PathLike | None = None
+) -> list[PretrainedWeights]:
+    """Every zoo model's typed entry (family, data set, headline log-likelihood, recipe, file, ...), sorted by name,
+    as torchvision's ``get_model_weights`` lists a model's weights: ``family`` (a registry name such as ``"rbm"``, or a
+    model class, which also takes its subclasses' entries) keeps that family's; ``None`` keeps all."""
+    if family is not None and not isinstance(family, (str, type)):
+        raise ValueError(f"family must be a registry name, a model class or None, got {type(family).__name__}")
+    wanted = model_class(family) if isinstance(family, str) else family
+    entries = [pretrained_weights(name, zoo_dir=zoo_dir) for name in list_pretrained(zoo_dir=zoo_dir)]
+    return entries if wanted is None else [entry for entry in entries if issubclass(entry.model_class, wanted)]
 
 
 def find_pretrained(
@@ -197,3 +217,19 @@ def find_pretrained(
     config ``_target_`` is ``dataset_target`` (e.g. ``"pfzoo.data.patches"``), sorted."""
     return [entry.name for entry in list_pretrained_weights(zoo_dir=zoo_dir)
             if entry.model_config_name == model_config_name and entry.dataset_target == dataset_target]
+
+
+class _ZooSource:
+    """The zoo as :class:`pfzoo.models.pretrained.PretrainedSource`: what ``Family.from_pretrained`` reads."""
+
+    def classes(self, *, zoo_dir: str | os.PathLike | None) -> dict[str, type[EnergyModel]]:
+        return {entry.name: entry.model_class for entry in list_pretrained_weights(zoo_dir=zoo_dir)}
+
+    def load(self, name: str, *, map_location: str | torch.device, zoo_dir: str | os.PathLike | None) -> EnergyModel:
+        return pretrained(name, map_location=map_location, zoo_dir=zoo_dir)
+
+    def location(self, zoo_dir: str | os.PathLike | None) -> str:
+        return str(_zoo(zoo_dir))
+
+
+register_pretrained_source(_ZooSource())

@@ -95,10 +95,10 @@ class RBM(BipartiteModel):
 
     @classmethod
     def from_sklearn(cls, estimator: Any, *, max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS) -> "RBM":
-        """The RBM of a fitted scikit-learn ``BernoulliRBM``, exactly: its energy is ours with
-        ``weight = components_ᵀ`` (``components_ [H, V]``), ``visible_bias = intercept_visible_ [V]`` and
-        ``hidden_bias = intercept_hidden_ [H]``, so free energies (sklearn's ``_free_energy``) and hidden
-        probabilities (``transform``) agree. Tensors keep the estimator's dtype (float64 unless fitted on float32).
+        """The RBM of a fitted scikit-learn ``BernoulliRBM``, exactly. scikit-learn's energy is
+        ``E(v, h) = −hᵀ C v − a·v − c·h`` with ``C = components_ [H, V]``, ``a = intercept_visible_ [V]`` and
+        ``c = intercept_hidden_ [H]``: ours with ``weight = Cᵀ``, ``visible_bias = a``, ``hidden_bias = c``, so free
+        energies (its ``_free_energy``) and hidden probabilities (its ``transform``) agree. Tensors keep the estimator's dtype (float64 unless fitted on float32).
         An unfitted or misshapen estimator is refused in one line."""
         arrays = {name: getattr(estimator, name, None) for name in ("components_", "intercept_visible_", "intercept_hidden_")}
         absent = [name for name, value in arrays.items() if value is None]

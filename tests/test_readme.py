@@ -40,7 +40,10 @@ def test_quick_start_runs_as_written_from_another_folder(tmp_path):
     assert abs(ais - exact) < 4 * stderr + 0.05
     trained = float(re.search(r"PCD-1, 30 epochs: (-\d+\.\d+) nats", result.stdout).group(1))
     assert trained > -23.0  # the untrained RBM (base rates, weights ≈ 0) is at -24.6
-    assert f"prints `{result.stdout.splitlines()[0]}` and `{result.stdout.splitlines()[1]}`" in README  # the printed numbers quoted
+    quoted = re.search(r"It prints `AIS (-\d+\.\d+) ± \d+\.\d+, exact (-\d+\.\d+) nats` and `PCD-1, 30 epochs: (-\d+\.\d+) nats`", README)
+    assert quoted, "the README quotes what the quick start prints"
+    # another CPU's float rounding may flip a sampled bit and move the trained value a little: a tenth of a nat allows for it
+    assert [abs(float(q) - p) < 0.1 for q, p in zip(quoted.groups(), (ais, exact, trained))] == [True] * 3, (quoted.groups(), result.stdout)
 
 
 def test_zoo_table_is_generated_from_the_cards():

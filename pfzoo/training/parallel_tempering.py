@@ -18,7 +18,7 @@ from pfzoo import distributed
 from pfzoo.kernels import SWAP_SCHEMES, TEMPERED_LOG_DENSITY, ParallelTempering, adapt_ladder, check_ladder, temperature_ladder
 from pfzoo.training.contrastive import _free_energy_gap, _missing_gibbs_chain, owned_chains
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_bool, check_positive_int
+from pfzoo.validation import check_bool, check_choice, check_positive_int
 
 
 def _offers_density(target: Any) -> bool:
@@ -74,8 +74,7 @@ class PT(Objective):
         self.k = check_positive_int(k, "k")
         self.num_chains = check_positive_int(num_chains, "num_chains")
         ladder = check_ladder(betas) if betas is not None else tuple(temperature_ladder(num_replicas, min_beta=min_beta, spacing=spacing).tolist())
-        if swaps not in SWAP_SCHEMES:
-            raise ValueError(f"swaps must be one of {', '.join(SWAP_SCHEMES)}, got {swaps!r}")
+        check_choice(swaps, "swaps", SWAP_SCHEMES)
         self.swaps = swaps
         self.adapt_ladder = check_bool(adapt_ladder, "adapt_ladder")
         # Host copies of the ladder and the round: reading the buffers at every step would stall a GPU's queue.

@@ -759,6 +759,15 @@ def test_data_splits_refuse_empty_splits_naming_them(split, shape):
     _assert_names(error, split)
 
 
+@pytest.mark.parametrize("family", ["rbm", "ising", "gaussian_rbm", "poe", "gaussian", "dbm"])
+@pytest.mark.parametrize("shape", [(0, V), (4, V + 1)], ids=["no_rows", "wrong_width"])
+def test_paths_build_refuses_data_a_base_cannot_be_fitted_to(family, shape):
+    model = FAMILIES[family]()
+    with pytest.raises(ValueError) as error:
+        paths.build(model, data=torch.zeros(shape, dtype=model.dtype))
+    _assert_names(error, "data")
+
+
 # ---- issue 31: chains or samples too many for memory ----------------------------------------------------------------
 
 TOO_MANY = 10**12  # rows of V = 6 floats: terabytes, refused by any allocator at once

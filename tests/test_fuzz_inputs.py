@@ -33,6 +33,7 @@ from pfzoo.models import (
 )
 from pfzoo import zoo
 from pfzoo.training import CD, EMHMC, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
+from pfzoo.training.checkpoints import CheckpointStore
 from pfzoo.models.capabilities import Capability
 from pfzoo.validation import allocating, check_bool, check_finite_number, check_matrix
 
@@ -535,6 +536,17 @@ def test_zoo_load_refuses_a_checkpoint_whose_config_disagrees_with_its_tensors(t
     assert message.startswith(str(path)), message
     for word in words:
         assert word in message, f"{word!r} not in {message!r}"
+
+
+def test_resume_refuses_a_checkpoint_whose_tensors_were_edited_naming_the_file(tmp_path):
+    store = CheckpointStore(tmp_path)
+    store.write(RBM(V, 4), {"epoch": 1}, config=None)
+    checkpoint = store.read()
+    checkpoint["state_dict"]["weight"] = torch.zeros(V, 5)
+    with pytest.raises(ValueError) as error:
+        store.check_resumable(checkpoint, RBM(V, 4), None, world_size=1)
+    message = str(error.value)
+    assert "\n" not in message and str(store.path) in message and "weight" in message and f"({V}, 5)" in message, message
 
 
 def test_zoo_load_onto_the_meta_device_sizes_a_model_without_values(tmp_path):

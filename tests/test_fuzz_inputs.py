@@ -31,7 +31,7 @@ from pfzoo.models import (
     DBM, DBN, RBM, BilinearGenerative, EnergyFunction, Gaussian, GaussianBernoulliRBM, Hopfield, ICA, Ising,
     LinearGenerative, MeanCovarianceRBM, ProductOfExperts,
 )
-from pfzoo import zoo
+from pfzoo import training, zoo
 from pfzoo.training import CD, EMHMC, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
 from pfzoo.training.checkpoints import CheckpointStore
 from pfzoo.models.capabilities import Capability
@@ -801,6 +801,21 @@ def test_too_many_chains_or_samples_are_blamed_on_the_argument(case):
         call()
     _assert_names(error, name)
     assert f"{name}={TOO_MANY}" in str(error.value) and "memory" in str(error.value)
+
+
+CHAIN_OBJECTIVES = {"PCD": PCD, "FPCD": training.FPCD, "NaiveMCMC": training.NaiveMCMC, "PT": training.PT,
+                    "SelfContrastive": training.SelfContrastive, "DBMPersistentMeanField": training.DBMPersistentMeanField,
+                    "DBMParallelTempering": training.DBMParallelTempering}
+
+
+@pytest.mark.parametrize("objective", list(CHAIN_OBJECTIVES))
+def test_objectives_with_too_many_chains_blame_num_chains(objective):
+    model = DBM([V, 4, 3]) if objective.startswith("DBM") else RBM(V, 4)
+    batch = torch.bernoulli(torch.full((5, V), 0.5), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError) as error:
+        CHAIN_OBJECTIVES[objective](num_chains=TOO_MANY).loss(model, batch, generator=torch.Generator().manual_seed(0))
+    _assert_names(error, "num_chains")
+    assert f"num_chains={TOO_MANY}" in str(error.value) and "memory" in str(error.value)
 
 
 ALLOCATOR_MESSAGES = {

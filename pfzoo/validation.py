@@ -21,8 +21,8 @@ import torch
 from pfzoo.sampling import ChainStreams
 
 MODEL_DTYPES = (torch.float32, torch.float64)
-"""The dtypes a model computes in: half precision loses the log-sum-exps and enumerations (and most kernels lack it on
-the CPU); integers carry no gradients."""
+"""The dtypes a model computes in: float16/bfloat16 keep 3 or 2 significant digits, too few for the log-sum-exps and
+enumerations behind log-likelihoods (and float16 overflows at 65504); integers carry no gradients."""
 
 _DESCRIBED_LENGTH = 80
 """The most characters of a value's ``repr`` a message quotes."""

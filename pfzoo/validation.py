@@ -7,14 +7,35 @@ inside a matrix product.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
+import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
+from typing import Callable, Iterator
 
+import numpy as np
 import torch
 
 from pfzoo.sampling import ChainStreams
+
+MODEL_DTYPES = (torch.float32, torch.float64)
+"""The dtypes a model computes in: float16/bfloat16 keep 3 or 2 significant digits, too few for the log-sum-exps and
+enumerations behind log-likelihoods (and float16 overflows at 65504); integers carry no gradients."""
+
+_DESCRIBED_LENGTH = 80
+"""The most characters of a value's ``repr`` a message quotes."""
+
+
+def describe(value) -> str:
+    """A one-line description of a value for an error message: a tensor or array by type, shape and dtype (their
+    ``repr`` runs over many lines), anything else by its ``repr`` on one line, cut at 80 characters."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return f"a {type(value).__name__} of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= _DESCRIBED_LENGTH else text[: _DESCRIBED_LENGTH - 1] + "…"
+
 
 _values_checked: ContextVar[bool] = ContextVar("pfzoo_values_checked", default=False)
 
@@ -61,6 +82,8 @@ def check_matrix(
         raise ValueError(f"{name} must have {width} columns (shape [batch, {width}]), got shape {tuple(x.shape)}")
     if not x.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device (a shape without values), expected a tensor on {device or 'cpu or cuda'}")
     if device is not None and x.device != torch.device(device):
         raise ValueError(f"{name} is on device {x.device}, expected {device} (the model's device)")
     check_dtype(x, name, dtype)
@@ -103,7 +126,7 @@ def check_generator(generator, device: torch.device) -> None:
 def check_positive_int(value: int, name: str) -> int:
     """Require a positive Python integer (bools are rejected)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise ValueError(f"{name} must be a positive integer, got {describe(value)}")
     return value
 
 
@@ -153,6 +176,76 @@ def check_dtype(x: torch.Tensor, name: str, dtype: torch.dtype | None) -> torch.
     return x
 
 
+def check_model_dtype(dtype: torch.dtype, name: str) -> torch.dtype:
+    """Require one of :data:`MODEL_DTYPES` for the dtype ``name`` gives a model (its own, or that of the weights it is
+    built from); returns it."""
+    if dtype not in MODEL_DTYPES:
+        raise ValueError(f"{name} has dtype {dtype}; pfzoo models compute in torch.float32 or torch.float64 "
+                         f"(convert with .float() or .double())")
+    return dtype
+
+
+def check_computable(device: torch.device, dtype: torch.dtype, name: str = "model") -> None:
+    """Refuse to compute with a model on the meta device (shapes without values: fine for sizing a model, not for
+    numbers) or in a dtype outside :data:`MODEL_DTYPES`, naming ``name``."""
+    if torch.device(device).type == "meta":
+        raise ValueError(f"{name} is on the meta device (shapes without values) and cannot compute; "
+                         f"use {name}.to_empty(device='cpu') and load its weights first")
+    check_model_dtype(dtype, name)
+
+
+_ALLOCATION_FAILURES = ("can't allocate memory", "not enough memory", "out of memory")
+
+
+class AllocationError(ValueError):
+    """A size argument asked for more memory than the device has (raised by :func:`allocating`)."""
+
+    def __init__(self, name: str, value, asked: str) -> None:
+        self.asked = asked
+        amount = f" (one allocation asked for {asked})" if asked else ""
+        super().__init__(f"{name}={describe(value)} needs more memory than the device has{amount}; lower {name}")
+
+
+@contextmanager
+def allocating(name: str, value: int) -> Iterator[None]:
+    """Turn an allocator failure inside the block into a one-line :class:`AllocationError` (a ``ValueError``) naming the
+    size argument ``name`` (``num_chains``, ``num_samples``, ...) whose ``value`` asked for the memory, with the bytes the
+    allocator was asked for: ``torch.OutOfMemoryError`` on a GPU, a ``RuntimeError`` from the CPU allocator. Other
+    errors pass unchanged; nested blocks blame the outermost argument (the user's ``num_chains`` of an estimator, not
+    the ``num_samples`` it passes on to a base sampler).
+
+    Wrap where a sampler or estimator allocates its chains, so a size too large for the machine is blamed on the
+    argument rather than on an allocator deep inside torch."""
+    try:
+        yield
+    except AllocationError as error:
+        raise AllocationError(name, value, error.asked) from error.__cause__
+    except RuntimeError as error:  # torch.OutOfMemoryError is a RuntimeError
+        text = str(error)
+        if not isinstance(error, torch.OutOfMemoryError) and not any(words in text for words in _ALLOCATION_FAILURES):
+            raise
+        asked = re.search(r"allocate (\d+) bytes", text) or re.search(r"(?i)tried to allocate ([\d.]+ [KMGTP]?i?B)", text)
+        amount = "" if asked is None else asked.group(1) + (" bytes" if asked.group(1).isdigit() else "")
+        raise AllocationError(name, value, amount) from error
+
+
+def allocates(name: str) -> Callable[[Callable], Callable]:
+    """:func:`allocating` as a decorator, for a function or method whose argument ``name`` (``num_samples``) sizes what
+    it allocates: ``@allocates("num_samples")`` above ``def sample(self, num_samples, ...)``."""
+
+    def decorate(function: Callable) -> Callable:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def wrapped(*args, **kwargs):
+            with allocating(name, signature.bind_partial(*args, **kwargs).arguments.get(name)):
+                return function(*args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
 def check_nonempty(x: torch.Tensor, name: str) -> torch.Tensor:
     """Refuse a batch without rows (``[0, ...]``): means and log-mean-exps of nothing are NaN or errors."""
     if x.dim() == 0 or x.shape[0] == 0:
@@ -168,7 +261,7 @@ def check_finite_number(
     if isinstance(value, bool) or not isinstance(value, numbers.Real) and not (
         isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool
     ):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+        raise ValueError(f"{name} must be a finite number, got {describe(value)}")
     number = float(value)
     if number != number or number in (float("inf"), float("-inf")):
         raise ValueError(f"{name} must be a finite number, got {number}")
@@ -180,10 +273,18 @@ def check_finite_number(
     return number
 
 
+def check_choice(value, name: str, choices) -> str:
+    """Require one of the strings ``choices``; anything else is refused naming ``name`` (an array too, which ``in``
+    would compare element by element into an ambiguous truth value)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {describe(value)}")
+    return value
+
+
 def check_bool(value, name: str) -> bool:
     """Require a real boolean (``True``/``False``); strings such as ``"yes"`` or numbers are refused."""
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+        raise ValueError(f"{name} must be True or False, got {describe(value)}")
     return value
 
 
@@ -192,3 +293,5 @@ def check_tensors(**tensors) -> None:
     for name, value in tensors.items():
         if not isinstance(value, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        if value.device.type == "meta":
+            raise ValueError(f"{name} is on the meta device (a shape without values), expected a tensor on cpu or cuda")

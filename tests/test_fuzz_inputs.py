@@ -12,25 +12,30 @@ import inspect
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from pfzoo import paths
 from pfzoo.estimators import AIS, CSL, HAIS, RAISE, Bracket, Exact
+from pfzoo.data.arrays import array
 from pfzoo.data.digits import digits
 from pfzoo.data.hopfield_patterns import hopfield_patterns
 from pfzoo.data.patches import patches
-from pfzoo.data.spin_glass import lattice_couplings
+from pfzoo.data.spin_glass import lattice_couplings, spin_glass_model
+from pfzoo.data.splits import DataSplits
 from pfzoo.kernels import BitFlipMetropolis, HMCKernel, RandomWalkMetropolis
 from pfzoo.paths import GeometricSchedule, PowerSchedule, SigmoidSchedule
 from pfzoo.models import (
     DBM, DBN, RBM, BilinearGenerative, EnergyFunction, Gaussian, GaussianBernoulliRBM, Hopfield, ICA, Ising,
     LinearGenerative, MeanCovarianceRBM, ProductOfExperts,
 )
-from pfzoo import zoo
+from pfzoo import training, zoo
 from pfzoo.training import CD, EMHMC, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
-from pfzoo.validation import check_bool, check_finite_number, check_matrix
+from pfzoo.training.checkpoints import CheckpointStore
+from pfzoo.models.capabilities import Capability
+from pfzoo.validation import allocating, check_bool, check_finite_number, check_matrix
 
 V = 6
 
@@ -488,3 +493,369 @@ def test_estimators_refuse_families_they_do_not_apply_to(estimator, family):
     with pytest.raises(ValueError) as error:  # MissingCapability is a ValueError
         ESTIMATORS[estimator]().log_likelihood(model, torch.zeros(3, V, dtype=model.dtype))
     _assert_names(error, type(model).__name__)
+
+
+# ---- issue 31: checkpoints whose config disagrees with their tensors --------------------------------------------
+
+def _edited_checkpoint(**changes):
+    """A valid RBM(V, 4) checkpoint dict with ``changes`` applied (``state_dict`` entries edited by ``edit_state``)."""
+    model = RBM(V, 4)
+    checkpoint = {"format": zoo.FORMAT, "model": "rbm", "model_config": model.config(), "state_dict": dict(model.state_dict()),
+                  "config": None, "trainer_state": None}
+    edit_state = changes.pop("edit_state", None)
+    checkpoint.update(changes)
+    if edit_state is not None:
+        edit_state(checkpoint["state_dict"])
+    return checkpoint
+
+
+# (checkpoint, words the one-line message must hold besides the file's name)
+BAD_CHECKPOINTS = {
+    "config_wider_than_tensors": (lambda: _edited_checkpoint(model_config={"num_visible": V + 1, "num_hidden": 4}),
+                                  ("weight", f"({V}, 4)", f"({V + 1}, 4)")),
+    "tensor_reshaped": (lambda: _edited_checkpoint(edit_state=lambda s: s.update(hidden_bias=torch.zeros(5))), ("hidden_bias", "(5,)", "(4,)")),
+    "missing_entry": (lambda: _edited_checkpoint(edit_state=lambda s: s.pop("weight")), ("missing", "weight")),
+    "unexpected_entry": (lambda: _edited_checkpoint(edit_state=lambda s: s.update(extra=torch.zeros(1))), ("unexpected", "extra")),
+    "integer_tensors": (lambda: _edited_checkpoint(edit_state=lambda s: s.update(weight=s["weight"].long())), ("weight", "torch.int64")),
+    "half_tensors": (lambda: _edited_checkpoint(edit_state=lambda s: s.update(weight=s["weight"].half())), ("weight", "torch.float16")),
+    "unknown_config_key": (lambda: _edited_checkpoint(model_config={"num_visible": V, "num_hidden": 4, "bogus": 1}), ("model_config", "bogus")),
+    "bad_config_value": (lambda: _edited_checkpoint(model_config={"num_visible": -1, "num_hidden": 4}), ("model_config", "num_visible")),
+    "unknown_model": (lambda: _edited_checkpoint(model="no_such_model"), ("no_such_model",)),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CHECKPOINTS))
+def test_zoo_load_refuses_a_checkpoint_whose_config_disagrees_with_its_tensors(tmp_path, case):
+    make, words = BAD_CHECKPOINTS[case]
+    path = tmp_path / "model.pt"
+    torch.save(make(), path)
+    with pytest.raises(ValueError) as error:
+        zoo.load(path)
+    message = str(error.value)
+    assert "\n" not in message, f"message is not one line: {message!r}"
+    assert message.startswith(str(path)), message
+    for word in words:
+        assert word in message, f"{word!r} not in {message!r}"
+
+
+def test_resume_refuses_a_checkpoint_whose_tensors_were_edited_naming_the_file(tmp_path):
+    store = CheckpointStore(tmp_path)
+    store.write(RBM(V, 4), {"epoch": 1}, config=None)
+    checkpoint = store.read()
+    checkpoint["state_dict"]["weight"] = torch.zeros(V, 5)
+    with pytest.raises(ValueError) as error:
+        store.check_resumable(checkpoint, RBM(V, 4), None, world_size=1)
+    message = str(error.value)
+    assert "\n" not in message and str(store.path) in message and "weight" in message and f"({V}, 5)" in message, message
+
+
+def test_zoo_load_onto_the_meta_device_sizes_a_model_without_values(tmp_path):
+    path = zoo.save(tmp_path / "model.pt", RBM(V, 4))
+    model = zoo.load(path, map_location="meta")
+    assert model.device.type == "meta" and model.weight.shape == (V, 4)
+
+
+# ---- issue 31: meta devices: building there works (sizing), computing there is refused naming the model --------------
+
+def _on_meta(family):
+    with torch.device("meta"):
+        return FAMILIES[family]()
+
+
+# family -> methods that compute (each called on a meta model); the bilinear model has no free energy by design
+META_CALLS = {
+    "free_energy": lambda m: m.free_energy(torch.zeros(3, V, device="meta")),
+    "log_prob": lambda m: m.log_prob(torch.zeros(3, V, device="meta"), log_z=0.0),
+    "sample": lambda m: m.sample(3),
+    "ais": lambda m: AIS(num_chains=4, num_steps=2)(m),
+}
+
+
+def _meta_cases():
+    for family in FAMILIES:
+        model = FAMILIES[family]()
+        calls = [call for call in META_CALLS if not (family == "bilinear_generative" and call in ("free_energy", "log_prob"))]
+        if Capability.EXACT_LOG_Z in model.capabilities and family not in ("linear_generative", "bilinear_generative"):
+            calls.append("log_partition")  # (the directed models' log Z is 0 by definition: nothing computed)
+        if family in ("linear_generative", "bilinear_generative", "mcrbm", "dbn"):
+            calls = [call for call in calls if call != "ais"]  # AIS does not apply: refused for that reason, tested elsewhere
+        for call in calls:
+            yield pytest.param(family, call, id=f"{family}-{call}")
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_models_build_on_the_meta_device(family):
+    model = _on_meta(family)
+    assert model.device.type == "meta"
+    assert sum(parameter.numel() for parameter in model.parameters()) == sum(p.numel() for p in FAMILIES[family]().parameters())
+
+
+@pytest.mark.parametrize("family, call", list(_meta_cases()))
+def test_meta_models_refuse_to_compute_naming_the_model(family, call):
+    model = _on_meta(family)
+    with pytest.raises(ValueError) as error:
+        {**META_CALLS, "log_partition": lambda m: m.log_partition()}[call](model)
+    _assert_names(error, "model")
+    assert "meta" in str(error.value)
+
+
+@pytest.mark.parametrize("family", ["rbm", "ising", "gaussian_rbm", "poe", "gaussian", "user_energy"])
+def test_meta_tensors_are_refused_naming_the_argument(family):
+    model = FAMILIES[family]()
+    with pytest.raises(ValueError) as error:
+        model.free_energy(torch.zeros(3, V, device="meta"))
+    _assert_names(error, "v", "x")
+    assert "meta" in str(error.value)
+
+
+META_WEIGHTS = {
+    "RBM.weight": (lambda: RBM.from_tensors(torch.zeros(V, 4, device="meta"), torch.zeros(V), torch.zeros(4)), "weight"),
+    "Ising.coupling": (lambda: Ising.from_tensors(torch.zeros(V, V, device="meta"), torch.zeros(V)), "coupling"),
+    "ICA.filters": (lambda: ICA.from_tensors(torch.eye(V, device="meta")), "filters"),
+    "Gaussian.precision": (lambda: Gaussian.from_tensors(torch.eye(V, device="meta")), "precision"),
+    "DBM.weights": (lambda: DBM.from_tensors([torch.zeros(V, 4, device="meta"), torch.zeros(4, 3)], [torch.zeros(n) for n in (V, 4, 3)]), "weights[0]"),
+    "ProductOfExperts.filters": (lambda: ProductOfExperts.from_tensors(torch.eye(V, device="meta")), "filters"),
+    "LinearGenerative.basis": (lambda: LinearGenerative.from_tensors(torch.eye(V, device="meta")), "basis"),
+}
+
+
+@pytest.mark.parametrize("case", list(META_WEIGHTS))
+def test_from_tensors_refuses_meta_weights_naming_them(case):
+    make, name = META_WEIGHTS[case]
+    with pytest.raises(ValueError) as error:
+        make()
+    _assert_names(error, name)
+
+
+# ---- issue 31: dtypes other than float32/float64 ---------------------------------------------------------------
+
+LOW_PRECISION = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+UNSUPPORTED_DTYPES = {**LOW_PRECISION, "int64": torch.int64}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("dtype", list(LOW_PRECISION))
+def test_half_precision_models_refuse_to_compute_naming_the_dtypes(family, dtype):
+    model = FAMILIES[family]().to(LOW_PRECISION[dtype])
+    calls = [lambda: model.sample(3)]
+    if family != "bilinear_generative":
+        calls.append(lambda: model.free_energy(torch.zeros(3, V, dtype=model.dtype)))
+    for call in calls:
+        with pytest.raises(ValueError) as error:
+            call()
+        _assert_names(error, "model")
+        assert str(model.dtype) in str(error.value) and "torch.float32 or torch.float64" in str(error.value)
+
+
+FROM_TENSORS_DTYPED = {
+    "RBM.weight": (lambda d: RBM.from_tensors(torch.zeros(V, 4, dtype=d), torch.zeros(V, dtype=d), torch.zeros(4, dtype=d)), "weight"),
+    "GaussianBernoulliRBM.weight": (lambda d: GaussianBernoulliRBM.from_tensors(torch.zeros(V, 4, dtype=d), torch.zeros(V, dtype=d),
+                                                                                 torch.zeros(4, dtype=d)), "weight"),
+    "Ising.coupling": (lambda d: Ising.from_tensors(torch.zeros(V, V, dtype=d), torch.zeros(V, dtype=d)), "coupling"),
+    "ICA.filters": (lambda d: ICA.from_tensors(torch.eye(V, dtype=d)), "filters"),
+    "Gaussian.precision": (lambda d: Gaussian.from_tensors(torch.eye(V, dtype=d)), "precision"),
+    "DBM.weights": (lambda d: DBM.from_tensors([torch.zeros(V, 4, dtype=d), torch.zeros(4, 3, dtype=d)],
+                                               [torch.zeros(n, dtype=d) for n in (V, 4, 3)]), "weights[0]"),
+    "ProductOfExperts.filters": (lambda d: ProductOfExperts.from_tensors(torch.eye(V, dtype=d)), "filters"),
+    "LinearGenerative.basis": (lambda d: LinearGenerative.from_tensors(torch.eye(V, dtype=d)), "basis"),
+    "EnergyFunction.net": (lambda d: EnergyFunction(nn.Linear(V, 1).to(d) if d.is_floating_point else _IntegerNet(d), V), "net"),
+}
+
+
+class _IntegerNet(nn.Module):
+    """A net whose only buffer is an integer tensor: its energies could not be differentiated."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(V, dtype=dtype))
+
+    def forward(self, x):
+        return (x * self.scale).sum(-1)
+
+
+@pytest.mark.parametrize("case", list(FROM_TENSORS_DTYPED))
+@pytest.mark.parametrize("dtype", list(UNSUPPORTED_DTYPES))
+def test_models_refuse_unsupported_dtypes_at_construction(case, dtype):
+    make, name = FROM_TENSORS_DTYPED[case]
+    with pytest.raises(ValueError) as error:
+        make(UNSUPPORTED_DTYPES[dtype])
+    _assert_names(error, name)
+    assert str(UNSUPPORTED_DTYPES[dtype]) in str(error.value) or "floating-point" in str(error.value)
+
+
+# ---- issue 31: a user's energy that answers wrongly ----------------------------------------------------------------
+
+class _Net(nn.Module):
+    """``forward`` from a function of ``x``."""
+
+    def __init__(self, function, width=V):
+        super().__init__()
+        self.linear = nn.Linear(width, 1)
+        self.function = function
+
+    def forward(self, x):
+        return self.function(self, x)
+
+
+# (net, words the one-line message must hold); every message names net or num_visible
+BAD_USER_ENERGIES = {
+    "integer_output": (lambda: _Net(lambda net, x: net.linear(x).squeeze(-1).long()), "torch.int64"),
+    "float64_output_of_a_float32_net": (lambda: _Net(lambda net, x: net.linear(x).squeeze(-1).double()), "torch.float64"),
+    "column_output": (lambda: _Net(lambda net, x: net.linear(x)), f"({3}, 1)"),
+    "scalar_output": (lambda: _Net(lambda net, x: net.linear(x).sum()), "()"),
+    "two_per_row": (lambda: _Net(lambda net, x: torch.cat([net.linear(x), net.linear(x)], 1)), "(3, 2)"),
+    "not_a_tensor": (lambda: _Net(lambda net, x: [0.0] * x.shape[0]), "list"),
+    "narrower_than_num_visible": (lambda: _Net(lambda net, x: net.linear(x).squeeze(-1), width=V - 1), f"num_visible={V}"),
+    "wider_than_num_visible": (lambda: _Net(lambda net, x: net.linear(x).squeeze(-1), width=V + 2), f"num_visible={V}"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_USER_ENERGIES))
+@pytest.mark.parametrize("through", ["energy", "sample", "hais"])
+def test_user_energies_answering_wrongly_are_refused_naming_the_argument(case, through):
+    make, words = BAD_USER_ENERGIES[case]
+    model = EnergyFunction(make(), V)
+    call = {"energy": lambda: model.energy(torch.zeros(3, V)), "sample": lambda: model.sample(3, num_steps=1),
+            "hais": lambda: HAIS(num_chains=3, num_steps=2)(model, generator=torch.Generator().manual_seed(0))}[through]
+    with pytest.raises(ValueError) as error:
+        call()
+    _assert_names(error, "net", "num_visible")
+    if through == "energy":
+        assert words in str(error.value)
+
+
+def test_a_detached_user_energy_is_refused_where_its_gradient_is_needed():
+    model = EnergyFunction(_Net(lambda net, x: x.square().sum(-1).detach()), V)
+    assert model.energy(torch.zeros(3, V)).shape == (3,)  # its values are fine
+    with pytest.raises(ValueError, match="not differentiable in x") as error:
+        model.sample(3, num_steps=1)
+    _assert_names(error, "x")
+
+
+def test_binary_user_energy_of_the_wrong_width_is_refused_through_ais():
+    model = EnergyFunction(_Net(lambda net, x: net.linear(x).squeeze(-1), width=V - 1), V, binary=True)
+    with pytest.raises(ValueError) as error:
+        AIS(num_chains=4, num_steps=2)(model, generator=torch.Generator().manual_seed(0))
+    _assert_names(error, "net", "num_visible")
+
+
+# ---- issue 31: empty data ---------------------------------------------------------------------------------------
+
+EMPTY_ARRAYS = {
+    "npy_without_columns": ("a.npy", lambda p: np.save(p, np.zeros((10, 0)))),
+    "npy_without_rows": ("a.npy", lambda p: np.save(p, np.zeros((0, 5)))),
+    "npz_empty_train": ("a.npz", lambda p: np.savez(p, train=np.zeros((0, 5)), test=np.zeros((3, 5)))),
+    "npz_empty_test": ("a.npz", lambda p: np.savez(p, train=np.zeros((4, 5)), test=np.zeros((0, 5)))),
+    "npz_empty_valid": ("a.npz", lambda p: np.savez(p, train=np.zeros((4, 5)), test=np.zeros((3, 5)), valid=np.zeros((0, 5)))),
+    "npz_key_without_columns": ("a.npz", lambda p: np.savez(p, spins=np.zeros((10, 0)))),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_ARRAYS))
+def test_array_data_refuses_empty_arrays_naming_the_file(tmp_path, case):
+    name, write = EMPTY_ARRAYS[case]
+    path = tmp_path / name
+    write(path)
+    with pytest.raises(ValueError) as error:
+        array(path)
+    message = str(error.value)
+    assert "\n" not in message and str(path) in message and "at least one row and one column" in message
+
+
+@pytest.mark.parametrize("split", ["train", "test", "valid"])
+@pytest.mark.parametrize("shape", [(0, 4), (5, 0)])
+def test_data_splits_refuse_empty_splits_naming_them(split, shape):
+    splits = {"train": torch.zeros(5, 4), "test": torch.zeros(5, 4), "valid": torch.zeros(5, 4), split: torch.zeros(shape)}
+    with pytest.raises(ValueError) as error:
+        DataSplits("d", **splits)
+    _assert_names(error, split)
+
+
+@pytest.mark.parametrize("family", ["rbm", "ising", "gaussian_rbm", "poe", "gaussian", "dbm"])
+@pytest.mark.parametrize("shape", [(0, V), (4, V + 1)], ids=["no_rows", "wrong_width"])
+def test_paths_build_refuses_data_a_base_cannot_be_fitted_to(family, shape):
+    model = FAMILIES[family]()
+    with pytest.raises(ValueError) as error:
+        paths.build(model, data=torch.zeros(shape, dtype=model.dtype))
+    _assert_names(error, "data")
+
+
+# ---- issue 31: chains or samples too many for memory ----------------------------------------------------------------
+
+TOO_MANY = 10**12  # rows of V = 6 floats: terabytes, refused by any allocator at once
+ALLOCATIONS = {
+    "AIS.num_chains": (lambda: AIS(num_chains=TOO_MANY, num_steps=2)(RBM(V, 4)), "num_chains"),
+    "HAIS.num_chains": (lambda: HAIS(num_chains=TOO_MANY, num_steps=2)(Gaussian(V)), "num_chains"),
+    "RAISE.num_chains": (lambda: RAISE(num_chains=TOO_MANY, num_steps=2).log_likelihood(RBM(V, 4), torch.zeros(2, V)), "num_chains"),
+    "CSL.num_chains": (lambda: CSL(num_chains=TOO_MANY, samples_per_chain=2, burn_in=1).log_likelihood(RBM(V, 4), torch.zeros(2, V)), "num_chains"),
+    "AIS.latent_num_chains": (lambda: AIS(num_chains=TOO_MANY, num_steps=2).log_likelihood(LinearGenerative(V, V), torch.zeros(2, V)), "num_chains"),
+    **{f"{family}.sample": ((lambda family=family: FAMILIES[family]().sample(TOO_MANY)), "num_samples")
+       for family in FAMILIES if family != "user_energy"},
+}
+
+
+@pytest.mark.parametrize("case", list(ALLOCATIONS))
+def test_too_many_chains_or_samples_are_blamed_on_the_argument(case):
+    call, name = ALLOCATIONS[case]
+    with pytest.raises(ValueError) as error:
+        call()
+    _assert_names(error, name)
+    assert f"{name}={TOO_MANY}" in str(error.value) and "memory" in str(error.value)
+
+
+CHAIN_OBJECTIVES = {"PCD": PCD, "FPCD": training.FPCD, "NaiveMCMC": training.NaiveMCMC, "PT": training.PT,
+                    "SelfContrastive": training.SelfContrastive, "DBMPersistentMeanField": training.DBMPersistentMeanField,
+                    "DBMParallelTempering": training.DBMParallelTempering}
+
+
+@pytest.mark.parametrize("objective", list(CHAIN_OBJECTIVES))
+def test_objectives_with_too_many_chains_blame_num_chains(objective):
+    model = DBM([V, 4, 3]) if objective.startswith("DBM") else RBM(V, 4)
+    batch = torch.bernoulli(torch.full((5, V), 0.5), generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError) as error:
+        CHAIN_OBJECTIVES[objective](num_chains=TOO_MANY).loss(model, batch, generator=torch.Generator().manual_seed(0))
+    _assert_names(error, "num_chains")
+    assert f"num_chains={TOO_MANY}" in str(error.value) and "memory" in str(error.value)
+
+
+ALLOCATOR_MESSAGES = {
+    "cpu": (RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                         "you tried to allocate 24000000000000 bytes. Error code 12 (Cannot allocate memory)"), "24000000000000 bytes"),
+    "cuda": (torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 22.35 GiB. GPU 0 has a total capacity of 79.19 GiB\n"
+                                    "of which 1.2 GiB is free."), "22.35 GiB"),
+}
+
+
+@pytest.mark.parametrize("device", list(ALLOCATOR_MESSAGES))
+def test_allocating_names_the_argument_and_the_bytes_asked(device):
+    failure, asked = ALLOCATOR_MESSAGES[device]
+
+    def allocate():
+        raise failure
+
+    with pytest.raises(ValueError, match=rf"^num_chains=7 needs more memory than the device has \(one allocation asked for {asked}\); lower num_chains$"):
+        with allocating("num_chains", 7):
+            allocate()
+    with pytest.raises(RuntimeError, match="^something else$"):  # any other error passes unchanged
+        with allocating("num_chains", 7):
+            raise RuntimeError("something else")
+
+
+# ---- issue 31: tensors where numbers belong: the message stays one line ------------------------------------------------
+
+ONE_LINE_REFUSALS = {
+    "RBM.num_hidden": (lambda bad: RBM(V, bad), "num_hidden"),
+    "AIS.num_chains": (lambda bad: AIS(num_chains=bad), "num_chains"),
+    "RBM.init_std": (lambda bad: RBM(V, 4, init_std=bad), "init_std"),
+    "Trainer.progress": (lambda bad: Trainer(CD(), run_dir="unused", progress=bad), "progress"),
+    "spin_glass_model.kind": (lambda bad: spin_glass_model(bad), "kind"),
+}
+
+
+@pytest.mark.parametrize("case", list(ONE_LINE_REFUSALS))
+@pytest.mark.parametrize("bad", [torch.ones(30, 30), np.ones((30, 30))], ids=["tensor", "array"])
+def test_a_large_tensor_in_place_of_a_number_gives_a_one_line_message(case, bad):
+    make, name = ONE_LINE_REFUSALS[case]
+    with pytest.raises(ValueError) as error:
+        make(bad)
+    _assert_names(error, name)

@@ -31,6 +31,8 @@ def _to_tensor(values: np.ndarray, what: str, binarize_threshold: float | None) 
     """A checked float32 ``[N, D]`` tensor from a numeric 2-D array; ``what`` names the array in errors."""
     if values.ndim != 2:
         raise ValueError(f"{what} must be a 2-D [examples, features] array, got shape {values.shape}")
+    if 0 in values.shape:
+        raise ValueError(f"{what} must hold at least one row and one column, got shape {values.shape}")
     if not (np.issubdtype(values.dtype, np.number) or values.dtype == np.bool_) or np.iscomplexobj(values):
         raise ValueError(f"{what} must hold real numbers, got dtype {values.dtype}")
     with np.errstate(over="ignore"):  # values beyond float32's range become inf, refused just below
@@ -81,7 +83,7 @@ def array(
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: a suffix other than ``.npy``/``.npz``, an array that is not 2-D, not real-valued or not
+        ValueError: a suffix other than ``.npy``/``.npz``, an array that is not 2-D, empty, not real-valued or not
             finite, a ``key`` the file does not hold (the message lists the keys), an ambiguous ``.npz``
             without ``key``, splits of different widths, or a bad ``test_fraction``.
     """

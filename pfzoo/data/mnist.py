@@ -14,6 +14,7 @@ import torch
 
 from pfzoo.data.root import ENV_VAR, resolve_data_root
 from pfzoo.data.splits import DataSplits
+from pfzoo.validation import check_choice
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +41,7 @@ def mnist(
     Missing files are downloaded by torchvision when ``download`` is true; if that is off or fails
     (e.g. offline), raises ``FileNotFoundError`` naming the root and the expected layout.
     """
-    if binarize not in BINARIZE_MODES:
-        raise ValueError(f"binarize must be one of {', '.join(map(repr, BINARIZE_MODES))}, got {binarize!r}")
+    check_choice(binarize, "binarize", BINARIZE_MODES)
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must lie in [0, 1] (intensities are scaled to [0, 1]), got {threshold}")
     if isinstance(valid_size, bool) or not isinstance(valid_size, int) or not 0 <= valid_size < 60000:

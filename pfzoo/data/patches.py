@@ -33,6 +33,7 @@ from torch import Tensor
 from pfzoo.data.images import IMAGE_SUFFIXES, embedded_images, read_image
 from pfzoo.data.root import ENV_VAR, resolve_data_root
 from pfzoo.data.splits import DataSplits
+from pfzoo.validation import check_choice, describe
 
 logger = logging.getLogger(__name__)
 
@@ -226,8 +227,7 @@ def patches(
     :class:`PatchTransform` is fitted on the train patches only and applied to both splits, and it is
     returned as ``transform``. ``image_shape`` is ``None``: the columns are components, not pixels.
     """
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {', '.join(map(repr, SOURCES))}, got {source!r}")
+    check_choice(source, "source", SOURCES)
     _check_int("patch_size", patch_size, 1)
     _check_int("num_components", num_components, 1)
     if isinstance(num_train, bool) or not isinstance(num_train, int) or num_train <= num_components:
@@ -328,7 +328,7 @@ def _check_offset(offset: float) -> float:
 def _check_int(name: str, value: int, minimum: int) -> None:
     """``ValueError`` naming ``name`` unless ``value`` is an integer (not a bool) of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {describe(value)}")
 
 
 def _describe(value: object) -> str:

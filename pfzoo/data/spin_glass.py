@@ -30,7 +30,7 @@ from pfzoo.data.splits import DataSplits
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.ising import Ising
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_generator, check_positive_int
+from pfzoo.validation import check_choice, check_finite_number, check_generator, check_positive_int, describe
 
 logger = logging.getLogger(__name__)
 
@@ -92,8 +92,7 @@ def fully_connected_couplings(
 
 def _build_model(kind, side, num_units, coupling_std, bias_std, generator) -> Ising:
     """The generating model, drawing couplings then biases from ``generator`` (shared by the public builders)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    check_choice(kind, "kind", KINDS)
     bias_std = _check_std(bias_std, "bias_std")
     if kind == "lattice":
         check_positive_int(side, "side")
@@ -140,7 +139,7 @@ def spin_glass_model(
 
 def _check_non_negative_int(value: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        raise ValueError(f"{name} must be a non-negative integer, got {describe(value)}")
     return value
 
 

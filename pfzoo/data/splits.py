@@ -43,6 +43,8 @@ class DataSplits:
                 raise ValueError(f"{split} must have shape [examples, features], got shape {tuple(x.shape)}")
             if not x.is_floating_point():
                 raise ValueError(f"{split} must be a floating-point tensor, got dtype {x.dtype}")
+            if x.shape[0] == 0 or x.shape[1] == 0:  # a mean over no rows is NaN; a model over no units has nothing to model
+                raise ValueError(f"{split} must hold at least one row and one column, got shape {tuple(x.shape)}")
             if width is None:
                 width = x.shape[1]
             elif x.shape[1] != width:

@@ -12,7 +12,7 @@ from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import check_bool, check_generator, check_sample_count
+from pfzoo.validation import allocating, check_bool, check_generator, check_sample_count
 
 
 class AIS(PathPartitionEstimator):
@@ -98,8 +98,9 @@ class AIS(PathPartitionEstimator):
         path, base = self.build_path(model, data, generator)
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
-        result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
-                                progress=progress, diagnostics=self.diagnostics)
+        with allocating("num_chains", self.num_chains):
+            result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
+                                    progress=progress, diagnostics=self.diagnostics)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()
@@ -139,7 +140,8 @@ class AIS(PathPartitionEstimator):
         check_generator(generator, model.device)
         kernel = posterior_kernel(model, self.kernel)
         info = {"estimator": type(self).__name__, "mode": "per-example annealing from the prior to the posterior"}
-        return posterior_annealing_log_likelihood(
-            model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info,
-            remedy=self.remedy,
-        )
+        with allocating("num_chains", self.num_chains):
+            return posterior_annealing_log_likelihood(
+                model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info,
+                remedy=self.remedy,
+            )

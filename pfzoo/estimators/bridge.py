@@ -15,7 +15,7 @@ from pfzoo.estimators.sharding import offset_progress, sharded_chains
 from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import make_betas
-from pfzoo.validation import check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_positive_int, check_sample_count
 
 BRIDGES = ("optimal", "geometric")
 
@@ -195,7 +195,7 @@ class BridgeSampling(PathPartitionEstimator):
                     chain_progress(draws + draw + 1, 2 * draws)
             return base_ratios, torch.stack(target_ratios, 1), acceptance / (draws * self.thin)
 
-        with torch.no_grad():
+        with torch.no_grad(), allocating("num_chains", self.num_chains):
             blocks = sharded_chains(path, self.num_chains, run, generator=generator, device=model.device, progress=progress)
         base_ratios, target_ratios, acceptance = (torch.cat([block[i] for block in blocks]) for i in range(3))
         ratio = bridge_log_ratio(base_ratios, target_ratios, bridge=self.bridge)

@@ -12,7 +12,7 @@ from pfzoo.estimators.sharding import run_blocks
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
-from pfzoo.validation import check_generator, check_matrix, check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_generator, check_matrix, check_positive_int, check_sample_count
 
 _PROGRESS_UPDATES = 100
 
@@ -77,7 +77,8 @@ class CSL(LikelihoodEstimator):
             return self._log_sums(model, data, starts_from, len(chains), generator=block_generator, progress=block_progress).cpu()
 
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
-        log_sums = torch.cat(run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress), dim=1)
+        with allocating("num_chains", self.num_chains):
+            log_sums = torch.cat(run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress), dim=1)
         log_sums = log_sums.to(model.device)
         chain_estimates = log_sums - math.log(self.samples_per_chain)  # [B, C]
         per_example = summarize_log_weights(chain_estimates, dim=1).log_mean

@@ -9,7 +9,7 @@ import torch
 from pfzoo.estimators.batching import example_batches
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
-from pfzoo.validation import check_sample_count
+from pfzoo.validation import allocating, check_sample_count
 
 _ROWS_PER_CHUNK = 1 << 14  # examples × samples per batched proposal
 
@@ -35,7 +35,8 @@ def importance_log_marginal(
     check_sample_count(num_samples, "num_samples")
     estimates, stderrs = [], []
     for chunk in example_batches(data, num_samples, max_rows=_ROWS_PER_CHUNK):
-        log_weight = model.propose_path_state(chunk, num_samples=num_samples, generator=generator).log_weight
+        with allocating("num_samples", num_samples):
+            log_weight = model.propose_path_state(chunk, num_samples=num_samples, generator=generator).log_weight
         summary = summarize_log_weights(log_weight.view(chunk.shape[0], num_samples), dim=1)
         estimates.append(summary.log_mean)
         stderrs.append(summary.stderr)

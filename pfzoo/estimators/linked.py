@@ -15,7 +15,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.sampling import randint, uniform
-from pfzoo.validation import check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_positive_int, check_sample_count
 
 
 class LinkedImportanceSampling(PathPartitionEstimator):
@@ -84,7 +84,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
         def run(num_rows: int, run_generator: Any, run_progress: ProgressCallback | None) -> tuple[torch.Tensor, ...]:
             return linked_runs(path, betas, self.states_per_level, num_rows, generator=run_generator, progress=run_progress)
 
-        with torch.no_grad():
+        with torch.no_grad(), allocating("num_runs", self.num_runs):
             blocks = sharded_chains(path, self.num_runs, run, generator=generator, device=model.device, progress=progress)
         log_weights = torch.cat([block[0] for block in blocks]).to(model.device) + path.base_log_partition()
         summary = summarize_log_weights(log_weights)

@@ -17,7 +17,7 @@ import torch
 from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import allocating, check_positive_int
 
 
 class PathRun(NamedTuple):
@@ -42,7 +42,8 @@ def anneal_path(path, schedule: ScheduleSpec, num_steps: int | None, num_chains:
     """
     check_positive_int(num_chains, "num_chains")
     betas = make_betas(schedule, num_steps)
-    result = anneal(path, betas, path.sample_base(num_chains, generator=generator), generator=generator)
+    with allocating("num_chains", num_chains):
+        result = anneal(path, betas, path.sample_base(num_chains, generator=generator), generator=generator)
     log_weights = result.log_weights + path.base_log_partition()
     summary = summarize_log_weights(log_weights)
     return PathRun(log_weights, summary.log_mean.item(), summary.stderr.item(), summary.ess.item(),

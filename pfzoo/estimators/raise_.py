@@ -18,7 +18,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import check_bool, check_finite_number, check_generator, check_matrix, check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_bool, check_finite_number, check_generator, check_matrix, check_positive_int, check_sample_count
 
 _CHAIN_ROWS_PER_BATCH = 1 << 15  # examples × chains annealed as one tensor
 
@@ -203,7 +203,8 @@ class RAISE(LikelihoodEstimator):
             )
             return weights.cpu(), diagnostics, len(examples)
 
-        payloads = run_blocks(data.shape[0], run, generator=generator, device=model.device, progress=progress)
+        with allocating("num_chains", self.num_chains):
+            payloads = run_blocks(data.shape[0], run, generator=generator, device=model.device, progress=progress)
         log_weights = torch.cat([weights for weights, _, _ in payloads]).to(model.device)
         parts = [(diagnostics, count) for _, diagnostics, count in payloads if diagnostics is not None]
         return log_weights, _pool_diagnostics(parts, self.num_chains)

@@ -22,7 +22,7 @@ import torch
 
 from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, check_kernel
 from pfzoo.sampling import randint, uniform
-from pfzoo.validation import check_bool, check_finite_number, check_positive_int
+from pfzoo.validation import check_bool, check_choice, check_finite_number, check_positive_int
 
 SWAP_SCHEMES = ("alternate", "random")
 """Which neighbour pairs a step proposes to exchange: ``"alternate"`` the even pairs ``(1, 2), (3, 4), …`` at even steps and
@@ -170,8 +170,7 @@ class ParallelTempering:
                  batch_replicas: bool = True) -> None:
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a pfzoo kernel with init, step and needs (pfzoo.kernels), got {type(kernel).__name__}")
-        if swaps not in SWAP_SCHEMES:
-            raise ValueError(f"swaps must be one of {', '.join(SWAP_SCHEMES)}, got {swaps!r}")
+        check_choice(swaps, "swaps", SWAP_SCHEMES)
         self.kernel = kernel
         self.betas = check_ladder(betas)
         self.swaps = swaps

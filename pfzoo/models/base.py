@@ -12,7 +12,7 @@ from pfzoo.kernels import Kernel
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import binary_configurations
 from pfzoo.models.pretrained import pretrained_source
-from pfzoo.validation import check_binary, check_matrix
+from pfzoo.validation import check_binary, check_computable, check_matrix
 
 
 class PathStateProposal(NamedTuple):
@@ -86,9 +86,17 @@ class EnergyModel(nn.Module):
 
     def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
         """Raise ``ValueError`` unless ``v`` is a finite ``[B ≥ 1, V]`` tensor on the model's device with the model's
-        dtype (binary if the model is); a dtype mismatch is refused naming both dtypes, never cast."""
+        dtype (binary if the model is); a dtype mismatch is refused naming both dtypes, never cast. A model that cannot
+        compute (see :meth:`check_computable`) is refused first."""
+        self.check_computable()
         check = check_binary if self.binary_visible else check_matrix
         return check(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
+
+    def check_computable(self) -> None:
+        """Raise ``ValueError`` naming ``model`` if it is on the meta device (built there for sizing: shapes without
+        values) or in a dtype other than float32/float64; every method that computes calls it (via :meth:`check_visible`
+        where it takes data)."""
+        check_computable(self.device, self.dtype)
 
     def energy(self, *state: torch.Tensor) -> torch.Tensor:
         """Energy of full states, ``[B]``."""

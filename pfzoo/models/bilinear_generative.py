@@ -9,7 +9,7 @@ from torch import nn
 
 from pfzoo.models.latent import ExponentialPrior, LaplacePrior, LatentGenerativeModel, ProductPrior
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_model_dtype, check_positive_int, check_tensors
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -96,6 +96,7 @@ class BilinearGenerative(LatentGenerativeModel):
     ) -> "BilinearGenerative":
         """A model with copies of ``basis [M, K]`` (Φ), ``content_weight [K, Lc]`` (Θ) and ``style_weight [K, Ld]`` (Ψ)."""
         tensors = {"basis": basis, "content_weight": content_weight, "style_weight": style_weight}
+        check_tensors(**tensors)
         for name, tensor in tensors.items():
             if not isinstance(tensor, torch.Tensor) or tensor.dim() != 2 or not tensor.is_floating_point():
                 raise ValueError(f"{name} must be a 2-D floating-point tensor, got {getattr(tensor, 'shape', type(tensor).__name__)}")
@@ -111,7 +112,7 @@ class BilinearGenerative(LatentGenerativeModel):
             basis.shape[0], num_components, content_weight.shape[1], style_weight.shape[1],
             noise_std=noise_std, init_std=0.0, max_basis_norm=max_basis_norm,
         )
-        model.to(device=basis.device, dtype=basis.dtype)
+        model.to(device=basis.device, dtype=check_model_dtype(basis.dtype, "basis"))
         with torch.no_grad():
             for name, tensor in tensors.items():
                 getattr(model, name).copy_(tensor)

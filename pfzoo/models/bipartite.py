@@ -9,7 +9,7 @@ import torch
 from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, TEMPERED_LOG_DENSITY, BlockGibbs, Kernel, check_kernel, run_chain
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
+from pfzoo.validation import allocates, check_beta, check_binary, check_generator, check_positive_int
 
 
 class BipartiteConditionals:
@@ -87,6 +87,7 @@ class BipartiteModel(EnergyModel):
         check_generator(generator, self.device)
         return self.draw_visible(h, beta=self.check_sampler_beta(beta), generator=generator)
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(self, num_samples: int, *, num_steps: int = 1000, kernel: Kernel | None = None,
                generator: torch.Generator | None = None) -> torch.Tensor:
@@ -97,6 +98,7 @@ class BipartiteModel(EnergyModel):
         models mix slowly, so check convergence (e.g. two seeds' statistics), or pass a kernel that mixes between modes,
         e.g. ``kernel=ParallelTempering(BlockGibbs(), temperature_ladder(10, min_beta=0.1))`` (its β = 1 replicas are
         returned)."""
+        self.check_computable()
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)

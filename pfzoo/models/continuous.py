@@ -7,7 +7,7 @@ import torch
 from pfzoo.kernels import EnergyTarget, HMCKernel
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import allocates, check_generator, check_positive_int
 
 
 class ContinuousModel(EnergyModel):
@@ -39,7 +39,11 @@ class ContinuousModel(EnergyModel):
         """
         with torch.enable_grad():
             x = x.detach().requires_grad_(True)
-            (grad,) = torch.autograd.grad(self.energy(x).sum(), x)
+            energy = self.energy(x)
+            if not energy.requires_grad:  # detached (numpy, .item(), .detach()) or not depending on x at all
+                raise ValueError(f"the energy of {type(self).__name__} is not differentiable in x (no autograd graph): "
+                                 "HMC and HAIS need ∇ₓE, so compute it with torch operations on x")
+            (grad,) = torch.autograd.grad(energy.sum(), x)
         return grad
 
     def energy_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,6 +58,7 @@ class ContinuousModel(EnergyModel):
         """``E_β = β E`` with the analytic (or autograd) :meth:`energy_and_grad`, for HMC and Metropolis kernels."""
         return EnergyTarget(self)
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(
         self,
@@ -69,6 +74,7 @@ class ContinuousModel(EnergyModel):
         leapfrog steps of ``step_size``, Metropolis test; Neal 2011); returns their last states. Families with
         exact samplers (Gaussian, complete ICA) override this. Whether the chains mixed is the caller's to
         check (e.g. compare two seeds' moments)."""
+        self.check_computable()
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_positive_int(num_leapfrog, "num_leapfrog")

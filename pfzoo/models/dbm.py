@@ -16,7 +16,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_binary, check_generator, check_layer_sizes, check_positive_int
+from pfzoo.validation import allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
 DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
@@ -86,6 +86,7 @@ class DBM(EnergyModel):
         max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS,
     ) -> "DBM":
         """A DBM holding copies of ``weights[i] [n_i, n_{i+1}]`` and ``biases[i] [n_i]``."""
+        check_tensors(**{f"weights[{i}]": w for i, w in enumerate(weights)}, **{f"biases[{i}]": b for i, b in enumerate(biases)})
         if len(weights) < 1 or len(biases) != len(weights) + 1:
             raise ValueError(f"need L ≥ 1 weight matrices and L + 1 bias vectors, got {len(weights)} and {len(biases)}")
         for index, weight in enumerate(weights):
@@ -106,7 +107,7 @@ class DBM(EnergyModel):
                 if not torch.isfinite(tensor).all():
                     raise ValueError(f"{name}[{index}] contains NaN or infinite values")
         model = cls(expected, init_std=0.0, max_enumeration_units=max_enumeration_units)
-        model.to(device=weights[0].device, dtype=weights[0].dtype)
+        model.to(device=weights[0].device, dtype=check_model_dtype(weights[0].dtype, "weights[0]"))
         with torch.no_grad():
             for parameter, tensor in zip(list(model.weights) + list(model.biases), list(weights) + list(biases)):
                 parameter.copy_(tensor)
@@ -252,10 +253,12 @@ class DBM(EnergyModel):
         """``x_even ~ p_β(x_even | x_odd)`` for ``odd_state [N, Σ n_odd]`` → ``[N, Σ n_even]``. Not validated."""
         return self.even_odd_rbm().draw_visible(odd_state, beta=beta, generator=generator)
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(self, num_samples: int, *, num_steps: int = 1000, generator: torch.Generator | None = None) -> torch.Tensor:
         """Approximate samples of the visible layer ``[num_samples, V]``: :meth:`sample_layers`'s first layer (MCMC
         with ``num_steps`` sweeps from random states; see there)."""
+        self.check_computable()
         return self.sample_layers(num_samples, num_steps, generator=generator)[0]
 
     @torch.no_grad()

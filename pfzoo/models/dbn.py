@@ -15,7 +15,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_binary, check_generator, check_layer_sizes, check_positive_int
+from pfzoo.validation import allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_positive_int, check_tensors
 
 
 @register_model("dbn")
@@ -101,8 +101,7 @@ class DBN(EnergyModel):
                 raise ValueError(f"{name} must hold {len(weights)} vectors (one per weight matrix), got {len(tensors)}")
         for name, tensors in (("weights", weights), ("visible_biases", visible_biases), ("hidden_biases", hidden_biases)):
             for index, tensor in enumerate(tensors):
-                if not isinstance(tensor, torch.Tensor):
-                    raise ValueError(f"{name}[{index}] must be a torch.Tensor, got {type(tensor).__name__}")
+                check_tensors(**{f"{name}[{index}]": tensor})
         for index, weight in enumerate(weights):
             if weight.dim() != 2:
                 raise ValueError(f"weights[{index}] must be a matrix [n_{index}, n_{index + 1}], got shape {tuple(weight.shape)}")
@@ -121,7 +120,7 @@ class DBN(EnergyModel):
                     raise ValueError(f"{name}[{index}] contains NaN or infinite values")
         sizes = [weights[0].shape[0]] + [weight.shape[1] for weight in weights]
         model = cls(sizes, init_std=0.0, max_enumeration_units=max_enumeration_units)
-        model.to(device=weights[0].device, dtype=weights[0].dtype)
+        model.to(device=weights[0].device, dtype=check_model_dtype(weights[0].dtype, "weights[0]"))
         with torch.no_grad():
             for rbm, weight, visible_bias, hidden_bias in zip(model.rbms, weights, visible_biases, hidden_biases):
                 rbm.weight.copy_(weight)
@@ -347,10 +346,12 @@ class DBN(EnergyModel):
                 first = self._draw_down(self.num_layers - 2, top_visible, lowest=1, generator=generator)[0] if self.num_layers > 3 else top_visible
             yield first
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(self, num_samples: int, *, num_steps: int = 1000, generator: torch.Generator | None = None) -> torch.Tensor:
         """Approximate samples of the visible layer ``[num_samples, V]``: :meth:`sample_layers`'s first layer (MCMC
         with ``num_steps`` sweeps from random states; see there)."""
+        self.check_computable()
         return self.sample_layers(num_samples, num_steps, generator=generator)[0]
 
     @torch.no_grad()

@@ -7,6 +7,7 @@ from torch import nn
 
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
+from pfzoo.validation import allocates, check_model_dtype
 
 
 class EnergyFunction(ContinuousModel):
@@ -40,6 +41,7 @@ class EnergyFunction(ContinuousModel):
             self.path_family = "binary_energy"
         # A parameter-free net still has a device and dtype: this empty buffer follows .to() with the net.
         reference = next(iter(list(net.parameters()) + list(net.buffers())), torch.zeros(0))
+        check_model_dtype(reference.dtype, "net")
         self.register_buffer("_anchor", torch.zeros(0, dtype=reference.dtype, device=reference.device), persistent=False)
 
     @property
@@ -55,15 +57,27 @@ class EnergyFunction(ContinuousModel):
         return None
 
     def energy(self, x: torch.Tensor) -> torch.Tensor:
-        """``E(x)`` for ``x [B, M]`` → ``[B]``, validated, from the wrapped network."""
+        """``E(x)`` for ``x [B, M]`` → ``[B]``, validated, from the wrapped network.
+
+        The network's answer is checked too: a floating-point ``[B]`` tensor in the model's dtype. A network that fails
+        on ``x`` (typically a width other than ``num_visible``) is reported in one line naming ``net`` and
+        ``num_visible``, with the first line of its error."""
         self.check_visible(x, "x")
         compute = getattr(self.net, "energy", None)
-        energy = compute(x) if callable(compute) else self.net(x)
+        try:
+            energy = compute(x) if callable(compute) else self.net(x)
+        except (RuntimeError, IndexError, TypeError) as error:  # what torch raises for a width the net does not take
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(f"net failed on x of shape {tuple(x.shape)} ({type(error).__name__}: {reason}); "
+                             f"check that num_visible={self.num_visible} is the width net accepts") from error
         if not isinstance(energy, torch.Tensor) or energy.shape != (x.shape[0],):
             found = tuple(energy.shape) if isinstance(energy, torch.Tensor) else type(energy).__name__
-            raise ValueError(f"the wrapped net must map x [B, {self.num_visible}] to energies [B], got {found} for B = {x.shape[0]}")
+            raise ValueError(f"net must map x [B, {self.num_visible}] to energies [B], got {found} for B = {x.shape[0]}")
+        if energy.dtype != self.dtype:
+            raise ValueError(f"net must return energies of the model's dtype {self.dtype}, got dtype {energy.dtype}")
         return energy
 
+    @allocates("num_samples")
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None, **hmc_options) -> torch.Tensor:
         """HMC samples for real-valued energies (see :meth:`ContinuousModel.sample`); binary energies have no sampler here
         (anneal them with ``AIS``, whose final chains are approximate samples)."""

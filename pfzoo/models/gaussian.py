@@ -11,7 +11,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import normal
-from pfzoo.validation import check_generator, check_matrix, check_positive_int
+from pfzoo.validation import allocates, check_generator, check_matrix, check_model_dtype, check_positive_int, check_tensors
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -49,11 +49,13 @@ class Gaussian(ContinuousModel):
         Λ must be symmetric to within ``√ε`` of its largest entry (ε the dtype's machine epsilon);
         its symmetric part is used.
         """
+        check_tensors(precision=precision, **({} if mean is None else {"mean": mean}))
         if not isinstance(precision, torch.Tensor) or precision.dim() != 2 or precision.shape[0] != precision.shape[1]:
             shape = tuple(precision.shape) if isinstance(precision, torch.Tensor) else type(precision).__name__
             raise ValueError(f"precision must be a square matrix [M, M], got {shape}")
         if not precision.is_floating_point():
             raise ValueError(f"precision must be a floating-point tensor, got dtype {precision.dtype}")
+        check_model_dtype(precision.dtype, "precision")
         num_visible = precision.shape[0]
         if mean is None:
             mean = torch.zeros(num_visible, device=precision.device, dtype=precision.dtype)
@@ -79,6 +81,7 @@ class Gaussian(ContinuousModel):
         float64 and stored in ``data``'s dtype and device.
         """
         check_matrix(data, "data")
+        check_model_dtype(data.dtype, "data")
         if data.shape[0] == 0:
             raise ValueError("data must have at least one row to fit a Gaussian")
         if not regularization >= 0:
@@ -158,6 +161,7 @@ class Gaussian(ContinuousModel):
 
     def log_partition(self) -> torch.Tensor:
         """``log Z = (M/2) log 2π − ½ log det Λ = (M/2) log 2π − Σ_i log L_ii`` (float64 scalar, differentiable)."""
+        self.check_computable()
         return 0.5 * self.num_visible * _LOG_2PI - self.precision_log_cholesky.double().diagonal().sum()
 
     def frame(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,9 +171,11 @@ class Gaussian(ContinuousModel):
         eye = torch.eye(cholesky.shape[0], dtype=cholesky.dtype, device=cholesky.device)
         return self.mean.detach(), torch.linalg.solve_triangular(cholesky, eye, upper=False)
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact samples ``x = μ + L⁻ᵀ ε``, ``ε ~ N(0, I)``, ``[num_samples, M]`` (covariance ``L⁻ᵀ L⁻¹ = Λ⁻¹``)."""
+        self.check_computable()
         check_positive_int(num_samples, "num_samples")
         check_generator(generator, self.device)
         noise = normal((num_samples, self.num_visible), generator=generator, device=self.device, dtype=self.dtype)

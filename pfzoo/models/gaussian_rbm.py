@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_matrix, check_positive_int, check_tensors
+from pfzoo.validation import check_finite_number, check_matrix, check_model_dtype, check_positive_int, check_tensors
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -114,7 +114,7 @@ class GaussianBernoulliRBM(BipartiteModel):
             if not torch.isfinite(tensor).all():
                 raise ValueError(f"{name} contains NaN or infinite values")
         model = cls(num_visible, num_hidden, init_std=0.0, learn_sigma=learn_sigma, max_enumeration_units=max_enumeration_units)
-        model.to(device=weight.device, dtype=weight.dtype)
+        model.to(device=weight.device, dtype=check_model_dtype(weight.dtype, "weight"))
         with torch.no_grad():
             model.weight.copy_(weight)
             model.visible_bias.copy_(visible_bias)
@@ -142,7 +142,9 @@ class GaussianBernoulliRBM(BipartiteModel):
     # ---- input checks -------------------------------------------------------------------
 
     def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
-        """Raise ``ValueError`` unless ``v`` is a finite real ``[B, V]`` tensor on the model's device."""
+        """Raise ``ValueError`` unless ``v`` is a finite real ``[B, V]`` tensor on the model's device (and the model can
+        compute: :meth:`check_computable`)."""
+        self.check_computable()
         return check_matrix(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
 
     # ---- energies -----------------------------------------------------------------------
@@ -239,6 +241,7 @@ class GaussianBernoulliRBM(BipartiteModel):
         so ``log Z = Σ_i log(√(2π) σ_i) + logsumexp_h [c·h + Σ_i (b_i u_i / σ_i + u_i²/2)]``.
         Costs ``2^H`` matrix-vector products.
         """
+        self.check_computable()
         weight_t = self.weight.double().T
         hidden_bias = self.hidden_bias.double()
         scaled_visible_bias = self.visible_bias.double() / self.log_sigma.double().exp()

@@ -6,6 +6,7 @@ import torch
 
 from pfzoo.models.poe import ProductOfExperts
 from pfzoo.models.registry import register_model
+from pfzoo.validation import check_model_dtype, check_tensors
 
 
 @register_model("ica")
@@ -33,13 +34,14 @@ class ICA(ProductOfExperts):
     @classmethod
     def from_tensors(cls, filters: torch.Tensor) -> "ICA":
         """An ICA model holding a copy of the unmixing matrix ``filters [M, M]`` (W)."""
+        check_tensors(filters=filters)
         if not isinstance(filters, torch.Tensor) or filters.dim() != 2 or filters.shape[0] != filters.shape[1]:
             shape = tuple(filters.shape) if isinstance(filters, torch.Tensor) else type(filters).__name__
             raise ValueError(f"filters must be a square matrix [M, M], got {shape}")
         if not torch.isfinite(filters).all():
             raise ValueError("filters contains NaN or infinite values")
         model = cls(filters.shape[0])
-        model.to(device=filters.device, dtype=filters.dtype)
+        model.to(device=filters.device, dtype=check_model_dtype(filters.dtype, "filters"))
         with torch.no_grad():
             model.filters.copy_(filters)
         return model

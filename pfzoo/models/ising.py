@@ -12,7 +12,7 @@ from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binar
 from pfzoo.models.registry import register_model
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_finite_number, check_generator, check_positive_int, check_tensors
+from pfzoo.validation import allocates, check_beta, check_finite_number, check_generator, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -126,7 +126,7 @@ class Ising(EnergyModel):
         if torch.any(coupling.diagonal() != 0):
             raise ValueError("coupling must have a zero diagonal (put self-interactions x_i² = x_i into bias)")
         model = cls(num_units, init_std=0.0, max_enumeration_units=max_enumeration_units)
-        model.to(device=coupling.device, dtype=coupling.dtype)
+        model.to(device=coupling.device, dtype=check_model_dtype(coupling.dtype, "coupling"))
         with torch.no_grad():
             model.coupling.copy_((coupling + coupling.T) / 2)
             model.bias.copy_(bias)
@@ -222,6 +222,7 @@ class Ising(EnergyModel):
         kernel, target = self.gibbs_chain(blocks=blocks)
         return kernel.step(GibbsState(x, x.new_empty(0)), target, beta=beta, generator=generator)[0].position
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(
         self,
@@ -240,6 +241,7 @@ class Ising(EnergyModel):
         temperature_ladder(8, min_beta=0.2))`` for a model whose modes plain sweeps do not cross (its β replicas
         returned; its ladder is scaled by β).
         """
+        self.check_computable()
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_sweeps, "num_sweeps")
         beta = check_beta(beta)
@@ -263,6 +265,7 @@ class Ising(EnergyModel):
     @torch.no_grad()
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z = logsumexp_x [½ xᵀJx + b·x]`` (float64 scalar) by enumerating all ``2^D`` states in chunks."""
+        self.check_computable()
         coupling, bias = self.symmetric_coupling.double(), self.bias.double()
 
         def log_f(states: torch.Tensor) -> torch.Tensor:

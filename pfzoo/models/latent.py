@@ -8,7 +8,7 @@ import torch
 
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel
-from pfzoo.validation import check_generator, check_matrix, check_positive_int
+from pfzoo.validation import allocates, check_generator, check_matrix, check_positive_int
 from pfzoo.sampling import normal, uniform
 
 _LOG_2 = math.log(2.0)
@@ -207,8 +207,10 @@ class LatentGenerativeModel(EnergyModel):
         z = self.sample_prior(num_samples, generator=generator)
         return self.sample_visible(z, generator=generator), z
 
+    @allocates("num_samples")
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact ancestral samples of x, ``[num_samples, M]`` (the x of :meth:`sample_joint`)."""
+        self.check_computable()
         return self.sample_joint(num_samples, generator=generator)[0]
 
     @property

@@ -9,7 +9,7 @@ from torch import nn
 
 from pfzoo.models.latent import LatentGenerativeModel, latent_prior
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_model_dtype, check_positive_int, check_tensors
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -68,12 +68,13 @@ class LinearGenerative(LatentGenerativeModel):
         cls, basis: torch.Tensor, *, prior: str = "laplace", noise_std: float = 0.1, max_basis_norm: float | None = None
     ) -> "LinearGenerative":
         """A model with a copy of ``basis [M, L]`` (Φ)."""
+        check_tensors(basis=basis)
         if not isinstance(basis, torch.Tensor) or basis.dim() != 2:
             raise ValueError(f"basis must be a [M, L] tensor, got {getattr(basis, 'shape', type(basis).__name__)}")
         if not torch.isfinite(basis).all():
             raise ValueError("basis contains NaN or infinite values")
         model = cls(basis.shape[0], basis.shape[1], prior=prior, noise_std=noise_std, init_std=0.0, max_basis_norm=max_basis_norm)
-        model.to(device=basis.device, dtype=basis.dtype)
+        model.to(device=basis.device, dtype=check_model_dtype(basis.dtype, "basis"))
         with torch.no_grad():
             model.basis.copy_(basis)
         return model

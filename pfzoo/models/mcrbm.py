@@ -11,7 +11,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_binary, check_generator, check_positive_int
+from pfzoo.validation import check_beta, check_binary, check_generator, check_model_dtype, check_positive_int, check_tensors, describe
 
 DEFAULT_NORMALIZATION_EPS = 0.5
 """``small`` of Ranzato's released code (mcRBM_04May2010): ``x̃ = x / √(|x|²/D + small)``."""
@@ -117,7 +117,7 @@ class MeanCovarianceRBM(ContinuousModel):
         self.num_mean_hidden = check_positive_int(num_mean_hidden, "num_mean_hidden")
         for name, value in (("init_std", init_std), ("mean_init_std", mean_init_std)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite non-negative number, got {value!r}")
+                raise ValueError(f"{name} must be a finite non-negative number, got {describe(value)}")
         if isinstance(normalization_eps, bool) or not (
             isinstance(normalization_eps, (int, float)) and math.isfinite(normalization_eps) and normalization_eps > 0
         ):
@@ -162,6 +162,8 @@ class MeanCovarianceRBM(ContinuousModel):
         negative pooling entry. The released code's ``VF, FH, bias_cov, w_mean, bias_mean, bias_vis``
         map onto the arguments in this order (biases flattened from columns to vectors).
         """
+        check_tensors(factors=factors, pooling=pooling, covariance_bias=covariance_bias, mean_weight=mean_weight, mean_bias=mean_bias,
+                      visible_bias=visible_bias)
         matrices = (("factors", factors, "[D, F]"), ("pooling", pooling, "[F, K]"), ("mean_weight", mean_weight, "[D, J]"))
         for name, tensor, layout in matrices:
             if not isinstance(tensor, torch.Tensor) or tensor.dim() != 2:
@@ -202,7 +204,7 @@ class MeanCovarianceRBM(ContinuousModel):
             factor_norm=factor_norm,
             normalize_pooling=normalize_pooling,
         )
-        model.to(device=factors.device, dtype=factors.dtype)
+        model.to(device=factors.device, dtype=check_model_dtype(factors.dtype, "factors"))
         with torch.no_grad():
             for name, tensor in tensors.items():
                 getattr(model, name).copy_(tensor)

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_generator, check_positive_int, checking_values
+from pfzoo.validation import allocates, check_choice, check_generator, check_model_dtype, check_positive_int, check_tensors, checking_values
 
 EXPERTS = ("laplace", "student_t")
 DEFAULT_STUDENT_T_SHAPE = 1.5  # λ > ½, so a complete model has finite Z from the start
@@ -112,8 +112,7 @@ class ProductOfExperts(ContinuousModel):
         super().__init__()
         self.num_visible = check_positive_int(num_visible, "num_visible")
         self.num_experts = check_positive_int(num_experts, "num_experts")
-        if expert not in EXPERTS:
-            raise ValueError(f"expert must be one of {EXPERTS}, got {expert!r}")
+        check_choice(expert, "expert", EXPERTS)
         self.expert = expert
         if init_std is None:
             init_std = 1 / math.sqrt(num_visible)
@@ -136,11 +135,11 @@ class ProductOfExperts(ContinuousModel):
         ``shape=None`` means λ = 1.5 for every Student-t expert; Laplace experts take no shape. With
         ``shape_above_half`` every λ must exceed ½.
         """
+        check_tensors(filters=filters, **({} if shape is None else {"shape": shape}))
         if not isinstance(filters, torch.Tensor) or filters.dim() != 2:
             shape_found = tuple(filters.shape) if isinstance(filters, torch.Tensor) else type(filters).__name__
             raise ValueError(f"filters must have shape [L, M], got {shape_found}")
-        if expert not in EXPERTS:
-            raise ValueError(f"expert must be one of {EXPERTS}, got {expert!r}")
+        check_choice(expert, "expert", EXPERTS)
         if not torch.isfinite(filters).all():
             raise ValueError("filters contains NaN or infinite values")
         num_experts, num_visible = filters.shape
@@ -154,7 +153,7 @@ class ProductOfExperts(ContinuousModel):
             if shape_above_half and not (shape > 0.5).all():
                 raise ValueError("shape must exceed 1/2 (λ_l > ½) with shape_above_half=True")
         model = cls(num_visible, num_experts, expert, init_std=0.0, shape_above_half=shape_above_half)
-        model.to(device=filters.device, dtype=filters.dtype)
+        model.to(device=filters.device, dtype=check_model_dtype(filters.dtype, "filters"))
         with torch.no_grad():
             model.filters.copy_(filters)
             if shape is not None and shape_above_half:
@@ -296,11 +295,13 @@ class ProductOfExperts(ContinuousModel):
             curvature = 2 * (1 - squared) / (1 + squared).square() * self.shape
         return -slope @ self.filters, -(curvature @ squared_norms)
 
+    @allocates("num_samples")
     @torch.no_grad()
     def sample(self, num_samples: int, *, generator: torch.Generator | None = None, **hmc_options) -> torch.Tensor:
         """Samples ``[num_samples, M]``. A complete model with finite Z is sampled exactly: independent expert
         responses ``u`` (Laplace: difference of two exponentials; Student-t: :func:`student_t_responses`) mapped
         back through ``x = u Φ⁻ᵀ``. Any other model falls back to :meth:`ContinuousModel.sample` (HMC; ``hmc_options``)."""
+        self.check_computable()
         if not self.samples_exactly:
             return super().sample(num_samples, generator=generator, **hmc_options)
         check_positive_int(num_samples, "num_samples")
@@ -323,6 +324,7 @@ class ProductOfExperts(ContinuousModel):
         (an undercomplete model, singular Φ, or a Student-t shape λ_l ≤ ½); within
         :func:`pfzoo.validation.values_checked` the last two return ``+inf`` instead (no value read back).
         """
+        self.check_computable()
         if self.num_experts < self.num_visible:
             raise ValueError(
                 f"Z is infinite: {self.num_experts} experts in {self.num_visible} dimensions leave the density flat "

@@ -14,7 +14,7 @@ from pfzoo.models.centering import center_chain_gradients
 from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binary_states, sample_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_positive_int, check_tensors
+from pfzoo.validation import check_finite_number, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -86,7 +86,7 @@ class RBM(BipartiteModel):
             if not torch.isfinite(tensor).all():
                 raise ValueError(f"{name} contains NaN or infinite values")
         model = cls(num_visible, num_hidden, init_std=0.0, max_enumeration_units=max_enumeration_units)
-        model.to(device=weight.device, dtype=weight.dtype)
+        model.to(device=weight.device, dtype=check_model_dtype(weight.dtype, "weight"))
         with torch.no_grad():
             model.weight.copy_(weight)
             model.visible_bias.copy_(visible_bias)
@@ -304,6 +304,7 @@ class RBM(BipartiteModel):
         Enumerating ``h``: ``log Z = logsumexp_h [c·h + Σ_i softplus((Wh + b)_i)]``; enumerating ``v``
         is the same with the roles swapped. Costs ``2^min(V, H)`` matrix-vector products.
         """
+        self.check_computable()
         weight = self.weight.double()
         if self.num_hidden <= self.num_visible:
             enumerated_bias, other_bias, coupling = self.hidden_bias.double(), self.visible_bias.double(), weight.T

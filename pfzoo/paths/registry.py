@@ -19,6 +19,7 @@ from typing import Any, Callable
 import torch
 
 from pfzoo.models.capabilities import MissingCapability, describe, require
+from pfzoo.validation import check_matrix
 
 PathBuilder = Callable[..., Any]
 BaseBuilder = Callable[[Any, str, "torch.Tensor | None", float], Any]
@@ -92,7 +93,9 @@ def family_of(model, *, by: str = "annealing") -> PathFamily:
 
 def improper_reason(model) -> str | None:
     """Why ``model``'s partition function is infinite (``model.improper_reason()``), or ``None``.
-    Annealing towards such a model yields a finite number that estimates nothing."""
+    Annealing towards such a model yields a finite number that estimates nothing. Refuses a model that cannot compute
+    (meta device, half precision) first: the reason is computed from its parameters."""
+    model.check_computable()
     return model.improper_reason()
 
 
@@ -153,6 +156,9 @@ def make_base(model, *, base: str = "auto", data: torch.Tensor | None = None, sm
 
     A caller that rebuilds the path of a model whose parameters change (a tracker of ``log Z`` during training) makes
     the base once and passes it to :func:`build_from_base` at every rebuild, so ``f_0`` and ``log Z_0`` stay fixed."""
+    model.check_computable()  # a meta or half-precision model would fail deep inside a base's fit
+    if data is not None:  # a base fitted to no rows (or to rows of another width) is NaN or a shape error deep inside
+        check_matrix(data, "data", width=model.num_visible, allow_empty=False)
     entry = family_of(model, by=by)
     name = resolve_base(model, base, data)
     return entry.make_base(model, name, data, smoothing), name

@@ -25,6 +25,7 @@ from torch import nn
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.zoo import load_checkpoint, save
+from pfzoo.zoo.checkpoints import check_state_dict
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class CheckpointStore:
                 f"{checkpoint['model_config']} (trainer state {'absent' if checkpoint['trainer_state'] is None else 'present'}), "
                 f"expected a {name!r} model with config {model.config()}"
             )
+        check_state_dict(self.path, model, checkpoint["state_dict"])  # same config, tensors edited since: one line, not torch's
         differences = config_differences(checkpoint["config"], config)
         if differences:
             raise ValueError(

@@ -17,7 +17,7 @@ from pfzoo import distributed
 from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import allocating, check_positive_int
 
 
 def _free_energy_gap(model, batch: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
@@ -44,8 +44,9 @@ def persistent_chains(chains: torch.Tensor, batch: torch.Tensor, num_chains: int
     """Persistent chains ``[C_r, V]`` to advance: ``chains`` as they are, or, before the first update (empty), this
     rank's share of ``num_chains`` rows of ``batch [B, V]`` drawn with replacement; refuses a batch of another width."""
     if chains.numel() == 0:
-        rows = torch.randint(batch.shape[0], (owned_chains(num_chains),), generator=generator, device=batch.device)
-        return batch[rows]
+        with allocating("num_chains", num_chains):
+            rows = torch.randint(batch.shape[0], (owned_chains(num_chains),), generator=generator, device=batch.device)
+            return batch[rows]
     if chains.shape[1] != batch.shape[1]:
         raise ValueError(f"batch must have {chains.shape[1]} columns like the persistent chains, got shape {tuple(batch.shape)}")
     return chains

@@ -29,7 +29,7 @@ from pfzoo.training.objective import Objective
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_generator, check_positive_int
+from pfzoo.validation import allocating, check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,8 @@ class DBMPersistentMeanField(Objective):
         return mean_field_surrogate(model, batch, means, rbm, self.chains)
 
     def _initial_chains(self, model: DBM, batch: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        return initial_particles(model, batch, owned_chains(self.num_chains), generator)
+        with allocating("num_chains", self.num_chains):
+            return initial_particles(model, batch, owned_chains(self.num_chains), generator)
 
     def extra_repr(self) -> str:
         pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)
@@ -212,7 +213,7 @@ class DBMParallelTempering(PT):
         model.check_visible(batch, "batch")
         check_generator(generator, model.device)
         means = model.mean_field(batch, num_iterations=self.mean_field_iterations)
-        with torch.no_grad():
+        with torch.no_grad(), allocating("num_chains", self.num_chains):
             rbm = model.even_odd_rbm()
             kernel, target = rbm.gibbs_chain()
             start = lambda: initial_particles(model, batch, owned_chains(self.num_chains), generator)  # noqa: E731

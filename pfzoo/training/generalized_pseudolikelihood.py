@@ -38,7 +38,7 @@ import torch
 from pfzoo.sampling import uniform
 from pfzoo.training.objective import Objective
 from pfzoo.training.pseudolikelihood import missing_binary_free_energy
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_choice, check_positive_int
 
 SET_KINDS = ("blocks", "patches", "random", "random_per_example")
 MAX_SET_UNITS = 12
@@ -100,8 +100,7 @@ class GeneralizedPseudoLikelihood(Objective):
         seed: int = 0,
     ) -> None:
         super().__init__()
-        if sets not in SET_KINDS:
-            raise ValueError(f"sets must be one of {', '.join(SET_KINDS)}, got {sets!r}")
+        check_choice(sets, "sets", SET_KINDS)
         self.sets = sets
         self.size = check_positive_int(size, "size")
         units = size * size if sets == "patches" else size

@@ -14,7 +14,7 @@ from pfzoo.kernels import run_chain
 from pfzoo.sampling import bernoulli, normal
 from pfzoo.training.contrastive import _free_energy_gap, _missing_gibbs_chain, owned_chains
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import allocating, check_choice, check_positive_int
 
 STARTS = ("uniform", "marginals")
 """Where fresh chains start: ``"uniform"``, uniform binary states (binary models) or ``N(0, I)`` (real-valued ones), the
@@ -44,15 +44,14 @@ class NaiveMCMC(Objective):
         super().__init__()
         self.burn_in = check_positive_int(burn_in, "burn_in")
         self.num_chains = check_positive_int(num_chains, "num_chains")
-        if start not in STARTS:
-            raise ValueError(f"start must be one of {', '.join(STARTS)}, got {start!r}")
+        check_choice(start, "start", STARTS)
         self.start = start
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for ``batch [B, V]`` (scalar) whose gradient is the naive MCMC update."""
         self.check(model)
         model.check_visible(batch, "batch")
-        with torch.no_grad():
+        with torch.no_grad(), allocating("num_chains", self.num_chains):
             fresh = self.fresh_chains(model, batch, owned_chains(self.num_chains), generator=generator)
             state, _ = run_chain(*model.gibbs_chain(), fresh, self.burn_in, generator=generator)
         return _free_energy_gap(model, batch, state.position)

@@ -45,7 +45,7 @@ from torch.func import functional_call, jacrev
 from pfzoo import distributed
 from pfzoo.models.capabilities import Capability, MissingCapability, describe
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_finite_number, check_positive_int
+from pfzoo.validation import check_choice, check_finite_number, check_positive_int
 
 METRICS = ("model_fisher", "data_fisher", "energy", "relative")
 STRUCTURES = ("full", "block", "diagonal")
@@ -161,10 +161,8 @@ class NaturalGradient(Objective):
             raise ValueError(f"objective must be a pfzoo.training.Objective to precondition, got {type(objective).__name__}")
         if isinstance(objective, NaturalGradient):
             raise ValueError("objective must not itself be a NaturalGradient (its updates are already preconditioned)")
-        if metric not in METRICS:
-            raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-        if structure not in STRUCTURES:
-            raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}")
+        check_choice(metric, "metric", METRICS)
+        check_choice(structure, "structure", STRUCTURES)
         self.objective = objective
         self.metric = metric
         self.damping = check_finite_number(damping, "damping", minimum=0.0)

@@ -18,7 +18,7 @@ from pfzoo import distributed
 from pfzoo.kernels import SWAP_SCHEMES, TEMPERED_LOG_DENSITY, ParallelTempering, adapt_ladder, check_ladder, temperature_ladder
 from pfzoo.training.contrastive import _free_energy_gap, _missing_gibbs_chain, owned_chains
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_bool, check_positive_int
+from pfzoo.validation import allocating, check_bool, check_choice, check_positive_int
 
 
 def _offers_density(target: Any) -> bool:
@@ -74,8 +74,7 @@ class PT(Objective):
         self.k = check_positive_int(k, "k")
         self.num_chains = check_positive_int(num_chains, "num_chains")
         ladder = check_ladder(betas) if betas is not None else tuple(temperature_ladder(num_replicas, min_beta=min_beta, spacing=spacing).tolist())
-        if swaps not in SWAP_SCHEMES:
-            raise ValueError(f"swaps must be one of {', '.join(SWAP_SCHEMES)}, got {swaps!r}")
+        check_choice(swaps, "swaps", SWAP_SCHEMES)
         self.swaps = swaps
         self.adapt_ladder = check_bool(adapt_ladder, "adapt_ladder")
         # Host copies of the ladder and the round: reading the buffers at every step would stall a GPU's queue.
@@ -123,7 +122,9 @@ class PT(Objective):
         kernel, target = self._gibbs_chain(model)
         model.check_visible(batch, "batch")
         start = lambda: batch[torch.randint(batch.shape[0], (owned_chains(self.num_chains),), generator=generator, device=batch.device)]  # noqa: E731
-        return _free_energy_gap(model, batch, self.advance(kernel, target, start, batch.shape[1], generator=generator))
+        with allocating("num_chains", self.num_chains):
+            particles = self.advance(kernel, target, start, batch.shape[1], generator=generator)
+        return _free_energy_gap(model, batch, particles)
 
     @torch.no_grad()
     def advance(self, kernel, target, start, width: int, *, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -53,7 +53,7 @@ from pfzoo.models.capabilities import Capability, MissingCapability, describe
 from pfzoo.paths import build_from_base, is_annealable, make_base, path_kinds
 from pfzoo.sampling import uniform
 from pfzoo.training.callbacks import TrainingCallback
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import allocating, check_positive_int
 
 PATH_KIND = "geometric"
 
@@ -209,7 +209,8 @@ class PartitionTracker(TrainingCallback):
         if state is not None:
             self._load(state, model.device)
             return
-        self._states = [self._path.sample_base(self.num_chains, generator=self._generator) for _ in self.betas]
+        with allocating("num_chains", self.num_chains):
+            self._states = [self._path.sample_base(self.num_chains, generator=self._generator) for _ in self.betas]
         for _ in range(self.burn_in):
             self._sweep()
         self._observe()

@@ -45,7 +45,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.nce import contrastive_loss, normaliser
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_finite_number, check_positive_int, checking_values
+from pfzoo.validation import allocating, check_finite_number, check_positive_int, checking_values
 
 
 class SelfContrastive(Objective):
@@ -135,7 +135,7 @@ class SelfContrastive(Objective):
     def draw(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """The copy's samples ``[num_chains, V]`` for this update (module docstring), without grad."""
         frozen = self.frozen_copy(model)
-        with torch.no_grad():
+        with torch.no_grad(), allocating("num_chains", self.num_chains):
             if self._sampler == "exact":
                 return frozen.sample(owned_chains(self.num_chains), generator=generator)
             if self.chains.numel() == 0:

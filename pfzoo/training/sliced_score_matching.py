@@ -16,7 +16,7 @@ import torch
 
 from pfzoo.training.objective import Objective
 from pfzoo.training.score_functions import PROJECTIONS, autograd_score, missing_smooth_free_energy, projected_jacobian, random_projections
-from pfzoo.validation import check_bool, check_positive_int, checking_values
+from pfzoo.validation import check_bool, check_choice, check_positive_int, checking_values
 
 
 class SlicedScoreMatching(Objective):
@@ -34,8 +34,7 @@ class SlicedScoreMatching(Objective):
     def __init__(self, num_projections: int = 1, projection: str = "rademacher", variance_reduced: bool = False) -> None:
         super().__init__()
         self.num_projections = check_positive_int(num_projections, "num_projections")
-        if projection not in PROJECTIONS:
-            raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+        check_choice(projection, "projection", PROJECTIONS)
         self.projection = projection
         self.variance_reduced = check_bool(variance_reduced, "variance_reduced")
 

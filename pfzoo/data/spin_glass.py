@@ -167,7 +167,8 @@ def sample_spin_glass(
     ``num_samples - (R - 1) C`` chains. Each sweep is a step of the model's visible Gibbs chain
     (``model.gibbs_chain()``: for an Ising model a scan over its independent sets, two blocks on an even-sided lattice),
     or of ``kernel`` on that chain's target, e.g. :class:`~pfzoo.kernels.SwendsenWang` (the thesis's sampler for its
-    training states, ch. 3), which decorrelates cold, strongly coupled models far faster.
+    training states, ch. 3): far faster for cold ferromagnetic couplings, but slower per step than these sweeps on a
+    cold frustrated glass (:mod:`pfzoo.kernels.swendsen_wang` gives the measurement).
     """
     require(model, Capability.BINARY_STATES, Capability.VISIBLE_GIBBS_CHAIN, by="sample_spin_glass")
     check_positive_int(num_samples, "num_samples")

@@ -86,6 +86,26 @@ def test_one_step_from_exact_draws_is_invariant_and_reversible():
     assert (pairs.diagonal().sum() / pairs.sum()).item() < 0.9
 
 
+def test_samples_an_ising_path_at_an_intermediate_beta():
+    """On the geometric path from a base with its own biases b_0, ``f_β`` has couplings βJ and biases (1 − β) b_0 + βb."""
+    from pfzoo.paths import IsingGeometricPath
+
+    model = pairwise_model("spin_glass", fields=True, seed=4)
+    base_bias = torch.randn(NUM_UNITS, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    base = Ising.from_tensors(torch.zeros(NUM_UNITS, NUM_UNITS, dtype=torch.float64), base_bias)
+    path = IsingGeometricPath(model, base, kernel=SwendsenWang())
+    beta = 0.6
+    generator = torch.Generator().manual_seed(6)
+    state = path.init(path.draw_base(NUM_CHAINS, generator=generator))
+    for _ in range(NUM_STEPS):
+        state, _info = path.transition(state, beta, generator=generator)
+    intermediate = Ising.from_tensors(beta * model.symmetric_coupling.detach(), (1 - beta) * base_bias + beta * model.bias.detach())
+    assert chi_square_p_value(state.position, probabilities_at(intermediate, 1.0)) > P_VALUE_FLOOR
+    torch.testing.assert_close(path.statistics(state)[1], -model.energy(state.position).detach())  # the state keeps its statistics
+    target_only = Ising.from_tensors(beta * model.symmetric_coupling.detach(), beta * model.bias.detach())
+    assert chi_square_p_value(state.position, probabilities_at(target_only, 1.0)) < 1e-10  # the base's biases matter
+
+
 def test_chain_betas_and_parallel_tempering_sample_each_temperature():
     """β as an ``[N, 1]`` column (half the chains at 1, half at 0.3) and replica exchange with SW inside, via ``sample``."""
     model = pairwise_model("ferromagnet", fields=True, seed=2)

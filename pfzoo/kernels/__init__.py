@@ -5,13 +5,14 @@ Gibbs kernels (:class:`BlockGibbs`, :class:`ScanGibbs`) act on targets with exac
 (:class:`BlockConditionals`, :class:`ScanConditionals`); position-space kernels (:class:`HMCKernel`,
 :class:`RandomWalkMetropolis`, :class:`BitFlipMetropolis`) on a :class:`PositionTarget`. :class:`Cycle` and
 :class:`Repeat` build kernels from kernels, and :class:`ParallelTempering` runs replicas of any kernel over a ladder of
-β (:func:`temperature_ladder`, :func:`adapt_ladder`); :func:`adaptive_chain` adapts an HMC step between transitions.
+β (:func:`temperature_ladder`, :func:`adapt_ladder`); :class:`SwendsenWang` moves clusters of a :class:`PairwiseBinary`
+target (Ising models, spin glasses); :func:`adaptive_chain` adapts an HMC step between transitions.
 """
 
 from pfzoo.kernels.adaptation import AdaptedChain, adaptive_chain
 from pfzoo.kernels.base import (
-    BINARY_ENERGY_VALUES, BLOCK_CONDITIONALS, CHAIN_BETAS, ENERGY_AND_GRADIENT, EXACT_DRAWS, REAL_ENERGY_VALUES, SCAN_CONDITIONALS,
-    TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, Repeat, check_kernel, run_chain,
+    BINARY_ENERGY_VALUES, BLOCK_CONDITIONALS, CHAIN_BETAS, ENERGY_AND_GRADIENT, EXACT_DRAWS, PAIRWISE_BINARY, REAL_ENERGY_VALUES,
+    SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, Repeat, check_kernel, run_chain,
 )
 from pfzoo.kernels.exact import ExactDraws, ExactInfo, ExactState, PerfectTransition
 from pfzoo.kernels.gibbs import BlockConditionals, BlockGibbs, GibbsInfo, GibbsState, ScanConditionals, ScanGibbs
@@ -19,6 +20,7 @@ from pfzoo.kernels.hmc import (
     EnergyTarget, Evaluation, HMCInfo, HMCKernel, HMCState, PositionTarget, hais_momentum_refresh, leapfrog, refresh_momentum,
 )
 from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisInfo, MetropolisState, RandomWalkMetropolis
+from pfzoo.kernels.swendsen_wang import PairwiseBinary, SwendsenWang, SwendsenWangInfo, cluster_labels, coupling_edges
 from pfzoo.kernels.tempering import (
     SWAP_SCHEMES, ParallelTempering, TemperingInfo, TemperingState, adapt_ladder, check_ladder, temperature_ladder,
 )
@@ -32,4 +34,5 @@ __all__ = [
     "refresh_momentum", "run_chain",
     "CHAIN_BETAS", "SWAP_SCHEMES", "TEMPERED_LOG_DENSITY", "ParallelTempering", "TemperingInfo", "TemperingState", "adapt_ladder",
     "check_ladder", "temperature_ladder",
+    "PAIRWISE_BINARY", "PairwiseBinary", "SwendsenWang", "SwendsenWangInfo", "cluster_labels", "coupling_edges",
 ]

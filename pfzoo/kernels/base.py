@@ -23,6 +23,7 @@ ENERGY_AND_GRADIENT = "an energy and its gradient over real vectors"
 REAL_ENERGY_VALUES = "an energy over real vectors"
 BINARY_ENERGY_VALUES = "an energy over binary vectors"
 EXACT_DRAWS = "exact draws of each intermediate distribution"
+PAIRWISE_BINARY = "pairwise couplings and biases over binary vectors"
 """What a kernel needs of its target (a kernel's ``needs``); a target offers one or more of these."""
 TEMPERED_LOG_DENSITY = "its unnormalised log density at any β"
 """What replica exchange needs besides its kernel's needs: ``target.log_density(position [N, D], *, beta)``, float64

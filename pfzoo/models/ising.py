@@ -5,7 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pfzoo.kernels import CHAIN_BETAS, SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, GibbsState, Kernel, ScanGibbs, check_kernel, run_chain
+from functools import cached_property
+
+from pfzoo.kernels import (
+    CHAIN_BETAS, PAIRWISE_BINARY, SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, GibbsState, Kernel, ScanGibbs, check_kernel, coupling_edges,
+    run_chain,
+)
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binary_states
@@ -39,17 +44,27 @@ class IsingConditionals:
     """An Ising model's ``p_β(x) ∝ exp(β (½ xᵀJx + b·x))`` as a scan-Gibbs target (:class:`~pfzoo.kernels.ScanConditionals`):
     ``p_β(x_i = 1 | x_{-i}) = σ(β (Jx + b)_i)``, one matrix product per block; no statistics kept. Its draws take a β per
     chain (an ``[N, 1]`` tensor) and it offers ``log f_β``, so :class:`~pfzoo.kernels.ParallelTempering` runs on it with
-    every replica in one batch.
+    every replica in one batch. It is also a :class:`~pfzoo.kernels.PairwiseBinary` target (``b_β = βb``), so
+    :class:`~pfzoo.kernels.SwendsenWang` runs on it.
 
     Args:
         coupling: symmetric, zero-diagonal ``J [D, D]``; bias: ``b [D]`` (both detached).
         scan: the blocks in visiting order, each an independent set of the coupling graph.
     """
 
-    offers = frozenset({SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CHAIN_BETAS})
+    offers = frozenset({SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CHAIN_BETAS, PAIRWISE_BINARY})
 
     def __init__(self, coupling: torch.Tensor, bias: torch.Tensor, scan: list[torch.Tensor]) -> None:
         self.coupling, self.bias, self.scan = coupling, bias, scan
+
+    @cached_property
+    def edges(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The coupled pairs ``i < j`` (:func:`~pfzoo.kernels.coupling_edges`), found at the first call only."""
+        return coupling_edges(self.coupling)
+
+    def bias_at(self, beta: float | torch.Tensor) -> torch.Tensor:
+        """``b_β = βb``: ``[D]``, or ``[N, D]`` for β an ``[N, 1]`` tensor."""
+        return beta * self.bias
 
     def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> None:
         return None
@@ -239,7 +254,8 @@ class Ising(EnergyModel):
         Chains start from ``initial [S, D]`` or, by default, uniformly random states. ``kernel`` replaces the sweep by any
         kernel on :meth:`gibbs_chain`'s target, one step per sweep, e.g. ``ParallelTempering(ScanGibbs(),
         temperature_ladder(8, min_beta=0.2))`` for a model whose modes plain sweeps do not cross (its β replicas
-        returned; its ladder is scaled by β).
+        returned; its ladder is scaled by β), or :class:`~pfzoo.kernels.SwendsenWang` cluster moves for cold, strongly
+        coupled models (a ferromagnet below its critical temperature).
         """
         self.check_computable()
         check_positive_int(num_samples, "num_samples")

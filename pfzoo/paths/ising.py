@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from pfzoo.kernels import SCAN_CONDITIONALS, Kernel, ScanGibbs, check_kernel
+from functools import cached_property
+
+from pfzoo.kernels import PAIRWISE_BINARY, SCAN_CONDITIONALS, Kernel, ScanGibbs, check_kernel, coupling_edges
 from pfzoo.models.ising import independent_sets
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path, same_family_base
@@ -21,9 +23,12 @@ class IsingPathConditionals:
     graph) ``B_1, …, B_m`` forward, then ``B_{m-1}, …, B_1`` back: a forward-only scan leaves ``f_β`` invariant but is
     not reversible (its reversal is the backward scan); the symmetric scan is, as RAISE requires when it runs the same
     transitions from the data down to the base. It costs ``2m - 1`` block updates (3 on a checkerboard lattice).
+
+    It is also a :class:`~pfzoo.kernels.PairwiseBinary` target (couplings ``βJ``, biases ``b_β``), so a path built with
+    ``kernel=SwendsenWang()`` (reversible too) moves clusters at the strongly coupled end.
     """
 
-    offers = frozenset({SCAN_CONDITIONALS})
+    offers = frozenset({SCAN_CONDITIONALS, PAIRWISE_BINARY})
 
     def __init__(self, target, base) -> None:
         if base.coupling.shape != target.coupling.shape:
@@ -35,6 +40,15 @@ class IsingPathConditionals:
         self.base_bias = base.bias.detach().to(self.bias)
         blocks = independent_sets(self.coupling)
         self.scan = blocks + blocks[-2::-1]  # B_1 … B_m … B_1: a reversible kernel
+
+    @cached_property
+    def edges(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The coupled pairs ``i < j`` of the target (:func:`~pfzoo.kernels.coupling_edges`), found at the first call only."""
+        return coupling_edges(self.coupling)
+
+    def bias_at(self, beta: float) -> torch.Tensor:
+        """``b_β = (1-β) b_0 + β b`` ``[D]``."""
+        return (1 - beta) * self.base_bias + beta * self.bias
 
     def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
         target_term = 0.5 * ((x @ self.coupling) * x).sum(-1) + x @ self.bias
@@ -50,7 +64,8 @@ class IsingGeometricPath(AnnealingPath):
 
     The energy is linear in the parameters, so ``f_β = f_0^{1-β} f_1^β`` is the Ising model with
     ``J_β = βJ`` and ``b_β = (1-β) b_0 + β b`` (:class:`IsingPathConditionals`); an increment costs a subtraction of
-    its statistics, and ``log Z_0 = Σ_i softplus(b_0,i)``. The default kernel is one symmetric scan of block Gibbs.
+    its statistics, and ``log Z_0 = Σ_i softplus(b_0,i)``. The default kernel is one symmetric scan of block Gibbs;
+    :class:`~pfzoo.kernels.SwendsenWang` also acts on the path's target.
     """
 
     def __init__(self, target, base, kernel: Kernel | None = None) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from pfzoo import distributed
-from pfzoo.kernels import run_chain
+from pfzoo.kernels import Kernel, check_kernel, run_chain
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
 from pfzoo.validation import allocating, check_positive_int
@@ -115,6 +115,9 @@ class PCD(Objective):
         k: Gibbs sweeps per update (≥ 1).
         num_chains: number of persistent chains (the size of the negative batch), over all ranks; at least the
             number of ranks.
+        kernel: a kernel on the model's Gibbs target to advance the chains instead of its Gibbs sweep (each step
+            counts as a sweep), e.g. :class:`~pfzoo.kernels.SwendsenWang` for an Ising model; None: the sweep. A
+            target that does not offer what it needs is refused in one line.
     """
 
     lazy_buffers = ("chains",)
@@ -123,10 +126,11 @@ class PCD(Objective):
     config_name = "pcd"
     missing = staticmethod(_missing_gibbs_chain)
 
-    def __init__(self, k: int = 1, num_chains: int = 100) -> None:
+    def __init__(self, k: int = 1, num_chains: int = 100, kernel: Kernel | None = None) -> None:
         super().__init__()
         self.k = check_positive_int(k, "k")
         self.num_chains = check_positive_int(num_chains, "num_chains")
+        self.kernel = kernel
         self.register_buffer("chains", torch.empty(0))
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -134,10 +138,12 @@ class PCD(Objective):
         self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         self.chains = persistent_chains(self.chains, batch, self.num_chains, generator=generator)
+        default, target = model.gibbs_chain()
+        kernel = default if self.kernel is None else check_kernel(self.kernel, target.offers, f"{type(model).__name__}'s Gibbs target")
         with torch.no_grad():
-            state, _ = run_chain(*model.gibbs_chain(), self.chains, self.k, generator=generator)
+            state, _ = run_chain(kernel, target, self.chains, self.k, generator=generator)
         self.chains = state.position
         return _free_energy_gap(model, batch, self.chains)
 
     def extra_repr(self) -> str:
-        return f"k={self.k}, num_chains={self.num_chains}"
+        return f"k={self.k}, num_chains={self.num_chains}" + ("" if self.kernel is None else f", kernel={self.kernel!r}")

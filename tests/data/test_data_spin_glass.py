@@ -284,7 +284,9 @@ def test_config_composes_and_instantiates():
     defaults = {k: v for k, v in cfg.items() if k != "_target_"}
     assert defaults == dict(
         kind="lattice", side=10, num_units=None, coupling_std=None, bias_std=0.0,
-        num_train=20000, num_test=2000, num_chains=1000, burn_in=1000, thin=10, seed=0,
+        num_train=20000, num_test=2000, num_chains=1000, burn_in=1000, thin=10, kernel=None, seed=0,
     )
     data = instantiate(cfg, num_train=30, num_test=10, num_chains=10, burn_in=2, thin=1)
     assert data.name == "spin_glass" and data.train.shape == (30, 100) and data.image_shape == (10, 10)
+    clusters = instantiate(cfg, num_train=30, num_test=10, num_chains=10, burn_in=2, thin=1, kernel={"_target_": "pfzoo.kernels.SwendsenWang"})
+    assert clusters.train.shape == (30, 100) and not torch.equal(clusters.train, data.train)

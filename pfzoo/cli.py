@@ -5,7 +5,9 @@
 as ``ValueError`` (bad values, a model lacking what an estimator or trainer needs), ``FloatingPointError``
 (training diverged under the given settings), ``FileNotFoundError`` (a missing checkpoint or data file),
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
-instantiation errors. Anything else is a bug and keeps its traceback.
+instantiation errors (a ``-m`` sweep's included). All of them reach :func:`report_error` as :func:`one_line` of the
+error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. ``pfzoo-torchrun`` (``python -m pfzoo
+torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2.
 """
 
 from __future__ import annotations
@@ -163,13 +165,12 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     :data:`EXIT_USAGE`); anything else is a bug and keeps its traceback. Started by ``torchrun``, both tasks join the
     process group (:func:`pfzoo.distributed.initialize`): evaluate's estimators shard their chains across the ranks,
     train's :class:`~pfzoo.training.Trainer` shards every minibatch; rank 0 alone reports."""
-    if task not in TASKS:
-        report_error(f"the task must be one of {list(TASKS)}, got {task!r}")
-        sys.exit(EXIT_USAGE)
     if distributed.launched():
         distributed.initialize()
     codes: list[int] = []
     try:
+        if task not in TASKS:
+            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
         check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]

@@ -4,6 +4,7 @@ Each row runs the app in-process as ``scripts/train.py`` / ``scripts/evaluate.py
 with small settings so that a value refused only after some work still ends fast.
 """
 
+import logging
 import os
 
 import pytest
@@ -137,7 +138,28 @@ ARGV_ROWS = [
 ]
 
 
+@pytest.fixture
+def hydra_logging_undone():
+    """Undo the logging set-up of a job Hydra starts in this process (its handlers hold this test's captured streams)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    disabled = {name: logger.disabled for name, logger in logging.Logger.manager.loggerDict.items() if isinstance(logger, logging.Logger)}
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger):
+            logger.disabled = disabled.get(name, False)
+
+
 @pytest.mark.parametrize("task, argv, names", ARGV_ROWS, ids=[f"{task}:{' '.join(a)}" for task, a, _ in ARGV_ROWS])
+@pytest.mark.usefixtures("hydra_logging_undone")
 def test_bad_command_line_exits_2_in_one_line_naming_it(task, argv, names, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)

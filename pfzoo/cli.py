@@ -12,6 +12,7 @@ torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import logging
@@ -115,8 +116,8 @@ def report_error(message: str) -> None:
     distributed.synchronize()
 
 
-def check_overrides(task: str, argv: Sequence[str]) -> None:
-    """Raise a user error (:data:`USER_ERRORS`) when ``argv`` does not compose, before any work: Hydra's flags out of
+def check_overrides(task: str, argv: Sequence[str]) -> argparse.Namespace:
+    """Hydra's reading of ``argv`` (its flags and overrides); raise a user error (:data:`USER_ERRORS`) when ``argv`` does not compose, before any work: Hydra's flags out of
     order, malformed overrides, unknown keys or group options, values of the wrong type. Each value of a ``-m`` sweep is
     checked alone (``model=rbm,nosuch`` fails before ``rbm`` trains); combinations that fail only together are caught
     as Hydra composes their job (:func:`run`). Overrides of Hydra's own settings (``hydra.*``) and another config
@@ -125,12 +126,12 @@ def check_overrides(task: str, argv: Sequence[str]) -> None:
     parser.error = refuse_flags  # argparse would print its usage (a dozen lines) and exit 2 itself
     args = parser.parse_args(list(argv))
     if args.config_name or args.config_path or args.config_dir:
-        return
+        return args
     parsed = [override for override in map(parse_override, args.overrides) if not override.is_hydra_override()]
     fixed = [override.input_line for override in parsed if not override.is_sweep_override()]
     if not args.multirun:
         OmegaConf.to_container(compose(task, [override.input_line for override in parsed]), resolve=True)
-        return
+        return args
     OmegaConf.to_container(compose(task, fixed), resolve=True)
     for override in parsed:
         if override.is_choice_sweep() and override.value_type != ValueType.GLOB_CHOICE_SWEEP:
@@ -141,6 +142,7 @@ def check_overrides(task: str, argv: Sequence[str]) -> None:
             continue  # a glob or an interval: only a sweeper plugin enumerates it
         for value in values:
             OmegaConf.to_container(compose(task, [*fixed, f"{override.get_key_element()}={value}"]), resolve=True)
+    return args
 
 
 def parse_override(text: str) -> Override:
@@ -171,7 +173,7 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     try:
         if task not in TASKS:
             raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
-        check_overrides(task, argv)
+        args = check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]
 
@@ -182,6 +184,9 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
         sys.argv = [sys.argv[0], *argv]
         with hydra_raises():
             job()
+        if args.multirun and not codes and not any((args.cfg, args.help, args.hydra_help, args.info, args.shell_completion)):
+            sweeps = [arg for arg in args.overrides if "(" in arg or "," in arg]
+            raise ValueError(f"the -m sweep launched no job: {' '.join(sweeps) or 'its overrides'} enumerate no value")
     except USER_ERRORS as error:
         report_error(one_line(error))
         codes.append(EXIT_USAGE)

@@ -86,6 +86,7 @@ ROWS = [
     ("evaluate", ["pretrained=rbm-digits", "dataset=spin_glass"], "pretrained=rbm-digits"),
     ("evaluate", ["pretrained=hopfield-hopfield_patterns", "samples=true"], "samples=true"),
     ("evaluate", ["model=ica", "samples=true"], "samples=true"),
+    ("evaluate", ["versus=rbm-digits", "samples=true"], "versus=rbm-digits"),
 ]
 
 
@@ -133,6 +134,8 @@ ARGV_ROWS = [
     ("evaluate", ["-m", "estimator=ais,nosuch"], "estimator/nosuch"),
     ("evaluate", ["-m", "num_test=10,abc"], "num_test"),
     ("evaluate", ["-m", "bogus=1,2"], "bogus"),
+    ("evaluate", ["-m", "seed=glob(*)"], "launched no job"),  # a sweep of nothing: not a silent exit 0
+    ("train", ["-m", "--cfg", "job", "seed=1,2"], "--cfg"),
     ("evaluate", ["checkpoint=/nonexistent.pt"], "/nonexistent.pt"),
     ("nope", ["seed=1"], "nope"),  # python -m pfzoo nope
 ]

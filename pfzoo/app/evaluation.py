@@ -133,6 +133,9 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     model = zoo.load(checkpoint, map_location=device)
     check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
     if cfg.versus:
+        if cfg.samples:  # the comparison draws no pictures
+            raise ValueError(f"samples=true draws one model's samples, but versus={cfg.versus} compares two; drop samples=true "
+                             f"(or evaluate each model with samples=true on its own)")
         return compare_with_versus(cfg, model, checkpoint, dataset, device)
     estimator = instantiate(cfg.estimator).to(device)
     estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)

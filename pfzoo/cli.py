@@ -13,12 +13,12 @@ torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
 import os
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, NoReturn, Sequence
 
@@ -130,9 +130,15 @@ def check_overrides(task: str, argv: Sequence[str]) -> argparse.Namespace:
     parsed = [override for override in map(parse_override, args.overrides) if not override.is_hydra_override()]
     fixed = [override.input_line for override in parsed if not override.is_sweep_override()]
     if not args.multirun:
-        OmegaConf.to_container(compose(task, [override.input_line for override in parsed]), resolve=True)
+        cfg = compose(task, [override.input_line for override in parsed])
+        OmegaConf.to_container(cfg, resolve=True)
+        if not distributed.is_active():  # under torchrun rank 0 checks the run directory for all (rank_overrides)
+            check_run_dir(cfg.run_dir)
         return args
-    OmegaConf.to_container(compose(task, fixed), resolve=True)
+    cfg = compose(task, fixed)
+    OmegaConf.to_container(cfg, resolve=True)
+    if not distributed.is_active():
+        check_run_dir(cfg.run_dir)
     for override in parsed:
         if override.is_choice_sweep() and override.value_type != ValueType.GLOB_CHOICE_SWEEP:
             values = list(override.sweep_string_iterator())
@@ -143,6 +149,21 @@ def check_overrides(task: str, argv: Sequence[str]) -> argparse.Namespace:
         for value in values:
             OmegaConf.to_container(compose(task, [*fixed, f"{override.get_key_element()}={value}"]), resolve=True)
     return args
+
+
+def check_run_dir(run_dir: str) -> None:
+    """Refuse, naming it, a ``run_dir`` that cannot be made a folder (a file on its path, no permission) before Hydra
+    makes it with a traceback; the folders made to find out are removed again (``--cfg`` and a refused run leave none)."""
+    path = Path(run_dir)
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]  # the deepest first
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"run_dir={run_dir} cannot be made a folder: {error.strerror or error}") from error
+    finally:
+        for folder in missing:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def parse_override(text: str) -> Override:
@@ -203,7 +224,7 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     sys.exit(code)
 
 
-@contextmanager
+@contextlib.contextmanager
 def hydra_raises() -> Iterator[None]:
     """Within this context Hydra raises its errors (a sweep's job that does not compose, an unknown ``--config-name``)
     instead of printing several lines and exiting 1 itself, so that :func:`run` reports them as it reports the others
@@ -221,10 +242,18 @@ def hydra_raises() -> Iterator[None]:
 
 def rank_overrides(task: str, argv: Sequence[str]) -> list[str]:
     """Overrides that make torchrun's ranks one run: rank 0's run directory for all (``${now:...}`` could differ between
-    ranks), and Hydra's config copies and log files from rank 0 only."""
+    ranks; refused on every rank when it cannot be made), and Hydra's config copies and log files from rank 0 only."""
     overrides = [arg for arg in argv if "=" in arg and not arg.startswith(("-", "hydra.")) and "," not in arg.split("=", 1)[1]]
-    run_dir = [str(compose(task, overrides).run_dir)] if distributed.rank() == 0 else [None]
+    run_dir: list[str | None] = [None, None]  # [rank 0's run directory, why it cannot be made]
+    if distributed.rank() == 0:  # one rank probes it: another's probe could remove the folders this one is making
+        run_dir[0] = str(compose(task, overrides).run_dir)
+        try:
+            check_run_dir(run_dir[0])
+        except ValueError as error:
+            run_dir[1] = str(error)
     distributed.broadcast_from_first(run_dir)
+    if run_dir[1] is not None:
+        raise ValueError(run_dir[1])
     quiet = [] if distributed.rank() == 0 else ["hydra.output_subdir=null", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
     return [f"run_dir={run_dir[0]}", *quiet]
 

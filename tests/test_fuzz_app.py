@@ -137,7 +137,10 @@ ARGV_ROWS = [
     ("evaluate", ["-m", "seed=glob(*)"], "launched no job"),  # a sweep of nothing: not a silent exit 0
     ("train", ["-m", "--cfg", "job", "seed=1,2"], "--cfg"),
     ("evaluate", ["checkpoint=/nonexistent.pt"], "/nonexistent.pt"),
-    ("nope", ["seed=1"], "nope"),  # python -m pfzoo nope
+    ("nope", ["seed=1"], "nope"),
+    ("train", ["run_dir=FILE/x"], "run_dir=FILE/x"),  # a file on the run directory's path
+    ("evaluate", ["run_dir=FILE"], "run_dir=FILE"),
+    ("train", ["-m", "run_dir=FILE", "seed=1,2"], "run_dir=FILE"),  # python -m pfzoo nope
 ]
 
 
@@ -167,12 +170,15 @@ def test_bad_command_line_exits_2_in_one_line_naming_it(task, argv, names, tmp_p
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setattr("sys.argv", [f"scripts/{task}.py"])
+    (tmp_path / "file").write_text("")
+    argv = [arg.replace("FILE", str(tmp_path / "file")) for arg in argv]
+    run_dir = [] if any(arg.startswith("run_dir=") for arg in argv) else [f"run_dir={tmp_path / 'run'}"]
     with pytest.raises(SystemExit) as exit:
-        cli.run(task, [*argv, f"run_dir={tmp_path / 'run'}", "trainer.progress=false" if task == "train" else "progress=false"])
+        cli.run(task, [*argv, *run_dir, "trainer.progress=false" if task == "train" else "progress=false"])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit.value.code == cli.EXIT_USAGE
     assert len(err) == 1 and err[0].startswith("error: "), err
-    assert names in err[0], err[0]
+    assert names.replace("FILE", str(tmp_path / "file")) in err[0], err[0]
     assert "HYDRA_FULL_ERROR" not in os.environ  # Hydra's switch is set only while the jobs run
     made = {path.name for path in (tmp_path / "run").rglob("*")}
     assert not made & {"checkpoint.pt", "metrics.jsonl", "evaluation.json"}, made  # refused before any work (a sweep's too)

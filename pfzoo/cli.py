@@ -5,22 +5,31 @@
 as ``ValueError`` (bad values, a model lacking what an estimator or trainer needs), ``FloatingPointError``
 (training diverged under the given settings), ``FileNotFoundError`` (a missing checkpoint or data file),
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
-instantiation errors. Anything else is a bug and keeps its traceback.
+instantiation errors (a ``-m`` sweep's included). All of them reach :func:`report_error` as :func:`one_line` of the
+error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. ``pfzoo-torchrun`` (``python -m pfzoo
+torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import itertools
 import json
 import logging
+import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, NoReturn, Sequence
 
 import hydra
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
+from hydra._internal.utils import get_args_parser
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import HydraException
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override, ValueType
+from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -35,8 +44,11 @@ logger = logging.getLogger("pfzoo")
 
 
 def one_line(error: BaseException) -> str:
-    """The innermost cause of ``error`` as one line (Hydra wraps constructor errors in several lines of context)."""
-    while error.__cause__ is not None:
+    """``error`` as one line: the message of the outermost exception that is not Hydra's wrapper of a user error (Hydra
+    wraps a constructor's ``ValueError`` and an override's OmegaConf error in lines of context). pfzoo's own message
+    wins over the causes it was raised from: it names the file or argument, where an OS or torch error beneath it
+    does not; so does Hydra's where its cause is no user error (a ``TypeError`` in a sweep's ``range(...)``)."""
+    while isinstance(error, HydraException) and isinstance(error.__cause__, USER_ERRORS):
         error = error.__cause__
     text = str(error).split("Config search path")[0]  # Hydra appends every search path: noise on one line
     text = " ".join(text.split())
@@ -104,58 +116,181 @@ def report_error(message: str) -> None:
     distributed.synchronize()
 
 
-def check_overrides(task: str, argv: Sequence[str]) -> None:
-    """Exit with :data:`EXIT_USAGE` and one line when ``argv``'s overrides do not compose (unknown group option, bad syntax).
-
-    Hydra's own flags (``-m``, ``--cfg``, ``hydra.*``) are left to Hydra.
-    """
-    overrides = [arg for arg in argv if not arg.startswith("-") and not arg.startswith("hydra.") and "=" in arg]
-    if len(overrides) != len([arg for arg in argv if not arg.startswith("-")]):
-        return  # something only Hydra understands (e.g. a multirun sweep's extra syntax); let it report
-    try:
-        cfg = compose(task, [arg for arg in overrides if "," not in arg.split("=", 1)[1]])
+def check_overrides(task: str, argv: Sequence[str]) -> argparse.Namespace:
+    """Hydra's reading of ``argv`` (its flags and overrides); raise a user error (:data:`USER_ERRORS`) when ``argv`` does not compose, before any work: Hydra's flags out of
+    order, malformed overrides, unknown keys or group options, values of the wrong type. Each value of a ``-m`` sweep is
+    checked alone (``model=rbm,nosuch`` fails before ``rbm`` trains); combinations that fail only together are caught
+    as Hydra composes their job (:func:`run`). Overrides of Hydra's own settings (``hydra.*``) and another config
+    (``--config-name``) are left to Hydra."""
+    parser = get_args_parser()
+    parser.error = refuse_flags  # argparse would print its usage (a dozen lines) and exit 2 itself
+    args = parser.parse_args(list(argv))
+    if args.config_name or args.config_path or args.config_dir:
+        return args
+    parsed = [override for override in map(parse_override, args.overrides) if not override.is_hydra_override()]
+    fixed = [override.input_line for override in parsed if not override.is_sweep_override()]
+    if not args.multirun:
+        cfg = compose(task, [override.input_line for override in parsed])
         OmegaConf.to_container(cfg, resolve=True)
-    except USER_ERRORS as error:
-        report_error(one_line(error))
-        sys.exit(EXIT_USAGE)
+        if not distributed.is_active():  # under torchrun rank 0 checks the run directory for all (rank_overrides)
+            check_run_dir(cfg.run_dir)
+        return args
+    cfg = compose(task, fixed)
+    OmegaConf.to_container(cfg, resolve=True)
+    if not distributed.is_active():
+        check_run_dir(cfg.run_dir)
+    for override in parsed:
+        if override.is_choice_sweep() and override.value_type != ValueType.GLOB_CHOICE_SWEEP:
+            values = list(override.sweep_string_iterator())
+        elif override.is_range_sweep():
+            values = list(itertools.islice(override.sweep_string_iterator(), 1))  # numbers of one kind: the first stands for all
+        else:
+            continue  # a glob or an interval: only a sweeper plugin enumerates it
+        for value in values:
+            OmegaConf.to_container(compose(task, [*fixed, f"{override.get_key_element()}={value}"]), resolve=True)
+    return args
 
 
-def run(task: str, argv: Sequence[str]) -> None:
+def check_run_dir(run_dir: str) -> None:
+    """Refuse, naming it, a ``run_dir`` that cannot be made a folder (a file on its path, no permission) before Hydra
+    makes it with a traceback; the folders made to find out are removed again (``--cfg`` and a refused run leave none)."""
+    path = Path(run_dir)
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]  # the deepest first
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"run_dir={run_dir} cannot be made a folder: {error.strerror or error}") from error
+    finally:
+        for folder in missing:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def parse_override(text: str) -> Override:
+    """``text`` (``key=value``) parsed by Hydra's override grammar; a user error naming it when it does not parse
+    (Hydra's own message quotes only the offending token)."""
+    try:
+        return OverridesParser.create().parse_overrides([text])[0]
+    except OverrideParseException as error:
+        raise ValueError(f"cannot parse the override {text!r}: {one_line(error)}") from error
+
+
+def refuse_flags(message: str) -> NoReturn:
+    """argparse's complaint about the command line's flags as a user error: Hydra's flags (``-m``, ``--cfg``, ...) come
+    before the ``key=value`` overrides."""
+    raise ValueError(f"{message} (Hydra's flags such as -m/--multirun must come before the key=value overrides)")
+
+
+def run(task: str, argv: Sequence[str]) -> NoReturn:
     """The command line of ``task``: Hydra's (``-m`` sweeps, ``--cfg``, overrides) over the packaged configs, with
-    overrides checked first so that a typo exits 2 in one line; exits with :func:`execute`'s code. Started by ``torchrun``,
-    both tasks join the process group (:func:`pfzoo.distributed.initialize`): evaluate's estimators shard their chains
-    across the ranks, train's :class:`~pfzoo.training.Trainer` shards every minibatch; rank 0 alone reports."""
-    if task not in TASKS:
-        print(f"error: the task must be one of {list(TASKS)}, got {task!r}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+    overrides checked first so that a typo exits 2 in one line; exits with the largest of the jobs' :func:`execute`
+    codes. Every user error, Hydra's own included, is reported by :func:`report_error` in one line (exit
+    :data:`EXIT_USAGE`); anything else is a bug and keeps its traceback. Started by ``torchrun``, both tasks join the
+    process group (:func:`pfzoo.distributed.initialize`): evaluate's estimators shard their chains across the ranks,
+    train's :class:`~pfzoo.training.Trainer` shards every minibatch; rank 0 alone reports."""
     if distributed.launched():
         distributed.initialize()
+    codes: list[int] = []
     try:
-        check_overrides(task, argv)
+        if task not in TASKS:
+            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
+        args = check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]
-
-        codes: list[int] = []
 
         @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
         def job(cfg: DictConfig) -> None:
             codes.append(execute(task, cfg))  # a sweep runs every job in this process: exiting here would end it
 
         sys.argv = [sys.argv[0], *argv]
-        job()
+        with hydra_raises():
+            job()
+        if args.multirun and not codes and not any((args.cfg, args.help, args.hydra_help, args.info, args.shell_completion)):
+            sweeps = [arg for arg in args.overrides if "(" in arg or "," in arg]
+            raise ValueError(f"the -m sweep launched no job: {' '.join(sweeps) or 'its overrides'} enumerate no value")
+    except USER_ERRORS as error:
+        report_error(one_line(error))
+        codes.append(EXIT_USAGE)
     finally:
         distributed.shutdown()
-    sys.exit(max(codes, default=0))
+    code = max(codes, default=0)
+    if code and distributed.launched():
+        # every rank passed report_error's barrier together: leave now, all alike, before the elastic agent sees the
+        # first one gone and stops the others with SIGTERM while the interpreter winds down (seconds with torch loaded)
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+@contextlib.contextmanager
+def hydra_raises() -> Iterator[None]:
+    """Within this context Hydra raises its errors (a sweep's job that does not compose, an unknown ``--config-name``)
+    instead of printing several lines and exiting 1 itself, so that :func:`run` reports them as it reports the others
+    (``HYDRA_FULL_ERROR=1`` is Hydra's documented switch; the user's own setting comes back afterwards)."""
+    before = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["HYDRA_FULL_ERROR"]
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = before
 
 
 def rank_overrides(task: str, argv: Sequence[str]) -> list[str]:
     """Overrides that make torchrun's ranks one run: rank 0's run directory for all (``${now:...}`` could differ between
-    ranks), and Hydra's config copies and log files from rank 0 only."""
+    ranks; refused on every rank when it cannot be made), and Hydra's config copies and log files from rank 0 only."""
     overrides = [arg for arg in argv if "=" in arg and not arg.startswith(("-", "hydra.")) and "," not in arg.split("=", 1)[1]]
-    run_dir = [str(compose(task, overrides).run_dir)] if distributed.rank() == 0 else [None]
+    run_dir: list[str | None] = [None, None]  # [rank 0's run directory, why it cannot be made]
+    if distributed.rank() == 0:  # one rank probes it: another's probe could remove the folders this one is making
+        run_dir[0] = str(compose(task, overrides).run_dir)
+        try:
+            check_run_dir(run_dir[0])
+        except ValueError as error:
+            run_dir[1] = str(error)
     distributed.broadcast_from_first(run_dir)
+    if run_dir[1] is not None:
+        raise ValueError(run_dir[1])
     quiet = [] if distributed.rank() == 0 else ["hydra.output_subdir=null", "hydra/job_logging=disabled", "hydra/hydra_logging=disabled"]
     return [f"run_dir={run_dir[0]}", *quiet]
+
+
+def torchrun_main(argv: Sequence[str] | None = None) -> NoReturn:
+    """``pfzoo-torchrun [torchrun options] scripts/train.py [key=value ...]``: ``torchrun`` with the one-line promise kept.
+
+    torchrun raises ``ChildFailedError`` (a traceback and exit 1) whenever a worker exits non-zero, even one that exited
+    2 without raising, as every rank does on a user error after rank 0 printed its line (:func:`report_error`); no
+    worker can change that. Here a run whose first failed worker exited :data:`EXIT_USAGE` exits 2 without the
+    traceback, and the agent's own log line about that worker is dropped; any other failure keeps torchrun's report."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args
+    from torch.distributed.run import run as torchrun
+
+    agent_log = logging.getLogger("torch.distributed.elastic.multiprocessing.api")
+    held: list[logging.LogRecord] = []
+
+    def hold_failure_notes(record: logging.LogRecord) -> bool:
+        """Hold back the agent's notes on a failed worker and its stopping of the others until the failure is known."""
+        if isinstance(record.msg, str) and record.msg.startswith(("failed (exitcode", "Sending process")):
+            held.append(record)
+            return False
+        return True
+
+    agent_log.addFilter(hold_failure_notes)
+    try:
+        torchrun(parse_args(list(sys.argv[1:] if argv is None else argv)))
+    except ChildFailedError as failure:
+        _, first = failure.get_first_failure()
+        if first.exitcode == EXIT_USAGE:  # rank 0 has printed the one line
+            sys.exit(EXIT_USAGE)
+        agent_log.removeFilter(hold_failure_notes)
+        for record in held:
+            agent_log.handle(record)
+        raise
+    sys.exit(0)
 
 
 def train_main() -> None:

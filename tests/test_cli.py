@@ -1,5 +1,8 @@
 """The command line as a user meets it: one run folder per job, resume under the same config only, a readable report."""
 
+import importlib.util
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -9,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pfzoo import cli, zoo
+from pfzoo import app, cli, zoo
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = ["trainer.epochs=1", "trainer.progress=false", "model.num_hidden=3", "estimator.num_steps=20"]
@@ -89,3 +92,80 @@ def test_evaluate_draws_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, 
     cfg = cli.compose("evaluate", [f"run_dir={tmp_path}", "estimator.num_steps=50", "num_test=10"])
     assert cfg.progress and cli.execute("evaluate", cfg) == 0
     assert "step/s" not in capsys.readouterr().err
+
+
+def test_resume_past_the_requested_epochs_is_refused_and_at_them_warned(tmp_path, capsys, caplog):
+    """A run at epoch 2 resumed with trainer.epochs=1 would train nothing and exit 0: refused, naming both numbers;
+    resumed with trainer.epochs=2 it trains nothing either, and says so."""
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY, "trainer.epochs=2", "pictures=false"])) == 0
+    capsys.readouterr()
+    before = (tmp_path / "checkpoint.pt").read_bytes()
+    fewer = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "trainer.epochs=1", "resume=true", "pictures=false"])
+    assert cli.execute("train", fewer) == cli.EXIT_USAGE
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "is at epoch 2" in error[0] and "trainer.epochs > 2" in error[0], error
+    assert (tmp_path / "checkpoint.pt").read_bytes() == before
+    with caplog.at_level("WARNING"):
+        same = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "trainer.epochs=2", "resume=true", "pictures=false"])
+        assert cli.execute("train", same) == 0
+    assert any("already at epoch 2" in record.getMessage() for record in caplog.records), caplog.text
+
+
+def test_resume_without_the_earlier_metrics_says_which_epochs_are_lost(tmp_path, capsys, caplog):
+    settings = [f"run_dir={tmp_path}", *TINY, "pictures=false"]
+    assert cli.execute("train", cli.compose("train", [*settings, "trainer.epochs=3"])) == 0
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    (tmp_path / "metrics.jsonl").write_text(lines[0] + "\n")  # epochs 2 and 3 deleted by hand
+    with caplog.at_level("WARNING"):
+        assert cli.execute("train", cli.compose("train", [*settings, "trainer.epochs=4", "resume=true"])) == 0
+    warnings = [record.getMessage() for record in caplog.records if "metrics.jsonl" in record.getMessage()]
+    assert len(warnings) == 1 and "2 of the checkpoint's 3 epochs (epochs 2-3)" in warnings[0], warnings
+    assert [json.loads(line)["epoch"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()] == [1, 4]
+
+
+def test_a_pretrained_model_is_measured_on_its_own_data_set_unless_another_is_asked_for(tmp_path):
+    """pretrained=NAME brings its card's data set; dataset=... naming another is refused (naming both), not ignored."""
+    def source(*overrides):
+        return app.evaluation_source(cli.compose("evaluate", [f"run_dir={tmp_path}", *overrides]))
+
+    _, dataset, card = source("pretrained=ica-patches")  # the default dataset (digits) was not asked for
+    assert dataset._target_ == "pfzoo.data.patches" and card["name"] == "ica-patches"
+    _, dataset, _ = source("pretrained=rbm-digits", "dataset=digits")  # asked for, and the same
+    assert dataset._target_ == "pfzoo.data.digits"
+    with pytest.raises(ValueError, match="dataset=binarized_mnist does not match pretrained=rbm-digits.*dataset=digits"):
+        source("pretrained=rbm-digits", "dataset=binarized_mnist")
+    with pytest.raises(ValueError, match="dataset=digits does not match pretrained=ica-patches.*dataset=patches"):
+        source("model=ica", "pretrained=ica-patches", "dataset=digits")  # model=ica's default is patches: digits was asked for
+
+
+def test_evaluate_refuses_samples_for_data_that_are_not_images(tmp_path, capsys):
+    cfg = cli.compose("evaluate", [f"run_dir={tmp_path}", "pretrained=hopfield-hopfield_patterns", "samples=true", "progress=false"])
+    assert cli.execute("evaluate", cfg) == cli.EXIT_USAGE
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "samples=true" in error[0] and "hopfield_patterns" in error[0], error
+    assert not (tmp_path / "samples.png").exists()
+
+
+TORCHRUN = importlib.util.find_spec("torch.distributed.run") is not None and torch.distributed.is_available()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TORCHRUN, reason="torch.distributed (torchrun) is not available")
+def test_a_user_error_under_torchrun_is_one_line_and_exit_2_from_every_rank(tmp_path):
+    """Every rank meets the error, rank 0 prints it, all exit 2 together. torchrun itself turns any non-zero worker into
+    a ChildFailedError traceback and exit 1 (checked here, so that a torch that changes this is noticed);
+    ``python -m pfzoo torchrun`` (= ``pfzoo-torchrun``) exits 2 with the one line alone."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    train = [str(REPO / "scripts" / "train.py"), f"run_dir={tmp_path / 'run'}", "trainer.epochs=0"]
+    launch = ["--standalone", "--nproc_per_node=2"]
+    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", *launch, *train], capture_output=True, text=True,
+                           cwd=tmp_path, env=env, timeout=120)
+    assert plain.returncode == 1 and "ChildFailedError" in plain.stderr, plain.stderr[-2000:]
+    assert plain.stderr.count("error: epochs must be a positive integer, got 0") == 1, plain.stderr[-2000:]
+    assert plain.stderr.count("exitcode  : 2") == 2, plain.stderr[-2000:]  # both ranks, neither stopped by a signal
+
+    wrapped = subprocess.run([sys.executable, "-m", "pfzoo", "torchrun", *launch, *train], capture_output=True, text=True,
+                             cwd=tmp_path, env=env, timeout=120)
+    assert wrapped.returncode == cli.EXIT_USAGE, wrapped.stderr[-2000:]
+    assert wrapped.stderr.strip().splitlines() == ["error: epochs must be a positive integer, got 0"], wrapped.stderr[-2000:]

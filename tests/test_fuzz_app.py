@@ -4,7 +4,12 @@ Each row runs the app in-process as ``scripts/train.py`` / ``scripts/evaluate.py
 with small settings so that a value refused only after some work still ends fast.
 """
 
+import logging
+import os
+
 import pytest
+import torch
+from hydra.errors import ConfigCompositionException, InstantiationException
 
 from pfzoo import cli
 
@@ -77,6 +82,11 @@ ROWS = [
     ("evaluate", ["model=rbm", "dataset=patches"], "dataset=patches"),
     ("evaluate", ["checkpoint=models/rbm-digits/checkpoint.pt", "dataset=spin_glass", "dataset.side=3"], "visible units"),
     ("evaluate", ["zoo_dir=/nonexistent"], "/nonexistent"),
+    ("evaluate", ["pretrained=rbm-digits", "dataset=binarized_mnist"], "dataset=binarized_mnist"),
+    ("evaluate", ["pretrained=rbm-digits", "dataset=spin_glass"], "pretrained=rbm-digits"),
+    ("evaluate", ["pretrained=hopfield-hopfield_patterns", "samples=true"], "samples=true"),
+    ("evaluate", ["model=ica", "samples=true"], "samples=true"),
+    ("evaluate", ["versus=rbm-digits", "samples=true"], "versus=rbm-digits"),
 ]
 
 
@@ -100,3 +110,127 @@ def test_bad_command_line_value_exits_2_in_one_line_naming_it(task, overrides, n
     assert code == cli.EXIT_USAGE
     assert len(errors) == 1 and "\n" not in errors[0]
     assert names in errors[0], errors[0]
+
+
+# The whole command line, as `scripts/<task>.py ARGV` runs it (Hydra's flags, -m sweeps, Hydra's own composition).
+ARGV_ROWS = [
+    # (task, argv, words the one line must contain)
+    ("train", ["seed=abc"], "seed"),
+    ("train", ["seed=1,2"], "seed=1,2"),  # a sweep's syntax without -m
+    ("train", ["a=b=c"], "a=b=c"),  # malformed override
+    ("train", ["seed='1"], "seed='1"),
+    ("train", ["model=nosuch"], "model/nosuch"),
+    ("train", ["--cfg", "job", "seed=abc"], "seed"),
+    ("train", ["trainer.epochs=1", "-m", "seed=1,2"], "-m"),  # a flag after the overrides: argparse's usage otherwise
+    ("train", ["--config-name=nosuch"], "nosuch"),
+    ("train", ["-m", "seed=abc"], "seed"),
+    ("train", ["-m", "seed=1,abc"], "seed"),  # one bad value of a sweep
+    ("train", ["-m", "foo=1,2"], "foo"),  # unknown key in a sweep
+    ("train", ["-m", "model=rbm,nosuch"], "model/nosuch"),  # unknown config name in a sweep
+    ("train", ["-m", "trainer=cd,nosuch"], "trainer/nosuch"),
+    ("train", ["-m", "seed=range(1,x)"], "seed=range(1,x)"),  # a sweep that does not parse
+    ("train", ["-m", "model=rbm,ica", "model.num_hidden=2"], "num_hidden"),  # a value that fails with one sweep value
+    ("train", ["-m", "hydra.foo=1"], "hydra.foo"),  # Hydra's own settings: reported by Hydra as it composes
+    ("evaluate", ["-m", "estimator=ais,nosuch"], "estimator/nosuch"),
+    ("evaluate", ["-m", "num_test=10,abc"], "num_test"),
+    ("evaluate", ["-m", "bogus=1,2"], "bogus"),
+    ("evaluate", ["-m", "seed=glob(*)"], "launched no job"),  # a sweep of nothing: not a silent exit 0
+    ("train", ["-m", "--cfg", "job", "seed=1,2"], "--cfg"),
+    ("evaluate", ["checkpoint=/nonexistent.pt"], "/nonexistent.pt"),
+    ("nope", ["seed=1"], "nope"),
+    ("train", ["run_dir=FILE/x"], "run_dir=FILE/x"),  # a file on the run directory's path
+    ("evaluate", ["run_dir=FILE"], "run_dir=FILE"),
+    ("train", ["-m", "run_dir=FILE", "seed=1,2"], "run_dir=FILE"),  # python -m pfzoo nope
+]
+
+
+@pytest.fixture
+def hydra_logging_undone():
+    """Undo the logging set-up of a job Hydra starts in this process (its handlers hold this test's captured streams)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    disabled = {name: logger.disabled for name, logger in logging.Logger.manager.loggerDict.items() if isinstance(logger, logging.Logger)}
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+            handler.close()
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger):
+            logger.disabled = disabled.get(name, False)
+
+
+@pytest.mark.parametrize("task, argv, names", ARGV_ROWS, ids=[f"{task}:{' '.join(a)}" for task, a, _ in ARGV_ROWS])
+@pytest.mark.usefixtures("hydra_logging_undone")
+def test_bad_command_line_exits_2_in_one_line_naming_it(task, argv, names, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr("sys.argv", [f"scripts/{task}.py"])
+    (tmp_path / "file").write_text("")
+    argv = [arg.replace("FILE", str(tmp_path / "file")) for arg in argv]
+    run_dir = [] if any(arg.startswith("run_dir=") for arg in argv) else [f"run_dir={tmp_path / 'run'}"]
+    with pytest.raises(SystemExit) as exit:
+        cli.run(task, [*argv, *run_dir, "trainer.progress=false" if task == "train" else "progress=false"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit.value.code == cli.EXIT_USAGE
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert names.replace("FILE", str(tmp_path / "file")) in err[0], err[0]
+    assert "HYDRA_FULL_ERROR" not in os.environ  # Hydra's switch is set only while the jobs run
+    made = {path.name for path in (tmp_path / "run").rglob("*")}
+    assert not made & {"checkpoint.pt", "metrics.jsonl", "evaluation.json"}, made  # refused before any work (a sweep's too)
+
+
+def damaged_checkpoints(directory) -> dict[str, object]:
+    """Files at a checkpoint's path that are none: cut at several lengths, random bytes, empty, text, another torch file."""
+    good = (cli.config_dir().parent / "models" / "rbm-digits" / "checkpoint.pt").read_bytes()
+    contents = {f"cut at {cut}": good[:cut] for cut in (10, 3000, 30000, len(good) - 1)}
+    contents.update({"random bytes": torch.randint(256, (5000,), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
+                     .numpy().tobytes(), "empty": b"", "text": b"not a checkpoint\n"})
+    paths = {}
+    for name, content in contents.items():
+        paths[name] = directory / f"{name.replace(' ', '_')}.pt"
+        paths[name].write_bytes(content)
+    torch.save({"weights": torch.zeros(3)}, directory / "other.pt")
+    paths["another torch file"] = directory / "other.pt"
+    return paths
+
+
+def test_a_damaged_checkpoint_is_named_in_one_line_by_evaluate_and_by_resume(tmp_path, capsys):
+    """pfzoo's line names the file, not the OS or torch error beneath it ([Errno 22], "Weights only load failed")."""
+    for name, path in damaged_checkpoints(tmp_path).items():
+        code, errors = run_app("evaluate", [f"run_dir={tmp_path / 'evaluate'}", f"checkpoint={path}", *EVALUATE_SMALL], capsys)
+        assert code == cli.EXIT_USAGE and len(errors) == 1, (name, errors)
+        assert errors[0].startswith(f"error: {path} ") and "checkpoint" in errors[0], (name, errors[0])
+        assert "weights_only" not in errors[0], errors[0]  # torch's advice to load it unsafely is not for this file
+
+        run_dir = tmp_path / "train" / path.stem
+        run_dir.mkdir(parents=True)
+        (run_dir / "checkpoint.pt").write_bytes(path.read_bytes())
+        code, errors = run_app("train", [f"run_dir={run_dir}", *TRAIN_SMALL, "resume=true"], capsys)
+        assert code == cli.EXIT_USAGE and len(errors) == 1, (name, errors)
+        assert errors[0].startswith(f"error: {run_dir / 'checkpoint.pt'} "), (name, errors[0])
+
+
+def test_one_line_is_the_outermost_message_that_names_the_argument():
+    def chained(outer: BaseException, inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except BaseException as cause:
+                raise outer from cause
+        except BaseException as error:
+            return error
+
+    # pfzoo's message names the file; the OS error beneath it does not
+    assert cli.one_line(chained(ValueError("x.pt is not a readable checkpoint"), OSError(22, "Invalid argument"))) == (
+        "x.pt is not a readable checkpoint")
+    # Hydra's wrapper of a constructor's ValueError gives way to it
+    assert cli.one_line(chained(InstantiationException("Error in call to target 'RBM':\nValueError(...)"),
+                                ValueError("num_hidden must be positive, got 0"))) == "num_hidden must be positive, got 0"
+    # ... but not to a cause that is no user error, which would lose the override's name
+    assert cli.one_line(chained(ConfigCompositionException("Error parsing override 'seed=range(1,x)'\nTypeError"),
+                                TypeError("mismatch"))) == "Error parsing override 'seed=range(1,x)' TypeError"

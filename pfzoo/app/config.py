@@ -52,3 +52,18 @@ def model_was_chosen(cfg: DictConfig) -> bool:
     if HydraConfig.initialized() and HydraConfig.get().runtime.choices.get("model") == chosen:
         return any(override.split("=", 1)[0].lstrip("+~") == "model" for override in HydraConfig.get().overrides.task)
     return chosen != _default_choice("evaluate", "model")
+
+
+def dataset_was_chosen(cfg: DictConfig) -> bool:
+    """Whether the user picked ``dataset=...``: Hydra's overrides under ``hydra.main``; without them (a composed config),
+    whether ``cfg.dataset`` builds another data set than the default of the model config it records (its
+    ``conf/model`` file's override of ``/dataset``, else ``evaluate.yaml``'s)."""
+    if HydraConfig.initialized() and HydraConfig.get().runtime.choices.get("model") == cfg.model_config_name:
+        return any(override.split("=", 1)[0].lstrip("+~") == "dataset" for override in HydraConfig.get().overrides.task)
+    default = _default_choice("evaluate", "dataset")
+    model_file = config_dir() / "model" / f"{cfg.model_config_name}.yaml"
+    if cfg.model_config_name is not None and model_file.is_file():
+        for entry in OmegaConf.to_container(OmegaConf.load(model_file)).get("defaults", []):
+            if isinstance(entry, dict):
+                default = next((value for key, value in entry.items() if key.startswith("override /dataset")), default)
+    return cfg.dataset._target_ != OmegaConf.load(config_dir() / "dataset" / f"{default}.yaml")._target_

@@ -17,8 +17,8 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
 from pfzoo.app.comparison import compare_with_versus
-from pfzoo.app.config import model_was_chosen, resolve_device
-from pfzoo.app.run_pictures import evaluation_pictures
+from pfzoo.app.config import dataset_was_chosen, model_was_chosen, resolve_device
+from pfzoo.app.run_pictures import draws_images, evaluation_pictures
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
 
@@ -93,7 +93,12 @@ def evaluation_source(cfg: DictConfig) -> tuple[Path, DictConfig, dict[str, Any]
     zoo_dir = _zoo_dir(cfg)
     name = pretrained or pretrained_name(cfg)
     card = zoo.pretrained_card(name, zoo_dir=zoo_dir)
-    return zoo.pretrained_path(name, zoo_dir=zoo_dir), pretrained_dataset(card, cfg), card
+    dataset = pretrained_dataset(card, cfg)
+    if pretrained and dataset._target_ != cfg.dataset._target_ and dataset_was_chosen(cfg):
+        raise ValueError(f"dataset={cfg.dataset._target_.rsplit('.', 1)[-1]} does not match pretrained={name}, which is measured "
+                         f"on the data set it was trained on, dataset={card['dataset']}; drop dataset= or pass "
+                         f"checkpoint=PATH (the zoo model's file) to measure it on another data set")
+    return zoo.pretrained_path(name, zoo_dir=zoo_dir), dataset, card
 
 
 def more_accuracy(estimator: dict[str, Any], num_test: int, prefix: str = "estimator") -> list[str]:
@@ -128,10 +133,16 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     model = zoo.load(checkpoint, map_location=device)
     check_model_choice(cfg, model, card, f"pretrained={card['name']}" if card else f"checkpoint={checkpoint}")
     if cfg.versus:
+        if cfg.samples:  # the comparison draws no pictures
+            raise ValueError(f"samples=true draws one model's samples, but versus={cfg.versus} compares two; drop samples=true "
+                             f"(or evaluate each model with samples=true on its own)")
         return compare_with_versus(cfg, model, checkpoint, dataset, device)
     estimator = instantiate(cfg.estimator).to(device)
     estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)
     data = instantiate(dataset)
+    if cfg.samples and not draws_images(data):
+        raise ValueError(f"samples=true draws samples as images, but dataset {data.name!r} is not image data (no 2-d "
+                         f"image_shape); drop samples=true")
     if model.num_visible != data.num_features:
         raise ValueError(
             f"the checkpoint's model has {model.num_visible} visible units but dataset {data.name!r} has "

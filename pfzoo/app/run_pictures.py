@@ -23,7 +23,7 @@ def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: i
 def model_pictures(model, data, run_dir: Path, *, seed: int) -> list[Path]:
     """For image data (a 2-d ``data.image_shape``): ``samples.png`` (64 samples of the model, its own sampler) and
     ``filters.png`` (its first-layer filters, each on its own contrast, when it has filters); nothing otherwise."""
-    if data.image_shape is None or len(data.image_shape) != 2:
+    if not draws_images(data):
         return []
     with torch.no_grad():
         samples = model.sample(PICTURE_SAMPLES, generator=torch.Generator(model.device).manual_seed(seed))
@@ -32,6 +32,11 @@ def model_pictures(model, data, run_dir: Path, *, seed: int) -> list[Path]:
     if filters is not None:
         written.append(pictures.save_image_grid(filters[:100], data.image_shape, run_dir / "filters.png", per_image_contrast=True))
     return written
+
+
+def draws_images(data) -> bool:
+    """Whether ``data``'s rows fold into 2-d images (``data.image_shape``), so samples and filters can be drawn."""
+    return data.image_shape is not None and len(data.image_shape) == 2
 
 
 def evaluation_pictures(result: dict[str, Any], model, data, cfg: DictConfig) -> list[Path]:

@@ -43,8 +43,23 @@ class MetricsLog:
                         logger.warning("%s line %d is not a metrics record (torn by a kill?); dropped", self.path, number)
                     elif record["epoch"] <= epoch:
                         records.append(record)
+        missing = sorted(set(range(1, epoch + 1)) - {record["epoch"] for record in records})
+        if missing:  # deleted or cut by hand: the run goes on, but those epochs' metrics are gone
+            logger.warning("%s lacks the records of %d of the checkpoint's %d epochs (%s); resuming without them",
+                           self.path, len(missing), epoch, describe_epochs(missing))
         self.path.write_text("".join(json.dumps(record) + "\n" for record in records))
         return records
+
+
+def describe_epochs(epochs: list[int]) -> str:
+    """Sorted epoch numbers as ranges, e.g. ``[1, 2, 3, 5]`` → ``"epochs 1-3, 5"``."""
+    runs: list[list[int]] = []
+    for epoch in epochs:
+        if runs and epoch == runs[-1][-1] + 1:
+            runs[-1].append(epoch)
+        else:
+            runs.append([epoch])
+    return "epochs " + ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def format_record(record: Mapping[str, Any]) -> str:

@@ -444,6 +444,13 @@ class Trainer:
                 logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
             return 0, None
         self._checkpoints.check_resumable(checkpoint, model, config, ranks.world_size)
+        saved = checkpoint["trainer_state"]["epoch"]
+        if saved > self.epochs:  # the loop would run no epoch and the run end as if it had trained to epochs
+            raise ValueError(f"resume=true refused: {self.checkpoint_path} is at epoch {saved}, past "
+                             f"trainer.epochs={self.epochs}; ask for trainer.epochs > {saved} to train on, or start a new run_dir")
+        if saved == self.epochs and ranks.leader:
+            logger.warning("%s is already at epoch %d = trainer.epochs: no epoch to train (ask for trainer.epochs > %d to train on)",
+                           self.checkpoint_path, saved, saved)
         epoch = restore_trainer_state(checkpoint, model, optimizer, self.objective, generators, ranks.rank)
         if ranks.leader:
             logger.info("resuming from %s after epoch %d", self.checkpoint_path, epoch)

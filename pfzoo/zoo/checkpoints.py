@@ -73,8 +73,10 @@ def load_checkpoint(path: str | os.PathLike, *, map_location: str | torch.device
         checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as error:  # noqa: BLE001  torch.load fails on a damaged file with a dozen types (OSError, KeyError,
         # IndexError, RuntimeError, ...), none naming the file
-        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else 'no detail'}"
-        raise ValueError(f"{path} is not a readable {FORMAT} file (truncated or not a checkpoint): {reason}") from error
+        # torch's first sentence only: what follows is advice about torch.load (weights_only=False) that does not apply
+        detail = str(error).split(". ")[0].splitlines()[0] if str(error).strip() else "no detail"
+        raise ValueError(f"{path} is not a readable {FORMAT} file (corrupt, truncated or not a checkpoint): "
+                         f"{type(error).__name__}: {detail}") from error
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
         raise ValueError(f"{path} must be a checkpoint with format {FORMAT!r}, found {found!r}")

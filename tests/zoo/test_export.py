@@ -97,6 +97,10 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
                          ("track_partition", None)):
         if key in composed["trainer"]:
             stored["trainer"].setdefault(key, default)
+    # ... and these objective keys (PCD's kernel: null is its block Gibbs chain).
+    for key, default in (("kernel", None),):
+        if key in composed["trainer"].get("objective", {}) and "objective" in stored["trainer"]:
+            stored["trainer"]["objective"].setdefault(key, default)
     # The DBN checkpoints predate conf/training/dbn.yaml: the app itself then wrapped their Trainer in a GreedyTrainer with
     # init_from_data true, the driver that the recipe now composes.
     if stored["model"]["_target_"] == "pfzoo.models.DBN" and stored["trainer"]["_target_"] == "pfzoo.training.Trainer":

@@ -134,7 +134,10 @@ def test_portable_config_drops_machine_paths(tmp_path):
 
 
 def test_pretrained_name_evaluates_on_its_own_data_set(tmp_path):
-    code, out, err = run("evaluate", ["pretrained=rbm-digits", "model=rbm", "dataset=patches", f"run_dir={tmp_path}",
+    # another data set beside a pretrained name is refused, not silently replaced (issue 31)
+    code, _, err = run("evaluate", ["pretrained=rbm-digits", "model=rbm", "dataset=patches", f"run_dir={tmp_path}"])
+    assert code == 2 and err.strip().count("\n") == 0 and "dataset=patches does not match pretrained=rbm-digits" in err
+    code, out, err = run("evaluate", ["pretrained=rbm-digits", "model=rbm", f"run_dir={tmp_path}",
                                       "progress=false", "estimator.num_steps=50", "num_test=20"])
     assert code == 0, err
     assert "from pretrained=rbm-digits" in out and "more accuracy (slower): estimator.num_chains=400 estimator.num_steps=500" in out

@@ -307,7 +307,7 @@ PATH_BUILDS = {
 def test_paths_build_refuses_bad_arguments(family, case):
     arguments, names = PATH_BUILDS[case]
     model = FAMILIES[family]()
-    data = torch.zeros(4, V, dtype=model.dtype)
+    data = torch.zeros(V + 1, V, dtype=model.dtype)  # enough rows for a fitted base, so the bad argument is what is refused
     with pytest.raises(ValueError) as error:
         paths.build(model, data=data, **arguments)
     _assert_names(error, *names)

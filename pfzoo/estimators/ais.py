@@ -8,6 +8,7 @@ from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, PartitionEstima
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood, posterior_kernel
 from pfzoo.estimators.sharding import sharded_anneal
+from pfzoo.estimators.trust import schedule_warnings
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -120,7 +121,8 @@ class AIS(PathPartitionEstimator):
             kind=BoundKind.UNBIASED_Z,
             info=info,
             warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas, log_weights=log_weights,
-                                          remedy=self.remedy) + tuple(getattr(path, "warnings", ())),
+                                          remedy=self.remedy)
+            + schedule_warnings(path, betas, energy_scale) + tuple(getattr(path, "warnings", ())),
         )
 
     def log_likelihood(

@@ -12,6 +12,7 @@ from pfzoo.estimators.annealing import anneal
 from pfzoo.estimators.base import MIN_TAIL_FIT_CHAINS, BoundKind, PartitionEstimate, ProgressCallback
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import offset_progress, sharded_chains
+from pfzoo.estimators.trust import schedule_warnings
 from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import make_betas
@@ -41,6 +42,8 @@ class BridgeRatio:
     tail_index: the larger Pareto k̂ of the two sides' terms (``None`` below the fit's minimum of draws): above
         :data:`~pfzoo.logmath.PARETO_K_UNRELIABLE` a few draws carry a side's mean and the stderr understates the
         error (the geometric bridge's terms are unbounded; the optimal bridge's are bounded).
+    converged: whether the optimal bridge's fixed point converged within :data:`MAX_ITERATIONS` (always for the
+        geometric one); when it did not, the ends overlap too little for the estimate to mean anything.
     """
 
     log_ratio: float
@@ -49,6 +52,7 @@ class BridgeRatio:
     iterations: int
     drift_z: float | None
     tail_index: float | None
+    converged: bool = True
 
 
 def bridge_log_ratio(log_ratio_base: torch.Tensor, log_ratio_target: torch.Tensor, *, bridge: str = "optimal",
@@ -89,6 +93,7 @@ def bridge_log_ratio(log_ratio_base: torch.Tensor, log_ratio_target: torch.Tenso
         effective = target.numel() / min(max(tau, 1.0), per_chain)
     if bridge == "geometric":
         log_base_terms, log_target_terms, iterations = base / 2, -target / 2, 0
+        converged = True
         log_ratio = (log_mean_exp(log_base_terms, 0) - log_mean_exp(log_target_terms.reshape(-1), 0)).item()
     else:
         log_s0 = math.log(base.numel() / (base.numel() + effective))
@@ -115,7 +120,7 @@ def bridge_log_ratio(log_ratio_base: torch.Tensor, log_ratio_target: torch.Tenso
     tail_index = None
     if min(base.numel(), target.numel()) >= MIN_TAIL_FIT_CHAINS:
         tail_index = max(pareto_tail_index(log_base_terms), pareto_tail_index(log_target_terms.reshape(-1)))
-    return BridgeRatio(log_ratio, math.sqrt(relative_variance), effective, iterations, drift, tail_index)
+    return BridgeRatio(log_ratio, math.sqrt(relative_variance), effective, iterations, drift, tail_index, converged)
 
 
 class BridgeSampling(PathPartitionEstimator):
@@ -210,14 +215,19 @@ class BridgeSampling(PathPartitionEstimator):
             info["acceptance"] = [mean_acceptance]
         return PartitionEstimate(
             log_z=log_z0 + ratio.log_ratio, stderr=ratio.stderr, log_weights=None, ess=ratio.effective_target_draws,
-            kind=BoundKind.CONSISTENT, info=info, warnings=bridge_warnings(ratio, self.num_chains, draws, mean_acceptance) + tuple(getattr(path, "warnings", ())),
+            kind=BoundKind.CONSISTENT, info=info, warnings=bridge_warnings(ratio, self.num_chains, draws, mean_acceptance)
+            + schedule_warnings(path, burn_in_betas, steps="burn_in", energy_schedule=False) + tuple(getattr(path, "warnings", ())),
         )
 
 
 def bridge_warnings(ratio: BridgeRatio, num_chains: int, draws_per_chain: int, acceptance: float | None) -> tuple[str, ...]:
-    """One line per reason not to trust a bridge estimate: heavy-tailed terms, target chains still drifting, chains
+    """One line per reason not to trust a bridge estimate: an optimal bridge that did not converge, heavy-tailed terms, target chains still drifting, chains
     that barely move, a kernel that rejects almost everything."""
     warnings = []
+    if not ratio.converged:
+        warnings.append(f"the optimal bridge did not converge in {MAX_ITERATIONS} iterations: the base's and the model's draws "
+                        f"barely overlap, so the estimate can be off by many nats; raise burn_in and samples_per_chain, or "
+                        f"use intermediate distributions (estimator=ais or estimator=linked)")
     if ratio.tail_index is not None and ratio.tail_index > PARETO_K_UNRELIABLE:
         warnings.append(f"the bridge's terms are heavy-tailed (Pareto k̂ = {ratio.tail_index:.2f} > {PARETO_K_UNRELIABLE}): a few draws "
                         f"carry the estimate and its stderr is unreliable (the two ends barely overlap); use more draws, or "

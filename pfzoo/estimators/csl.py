@@ -7,8 +7,11 @@ import math
 import torch
 from torch.nn import functional as F
 
-from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate
+from pfzoo.estimators.base import (
+    BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, discrete_visible, likelihood_estimate,
+)
 from pfzoo.estimators.sharding import run_blocks
+from pfzoo.estimators.trust import stuck_chain_warnings
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -74,25 +77,32 @@ class CSL(LikelihoodEstimator):
         starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, dtype=model.dtype, allow_empty=False)
 
         def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> torch.Tensor:
-            return self._log_sums(model, data, starts_from, len(chains), generator=block_generator, progress=block_progress).cpu()
+            log_sums, moves = self._log_sums(model, data, starts_from, len(chains), generator=block_generator,
+                                             progress=block_progress)
+            return torch.cat([log_sums, moves[None].double()]).cpu()
 
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
+        # (each block's last row: how often its chains moved)
         with allocating("num_chains", self.num_chains):
-            log_sums = torch.cat(run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress), dim=1)
-        log_sums = log_sums.to(model.device)
+            blocks = torch.cat(run_blocks(self.num_chains, run, generator=generator, device=model.device, progress=progress), dim=1)
+        log_sums, moves = blocks[:-1].to(model.device), blocks[-1]
         chain_estimates = log_sums - math.log(self.samples_per_chain)  # [B, C]
         per_example = summarize_log_weights(chain_estimates, dim=1).log_mean
         info = {"estimator": "CSL", "num_chains": self.num_chains, "samples_per_chain": self.samples_per_chain,
                 "burn_in": self.burn_in, "thin": self.thin}
         return likelihood_estimate(
-            per_example, stderr=shared_chain_stderr(chain_estimates, per_example), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info
+            per_example, stderr=shared_chain_stderr(chain_estimates, per_example), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info,
+            discrete=discrete_visible(model),
+            warnings=stuck_chain_warnings(moves, self.samples_per_chain,
+                                          "CSL cannot estimate this model's likelihood; use estimator=raise or ais"),
         )
 
     def _log_sums(
         self, model: EnergyModel, data: torch.Tensor, starts_from: torch.Tensor, num_chains: int, *, generator, progress
-    ) -> torch.Tensor:
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log Σ_s p(v_b | h_{c,s})`` float64 ``[B, num_chains]`` for ``data [B, V]``, over the kept sweeps of
-        ``num_chains`` chains started at random rows of ``starts_from [N, V]``."""
+        ``num_chains`` chains started at random rows of ``starts_from [N, V]``, and per chain the number of kept
+        samples whose hidden state differs from the previous one ``[num_chains]``."""
         rows = torch.randint(starts_from.shape[0], (num_chains,), generator=generator, device=model.device)
         chain = model.hidden_chain(starts_from[rows], generator=generator)
         for _ in range(self.burn_in):
@@ -101,15 +111,20 @@ class CSL(LikelihoodEstimator):
         data64 = data.double()
         total = self.samples_per_chain * self.thin
         report_every = max(1, total // _PROGRESS_UPDATES)
+        moves = torch.zeros(num_chains, dtype=torch.long, device=model.device)
+        previous = None
         for sweep in range(1, total + 1):
             hidden = next(chain)
             if sweep % self.thin == 0:
+                if previous is not None:
+                    moves += (hidden != previous).any(-1)
+                previous = hidden
                 logits = model.visible_logits(hidden).double()  # [C, V]
                 log_prob = torch.addmm(-F.softplus(logits).sum(-1), data64, logits.T)  # log p(v_b | h_c) [B, C]
                 log_sums = torch.logaddexp(log_sums, log_prob)
             if progress is not None and (sweep % report_every == 0 or sweep == total):
                 progress(sweep, total)
-        return log_sums
+        return log_sums, moves
 
 
 def shared_chain_stderr(chain_estimates: torch.Tensor, per_example: torch.Tensor) -> float:

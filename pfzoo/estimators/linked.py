@@ -10,6 +10,7 @@ import torch
 from pfzoo.estimators.base import BoundKind, PartitionEstimate, ProgressCallback, reliability_warnings
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import sharded_chains
+from pfzoo.estimators.trust import schedule_warnings
 from pfzoo.logmath import log_mean_exp, summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.base import AnnealingPath
@@ -96,7 +97,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
             info=info,
             warnings=reliability_warnings(ess, self.num_runs, log_weights=log_weights,
                                           remedy="use more levels (num_levels), states per level or runs")
-            + tuple(getattr(path, "warnings", ())),
+            + schedule_warnings(path, self.betas, steps="num_levels", energy_schedule=False) + tuple(getattr(path, "warnings", ())),
         )
 
 

@@ -8,11 +8,13 @@ import torch
 
 from pfzoo.estimators.annealing import AnnealingDiagnostics, anneal
 from pfzoo.estimators.base import (
-    BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, likelihood_estimate, reliability_warnings,
+    BoundKind, LikelihoodEstimate, LikelihoodEstimator, ProgressCallback, discrete_visible, likelihood_estimate,
+    reliability_warnings,
 )
 from pfzoo.estimators.batching import example_batches
 from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.estimators.sharding import offset_progress, run_blocks
+from pfzoo.estimators.trust import schedule_warnings
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -164,7 +166,9 @@ class RAISE(LikelihoodEstimator):
             info.update(subset=subset, control_variate_mean=control.mean().item())
         return likelihood_estimate(
             per_example, mean=mean, stderr=stderr, num_data=num_data, kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info,
-            warnings=reliability_warnings(summary.ess.mean().item(), self.num_chains), independent_examples=True,
+            warnings=reliability_warnings(summary.ess.mean().item(), self.num_chains, log_weights=log_weights)
+            + schedule_warnings(path, betas, energy_scale),
+            independent_examples=True, discrete=discrete_visible(model),
         )
 
     @torch.no_grad()

@@ -32,6 +32,13 @@ _FIT_ICA_STEPS = 300
 """At most this many FastICA iterations in :meth:`StudentTBase.fit` (they converge in tens)."""
 
 _MAX_SHAPE = 1e3
+
+PROBE_RADIUS = 1e3
+"""Base standard deviations from the base's centre at which :func:`far_density_warnings` probes the target."""
+
+PROBE_DIRECTIONS = 32
+"""Random directions :func:`far_density_warnings` probes along (from a private generator: the caller's stream is
+untouched)."""
 """Largest Student-t shape a fit returns (λ = 1000 is Gaussian to within 0.1 % in its core)."""
 
 
@@ -267,6 +274,7 @@ class ContinuousGeometricPath(AnnealingPath):
                 f"tails within the schedule, so log Ẑ can be low by more than its stderr (measured: 0.5 nats at K = 10⁴ on a "
                 f"36-d Student-t product of experts); pass data so that base='auto' fits a Student-t base",
             )
+        self.warnings += far_density_warnings(target, base)
 
     def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact base samples in the kernel's coordinates (``target.position`` maps them to ``x``)."""
@@ -282,6 +290,35 @@ class ContinuousGeometricPath(AnnealingPath):
 
     def log_weight_increment(self, stats: ContinuousPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         return (beta_from - beta_to) * (stats.target_energy.double() - stats.base_energy.double())
+
+
+def far_density_warnings(target, base) -> tuple[str, ...]:
+    """Whether ``target``'s density far outside ``base`` exceeds its density at every one of the base's draws, or is
+    not a number there: at :data:`PROBE_RADIUS` base standard deviations from its centre, along
+    :data:`PROBE_DIRECTIONS` random directions. A normalisable density must fall off; one that is larger 1000 scales
+    out is improper (``E = Σ x``: the estimate then grows with the number of steps without limit) or has its mass where
+    the base never goes (a base fitted to too few data), and no annealing from that base estimates its Z."""
+    probe = torch.Generator(device=target.device).manual_seed(0)
+    with torch.no_grad():
+        location, mixing = base_frame(base)
+        near = target.energy(base.sample(PROBE_DIRECTIONS, generator=probe)).double()
+        directions = torch.randn(PROBE_DIRECTIONS, target.num_visible, generator=probe, dtype=torch.float64,
+                                 device=target.device)
+        directions = directions / directions.norm(dim=1, keepdim=True)
+        far_points = location + (PROBE_RADIUS * directions).to(mixing.dtype) @ mixing
+        far = target.energy(far_points.to(target.dtype)).double()
+    undefined = int(torch.isnan(far).sum().item()) + int(torch.isnan(near).sum().item())
+    if undefined:
+        return (f"{type(target).__name__}'s energy is NaN at {undefined} of {2 * PROBE_DIRECTIONS} probe points (base draws, "
+                f"and {PROBE_RADIUS:g} base scales out): chains that reach such points give NaN weights; make the energy "
+                f"finite everywhere",)
+    higher = int((far < near.min()).sum().item())
+    if higher == 0:
+        return ()
+    return (f"{type(target).__name__}'s density {PROBE_RADIUS:g} base scales out exceeds its density at every base draw "
+            f"in {higher} of {PROBE_DIRECTIONS} directions: either ∫exp(−E) is infinite (an improper target: the estimate "
+            f"is meaningless and grows with num_steps) or the target's mass lies far outside the base (a base fitted to "
+            f"too few data); check that the energy grows at infinity, or fit the base to more data",)
 
 
 def gaussian_base(model, name: str, data: torch.Tensor | None, smoothing: float) -> Gaussian:
@@ -324,6 +361,11 @@ def _fitting_data(model, name: str, data: torch.Tensor | None) -> torch.Tensor:
         raise ValueError(f"base={name!r} needs data [N, M] to fit")
     # data only supplies statistics here (moments, shapes), so it is cast, not refused, when its dtype differs
     data = check_matrix(data, "data", width=model.num_visible, device=model.device, allow_empty=False)
+    if data.shape[0] <= model.num_visible:
+        # a location and a full M × M scatter: fewer than M + 1 rows leave the base degenerate in some direction
+        raise ValueError(f"base={name!r} fits a location and a full {model.num_visible}×{model.num_visible} scale to "
+                         f"base_data (or data), which needs at least {model.num_visible + 1} rows, got {data.shape[0]}; "
+                         f"pass more rows or base='isotropic'")
     return data.to(model.dtype)
 
 

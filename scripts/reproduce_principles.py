@@ -69,13 +69,16 @@ def make_train(dataset: str, principle: study.Principle, args):
             stopping = (EarlyStopping(lambda m: study.exact_log_likelihood(m, data.test), every=principle.early_stopping_every,
                                       patience=EARLY_STOPPING_PATIENCE) if updates is None else UpdateLimit(updates))
         trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None, callbacks=[stopping] if stopping else [])
+        diverged = False
         try:
             trainer.fit(model, data, resume=True)
         except FloatingPointError:  # after the model to keep was reached, a later divergence does not matter
             if stopping is None or (isinstance(stopping, UpdateLimit) and stopping.kept is None):
                 raise
+            diverged = True
         lines = trainer.metrics_path.read_text().splitlines() if trainer.metrics_path.exists() else []
-        seconds = sum(json.loads(line)["seconds"] for line in lines)
+        # an epoch abandoned for a non-finite loss leaves no record: with none at all the time is unknown (None), not 0
+        seconds = sum(json.loads(line)["seconds"] for line in lines) if lines or not diverged else None
         if isinstance(stopping, EarlyStopping):
             stopping.restore_best(model)
             return model, seconds, {"updates": stopping.best_update, "updates_run": stopping.updates}

@@ -265,7 +265,10 @@ def readme(payload: dict[str, Any]) -> str:
             lines += ["A row marked *early-stopped* has a loss with no minimum on a finite sample (GSM: "
                       "`pfzoo/training/generalized_score_matching.py`): it is trained with Adam, its validation "
                       "log-likelihood scored every few updates during the search, and the final run on the whole training "
-                      "set stops at the update where the chosen setting's validation score was best.", ""]
+                      "set stops at the update where the chosen setting's validation score was best. A stop within the "
+                      "first few updates means the principle never improved on the starting model every row shares (the "
+                      "training set's base rates), the failure *Deep Learning* §18.4.1 reports for GSM on high-dimensional "
+                      "binary data.", ""]
         lines += table(results) + [""]
         lines += ["| column | pfzoo, best to worst | Marlin et al. (2010) |", "|---|---|---|"]
         for column, ranked in orderings(results).items():
@@ -281,5 +284,7 @@ def readme(payload: dict[str, Any]) -> str:
     for run in payload.get("runs", [payload]):
         names = f" ({', '.join(run['names'])})" if "names" in run else ""
         lines += [f"Measured{names} {run['date']} on {run['machine']}, {run['threads']} thread(s) "
-                  f"(load average at the end {run['load_average']}); {run['seconds'] / 60:.1f} minutes in all.", ""]
+                  f"(load average at the end {run['load_average']}); {run['seconds'] / 60:.1f} minutes for the whole invocation "
+                  f"(training an earlier invocation finished is resumed from `runs/principles/`, not repeated; each row's "
+                  f"training s is its own).", ""]
     return "\n".join(lines)

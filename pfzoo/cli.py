@@ -37,6 +37,11 @@ from pfzoo import app, distributed
 from pfzoo.app import config_dir
 
 TASKS = ("train", "evaluate")
+COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is the same command)
+    "train": "train an energy-based model with one of pfzoo's trainers (a run folder with checkpoint, metrics, log, pictures)",
+    "evaluate": "measure a model's test log-likelihood (log Z estimated or exact) from a checkpoint or the zoo",
+    "torchrun": "torchrun with the one-line error promise kept: python -m pfzoo torchrun [options] scripts/train.py ...",
+}
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = 2
 
@@ -125,8 +130,8 @@ def check_overrides(task: str, argv: Sequence[str]) -> argparse.Namespace:
     parser = get_args_parser()
     parser.error = refuse_flags  # argparse would print its usage (a dozen lines) and exit 2 itself
     args = parser.parse_args(list(argv))
-    if args.config_name or args.config_path or args.config_dir:
-        return args
+    if args.config_name or args.config_path or args.config_dir or args.shell_completion:
+        return args  # -sc's "overrides" are Hydra's completion commands (install=bash, query=...), not config keys
     parsed = [override for override in map(parse_override, args.overrides) if not override.is_hydra_override()]
     fixed = [override.input_line for override in parsed if not override.is_sweep_override()]
     if not args.multirun:
@@ -194,6 +199,9 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     try:
         if task not in TASKS:
             raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
+        if "--version" in argv:  # Hydra's own --version names only Hydra's
+            print(version())
+            sys.exit(0)
         args = check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]
@@ -291,6 +299,46 @@ def torchrun_main(argv: Sequence[str] | None = None) -> NoReturn:
             agent_log.handle(record)
         raise
     sys.exit(0)
+
+
+def version() -> str:
+    """``pfzoo <version> (Hydra <version>, torch <version>)``: what ``--version`` prints."""
+    import torch
+
+    from pfzoo import __version__
+
+    return f"pfzoo {__version__} (Hydra {hydra.__version__}, torch {torch.__version__})"
+
+
+def usage() -> str:
+    """``python -m pfzoo --help``: the app in a sentence and its commands, one line each."""
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    return "\n".join([
+        "pfzoo: energy-based models with intractable partition functions: train them, estimate their log Z and "
+        "test log-likelihood.",
+        "",
+        "usage: python -m pfzoo COMMAND [-m] [key=value ...]   (or pfzoo-train / pfzoo-evaluate / pfzoo-torchrun)",
+        "",
+        "commands:",
+        *lines,
+        "",
+        "python -m pfzoo COMMAND --help describes a command and its configuration; --version prints the version.",
+    ])
+
+
+def main(argv: Sequence[str]) -> NoReturn:
+    """``python -m pfzoo COMMAND ...``: ``--help`` / ``-h`` and ``--version`` before any command, else the command
+    (an unknown one is a user error in one line like any other)."""
+    if argv[:1] in (["--help"], ["-h"]):
+        print(usage())
+        sys.exit(0)
+    if argv[:1] == ["--version"]:
+        print(version())
+        sys.exit(0)
+    if argv[:1] == ["torchrun"]:
+        torchrun_main(argv[1:])
+    run(argv[0] if argv else "", argv[1:])
 
 
 def train_main() -> None:

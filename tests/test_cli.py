@@ -169,3 +169,49 @@ def test_a_user_error_under_torchrun_is_one_line_and_exit_2_from_every_rank(tmp_
                              cwd=tmp_path, env=env, timeout=120)
     assert wrapped.returncode == cli.EXIT_USAGE, wrapped.stderr[-2000:]
     assert wrapped.stderr.strip().splitlines() == ["error: epochs must be a positive integer, got 0"], wrapped.stderr[-2000:]
+
+
+def command(*args: str) -> subprocess.CompletedProcess:
+    """``python <args>`` from the checkout, as a user's shell runs it."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_hydra_shell_completion_prints_a_completion_script(script):
+    result = command(str(REPO / "scripts" / script), "-sc", "install=bash")
+    assert result.returncode == 0, result.stderr
+    assert "hydra_bash_completion" in result.stdout and "complete " in result.stdout
+
+
+@pytest.mark.parametrize("task", ["train", "evaluate"])
+def test_a_command_help_starts_with_its_description_then_hydra_groups(task):
+    result = command("-m", "pfzoo", task, "--help")
+    assert result.returncode == 0, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith(f"pfzoo-{task}: ") and "powered by Hydra" not in result.stdout
+    assert "== Configuration groups ==" in rest
+
+
+def test_python_m_pfzoo_help_lists_each_command_on_one_line_and_version_prints_the_version():
+    from pfzoo import __version__
+
+    result = command("-m", "pfzoo", "--help")
+    assert result.returncode == 0 and result.stderr == ""
+    for name in cli.COMMANDS:
+        assert sum(line.strip().startswith(name + " ") for line in result.stdout.splitlines()) == 1
+    for args in (["-m", "pfzoo", "--version"], [str(REPO / "scripts" / "train.py"), "--version"]):
+        result = command(*args)
+        assert result.returncode == 0 and result.stdout.startswith(f"pfzoo {__version__} ")
+
+
+def test_an_unknown_command_is_one_error_line_and_exit_2():
+    result = command("-m", "pfzoo", "nosuch")
+    assert result.returncode == cli.EXIT_USAGE and result.stdout == ""
+    assert result.stderr.strip().splitlines() == ["error: the task must be one of ['train', 'evaluate'], got 'nosuch'"]
+
+
+def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):
+    result = command(str(REPO / "scripts" / "train.py"), f"run_dir={tmp_path}", *TINY, "pictures=false")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "train.log").is_file() and not (tmp_path / "cli.log").exists()
+    assert "epoch 1/1" in (tmp_path / "train.log").read_text()

@@ -215,3 +215,17 @@ def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "train.log").is_file() and not (tmp_path / "cli.log").exists()
     assert "epoch 1/1" in (tmp_path / "train.log").read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="the tensorboard package is installed")
+def test_tensorboard_true_without_the_package_is_one_error_line(tmp_path, capsys):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY, "tensorboard=true"])) == cli.EXIT_USAGE
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: tensorboard=true needs the tensorboard package")
+
+
+def test_a_run_writes_metrics_csv_and_may_resume_with_it_turned_off(tmp_path):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY, "pictures=false"])) == 0
+    assert (tmp_path / "metrics.csv").read_text().startswith("epoch,loss,seconds,evaluation_seconds,")
+    more = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "pictures=false", "trainer.epochs=2", "resume=true", "metrics_csv=false"])
+    assert cli.execute("train", more) == 0

@@ -34,7 +34,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from pfzoo import app, distributed
-from pfzoo.app import config_dir
+from pfzoo.app import config_dir, sweep
 
 TASKS = ("train", "evaluate")
 COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is the same command)
@@ -86,20 +86,29 @@ def check_booleans(cfg: DictConfig, overrides: Sequence[str]) -> None:
             raise ValueError(f"{key} must be true or false, got {value!r}")
 
 
-def execute(task: str, cfg: DictConfig) -> int:
-    """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user error."""
+def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> int:
+    """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user
+    error. Under a ``-m`` sweep, ``summary`` gets the job's row (:mod:`pfzoo.app.sweep`): its number, overrides and
+    headline numbers, or its error."""
+    row: dict = {}
     if HydraConfig.initialized():  # under hydra.main: the job's own folder (a sweep's jobs each get one) and model choice
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
             cfg.model_config_name = HydraConfig.get().runtime.choices.get("model")
+        row = {"job": HydraConfig.get().job.num, "overrides": list(HydraConfig.get().overrides.task)}
     try:
         if task == "train":
             result = app.train(cfg)
         else:
             result = app.evaluate(cfg)
     except USER_ERRORS as error:
-        report_error(one_line(error))
+        message = one_line(error)
+        report_error(message)
+        if summary is not None:
+            summary.append({**row, "error": message})
         return EXIT_USAGE
+    if summary is not None:
+        summary.append({**row, **sweep.headline(task, result)})
     if distributed.rank() != 0:  # under torchrun every rank holds the gathered result; one reports it
         return 0
     if task == "train":
@@ -196,6 +205,8 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     if distributed.launched():
         distributed.initialize()
     codes: list[int] = []
+    summary: list[dict] = []  # a -m sweep's rows, one per job (pfzoo.app.sweep)
+    sweep_dir: list[str] = []
     try:
         if task not in TASKS:
             raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
@@ -208,7 +219,9 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
 
         @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
         def job(cfg: DictConfig) -> None:
-            codes.append(execute(task, cfg))  # a sweep runs every job in this process: exiting here would end it
+            if args.multirun:
+                sweep_dir[:] = [HydraConfig.get().sweep.dir]
+            codes.append(execute(task, cfg, summary if args.multirun else None))  # a sweep runs every job in this process: exiting here would end it
 
         sys.argv = [sys.argv[0], *argv]
         with hydra_raises():
@@ -216,6 +229,9 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
         if args.multirun and not codes and not any((args.cfg, args.help, args.hydra_help, args.info, args.shell_completion)):
             sweeps = [arg for arg in args.overrides if "(" in arg or "," in arg]
             raise ValueError(f"the -m sweep launched no job: {' '.join(sweeps) or 'its overrides'} enumerate no value")
+        if summary and distributed.rank() == 0:
+            print(sweep.format_summary(summary))
+            print(f"summary written to {sweep.write_summary(sweep_dir[0], summary)}")
     except USER_ERRORS as error:
         report_error(one_line(error))
         codes.append(EXIT_USAGE)

@@ -1,5 +1,6 @@
 """The command line as a user meets it: one run folder per job, resume under the same config only, a readable report."""
 
+import csv
 import importlib.util
 import json
 import os
@@ -229,3 +230,21 @@ def test_a_run_writes_metrics_csv_and_may_resume_with_it_turned_off(tmp_path):
     assert (tmp_path / "metrics.csv").read_text().startswith("epoch,loss,seconds,evaluation_seconds,")
     more = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "pictures=false", "trainer.epochs=2", "resume=true", "metrics_csv=false"])
     assert cli.execute("train", more) == 0
+
+
+def test_a_two_job_sweep_ends_with_a_table_of_both_jobs_and_summary_csv(tmp_path):
+    """A failing job has its row too, with its error; the columns are those of the jobs that ran."""
+    run_dir = tmp_path / "sweep"
+    result = command(str(REPO / "scripts" / "train.py"), "-m", f"run_dir={run_dir}", "trainer.optimizer.lr=0.05,-1", *TINY[:2],
+                     "model.num_hidden=2", "pictures=false")
+    assert result.returncode == cli.EXIT_USAGE, result.stderr[-2000:]
+    table = result.stdout[result.stdout.index("sweep summary (2 jobs):"):].splitlines()
+    assert table[1].split()[:3] == ["job", "overrides", "test_log_likelihood"]
+    assert table[2].split()[:2] == ["0", "trainer.optimizer.lr=0.05"] and "exact" in table[2]
+    assert table[3].split()[:2] == ["1", "trainer.optimizer.lr=-1"] and "optimizer.lr" in table[3]
+    with (run_dir / "summary.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [row["job"] for row in rows] == ["0", "1"] and rows[1]["test_log_likelihood"] == ""
+    assert rows[0]["kind"] == "exact" and float(rows[0]["test_log_likelihood"]) < 0 and rows[0]["error"] == ""
+    assert rows[1]["error"] in result.stderr and "optimizer.lr" in rows[1]["error"]
+    assert table[-1] == f"summary written to {run_dir / 'summary.csv'}"

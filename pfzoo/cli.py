@@ -95,7 +95,8 @@ def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> in
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
             cfg.model_config_name = HydraConfig.get().runtime.choices.get("model")
-        row = {"job": HydraConfig.get().job.num, "overrides": list(HydraConfig.get().overrides.task)}
+        if summary is not None:  # a sweep's job (a single run has no job number)
+            row = {"job": HydraConfig.get().job.num, "overrides": list(HydraConfig.get().overrides.task)}
     try:
         if task == "train":
             result = app.train(cfg)

@@ -248,3 +248,15 @@ def test_a_two_job_sweep_ends_with_a_table_of_both_jobs_and_summary_csv(tmp_path
     assert rows[0]["kind"] == "exact" and float(rows[0]["test_log_likelihood"]) < 0 and rows[0]["error"] == ""
     assert rows[1]["error"] in result.stderr and "optimizer.lr" in rows[1]["error"]
     assert table[-1] == f"summary written to {run_dir / 'summary.csv'}"
+
+
+def test_an_evaluate_sweep_ends_with_a_table_of_its_estimates(tmp_path):
+    run_dir = tmp_path / "sweep"
+    result = command(str(REPO / "scripts" / "evaluate.py"), "-m", f"run_dir={run_dir}", "estimator=exact,importance", "num_test=10",
+                     "progress=false")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with (run_dir / "summary.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [(row["job"], row["overrides"]) for row in rows] == [("0", "estimator=exact"), ("1", "estimator=importance")]
+    assert rows[0]["kind"] == "exact" and all(float(row["log_z"]) > 0 for row in rows)
+    assert result.stdout.count("sweep summary (2 jobs):") == 1

@@ -7,7 +7,9 @@ as ``ValueError`` (bad values, a model lacking what an estimator or trainer need
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
 instantiation errors (a ``-m`` sweep's included). All of them reach :func:`report_error` as :func:`one_line` of the
 error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. ``pfzoo-torchrun`` (``python -m pfzoo
-torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2.
+torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2. ``python -m pfzoo
+--help`` lists the commands (:data:`COMMANDS`), ``--version`` names the version; a ``-m`` sweep ends with a table of its
+jobs (:mod:`pfzoo.app.sweep`), printed and written as ``summary.csv`` in the sweep's folder.
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     sweep_dir: list[str] = []
     try:
         if task not in TASKS:
-            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
+            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r} (python -m pfzoo --help lists the commands)")
         if "--version" in argv:  # Hydra's own --version names only Hydra's
             print(version())
             sys.exit(0)

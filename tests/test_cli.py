@@ -208,7 +208,8 @@ def test_python_m_pfzoo_help_lists_each_command_on_one_line_and_version_prints_t
 def test_an_unknown_command_is_one_error_line_and_exit_2():
     result = command("-m", "pfzoo", "nosuch")
     assert result.returncode == cli.EXIT_USAGE and result.stdout == ""
-    assert result.stderr.strip().splitlines() == ["error: the task must be one of ['train', 'evaluate'], got 'nosuch'"]
+    assert result.stderr.strip().splitlines() == [
+        "error: the task must be one of ['train', 'evaluate'], got 'nosuch' (python -m pfzoo --help lists the commands)"]
 
 
 def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):

@@ -7,7 +7,9 @@ as ``ValueError`` (bad values, a model lacking what an estimator or trainer need
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
 instantiation errors (a ``-m`` sweep's included). All of them reach :func:`report_error` as :func:`one_line` of the
 error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. ``pfzoo-torchrun`` (``python -m pfzoo
-torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2.
+torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2. ``python -m pfzoo
+--help`` lists the commands (:data:`COMMANDS`), ``--version`` names the version; a ``-m`` sweep ends with a table of its
+jobs (:mod:`pfzoo.app.sweep`), printed and written as ``summary.csv`` in the sweep's folder.
 """
 
 from __future__ import annotations
@@ -34,9 +36,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from pfzoo import app, distributed
-from pfzoo.app import config_dir
+from pfzoo.app import config_dir, sweep
 
 TASKS = ("train", "evaluate")
+COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is the same command)
+    "train": "train an energy-based model with one of pfzoo's trainers (a run folder with checkpoint, metrics, log, pictures)",
+    "evaluate": "measure a model's test log-likelihood (log Z estimated or exact) from a checkpoint or the zoo",
+    "torchrun": "torchrun with the one-line error promise kept: python -m pfzoo torchrun [options] scripts/train.py ...",
+}
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = 2
 
@@ -81,20 +88,30 @@ def check_booleans(cfg: DictConfig, overrides: Sequence[str]) -> None:
             raise ValueError(f"{key} must be true or false, got {value!r}")
 
 
-def execute(task: str, cfg: DictConfig) -> int:
-    """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user error."""
+def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> int:
+    """Run ``task`` on a composed config, print its report; 0 on success, :data:`EXIT_USAGE` with one line on a user
+    error. Under a ``-m`` sweep, ``summary`` gets the job's row (:mod:`pfzoo.app.sweep`): its number, overrides and
+    headline numbers, or its error."""
+    row: dict = {}
     if HydraConfig.initialized():  # under hydra.main: the job's own folder (a sweep's jobs each get one) and model choice
         with open_dict(cfg):
             cfg.run_dir = HydraConfig.get().runtime.output_dir
             cfg.model_config_name = HydraConfig.get().runtime.choices.get("model")
+        if summary is not None:  # a sweep's job (a single run has no job number)
+            row = {"job": HydraConfig.get().job.num, "overrides": list(HydraConfig.get().overrides.task)}
     try:
         if task == "train":
             result = app.train(cfg)
         else:
             result = app.evaluate(cfg)
     except USER_ERRORS as error:
-        report_error(one_line(error))
+        message = one_line(error)
+        report_error(message)
+        if summary is not None:
+            summary.append({**row, "error": message})
         return EXIT_USAGE
+    if summary is not None:
+        summary.append({**row, **sweep.headline(task, result)})
     if distributed.rank() != 0:  # under torchrun every rank holds the gathered result; one reports it
         return 0
     if task == "train":
@@ -125,8 +142,8 @@ def check_overrides(task: str, argv: Sequence[str]) -> argparse.Namespace:
     parser = get_args_parser()
     parser.error = refuse_flags  # argparse would print its usage (a dozen lines) and exit 2 itself
     args = parser.parse_args(list(argv))
-    if args.config_name or args.config_path or args.config_dir:
-        return args
+    if args.config_name or args.config_path or args.config_dir or args.shell_completion:
+        return args  # -sc's "overrides" are Hydra's completion commands (install=bash, query=...), not config keys
     parsed = [override for override in map(parse_override, args.overrides) if not override.is_hydra_override()]
     fixed = [override.input_line for override in parsed if not override.is_sweep_override()]
     if not args.multirun:
@@ -191,16 +208,23 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     if distributed.launched():
         distributed.initialize()
     codes: list[int] = []
+    summary: list[dict] = []  # a -m sweep's rows, one per job (pfzoo.app.sweep)
+    sweep_dir: list[str] = []
     try:
         if task not in TASKS:
-            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r}")
+            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r} (python -m pfzoo --help lists the commands)")
+        if "--version" in argv:  # Hydra's own --version names only Hydra's
+            print(version())
+            sys.exit(0)
         args = check_overrides(task, argv)
         if distributed.is_active():
             argv = [*argv, *rank_overrides(task, argv)]
 
         @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name=task)
         def job(cfg: DictConfig) -> None:
-            codes.append(execute(task, cfg))  # a sweep runs every job in this process: exiting here would end it
+            if args.multirun:
+                sweep_dir[:] = [HydraConfig.get().sweep.dir]
+            codes.append(execute(task, cfg, summary if args.multirun else None))  # a sweep runs every job in this process: exiting here would end it
 
         sys.argv = [sys.argv[0], *argv]
         with hydra_raises():
@@ -208,6 +232,9 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
         if args.multirun and not codes and not any((args.cfg, args.help, args.hydra_help, args.info, args.shell_completion)):
             sweeps = [arg for arg in args.overrides if "(" in arg or "," in arg]
             raise ValueError(f"the -m sweep launched no job: {' '.join(sweeps) or 'its overrides'} enumerate no value")
+        if summary and distributed.rank() == 0:
+            print(sweep.format_summary(summary))
+            print(f"summary written to {sweep.write_summary(sweep_dir[0], summary)}")
     except USER_ERRORS as error:
         report_error(one_line(error))
         codes.append(EXIT_USAGE)
@@ -291,6 +318,46 @@ def torchrun_main(argv: Sequence[str] | None = None) -> NoReturn:
             agent_log.handle(record)
         raise
     sys.exit(0)
+
+
+def version() -> str:
+    """``pfzoo <version> (Hydra <version>, torch <version>)``: what ``--version`` prints."""
+    import torch
+
+    from pfzoo import __version__
+
+    return f"pfzoo {__version__} (Hydra {hydra.__version__}, torch {torch.__version__})"
+
+
+def usage() -> str:
+    """``python -m pfzoo --help``: the app in a sentence and its commands, one line each."""
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    return "\n".join([
+        "pfzoo: energy-based models with intractable partition functions: train them, estimate their log Z and "
+        "test log-likelihood.",
+        "",
+        "usage: python -m pfzoo COMMAND [-m] [key=value ...]   (or pfzoo-train / pfzoo-evaluate / pfzoo-torchrun)",
+        "",
+        "commands:",
+        *lines,
+        "",
+        "python -m pfzoo COMMAND --help describes a command and its configuration; --version prints the version.",
+    ])
+
+
+def main(argv: Sequence[str]) -> NoReturn:
+    """``python -m pfzoo COMMAND ...``: ``--help`` / ``-h`` and ``--version`` before any command, else the command
+    (an unknown one is a user error in one line like any other)."""
+    if argv[:1] in (["--help"], ["-h"]):
+        print(usage())
+        sys.exit(0)
+    if argv[:1] == ["--version"]:
+        print(version())
+        sys.exit(0)
+    if argv[:1] == ["torchrun"]:
+        torchrun_main(argv[1:])
+    run(argv[0] if argv else "", argv[1:])
 
 
 def train_main() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Sequence
 
@@ -16,11 +17,22 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
-from torchvision.utils import make_grid, save_image  # noqa: E402
+from PIL import Image, ImageDraw, ImageFont  # noqa: E402
+from torchvision.transforms.functional import to_pil_image  # noqa: E402
+from torchvision.utils import make_grid  # noqa: E402
 
 
-def save_image_grid(rows: torch.Tensor, image_shape: Sequence[int], path: str | Path, *, per_image_contrast: bool = False) -> Path:
-    """Fold ``rows [N, D]`` into ``image_shape`` (``prod = D``) images and save them as one grid, √N per row.
+GRID_SIDE = 640
+"""Image grids are enlarged (by a whole factor, nearest neighbour) to at least this many pixels across."""
+CAPTION_FONT_SIZE = 16
+
+
+def save_image_grid(
+    rows: torch.Tensor, image_shape: Sequence[int], path: str | Path, *, per_image_contrast: bool = False, caption: str | None = None,
+) -> Path:
+    """Fold ``rows [N, D]`` into ``image_shape`` (``prod = D``) images and save them as one grid, √N per row, enlarged
+    to at least :data:`GRID_SIDE` pixels across, with ``caption`` (what is shown: model, data set, how it was drawn)
+    in a white band above it, wrapped to the grid's width.
 
     ``per_image_contrast`` rescales every image to its own range (filters: their sign and scale vary), else one
     range for the whole grid (samples of binary data: 0 is black, 1 white).
@@ -29,11 +41,29 @@ def save_image_grid(rows: torch.Tensor, image_shape: Sequence[int], path: str | 
     images = rows.detach().float().cpu().reshape(-1, 1, height, width)
     nrow = max(1, int(math.ceil(math.sqrt(images.shape[0]))))
     grid = make_grid(images, nrow=nrow, padding=1, normalize=True, scale_each=per_image_contrast, pad_value=0.5)
-    upscale = max(1, 256 // (nrow * (width + 1)))  # small images (8×8 digits) are enlarged to be seen
+    upscale = max(1, math.ceil(GRID_SIDE / grid.shape[-1]))  # small images (8×8 digits) are enlarged to be seen
     grid = torch.nn.functional.interpolate(grid[None], scale_factor=upscale, mode="nearest")[0]
+    picture = to_pil_image(grid.clamp(0, 1))
+    if caption:
+        picture = with_caption(picture, caption)
     path = Path(path)
-    save_image(grid, path)
+    picture.save(path)
     return path
+
+
+def with_caption(picture: Image.Image, caption: str) -> Image.Image:
+    """``picture`` below a white band holding ``caption`` in black, wrapped to the picture's width."""
+    font = ImageFont.load_default(size=CAPTION_FONT_SIZE)
+    per_line = max(20, int(picture.width / (0.55 * CAPTION_FONT_SIZE)))  # about the characters of the font that fit
+    lines = textwrap.wrap(caption, per_line)
+    line_height = CAPTION_FONT_SIZE + 4
+    band = line_height * len(lines) + 8
+    framed = Image.new("RGB", (picture.width, picture.height + band), "white")
+    framed.paste(picture.convert("RGB"), (0, band))
+    draw = ImageDraw.Draw(framed)
+    for index, line in enumerate(lines):
+        draw.text((4, 4 + index * line_height), line, fill="black", font=font)
+    return framed
 
 
 def save_labelled_grids(grids: dict[str, torch.Tensor], image_shape: Sequence[int], path: str | Path) -> Path:

@@ -32,6 +32,8 @@ class TrainSchema:
     device: str = "cpu"
     resume: bool = False
     pictures: bool = True
+    metrics_csv: bool = True
+    tensorboard: bool = False
     final_num_test: int = 200
     init_from_data: bool = True
     run_dir: str = MISSING

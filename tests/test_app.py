@@ -328,3 +328,16 @@ def test_evaluate_reports_path_diagnostics_when_asked(tmp_path):
     assert diagnostics["cost_functional"] == pytest.approx(0.5 * sum(diagnostics["increment_var"]))
     assert json.loads(json.dumps(report))["path_diagnostics"]["betas"][-1] == 1.0  # JSON-ready, as evaluation.json needs
     assert "path cost" in app.format_evaluation(report)
+
+
+def test_a_sweep_summary_sets_the_jobs_apart_by_their_own_overrides():
+    from pfzoo.app import sweep
+
+    rows = [{"job": 0, "overrides": ["run_dir=x", "model.num_hidden=2"], "test_log_likelihood": -24.123456789, "kind": "exact"},
+            {"job": 1, "overrides": ["run_dir=x", "model.num_hidden=3"], "error": "model.num_hidden must be positive"}]
+    columns, cells = sweep.summary_table(rows)
+    assert columns == ["job", "overrides", "test_log_likelihood", "kind", "error"]
+    assert cells == [["0", "model.num_hidden=2", "-24.1235", "exact", ""], ["1", "model.num_hidden=3", "", "", "model.num_hidden must be positive"]]
+    text = sweep.format_summary(rows).splitlines()
+    assert text[0] == "sweep summary (2 jobs):" and len(text) == 4 and text[2].startswith("0    model.num_hidden=2  -24.1235")
+    assert sweep.short_kind("unbiased Z: stochastic lower bound on log Z") == "unbiased Z"

@@ -1,5 +1,6 @@
 """The command line as a user meets it: one run folder per job, resume under the same config only, a readable report."""
 
+import csv
 import importlib.util
 import json
 import os
@@ -169,3 +170,94 @@ def test_a_user_error_under_torchrun_is_one_line_and_exit_2_from_every_rank(tmp_
                              cwd=tmp_path, env=env, timeout=120)
     assert wrapped.returncode == cli.EXIT_USAGE, wrapped.stderr[-2000:]
     assert wrapped.stderr.strip().splitlines() == ["error: epochs must be a positive integer, got 0"], wrapped.stderr[-2000:]
+
+
+def command(*args: str) -> subprocess.CompletedProcess:
+    """``python <args>`` from the checkout, as a user's shell runs it."""
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_hydra_shell_completion_prints_a_completion_script(script):
+    result = command(str(REPO / "scripts" / script), "-sc", "install=bash")
+    assert result.returncode == 0, result.stderr
+    assert "hydra_bash_completion" in result.stdout and "complete " in result.stdout
+
+
+@pytest.mark.parametrize("task", ["train", "evaluate"])
+def test_a_command_help_starts_with_its_description_then_hydra_groups(task):
+    result = command("-m", "pfzoo", task, "--help")
+    assert result.returncode == 0, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith(f"pfzoo-{task}: ") and "powered by Hydra" not in result.stdout
+    assert "== Configuration groups ==" in rest
+
+
+def test_python_m_pfzoo_help_lists_each_command_on_one_line_and_version_prints_the_version():
+    from pfzoo import __version__
+
+    result = command("-m", "pfzoo", "--help")
+    assert result.returncode == 0 and result.stderr == ""
+    for name in cli.COMMANDS:
+        assert sum(line.strip().startswith(name + " ") for line in result.stdout.splitlines()) == 1
+    for args in (["-m", "pfzoo", "--version"], [str(REPO / "scripts" / "train.py"), "--version"]):
+        result = command(*args)
+        assert result.returncode == 0 and result.stdout.startswith(f"pfzoo {__version__} ")
+
+
+def test_an_unknown_command_is_one_error_line_and_exit_2():
+    result = command("-m", "pfzoo", "nosuch")
+    assert result.returncode == cli.EXIT_USAGE and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: the task must be one of ['train', 'evaluate'], got 'nosuch' (python -m pfzoo --help lists the commands)"]
+
+
+def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):
+    result = command(str(REPO / "scripts" / "train.py"), f"run_dir={tmp_path}", *TINY, "pictures=false")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "train.log").is_file() and not (tmp_path / "cli.log").exists()
+    assert "epoch 1/1" in (tmp_path / "train.log").read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="the tensorboard package is installed")
+def test_tensorboard_true_without_the_package_is_one_error_line(tmp_path, capsys):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY, "tensorboard=true"])) == cli.EXIT_USAGE
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: tensorboard=true needs the tensorboard package")
+
+
+def test_a_run_writes_metrics_csv_and_may_resume_with_it_turned_off(tmp_path):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY, "pictures=false"])) == 0
+    assert (tmp_path / "metrics.csv").read_text().startswith("epoch,loss,seconds,evaluation_seconds,")
+    more = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "pictures=false", "trainer.epochs=2", "resume=true", "metrics_csv=false"])
+    assert cli.execute("train", more) == 0
+
+
+def test_a_two_job_sweep_ends_with_a_table_of_both_jobs_and_summary_csv(tmp_path):
+    """A failing job has its row too, with its error; the columns are those of the jobs that ran."""
+    run_dir = tmp_path / "sweep"
+    result = command(str(REPO / "scripts" / "train.py"), "-m", f"run_dir={run_dir}", "trainer.optimizer.lr=0.05,-1", *TINY[:2],
+                     "model.num_hidden=2", "pictures=false")
+    assert result.returncode == cli.EXIT_USAGE, result.stderr[-2000:]
+    table = result.stdout[result.stdout.index("sweep summary (2 jobs):"):].splitlines()
+    assert table[1].split()[:3] == ["job", "overrides", "test_log_likelihood"]
+    assert table[2].split()[:2] == ["0", "trainer.optimizer.lr=0.05"] and "exact" in table[2]
+    assert table[3].split()[:2] == ["1", "trainer.optimizer.lr=-1"] and "optimizer.lr" in table[3]
+    with (run_dir / "summary.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [row["job"] for row in rows] == ["0", "1"] and rows[1]["test_log_likelihood"] == ""
+    assert rows[0]["kind"] == "exact" and float(rows[0]["test_log_likelihood"]) < 0 and rows[0]["error"] == ""
+    assert rows[1]["error"] in result.stderr and "optimizer.lr" in rows[1]["error"]
+    assert table[-1] == f"summary written to {run_dir / 'summary.csv'}"
+
+
+def test_an_evaluate_sweep_ends_with_a_table_of_its_estimates(tmp_path):
+    run_dir = tmp_path / "sweep"
+    result = command(str(REPO / "scripts" / "evaluate.py"), "-m", f"run_dir={run_dir}", "estimator=exact,importance", "num_test=10",
+                     "progress=false")
+    assert result.returncode == 0, result.stderr[-2000:]
+    with (run_dir / "summary.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert [(row["job"], row["overrides"]) for row in rows] == [("0", "estimator=exact"), ("1", "estimator=importance")]
+    assert rows[0]["kind"] == "exact" and all(float(row["log_z"]) > 0 for row in rows)
+    assert result.stdout.count("sweep summary (2 jobs):") == 1

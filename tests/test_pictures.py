@@ -2,6 +2,8 @@
 
 import json
 
+import numpy
+
 import torch
 from PIL import Image
 
@@ -18,7 +20,7 @@ def test_training_pictures_for_image_data(tmp_path):
     written = training_pictures(RBM(64, 12, init_std=0.1), data, metrics, tmp_path, seed=0)
     assert [path.name for path in written] == ["curves.png", "samples.png", "filters.png"]
     samples = Image.open(tmp_path / "samples.png")
-    assert min(samples.size) >= 64 and samples.size[0] == samples.size[1]  # 64 digits in an 8 × 8 grid, enlarged
+    assert samples.size[0] >= pictures.GRID_SIDE and samples.size[1] > samples.size[0]  # 8 × 8 digits, enlarged, under a caption
 
 
 def test_non_image_data_gets_only_curves_and_empty_metrics_none(tmp_path):
@@ -47,3 +49,35 @@ def test_evaluate_writes_diagnostics_samples_and_filters_only_when_asked(tmp_pat
     plain = ["estimator.num_steps=50", "num_test=20", "progress=false"]
     assert cli.execute("evaluate", cli.compose("evaluate", [f"run_dir={tmp_path / 'plain'}", *plain])) == 0
     assert not list((tmp_path / "plain").glob("*.png"))
+
+
+def test_grids_are_large_and_captioned_with_model_data_and_sweeps(tmp_path):
+    from pfzoo.app.run_pictures import caption, model_pictures
+
+    data = digits()
+    model = RBM(64, 12, init_std=0.1)
+    names = [path.name for path in model_pictures(model, data, tmp_path, seed=0)]
+    assert names == ["samples.png", "filters.png"]
+    for name in names:
+        picture = Image.open(tmp_path / name).convert("L")
+        assert picture.width >= pictures.GRID_SIDE
+        band = torch.from_numpy(numpy.asarray(picture)[:30].copy())
+        assert (band < 128).any() and (band > 250).float().mean() > 0.5  # dark text on a white band above the grid
+    text = caption(model, data, "64 samples, 1000 MCMC sweeps")
+    assert text == "rbm (num_visible=64, num_hidden=12) on digits: 64 samples, 1000 MCMC sweeps"
+    uncaptioned = Image.open(pictures.save_image_grid(torch.rand(4, 64), (8, 8), tmp_path / "plain.png"))
+    assert uncaptioned.size[0] == uncaptioned.size[1] >= pictures.GRID_SIDE  # no band without a caption
+
+
+def test_the_caption_states_every_mcmc_sampler_default_number_of_steps():
+    """The samples' caption says DEFAULT_SAMPLER_STEPS sweeps: every family's sampler must default to that many."""
+    import inspect
+
+    from pfzoo.app.run_pictures import DEFAULT_SAMPLER_STEPS
+    from pfzoo.models.registry import model_class, registered_models
+
+    for family in map(model_class, registered_models()):
+        parameters = inspect.signature(family.sample).parameters
+        for name in ("num_steps", "num_sweeps"):
+            if name in parameters:
+                assert parameters[name].default == DEFAULT_SAMPLER_STEPS, (family.__name__, name)

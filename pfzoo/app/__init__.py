@@ -7,7 +7,8 @@ are testable without Hydra's command line; :mod:`pfzoo.app.report` turns the dic
 - :mod:`pfzoo.app.training`: :func:`train`;
 - :mod:`pfzoo.app.evaluation`: :func:`evaluate` and the choice of what it measures;
 - :mod:`pfzoo.app.run_pictures`: the pictures a run writes into its folder;
-- :mod:`pfzoo.app.report`: :func:`format_training` and :func:`format_evaluation`.
+- :mod:`pfzoo.app.report`: :func:`format_training` and :func:`format_evaluation`;
+- :mod:`pfzoo.app.sweep`: the table of a ``-m`` sweep's jobs, printed and written as ``summary.csv``.
 """
 
 from pfzoo.app.config import config_dir, resolve_device

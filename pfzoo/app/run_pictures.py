@@ -11,6 +11,10 @@ from omegaconf import DictConfig
 from pfzoo import pictures
 
 PICTURE_SAMPLES = 64
+PICTURE_FILTERS = 100
+DEFAULT_SAMPLER_STEPS = 1000
+"""The steps every family's MCMC ``sample`` takes by default (Gibbs sweeps of the Boltzmann machines and Ising
+models, HMC steps of the continuous ones): what the samples' caption states (tests/test_pictures.py holds them to it)."""
 
 
 def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: int) -> list[Path]:
@@ -22,16 +26,29 @@ def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: i
 
 def model_pictures(model, data, run_dir: Path, *, seed: int) -> list[Path]:
     """For image data (a 2-d ``data.image_shape``): ``samples.png`` (64 samples of the model, its own sampler) and
-    ``filters.png`` (its first-layer filters, each on its own contrast, when it has filters); nothing otherwise."""
+    ``filters.png`` (its first-layer filters, each on its own contrast, when it has filters); nothing otherwise. Each
+    grid is captioned with the model, its sizes, the data set and how the samples were drawn (:func:`caption`)."""
     if not draws_images(data):
         return []
     with torch.no_grad():
         samples = model.sample(PICTURE_SAMPLES, generator=torch.Generator(model.device).manual_seed(seed))
-    written = [pictures.save_image_grid(samples, data.image_shape, run_dir / "samples.png")]
+    drawn = "exact draws" if model.samples_exactly else f"{DEFAULT_SAMPLER_STEPS} sweeps of its MCMC sampler"
+    written = [pictures.save_image_grid(samples, data.image_shape, run_dir / "samples.png",
+                                        caption=caption(model, data, f"{PICTURE_SAMPLES} samples, {drawn}"))]
     filters = model.visible_filters()
     if filters is not None:
-        written.append(pictures.save_image_grid(filters[:100], data.image_shape, run_dir / "filters.png", per_image_contrast=True))
+        shown = f"first-layer filters ({min(PICTURE_FILTERS, filters.shape[0])} of {filters.shape[0]}), each on its own contrast"
+        written.append(pictures.save_image_grid(filters[:PICTURE_FILTERS], data.image_shape, run_dir / "filters.png",
+                                                per_image_contrast=True, caption=caption(model, data, shown)))
     return written
+
+
+def caption(model, data, shown: str) -> str:
+    """``"<family> (<its config>) on <data set>: <shown>"``, e.g. ``rbm (num_visible=64, num_hidden=20) on digits: 64
+    samples, ..."``: the sizes are the config's numbers (and lists of them)."""
+    sizes = ", ".join(f"{key}={value}" for key, value in model.config().items()
+                      if key != "max_enumeration_units" and isinstance(value, (int, list)) and not isinstance(value, bool))
+    return f"{model.registry_name} ({sizes}) on {data.name}: {shown}"
 
 
 def draws_images(data) -> bool:

@@ -36,7 +36,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     if cfg.init_from_data:
         model.init_from_data(data.train.to(device, model.dtype))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
-    trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator)
+    trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator, csv=cfg.metrics_csv, tensorboard=cfg.tensorboard)
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
     metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
     final = final_log_likelihood(model, data, cfg, device)

@@ -30,9 +30,11 @@ from pfzoo.zoo.checkpoints import check_state_dict
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.pt"
-RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root", "device")
-"""Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars, and the
-device (a long run started on a CPU may go on on a GPU: see :func:`restore_generator`)."""
+RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root", "device",
+                  "metrics_csv", "tensorboard")
+"""Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars, which
+metrics files it writes besides metrics.jsonl (older runs' configs lack those keys), and the device (a long run
+started on a CPU may go on on a GPU: see :func:`restore_generator`)."""
 
 
 class CheckpointStore:

@@ -1,29 +1,88 @@
-"""A run's ``metrics.jsonl``: one JSON object per epoch, appended as the run goes, cut back to a checkpoint on resume."""
+"""A run's metrics files: ``metrics.jsonl`` (one JSON object per epoch, the source of truth), its table
+``metrics.csv`` and optionally TensorBoard event files, appended as the run goes, cut back to a checkpoint on resume."""
 
 from __future__ import annotations
 
+import csv
+import importlib.util
+import io
 import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 logger = logging.getLogger(__name__)
 
 METRICS_FILE = "metrics.jsonl"
+CSV_FILE = "metrics.csv"
+TENSORBOARD_DIR = "tensorboard"
 
 
 class MetricsLog:
     """The JSON-lines file ``<run_dir>/metrics.jsonl``: each line one epoch's record ``{"epoch": int, name: value, ...}``
-    (``json.dumps`` of the record, so full precision and the record's key order)."""
+    (``json.dumps`` of the record, so full precision and the record's key order).
 
-    def __init__(self, run_dir: str | os.PathLike) -> None:
+    With ``csv`` (default) the same records also go to ``<run_dir>/metrics.csv``: a header row naming the union of the
+    records' keys in order of first appearance (a metric that appears later, e.g. ``test_log_likelihood`` at estimator
+    epochs, rewrites the table from ``metrics.jsonl`` with the wider header), then one row per epoch, a record's
+    missing keys and ``None`` values as empty cells, numbers at full precision (``repr``). With ``tensorboard``
+    every numeric value is also a scalar at step ``epoch`` in ``<run_dir>/tensorboard/`` (needs the ``tensorboard``
+    package: refused in one line naming it otherwise; a resume drops the events past the checkpoint's epoch).
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, *, csv: bool = True, tensorboard: bool = False) -> None:
         self.path = Path(run_dir) / METRICS_FILE
+        self.csv_path = Path(run_dir) / CSV_FILE if csv else None
+        if tensorboard and importlib.util.find_spec("tensorboard") is None:
+            raise ValueError("tensorboard=true needs the tensorboard package (pip install tensorboard); "
+                             "metrics.jsonl and metrics.csv need nothing")
+        self.tensorboard_dir = Path(run_dir) / TENSORBOARD_DIR if tensorboard else None
+        self._columns: list[str] | None = None  # the CSV's header, once read or written
+        self._writer = None  # the TensorBoard SummaryWriter, opened at the first record
+        self._purge_step: int | None = None  # a resumed run's first epoch: TensorBoard discards events from it on
 
     def append(self, record: Mapping[str, Any]) -> None:
-        """Add one epoch's record as the file's last line."""
+        """Add one epoch's record as the file's last line (and row of the table, and TensorBoard scalars)."""
         with self.path.open("a") as file:
             file.write(json.dumps(record) + "\n")
+        if self.csv_path is not None:
+            self._append_row(record)
+        if self.tensorboard_dir is not None:
+            self._add_scalars(record)
+
+    def close(self) -> None:
+        """Flush and close the TensorBoard writer, if one is open (the text files are closed after each write)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def _append_row(self, record: Mapping[str, Any]) -> None:
+        """``record`` as the table's last row, or the whole table rewritten when it brings a new key."""
+        if self._columns is None and self.csv_path.is_file():
+            with self.csv_path.open(newline="") as file:
+                self._columns = next(csv.reader(file), None)
+        if self._columns is not None and set(record) <= set(self._columns):
+            with self.csv_path.open("a", newline="") as file:
+                file.write(table_rows([record], self._columns))
+        else:
+            self._write_table(read_records(self.path))
+
+    def _write_table(self, records: list[dict[str, Any]]) -> None:
+        """The whole table of ``records`` (header: the union of their keys)."""
+        self._columns = union_of_keys(records)
+        self.csv_path.write_text(table_rows(records, self._columns, header=True))
+
+    def _add_scalars(self, record: Mapping[str, Any]) -> None:
+        """Every number of ``record`` as a TensorBoard scalar at step ``record["epoch"]``."""
+        if self._writer is None:
+            from torch.utils.tensorboard import SummaryWriter  # optional: only with the tensorboard package
+
+            self._writer = SummaryWriter(str(self.tensorboard_dir), purge_step=self._purge_step)
+        for key, value in record.items():
+            if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                self._writer.add_scalar(key, value, global_step=record["epoch"])
+        self._writer.flush()
 
     def rewrite_through(self, epoch: int) -> list[dict[str, Any]]:
         """Keep only the records of epochs ≤ ``epoch`` (later ones postdate the checkpoint); return them, oldest first.
@@ -48,7 +107,50 @@ class MetricsLog:
             logger.warning("%s lacks the records of %d of the checkpoint's %d epochs (%s); resuming without them",
                            self.path, len(missing), epoch, describe_epochs(missing))
         self.path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        if self.csv_path is not None:
+            self._write_table(records)
+        if epoch > 0:  # TensorBoard drops the events of later epochs (written before a kill) as its writer reopens
+            self.close()
+            self._purge_step = epoch + 1
         return records
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON records of a metrics file, oldest first (lines that are not records skipped)."""
+    records = []
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def union_of_keys(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Every key of ``records`` once, in order of first appearance (``epoch`` first)."""
+    columns: dict[str, None] = {"epoch": None}
+    for record in records:
+        columns.update(dict.fromkeys(record))
+    return list(columns)
+
+
+def table_rows(records: Iterable[Mapping[str, Any]], columns: list[str], *, header: bool = False) -> str:
+    """CSV text of ``records`` under ``columns`` (missing keys and ``None`` empty, floats at full precision)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if header:
+        writer.writerow(columns)
+    for record in records:
+        writer.writerow(["" if record.get(column) is None else cell(record[column]) for column in columns])
+    return buffer.getvalue()
+
+
+def cell(value: Any) -> str:
+    """One CSV cell: floats by ``repr`` (round-trips exactly), anything else by ``str``."""
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def describe_epochs(epochs: list[int]) -> str:

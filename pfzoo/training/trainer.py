@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -100,6 +101,9 @@ class Trainer:
             ``callbacks``: ``log Z`` followed update by update and the tracked train/test log-likelihoods logged every
             epoch (Desjardins, Courville & Bengio 2011); from the command line ``trainer.track_partition=true`` or
             ``+trainer.track_partition.num_chains=100``.
+        csv: also write every epoch's record to ``<run_dir>/metrics.csv`` (:class:`~pfzoo.training.metrics_log.MetricsLog`).
+        tensorboard: also log every epoch's numbers as TensorBoard scalars in ``<run_dir>/tensorboard/``; needs the
+            ``tensorboard`` package (refused in one line without it).
     """
 
     epochs = _setting("epochs")
@@ -143,6 +147,8 @@ class Trainer:
         natural_gradient: Mapping[str, Any] | None = None,
         callbacks: Sequence[TrainingCallback] = (),
         track_partition: bool | Mapping[str, Any] | None = None,
+        csv: bool = True,
+        tensorboard: bool = False,
     ) -> None:
         if not isinstance(objective, Objective):
             raise ValueError(f"objective must be a pfzoo.training.Objective (loss(model, batch, *, generator)), got {type(objective).__name__}")
@@ -173,7 +179,7 @@ class Trainer:
         self.epoch_metrics = epoch_metrics
         self.run_dir = Path(run_dir)
         self._checkpoints = CheckpointStore(self.run_dir)
-        self._metrics = MetricsLog(self.run_dir)
+        self._metrics = MetricsLog(self.run_dir, csv=check_bool(csv, "csv"), tensorboard=check_bool(tensorboard, "tensorboard"))
         self._callback_seconds = 0.0  # time in the callbacks during the current epoch
 
     @property
@@ -197,7 +203,10 @@ class Trainer:
         estimator that does not apply to ``model`` is refused (:class:`~pfzoo.models.MissingCapability`) before
         anything runs. A run ends early when :meth:`stop_reason` gives a reason.
 
-        Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds`` (training time),
+        Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds`` (training time:
+        the objective's ``prepare``, a DBM's greedy pretraining in the first epoch included, and the updates),
+        ``evaluation_seconds`` (the time of the diagnostics below, the estimator and the epoch metrics: with
+        ``seconds`` and ``callback_seconds`` the epoch's wall time up to the checkpoint write),
         ``{train,test}_reconstruction_error`` (models with ``hidden_probs`` / ``visible_probs``, and DBMs, where it is
         the squared error of ``σ(μ¹ W_0ᵀ + b_0)`` with ``μ¹`` the first hidden layer's mean-field posterior means: a
         cheap diagnostic, not a likelihood; see :func:`~pfzoo.training.reconstruction_error`),
@@ -246,7 +255,7 @@ class Trainer:
         records = ranks.from_leader(lambda: self._metrics.rewrite_through(start))
         # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
         bars = self.progress and sys.stderr.isatty() and ranks.leader
-        with logging_redirect_tqdm(), tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not bars) as bar:
+        with contextlib.closing(self._metrics), logging_redirect_tqdm(), tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not bars) as bar:
             for epoch in range(start + 1, self.epochs + 1):
                 reason = self.stop_reason(records)
                 if reason is not None:
@@ -258,11 +267,15 @@ class Trainer:
                 began, self._callback_seconds = time.perf_counter(), 0.0
                 loss = self._train_epoch(ranks, model, train, optimizer, weights, generators, epoch)
                 seconds = ranks.slowest(time.perf_counter() - began - self._callback_seconds, model.device)
-                record = {"epoch": epoch, "loss": loss, "seconds": seconds, **self.objective.epoch_metrics()}
+                # evaluation_seconds: the per-epoch diagnostics, estimator and epoch metrics, outside ``seconds`` (a
+                # DBM's exact pseudo-likelihood can take 20 times its epoch) but logged, so the wall time is accounted for
+                record = {"epoch": epoch, "loss": loss, "seconds": seconds, "evaluation_seconds": 0.0, **self.objective.epoch_metrics()}
+                began = time.perf_counter()
                 record.update(self._evaluate(model, train, test, epoch))
                 with torch.no_grad():
                     record.update(self.objective.epoch_metrics())
                     record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
+                    record["evaluation_seconds"] = ranks.slowest(time.perf_counter() - began, model.device)
                     record.update(self._end_callbacks_epoch(model, epoch, train, test))
                 if ranks.leader:
                     self._metrics.append(record)

@@ -20,7 +20,7 @@ from pfzoo.training import PCD, Objective, PartitionTracker, Trainer, TrainingCa
 from pfzoo.training.partition_tracking import LogPartitionFilter, log_mean_and_covariance, tracker_from_settings
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
-TIMING = ("seconds", "callback_seconds")
+TIMING = ("seconds", "evaluation_seconds", "callback_seconds")
 
 
 def teacher_data(num_visible=12, rows=700, seed=0):

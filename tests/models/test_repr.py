@@ -21,7 +21,7 @@ def test_repr_names_every_size(build):
     text = repr(model)
     sizes = {name: getattr(model, name) for name in SIZE_ATTRIBUTES if hasattr(model, name)}
     assert sizes, f"{type(model).__name__} holds none of {SIZE_ATTRIBUTES}"
-    if "layer_sizes" in sizes:  # a stack's width is its first layer size
+    if "layer_sizes" in sizes or "num_units" in sizes:  # a stack's first layer size, an Ising model's D: the same number
         del sizes["num_visible"]
     assert not text.startswith(f"{type(model).__name__}()"), text
     for name, value in sizes.items():

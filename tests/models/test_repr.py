@@ -23,6 +23,8 @@ def test_repr_names_every_size(build):
     assert sizes, f"{type(model).__name__} holds none of {SIZE_ATTRIBUTES}"
     if "layer_sizes" in sizes or "num_units" in sizes:  # a stack's first layer size, an Ising model's D: the same number
         del sizes["num_visible"]
+    if "num_content" in sizes:  # a bilinear model's latent width is num_content + num_style
+        del sizes["num_latent"]
     assert not text.startswith(f"{type(model).__name__}()"), text
     for name, value in sizes.items():
         assert f"{name}={list(value) if name == 'layer_sizes' else value}" in text, (name, text)

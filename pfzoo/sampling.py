@@ -66,6 +66,7 @@ class ChainStreams:
             bit_generator = self._bit_generators[block] = np.random.SFC64(seed)
         return bit_generator.random_raw((count + 1) // 2).view(np.int32)[:count]  # uint64: two 32-bit words each
 
+    @torch.compiler.disable(reason="numpy's SFC64 streams run on the host, outside a compiled graph")
     def integers(self, like: torch.Tensor) -> torch.Tensor:
         """Integers uniform on ``[0, 2²⁴)``, int32 CPU of the shape and memory layout of ``like [N, ...]`` (dense): each
         block's rows hold the next words of its SFC64 stream in the rows' memory order, as ``like``'s rows of that block
@@ -85,6 +86,7 @@ class ChainStreams:
         if len(shape) == 0 or shape[0] != self.num_rows:
             raise ValueError(f"{name} must have the streams' {self.num_rows} chains as its first dimension, got {tuple(shape)}")
 
+    @torch.compiler.disable(reason="one generator per block: a loop of draws outside a compiled graph")
     def concatenated(self, shape: torch.Size | tuple[int, ...], draw: Callable[[torch.Tensor, torch.Generator], torch.Tensor], *,
                      dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> torch.Tensor:
         """``draw(out, generator)`` filling each block's rows of one ``shape`` tensor (``out`` is the block's row slice,
@@ -184,6 +186,7 @@ def _blockwise_bernoulli_logits(logits: torch.Tensor, out_dtype: torch.dtype, st
     return torch.lt(streams.integers(scaled), scaled, out=torch.empty_like(scaled, dtype=out_dtype))
 
 
+@torch.compiler.disable(reason="numpy's SFC64 stream runs on the host, outside a compiled graph")
 def uniform_integers(shape: torch.Size | tuple[int, ...], *, generator: Generator = None) -> torch.Tensor:
     """Independent integers uniform on ``[0, 2²⁴)``, int32 CPU ``shape``, from a stream seeded by one draw of ``generator``.
 

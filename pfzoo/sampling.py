@@ -161,13 +161,27 @@ def bernoulli_logits(
         scaled = torch.sigmoid(logits.detach().to(torch.float32)).mul_(float(1 << UNIFORM_BITS))  # dense, in the logits' layout
         # integers and draws in that same layout (e.g. a transposed product's): a comparison across layouts is twice as slow
         integers = uniform_integers((scaled.numel(),), generator=generator).as_strided(scaled.shape, scaled.stride())
-        return torch.lt(integers, scaled, out=torch.empty_like(scaled, dtype=out_dtype))
+        return _below(integers, scaled, out_dtype)
     draw_dtype = torch.float32 if logits.dtype == torch.float64 else logits.dtype
     probs = torch.sigmoid(logits.detach().to(draw_dtype))
     # the uniforms in the logits' memory layout (e.g. a transposed product's): an in-place comparison across layouts is slow
-    uniforms = torch.empty_like(probs).uniform_(generator=generator)
+    uniforms = _uniform_like(probs, generator)
     draws = uniforms.lt_(probs)  # in place: the comparison's 0./1. overwrite the uniforms
     return draws.to(out_dtype)
+
+
+def _below(integers: torch.Tensor, scaled: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """``1[I < p 2²⁴]`` in ``out_dtype``, in ``scaled``'s layout: written straight into an output of that layout in eager
+    mode; under ``torch.compile`` (which refuses a non-contiguous ``out=``) the comparison converted, the same values."""
+    if torch.compiler.is_compiling():
+        return torch.lt(integers, scaled).to(out_dtype)
+    return torch.lt(integers, scaled, out=torch.empty_like(scaled, dtype=out_dtype))
+
+
+@torch.compiler.disable(reason="a draw from an explicit torch.Generator, which torch.compile cannot trace")
+def _uniform_like(like: torch.Tensor, generator: Generator) -> torch.Tensor:
+    """Uniforms on ``[0, 1)`` of ``like``'s shape, dtype and memory layout, from ``generator``."""
+    return torch.empty_like(like).uniform_(generator=generator)
 
 
 def _blockwise_bernoulli_logits(logits: torch.Tensor, out_dtype: torch.dtype, streams: ChainStreams) -> torch.Tensor:
@@ -183,7 +197,7 @@ def _blockwise_bernoulli_logits(logits: torch.Tensor, out_dtype: torch.dtype, st
             draws[start:start + size] = bernoulli_logits(logits[start:start + size], dtype=out_dtype, generator=stream)
         return draws
     scaled = torch.sigmoid(logits.detach().to(torch.float32)).mul_(float(1 << UNIFORM_BITS))  # dense, in the logits' layout
-    return torch.lt(streams.integers(scaled), scaled, out=torch.empty_like(scaled, dtype=out_dtype))
+    return _below(streams.integers(scaled), scaled, out_dtype)
 
 
 @torch.compiler.disable(reason="numpy's SFC64 stream runs on the host, outside a compiled graph")

@@ -111,7 +111,7 @@ def anneal(
     per_step = [] if diagnostics else None
     num_segments = max(1, min(ACCEPTANCE_SEGMENTS, num_steps - 1))
     acceptance_sums, acceptance_counts = None, [0] * num_segments
-    increment_of, transition = (compiled_step(path) if compile else (_increment, type(path).transition))
+    increment_of, transition = compiled_step() if compile else (_increment, _transition)
     for k in range(1, num_steps + 1):
         increment = increment_of(path, state, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
@@ -156,20 +156,22 @@ def _increment(path: AnnealingPath, state: Any, beta_from: float, beta_to: float
     return path.log_weight_increment(path.statistics(state), beta_from, beta_to)
 
 
-def compiled_step(path: AnnealingPath) -> tuple[Callable, Callable]:
-    """The step's two functions under ``torch.compile``: ``(increment(path, state, β, β'), transition(path, state, β', *,
-    generator))``, compiled once per kind of path (``functools.cache``) and with β's as dynamic inputs, so that one
-    graph serves every step of a schedule instead of one recompilation per β.
-
-    Nothing in the step reads a value back to the host or branches on data (value checks run when the path is built);
-    the draws of :mod:`pfzoo.sampling` run eagerly between the graphs where they take numpy's bulk integers (CPU).
-    """
-    return _compiled_functions(type(path))
+def _transition(path: AnnealingPath, state: Any, beta: float, *, generator: Generator = None) -> tuple[Any, Any]:
+    """One kernel step of ``path`` at β: ``(state, info)``."""
+    return path.transition(state, beta, generator=generator)
 
 
 @functools.cache
-def _compiled_functions(path_type: type) -> tuple[Callable, Callable]:
-    return torch.compile(_increment, dynamic=True), torch.compile(path_type.transition, dynamic=True)
+def compiled_step() -> tuple[Callable, Callable]:
+    """The step's two functions under ``torch.compile``: ``(increment(path, state, β, β'), transition(path, state, β', *,
+    generator))``, with β's as dynamic inputs, so that one graph serves every step of a schedule instead of one
+    recompilation per β (dynamo guards on the path's type and tensors, so each kind of path gets its own graphs).
+
+    Nothing in an RBM path's step reads a value back to the host or branches on data (value checks run when the path is
+    built); the draws of :mod:`pfzoo.sampling` run eagerly between the graphs, where they take an explicit
+    ``torch.Generator`` or numpy's bulk integers (CPU), neither of which a graph can hold.
+    """
+    return torch.compile(_increment, dynamic=True), torch.compile(_transition, dynamic=True)
 
 
 def _chain_summary(increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:

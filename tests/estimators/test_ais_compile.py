@@ -6,7 +6,7 @@ import torch
 from factories import random_rbm
 
 from pfzoo.estimators import AIS
-from pfzoo.estimators.annealing import _increment
+from pfzoo.estimators.annealing import _increment, _transition
 from pfzoo.sampling import ChainStreams
 
 
@@ -43,7 +43,7 @@ def test_rbm_step_breaks_only_at_the_draws():
     path, state, streams = _rbm_path_and_state()
     increment = torch._dynamo.explain(_increment)(path, state, 0.1, 0.2)
     assert (increment.graph_count, increment.graph_break_count) == (1, 0)
-    transition = torch._dynamo.explain(type(path).transition)(path, state, 0.2, generator=streams)
+    transition = torch._dynamo.explain(_transition)(path, state, 0.2, generator=streams)
     reasons = {reason.reason.splitlines()[0] for reason in transition.break_reasons}
     assert transition.graph_break_count > 0 and all("torch.compiler.disable()" in reason for reason in reasons), reasons
     torch._dynamo.reset()

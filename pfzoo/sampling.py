@@ -66,6 +66,7 @@ class ChainStreams:
             bit_generator = self._bit_generators[block] = np.random.SFC64(seed)
         return bit_generator.random_raw((count + 1) // 2).view(np.int32)[:count]  # uint64: two 32-bit words each
 
+    @torch.compiler.disable(reason="numpy's SFC64 streams run on the host, outside a compiled graph")
     def integers(self, like: torch.Tensor) -> torch.Tensor:
         """Integers uniform on ``[0, 2²⁴)``, int32 CPU of the shape and memory layout of ``like [N, ...]`` (dense): each
         block's rows hold the next words of its SFC64 stream in the rows' memory order, as ``like``'s rows of that block
@@ -85,6 +86,7 @@ class ChainStreams:
         if len(shape) == 0 or shape[0] != self.num_rows:
             raise ValueError(f"{name} must have the streams' {self.num_rows} chains as its first dimension, got {tuple(shape)}")
 
+    @torch.compiler.disable(reason="one generator per block: a loop of draws outside a compiled graph")
     def concatenated(self, shape: torch.Size | tuple[int, ...], draw: Callable[[torch.Tensor, torch.Generator], torch.Tensor], *,
                      dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> torch.Tensor:
         """``draw(out, generator)`` filling each block's rows of one ``shape`` tensor (``out`` is the block's row slice,
@@ -159,13 +161,27 @@ def bernoulli_logits(
         scaled = torch.sigmoid(logits.detach().to(torch.float32)).mul_(float(1 << UNIFORM_BITS))  # dense, in the logits' layout
         # integers and draws in that same layout (e.g. a transposed product's): a comparison across layouts is twice as slow
         integers = uniform_integers((scaled.numel(),), generator=generator).as_strided(scaled.shape, scaled.stride())
-        return torch.lt(integers, scaled, out=torch.empty_like(scaled, dtype=out_dtype))
+        return _below(integers, scaled, out_dtype)
     draw_dtype = torch.float32 if logits.dtype == torch.float64 else logits.dtype
     probs = torch.sigmoid(logits.detach().to(draw_dtype))
     # the uniforms in the logits' memory layout (e.g. a transposed product's): an in-place comparison across layouts is slow
-    uniforms = torch.empty_like(probs).uniform_(generator=generator)
+    uniforms = _uniform_like(probs, generator)
     draws = uniforms.lt_(probs)  # in place: the comparison's 0./1. overwrite the uniforms
     return draws.to(out_dtype)
+
+
+def _below(integers: torch.Tensor, scaled: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """``1[I < p 2²⁴]`` in ``out_dtype``, in ``scaled``'s layout: written straight into an output of that layout in eager
+    mode; under ``torch.compile`` (which refuses a non-contiguous ``out=``) the comparison converted, the same values."""
+    if torch.compiler.is_compiling():
+        return torch.lt(integers, scaled).to(out_dtype)
+    return torch.lt(integers, scaled, out=torch.empty_like(scaled, dtype=out_dtype))
+
+
+@torch.compiler.disable(reason="a draw from an explicit torch.Generator, which torch.compile cannot trace")
+def _uniform_like(like: torch.Tensor, generator: Generator) -> torch.Tensor:
+    """Uniforms on ``[0, 1)`` of ``like``'s shape, dtype and memory layout, from ``generator``."""
+    return torch.empty_like(like).uniform_(generator=generator)
 
 
 def _blockwise_bernoulli_logits(logits: torch.Tensor, out_dtype: torch.dtype, streams: ChainStreams) -> torch.Tensor:
@@ -181,9 +197,10 @@ def _blockwise_bernoulli_logits(logits: torch.Tensor, out_dtype: torch.dtype, st
             draws[start:start + size] = bernoulli_logits(logits[start:start + size], dtype=out_dtype, generator=stream)
         return draws
     scaled = torch.sigmoid(logits.detach().to(torch.float32)).mul_(float(1 << UNIFORM_BITS))  # dense, in the logits' layout
-    return torch.lt(streams.integers(scaled), scaled, out=torch.empty_like(scaled, dtype=out_dtype))
+    return _below(streams.integers(scaled), scaled, out_dtype)
 
 
+@torch.compiler.disable(reason="numpy's SFC64 stream runs on the host, outside a compiled graph")
 def uniform_integers(shape: torch.Size | tuple[int, ...], *, generator: Generator = None) -> torch.Tensor:
     """Independent integers uniform on ``[0, 2²⁴)``, int32 CPU ``shape``, from a stream seeded by one draw of ``generator``.
 

@@ -49,6 +49,9 @@ class AIS(PathPartitionEstimator):
             :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (increments of log w, ESS
             along the path, symmetric-KL estimates and their cost functional); feed them to
             :meth:`pfzoo.paths.OptimalSchedule.from_diagnostics` for a schedule fitted to the path.
+        compile: run each annealing step's increment and transition under ``torch.compile``
+            (:func:`pfzoo.estimators.annealing.compiled_step`); off by default. The first run pays the compilation
+            (tens of seconds on a CPU); estimates agree with eager ones to rounding.
 
     For a latent-variable generative model (:class:`~pfzoo.models.LinearGenerative`, ...),
     :meth:`log_likelihood` instead anneals each example's latents from the prior to the posterior with
@@ -70,9 +73,11 @@ class AIS(PathPartitionEstimator):
         posterior_samples: int = 100,
         path: str = "geometric",
         diagnostics: bool = False,
+        compile: bool = False,
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.diagnostics = check_bool(diagnostics, "diagnostics")
+        self.compile = check_bool(compile, "compile")
         self.num_chains = check_sample_count(num_chains, "num_chains")
         self.schedule = schedule
         self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (forward)
@@ -101,7 +106,7 @@ class AIS(PathPartitionEstimator):
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
         with allocating("num_chains", self.num_chains):
             result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
-                                    progress=progress, diagnostics=self.diagnostics)
+                                    progress=progress, diagnostics=self.diagnostics, compile=self.compile)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import functools
+from typing import Any, Callable, NamedTuple
 
 import torch
 
@@ -79,6 +80,7 @@ def anneal(
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
     group_size: int | None = None,
+    compile: bool = False,
 ) -> AnnealingResult:
     """Run annealed importance sampling along ``betas`` (Neal 2001, eqs. 3–4).
 
@@ -96,6 +98,8 @@ def anneal(
     chains per step, kept on the device until the end; the weights and the random stream are the same
     either way). With :class:`~pfzoo.sampling.ChainStreams` for ``generator`` the chains are its blocks' rows and the
     acceptance and diagnostics are per block (:class:`AnnealingResult`); ``group_size`` is then refused.
+    With ``compile`` the step's increment and transition run under ``torch.compile`` (:func:`compiled_step`); the numbers
+    are those of the eager loop to rounding (a compiled kernel may fuse and reorder floating-point operations).
     """
     blocks = generator.sizes if isinstance(generator, ChainStreams) else None
     if blocks is not None and group_size is not None:
@@ -107,8 +111,9 @@ def anneal(
     per_step = [] if diagnostics else None
     num_segments = max(1, min(ACCEPTANCE_SEGMENTS, num_steps - 1))
     acceptance_sums, acceptance_counts = None, [0] * num_segments
+    increment_of, transition = compiled_step() if compile else (_increment, _transition)
     for k in range(1, num_steps + 1):
-        increment = path.log_weight_increment(path.statistics(state), betas_list[k - 1], betas_list[k])
+        increment = increment_of(path, state, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
         if per_step is not None:
             if blocks is not None:
@@ -119,7 +124,7 @@ def anneal(
             else:
                 per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights.view(-1, group_size)).mean()]))
         if k < num_steps:
-            state, info = path.transition(state, betas_list[k], generator=generator)
+            state, info = transition(path, state, betas_list[k], generator=generator)
             if info.accept_prob is not None:
                 segment = min(num_segments - 1, (k - 1) * num_segments // max(1, num_steps - 1))
                 if acceptance_sums is None:
@@ -144,6 +149,29 @@ def anneal(
         ends = [min(num_steps - 1, (s + 1) * max(1, num_steps - 1) // num_segments) for s in range(num_segments)]
         segment_betas = torch.tensor([betas_list[max(1, e)] for e in ends], dtype=torch.float64)
     return AnnealingResult(log_weights, state, summary, acceptance, segment_betas)
+
+
+def _increment(path: AnnealingPath, state: Any, beta_from: float, beta_to: float) -> torch.Tensor:
+    """``log f_{β_to}(x) − log f_{β_from}(x)`` per chain, float64 ``[N]``, from the statistics ``state`` carries."""
+    return path.log_weight_increment(path.statistics(state), beta_from, beta_to)
+
+
+def _transition(path: AnnealingPath, state: Any, beta: float, *, generator: Generator = None) -> tuple[Any, Any]:
+    """One kernel step of ``path`` at β: ``(state, info)``."""
+    return path.transition(state, beta, generator=generator)
+
+
+@functools.cache
+def compiled_step() -> tuple[Callable, Callable]:
+    """The step's two functions under ``torch.compile``: ``(increment(path, state, β, β'), transition(path, state, β', *,
+    generator))``, with β's as dynamic inputs, so that one graph serves every step of a schedule instead of one
+    recompilation per β (dynamo guards on the path's type and tensors, so each kind of path gets its own graphs).
+
+    Nothing in an RBM path's step reads a value back to the host or branches on data (value checks run when the path is
+    built); the draws of :mod:`pfzoo.sampling` run eagerly between the graphs, where they take an explicit
+    ``torch.Generator`` or numpy's bulk integers (CPU), neither of which a graph can hold.
+    """
+    return torch.compile(_increment, dynamic=True), torch.compile(_transition, dynamic=True)
 
 
 def _chain_summary(increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:

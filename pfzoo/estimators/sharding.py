@@ -109,6 +109,7 @@ def sharded_anneal(
     device: torch.device,
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
+    compile: bool = False,
 ) -> AnnealingResult:
     """:func:`~pfzoo.estimators.annealing.anneal` of ``num_chains`` chains from the path's base, in blocks with their own
     streams, on this process's share of the ranks (all of them without a process group).
@@ -123,12 +124,13 @@ def sharded_anneal(
     """
     if batches_blocks(path):
         payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device),
-                                               progress=progress, diagnostics=diagnostics))
+                                               progress=progress, diagnostics=diagnostics, compile=compile))
     else:
 
         def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
             initial = path.sample_base(len(chains), generator=block_generator)
-            result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics)
+            result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics,
+                            compile=compile)
             return result.log_weights.cpu(), *_block_reductions(result, slice(None))
 
         payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress)
@@ -143,14 +145,14 @@ def sharded_anneal(
 
 def _anneal_as_one_batch(
     path: AnnealingPath, betas: torch.Tensor, blocks: list[tuple[range, torch.Generator]], *, progress: ProgressCallback | None,
-    diagnostics: bool,
+    diagnostics: bool, compile: bool = False,
 ) -> list[tuple]:
     """One annealing run of all ``blocks`` of chains as one batch, split back into one payload per block."""
     if not blocks:  # more ranks than blocks
         return []
     streams = ChainStreams([block_generator for _, block_generator in blocks], [len(chains) for chains, _ in blocks])
     initial = path.sample_base(streams.num_rows, generator=streams)
-    result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics)
+    result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics, compile=compile)
     log_weights = result.log_weights.cpu().split(streams.sizes)
     return [(log_weights[block], *_block_reductions(result, block)) for block in range(len(streams))]
 

@@ -84,6 +84,13 @@ class BilinearGenerative(LatentGenerativeModel):
         self.content_weight = nn.Parameter(torch.randn(self.num_components, self.num_content, generator=generator) * init_std)
         self.style_weight = nn.Parameter(torch.randn(self.num_components, self.num_style, generator=generator) * init_std)
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``BilinearGenerative(...)``."""
+        return (
+            f"num_visible={self.num_visible}, num_components={self.num_components}, "
+            f"num_content={self.num_content}, num_style={self.num_style}"
+        )
+
     @classmethod
     def from_tensors(
         cls,

@@ -77,6 +77,10 @@ class DBM(EnergyModel):
         )
         self.biases = nn.ParameterList(nn.Parameter(torch.zeros(size)) for size in self.layer_sizes)
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``DBM(...)``."""
+        return f"layer_sizes={self.layer_sizes}"
+
     @classmethod
     def from_tensors(
         cls,

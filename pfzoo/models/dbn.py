@@ -80,6 +80,10 @@ class DBN(EnergyModel):
             for lower, upper in zip(layer_sizes[:-1], layer_sizes[1:])
         )
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``DBN(...)``."""
+        return f"layer_sizes={list(self.layer_sizes)}"
+
     @classmethod
     def from_tensors(
         cls,

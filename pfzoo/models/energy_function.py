@@ -44,6 +44,10 @@ class EnergyFunction(ContinuousModel):
         check_model_dtype(reference.dtype, "net")
         self.register_buffer("_anchor", torch.zeros(0, dtype=reference.dtype, device=reference.device), persistent=False)
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``EnergyFunction(...)``."""
+        return f"num_visible={self.num_visible}, binary={self.binary_visible}"
+
     @property
     def device(self) -> torch.device:
         return self._anchor.device

@@ -42,6 +42,10 @@ class Gaussian(ContinuousModel):
         self.mean = nn.Parameter(torch.zeros(num_visible))
         self.precision_log_cholesky = nn.Parameter(torch.zeros(num_visible, num_visible))
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``Gaussian(...)``."""
+        return f"num_visible={self.num_visible}"
+
     @classmethod
     def from_tensors(cls, precision: torch.Tensor, mean: torch.Tensor | None = None) -> "Gaussian":
         """A Gaussian with precision ``Λ [M, M]`` (symmetric positive definite) and mean ``μ [M]`` (default 0).

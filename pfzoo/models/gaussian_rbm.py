@@ -82,6 +82,10 @@ class GaussianBernoulliRBM(BipartiteModel):
         else:
             self.register_buffer("log_sigma", torch.zeros(num_visible))
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``GaussianBernoulliRBM(...)``."""
+        return f"num_visible={self.num_visible}, num_hidden={self.num_hidden}, learn_sigma={self.learn_sigma}"
+
     @classmethod
     def from_tensors(
         cls,

@@ -124,6 +124,10 @@ class Ising(EnergyModel):
         self.coupling = nn.Parameter(torch.triu(initial, 1) + torch.triu(initial, 1).T)
         self.bias = nn.Parameter(torch.zeros(self.num_units))
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``Ising(...)``."""
+        return f"num_units={self.num_units}"
+
     @classmethod
     def from_tensors(cls, coupling: torch.Tensor, bias: torch.Tensor, *, max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS):
         """A model holding copies of a symmetric, zero-diagonal ``coupling [D, D]`` and ``bias [D]``."""

@@ -63,6 +63,10 @@ class LinearGenerative(LatentGenerativeModel):
         self.max_basis_norm = None if max_basis_norm is None else float(max_basis_norm)
         self.basis = nn.Parameter(torch.randn(self.num_visible, self.num_latent, generator=generator) * init_std)
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``LinearGenerative(...)``."""
+        return f"num_visible={self.num_visible}, num_latent={self.num_latent}, prior={self.prior.name!r}"
+
     @classmethod
     def from_tensors(
         cls, basis: torch.Tensor, *, prior: str = "laplace", noise_std: float = 0.1, max_basis_norm: float | None = None

@@ -140,6 +140,13 @@ class MeanCovarianceRBM(ContinuousModel):
         self.mean_bias = nn.Parameter(torch.full((j,), INITIAL_MEAN_BIAS))
         self.visible_bias = nn.Parameter(torch.zeros(d))
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``MeanCovarianceRBM(...)``."""
+        return (
+            f"num_visible={self.num_visible}, num_factors={self.num_factors}, "
+            f"num_covariance_hidden={self.num_covariance_hidden}, num_mean_hidden={self.num_mean_hidden}"
+        )
+
     @classmethod
     def from_tensors(
         cls,

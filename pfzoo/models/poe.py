@@ -126,6 +126,10 @@ class ProductOfExperts(ContinuousModel):
         elif expert == "student_t":
             self.log_shape = nn.Parameter(torch.full((num_experts,), math.log(DEFAULT_STUDENT_T_SHAPE)))
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``ProductOfExperts(...)``."""
+        return f"num_visible={self.num_visible}, num_experts={self.num_experts}, expert={self.expert!r}"
+
     @classmethod
     def from_tensors(
         cls, filters: torch.Tensor, shape: torch.Tensor | None = None, *, expert: str = "laplace", shape_above_half: bool = False

@@ -64,6 +64,10 @@ class RBM(BipartiteModel):
         self.visible_bias = nn.Parameter(torch.zeros(num_visible))
         self.hidden_bias = nn.Parameter(torch.zeros(num_hidden))
 
+    def extra_repr(self) -> str:
+        """The sizes, shown by ``repr``: ``RBM(...)``."""
+        return f"num_visible={self.num_visible}, num_hidden={self.num_hidden}"
+
     @classmethod
     def from_tensors(
         cls,

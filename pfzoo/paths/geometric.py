@@ -73,15 +73,26 @@ class RBMPathConditionals:
 
     def draw_hidden(self, v: torch.Tensor, stats: RBMPathStatistics, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """``h ~ Bernoulli(σ(c_0 + β u))`` with ``u = vW + c − c_0`` from the statistics; drawn in the visible draws' dtype."""
-        return bernoulli_logits(torch.add(self.base_hidden_bias, stats.hidden_input, alpha=beta), dtype=self.draw_weight.dtype,
+        return bernoulli_logits(_add_scaled(self.base_hidden_bias, stats.hidden_input, beta), dtype=self.draw_weight.dtype,
                                 generator=generator)
 
     def draw_visible(self, h: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """``v ~ Bernoulli(σ(b_β + β hWᵀ))`` with ``b_β = b_0 + β(b − b_0)`` (a ``[V]`` vector, so the ``[N, V]`` logits come
         out of one ``addmm``, float32 for float64 models); draws by :func:`pfzoo.sampling.bernoulli_logits`."""
-        visible_bias = torch.add(self.draw_base_visible_bias, self.draw_visible_bias_delta, alpha=beta)
-        visible_logits = torch.addmm(visible_bias, h, self.draw_weight.T, alpha=beta)
+        visible_bias = _add_scaled(self.draw_base_visible_bias, self.draw_visible_bias_delta, beta)
+        if torch.compiler.is_compiling():  # β a dynamic input (see _add_scaled): hWᵀ is exact in the draw dtype times β
+            visible_logits = torch.addmm(visible_bias, h * beta, self.draw_weight.T)
+        else:
+            visible_logits = torch.addmm(visible_bias, h, self.draw_weight.T, alpha=beta)
         return bernoulli_logits(visible_logits, dtype=self.weight.dtype, generator=generator)
+
+
+def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float) -> torch.Tensor:
+    """``x + scale · y``: torch.add's fused ``alpha`` in eager mode; under ``torch.compile`` the product and the sum, since
+    an ``alpha`` must be a constant of the graph, and a β baked in would recompile the annealing step at every β."""
+    if torch.compiler.is_compiling():
+        return x + scale * y
+    return torch.add(x, y, alpha=scale)
 
 
 class RBMGeometricPath(AnnealingPath):
@@ -123,7 +134,7 @@ class RBMGeometricPath(AnnealingPath):
         :func:`pfzoo.logmath.softplus_difference`. float64 ``[N]``.
         """
         step = beta_to - beta_from
-        x_to = torch.add(self.target.base_hidden_bias, stats.hidden_input, alpha=beta_to)
+        x_to = _add_scaled(self.target.base_hidden_bias, stats.hidden_input, beta_to)
         hidden = softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=abs(step) * self.target.hidden_input_bound)
         return step * stats.visible_term.double() + hidden
 

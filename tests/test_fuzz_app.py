@@ -87,6 +87,8 @@ ROWS = [
     ("evaluate", ["pretrained=hopfield-hopfield_patterns", "samples=true"], "samples=true"),
     ("evaluate", ["model=ica", "samples=true"], "samples=true"),
     ("evaluate", ["versus=rbm-digits", "samples=true"], "versus=rbm-digits"),
+    ("evaluate", ["versus=rbm-digits", "estimator=raise"], "versus=rbm-digits"),
+    ("evaluate", ["versus=rbm-digits", "estimator.num_steps=10"], "versus=rbm-digits"),
 ]
 
 

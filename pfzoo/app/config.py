@@ -54,6 +54,22 @@ def model_was_chosen(cfg: DictConfig) -> bool:
     return chosen != _default_choice("evaluate", "model")
 
 
+def estimator_was_chosen(cfg: DictConfig) -> bool:
+    """Whether the user set ``estimator=...`` or any ``estimator.*`` key: Hydra's overrides under ``hydra.main``; without
+    them (a composed config), whether ``cfg.estimator`` differs from the default of the model config it records (its
+    ``conf/model`` file's override of ``/estimator``, else ``evaluate.yaml``'s)."""
+    if HydraConfig.initialized():
+        return any(override.split("=", 1)[0].lstrip("+~").split(".")[0] == "estimator" for override in HydraConfig.get().overrides.task)
+    default = _default_choice("evaluate", "estimator")
+    model_file = config_dir() / "model" / f"{cfg.model_config_name}.yaml"
+    if cfg.model_config_name is not None and model_file.is_file():
+        for entry in OmegaConf.to_container(OmegaConf.load(model_file)).get("defaults", []):
+            if isinstance(entry, dict):
+                default = next((value for key, value in entry.items() if key.startswith("override /estimator")), default)
+    composed = OmegaConf.load(config_dir() / "estimator" / f"{default}.yaml")
+    return OmegaConf.to_container(cfg.estimator) != OmegaConf.to_container(composed)
+
+
 def dataset_was_chosen(cfg: DictConfig) -> bool:
     """Whether the user picked ``dataset=...``: Hydra's overrides under ``hydra.main``; without them (a composed config),
     whether ``cfg.dataset`` builds another data set than the default of the model config it records (its

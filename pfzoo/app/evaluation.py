@@ -17,7 +17,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
 from pfzoo.app.comparison import compare_with_versus
-from pfzoo.app.config import dataset_was_chosen, model_was_chosen, resolve_device
+from pfzoo.app.config import dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device
 from pfzoo.app.run_pictures import draws_images, evaluation_pictures
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
@@ -136,6 +136,10 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         if cfg.samples:  # the comparison draws no pictures
             raise ValueError(f"samples=true draws one model's samples, but versus={cfg.versus} compares two; drop samples=true "
                              f"(or evaluate each model with samples=true on its own)")
+        if estimator_was_chosen(cfg):  # the comparison estimates log Z_A − log Z_B by bridge sampling, never estimator=
+            raise ValueError(f"versus={cfg.versus} compares the two models by bridge sampling alone (its settings: versus_samples, "
+                             f"versus_steps), so estimator settings do not apply; drop estimator=... (or evaluate each model "
+                             f"with its estimator on its own)")
         return compare_with_versus(cfg, model, checkpoint, dataset, device)
     estimator = instantiate(cfg.estimator).to(device)
     estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)

@@ -54,19 +54,25 @@ def model_was_chosen(cfg: DictConfig) -> bool:
     return chosen != _default_choice("evaluate", "model")
 
 
+def _model_default(cfg: DictConfig, group: str) -> str | None:
+    """The option of ``group`` an evaluation gets without the user's choice: the override of ``/<group>`` in the
+    ``conf/model`` file the config records, else ``evaluate.yaml``'s default."""
+    default = _default_choice("evaluate", group)
+    model_file = config_dir() / "model" / f"{cfg.model_config_name}.yaml"
+    if cfg.model_config_name is not None and model_file.is_file():
+        for entry in OmegaConf.to_container(OmegaConf.load(model_file)).get("defaults", []):
+            if isinstance(entry, dict):
+                default = next((value for key, value in entry.items() if key.startswith(f"override /{group}")), default)
+    return default
+
+
 def estimator_was_chosen(cfg: DictConfig) -> bool:
     """Whether the user set ``estimator=...`` or any ``estimator.*`` key: Hydra's overrides under ``hydra.main``; without
     them (a composed config), whether ``cfg.estimator`` differs from the default of the model config it records (its
     ``conf/model`` file's override of ``/estimator``, else ``evaluate.yaml``'s)."""
     if HydraConfig.initialized():
         return any(override.split("=", 1)[0].lstrip("+~").split(".")[0] == "estimator" for override in HydraConfig.get().overrides.task)
-    default = _default_choice("evaluate", "estimator")
-    model_file = config_dir() / "model" / f"{cfg.model_config_name}.yaml"
-    if cfg.model_config_name is not None and model_file.is_file():
-        for entry in OmegaConf.to_container(OmegaConf.load(model_file)).get("defaults", []):
-            if isinstance(entry, dict):
-                default = next((value for key, value in entry.items() if key.startswith("override /estimator")), default)
-    composed = OmegaConf.load(config_dir() / "estimator" / f"{default}.yaml")
+    composed = OmegaConf.load(config_dir() / "estimator" / f"{_model_default(cfg, 'estimator')}.yaml")
     return OmegaConf.to_container(cfg.estimator) != OmegaConf.to_container(composed)
 
 
@@ -76,10 +82,4 @@ def dataset_was_chosen(cfg: DictConfig) -> bool:
     ``conf/model`` file's override of ``/dataset``, else ``evaluate.yaml``'s)."""
     if HydraConfig.initialized() and HydraConfig.get().runtime.choices.get("model") == cfg.model_config_name:
         return any(override.split("=", 1)[0].lstrip("+~") == "dataset" for override in HydraConfig.get().overrides.task)
-    default = _default_choice("evaluate", "dataset")
-    model_file = config_dir() / "model" / f"{cfg.model_config_name}.yaml"
-    if cfg.model_config_name is not None and model_file.is_file():
-        for entry in OmegaConf.to_container(OmegaConf.load(model_file)).get("defaults", []):
-            if isinstance(entry, dict):
-                default = next((value for key, value in entry.items() if key.startswith("override /dataset")), default)
-    return cfg.dataset._target_ != OmegaConf.load(config_dir() / "dataset" / f"{default}.yaml")._target_
+    return cfg.dataset._target_ != OmegaConf.load(config_dir() / "dataset" / f"{_model_default(cfg, 'dataset')}.yaml")._target_

@@ -151,8 +151,8 @@ def restore_generator(generator: torch.Generator, saved_state: torch.Tensor) -> 
 def config_differences(stored: Mapping | None, current: Mapping | None, prefix: str = "") -> list[str]:
     """``"key: old → new"`` for every leaf that differs between two plain config dicts, :data:`RESUMABLE_KEYS` aside.
     Nothing is compared when either is ``None`` (a run started from the library without a config). A key absent from
-    one side and ``None`` on the other is no difference: a setting added to the configs since the run started, at its
-    off value, changes nothing (a long run can then resume under a newer pfzoo)."""
+    one side and ``None`` or ``False`` on the other is no difference: a setting or switch added to the configs since
+    the run started, at its off value, changes nothing (a long run can then resume under a newer pfzoo)."""
     if stored is None or current is None:
         return []
     differences = []
@@ -163,6 +163,11 @@ def config_differences(stored: Mapping | None, current: Mapping | None, prefix: 
         old, new = stored.get(key, "<absent>"), current.get(key, "<absent>")
         if isinstance(old, Mapping) and isinstance(new, Mapping):
             differences += config_differences(old, new, f"{path}.")
-        elif old != new and not ((old is None and new == "<absent>") or (old == "<absent>" and new is None)):
+        elif old != new and not _added_at_off_value(old, new) and not _added_at_off_value(new, old):
             differences.append(f"{path}: {old!r} → {new!r}")
     return differences
+
+
+def _added_at_off_value(old: Any, new: Any) -> bool:
+    """Whether ``new`` is a setting absent from the old config at its off value (``None``, ``False``)."""
+    return isinstance(old, str) and old == "<absent>" and (new is None or new is False)

@@ -196,9 +196,14 @@ def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     assert config_differences(stored, {"trainer": {"epochs": 9, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "b"}) == []
     assert config_differences(stored, {"trainer": {"epochs": 3, "optimizer": {"lr": 0.1}}, "seed": 1, "run_dir": "a"}) == [
         "seed: 0 → 1", "trainer.optimizer.lr: 0.05 → 0.1"]
-    # a setting added since the run started, at its off value (null), is no difference; at any other value it is
+    # a setting added since the run started, at its off value (null, false), is no difference; at any other value it is
     newer = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}, "metrics_rows": None}, "seed": 0, "run_dir": "a"}
     assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
+    newer["trainer"]["compile"] = False  # a switch added since, off
+    assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
+    newer["trainer"]["compile"] = True
+    assert config_differences(stored, newer) == ["trainer.compile: '<absent>' → True"]
+    del newer["trainer"]["compile"]
     newer["trainer"]["metrics_rows"] = 100
     assert config_differences(stored, newer) == ["trainer.metrics_rows: '<absent>' → 100"]
     assert config_differences({"model": {"sizes": [1, 2]}}, {"model": {"sizes": [1, 3]}}) == ["model.sizes: [1, 2] → [1, 3]"]

@@ -282,3 +282,25 @@ def test_a_tracker_that_lags_the_training_says_so(tmp_path, caplog):
     first_warned = min(json.loads(line)["epoch"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()
                        if abs(json.loads(line)["log_z_tracking_correction"]) > 0.1)
     assert first_warned > 3
+
+
+def test_a_ladder_too_coarse_for_the_model_says_so(tmp_path, caplog):
+    """A sharp teacher-sized RBM bridged from its base in one level: the levels barely exchange and the tracker warns
+    that its ladder is too coarse; twenty levels on the same model exchange freely and it stays quiet."""
+    data = teacher_data()
+
+    def warnings_with(betas, run_dir):
+        model = student(data=data)
+        with torch.no_grad():
+            model.weight.copy_(random_rbm(12, 6, scale=3.0, seed=1).weight)
+        tracker = PartitionTracker(num_chains=20, betas=betas, burn_in=5)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="pfzoo.training.partition_tracking"):
+            pcd_trainer(run_dir, 1, tracker, seed=0).fit(model, data)
+        acceptance = read_metrics(run_dir)[-1]["tracking_swap_acceptance_min"]
+        return acceptance, [r.getMessage() for r in caplog.records if "too coarse" in r.getMessage()]
+
+    coarse, coarse_warnings = warnings_with([1.0], tmp_path / "coarse")
+    fine, fine_warnings = warnings_with([k / 20 for k in range(1, 21)], tmp_path / "fine")
+    assert coarse < 0.1 <= fine
+    assert len(coarse_warnings) == 1 and "track_partition.num_temperatures" in coarse_warnings[0] and not fine_warnings

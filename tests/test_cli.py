@@ -137,6 +137,13 @@ def test_a_pretrained_model_is_measured_on_its_own_data_set_unless_another_is_as
         source("pretrained=rbm-digits", "dataset=binarized_mnist")
     with pytest.raises(ValueError, match="dataset=digits does not match pretrained=ica-patches.*dataset=patches"):
         source("model=ica", "pretrained=ica-patches", "dataset=digits")  # model=ica's default is patches: digits was asked for
+    # a setting of the data (not where its files live) is the card's, or refused: it would be ignored
+    _, dataset, _ = source("pretrained=rbm-digits", "dataset.threshold=8.0")
+    assert dataset.threshold == 8.0
+    with pytest.raises(ValueError, match=r"dataset.threshold=0.5 does not apply to rbm-digits.*digits with threshold=8.0"):
+        source("pretrained=rbm-digits", "dataset.threshold=0.5")
+    with pytest.raises(ValueError, match=r"dataset.num_test=50 does not apply to ica-patches"):
+        source("model=ica", "dataset.num_test=50")  # the bare command measures the zoo's model on its card's data too
 
 
 def test_evaluate_refuses_samples_for_data_that_are_not_images(tmp_path, capsys):

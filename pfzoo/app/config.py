@@ -66,6 +66,20 @@ def _model_default(cfg: DictConfig, group: str) -> str | None:
     return default
 
 
+def dataset_settings_chosen(cfg: DictConfig) -> list[str]:
+    """The ``dataset.*`` keys the user set, ``root`` aside (where files live is no setting of the data): Hydra's
+    overrides under ``hydra.main``; without them (a composed config), the keys whose values differ from the default data
+    set of the model config it records, when ``cfg.dataset`` builds that data set."""
+    if HydraConfig.initialized():
+        keys = [override.split("=", 1)[0].lstrip("+~") for override in HydraConfig.get().overrides.task]
+        return [key.split(".", 1)[1] for key in keys if key.startswith("dataset.") and key != "dataset.root"]
+    default = OmegaConf.to_container(OmegaConf.load(config_dir() / "dataset" / f"{_model_default(cfg, 'dataset')}.yaml"))
+    chosen = OmegaConf.to_container(cfg.dataset)
+    if chosen.get("_target_") != default.get("_target_"):
+        return []
+    return [key for key in chosen if key != "root" and chosen[key] != default.get(key)]
+
+
 def estimator_was_chosen(cfg: DictConfig) -> bool:
     """Whether the user set ``estimator=...`` or any ``estimator.*`` key: Hydra's overrides under ``hydra.main``; without
     them (a composed config), whether ``cfg.estimator`` differs from the default of the model config it records (its

@@ -17,7 +17,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
 from pfzoo.app.comparison import compare_with_versus
-from pfzoo.app.config import dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device
+from pfzoo.app.config import dataset_settings_chosen, dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device
 from pfzoo.app.run_pictures import draws_images, evaluation_pictures
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
@@ -98,6 +98,13 @@ def evaluation_source(cfg: DictConfig) -> tuple[Path, DictConfig, dict[str, Any]
         raise ValueError(f"dataset={cfg.dataset._target_.rsplit('.', 1)[-1]} does not match pretrained={name}, which is measured "
                          f"on the data set it was trained on, dataset={card['dataset']}; drop dataset= or pass "
                          f"checkpoint=PATH (the zoo model's file) to measure it on another data set")
+    for key in dataset_settings_chosen(cfg):
+        if key.split(".")[0] in dataset and OmegaConf.select(dataset, key) == OmegaConf.select(cfg.dataset, key):
+            continue
+        trained = f"{key}={OmegaConf.select(dataset, key)}" if key.split(".")[0] in dataset else f"no {key} setting"
+        raise ValueError(f"dataset.{key}={OmegaConf.select(cfg.dataset, key)} does not apply to {name}, which is measured on the data "
+                         f"it was trained on ({card['dataset']} with {trained}); drop dataset.{key}= or pass checkpoint=PATH "
+                         f"(the zoo model's file) to measure it on other data")
     return zoo.pretrained_path(name, zoo_dir=zoo_dir), dataset, card
 
 

@@ -137,6 +137,8 @@ def test_pretrained_name_evaluates_on_its_own_data_set(tmp_path):
     # another data set beside a pretrained name is refused, not silently replaced (issue 31)
     code, _, err = run("evaluate", ["pretrained=rbm-digits", "model=rbm", "dataset=patches", f"run_dir={tmp_path}"])
     assert code == 2 and err.strip().count("\n") == 0 and "dataset=patches does not match pretrained=rbm-digits" in err
+    code, _, err = run("evaluate", ["pretrained=rbm-digits", "dataset.threshold=4", f"run_dir={tmp_path}"])
+    assert code == 2 and err.strip().count("\n") == 0 and "dataset.threshold=4 does not apply to rbm-digits" in err
     code, out, err = run("evaluate", ["pretrained=rbm-digits", "model=rbm", f"run_dir={tmp_path}",
                                       "progress=false", "estimator.num_steps=50", "num_test=20"])
     assert code == 0, err

@@ -26,7 +26,7 @@ class HAIS(AIS):
         num_chains: particles N (the paper uses 200).
         num_steps: intermediate distributions K.
         step_size: leapfrog ε (the paper uses 0.2).
-        schedule, base, base_smoothing, diagnostics: as :class:`AIS`; bases "isotropic" (N(0, I)), "fitted" (a
+        schedule, base, base_smoothing, diagnostics, compile: as :class:`AIS`; bases "isotropic" (N(0, I)), "fitted" (a
             Gaussian fitted to ``data``), "student_t" (independent Student-t experts fitted to ``data``,
             :class:`~pfzoo.paths.continuous.StudentTBase`) or "auto": without data "isotropic", with data "student_t"
             when the model's experts or the data are heavy-tailed, else "fitted". The leapfrog steps in the base's
@@ -57,10 +57,11 @@ class HAIS(AIS):
         lower: float | list[float] | None = None,
         stiffness: float = 0.0,
         diagnostics: bool = False,
+        compile: bool = False,
     ) -> None:
         kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=momentum_refresh, flip=flip, lower=lower,
                            stiffness=stiffness)
-        super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel, diagnostics=diagnostics)
+        super().__init__(num_chains, num_steps, schedule, base, base_smoothing, kernel=kernel, diagnostics=diagnostics, compile=compile)
 
     def missing_for_partition(self, model: EnergyModel) -> str | None:
         if Capability.REAL_ENERGY not in model.capabilities:

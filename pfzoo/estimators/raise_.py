@@ -67,6 +67,7 @@ class RAISE(LikelihoodEstimator):
         diagnostics: also return ``info["diagnostics"]``, the reverse path's
             :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (steps in the order run, β descending;
             increments pooled over all examples' chains, ESS per example over its chains, averaged).
+        compile: run each reverse step's increment and transition under ``torch.compile``, as :class:`AIS` does.
     """
 
     config_name = "raise"
@@ -82,9 +83,11 @@ class RAISE(LikelihoodEstimator):
         control_variate_samples: int = 10,
         path: str = "geometric",
         diagnostics: bool = False,
+        compile: bool = False,
     ) -> None:
         super().__init__()
         self.diagnostics = check_bool(diagnostics, "diagnostics")
+        self.compile = check_bool(compile, "compile")
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
         self.path = path
@@ -187,7 +190,7 @@ class RAISE(LikelihoodEstimator):
             if progress is not None:
                 batch_progress = offset_progress(progress, index, len(batches))
             result = anneal(path, descending, state, generator=generator, progress=batch_progress,
-                            diagnostics=self.diagnostics, group_size=self.num_chains)
+                            diagnostics=self.diagnostics, group_size=self.num_chains, compile=self.compile)
             weights = proposal.log_weight + result.log_weights - path.base_log_partition()
             log_weights.append(weights.view(batch.shape[0], self.num_chains))
             if result.diagnostics is not None:

@@ -84,8 +84,10 @@ class GeometricEnergyTarget:
         return ContinuousPathStatistics(base_energy, target_energy, base_grad, target_grad)
 
     def evaluation(self, stats: ContinuousPathStatistics, beta: float) -> Evaluation:
-        energy = torch.lerp(stats.base_energy, stats.target_energy, beta)
-        grad = torch.lerp(stats.base_grad, stats.target_grad, beta)
+        # (1 − β) E_0 + β E_1 written out rather than torch.lerp: lerp's weight is a constant of the op, so under
+        # torch.compile every β would be a graph of its own; here β stays a symbolic input
+        energy = stats.base_energy + beta * (stats.target_energy - stats.base_energy)
+        grad = stats.base_grad + beta * (stats.target_grad - stats.base_grad)
         return Evaluation(energy, grad, stats)
 
 
@@ -286,7 +288,8 @@ class ContinuousGeometricPath(AnnealingPath):
 
     def log_f(self, stats: ContinuousPathStatistics, beta: float) -> torch.Tensor:
         """``log f_β(x)`` (float64 ``[N]``)."""
-        return -torch.lerp(stats.base_energy.double(), stats.target_energy.double(), beta)
+        base_energy = stats.base_energy.double()
+        return -(base_energy + beta * (stats.target_energy.double() - base_energy))
 
     def log_weight_increment(self, stats: ContinuousPathStatistics, beta_from: float, beta_to: float) -> torch.Tensor:
         return (beta_from - beta_to) * (stats.target_energy.double() - stats.base_energy.double())

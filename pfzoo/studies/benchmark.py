@@ -32,8 +32,10 @@ in alternation (the least of three runs each, and the ratio in each pair), with 
 exact log Z (the 2²⁰ hidden states summed).
 
 AIS with its annealing step under ``torch.compile`` (``rbm_ais_compiled``, ``AIS(compile=True)``) on the RBM of
-``rbm_ais`` at 1,000 chains: compiled and eager seconds after a warm-up, their ratio ``compiled_over_eager``, the
-first compiled call's seconds (the compilation) and the two estimates' difference against the standard error.
+``rbm_ais`` at 1,000 chains, and likewise HAIS on the product of experts of ``poe_hais`` (``poe_hais_compiled``) and
+RAISE on the examples of ``rbm_raise`` (``rbm_raise_compiled``): compiled and eager seconds after a warm-up, their ratio
+``compiled_over_eager``, the first compiled call's seconds (the compilation) and the two estimates' difference against
+the standard error.
 
 RAISE on the same RBM: test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
@@ -101,6 +103,7 @@ import torch
 
 from pfzoo.data import spin_glass, spin_glass_model
 from pfzoo.estimators import AIS, HAIS, RAISE
+from pfzoo.estimators.base import PartitionEstimate
 from pfzoo.models import DBM, RBM, Ising, LinearGenerative, ProductOfExperts
 from pfzoo.studies.ising_recovery import coupling_error
 from pfzoo.training import (
@@ -266,31 +269,67 @@ def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20
     }
 
 
-def benchmark_rbm_ais_compiled(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=1000, repeats=2) -> dict:
-    """AIS with the annealing step under ``torch.compile`` (``AIS(compile=True)``) against the same AIS eager, from data
-    base rates on the RBM of ``rbm_ais``: the first compiled call's seconds (compilation included), the least seconds of
-    each after a warm-up, ``compiled_over_eager`` (their ratio: below 1, compiled is faster) and the two estimates'
-    difference against the eager standard error (the same seed: equal up to the compiled kernels' rounding)."""
-    g = torch.Generator(device).manual_seed(0)
-    model = random_rbm(num_visible, num_hidden, g, device)
-    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
+def compiled_against_eager(name: str, shape: dict, build, run, device: torch.device, repeats: int) -> dict:
+    """One estimator eager and under ``torch.compile`` (``build(compile) -> estimator``, ``run(estimator, generator) ->
+    estimate`` with ``.value`` and ``.stderr`` read through :func:`_value`): the first compiled call's seconds
+    (compilation included), the least seconds of each after a warm-up, ``compiled_over_eager`` (below 1, compiled is
+    faster) and the two estimates' difference against the eager standard error (the same seed: equal up to the
+    compiled kernels' rounding)."""
     runs = {}
     for compile in (False, True):
-        estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate", compile=compile).to(device)
-        estimate, first_seconds = timed(lambda: estimator(model, data=data, generator=torch.Generator(device).manual_seed(1)), device)
-        seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+        estimator = build(compile).to(device)
+        estimate, first_seconds = timed(lambda: run(estimator, torch.Generator(device).manual_seed(1)), device)
+        seconds = best_seconds(lambda: run(estimator, torch.Generator(device).manual_seed(2)), device, repeats)
         runs["compiled" if compile else "eager"] = {"first_call_seconds": first_seconds, "seconds": seconds, "estimate": estimate}
     eager, compiled = runs["eager"], runs["compiled"]
     return {
-        "name": "rbm_ais_compiled",
-        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps},
+        "name": name,
+        "shape": shape,
         "eager_seconds": eager["seconds"],
         "compiled_seconds": compiled["seconds"],
         "compiled_first_call_seconds": compiled["first_call_seconds"],
         "compiled_over_eager": compiled["seconds"] / eager["seconds"],
-        "log_z_difference": compiled["estimate"].log_z - eager["estimate"].log_z,
-        "log_z_stderr": eager["estimate"].stderr,
+        "estimate_difference": _value(compiled["estimate"]) - _value(eager["estimate"]),
+        "stderr": eager["estimate"].stderr,
     }
+
+
+def _value(estimate) -> float:
+    """The number an estimate reports: ``log_z`` of a partition estimate, ``mean`` of a likelihood estimate."""
+    return estimate.log_z if isinstance(estimate, PartitionEstimate) else estimate.mean
+
+
+def benchmark_rbm_ais_compiled(device: torch.device, num_visible=784, num_hidden=500, num_chains=1000, num_steps=1000, repeats=2) -> dict:
+    """``AIS(compile=True)`` against eager AIS from data base rates on the RBM of ``rbm_ais`` (:func:`compiled_against_eager`)."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
+    return compiled_against_eager(
+        "rbm_ais_compiled", {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps},
+        lambda compile: AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate", compile=compile),
+        lambda estimator, generator: estimator(model, data=data, generator=generator), device, repeats)
+
+
+def benchmark_poe_hais_compiled(device: torch.device, dim=36, num_chains=200, num_steps=10_000, repeats=2) -> dict:
+    """``HAIS(compile=True)`` against eager HAIS on the Student-t product of experts of ``poe_hais``."""
+    model = _poe_student(torch.Generator(device).manual_seed(0), device, dim)
+    return compiled_against_eager(
+        "poe_hais_compiled", {"dim": dim, "num_chains": num_chains, "num_steps": num_steps},
+        lambda compile: HAIS(num_chains, num_steps, 0.2, base="isotropic", compile=compile),
+        lambda estimator, generator: estimator(model, generator=generator), device, repeats)
+
+
+def benchmark_rbm_raise_compiled(device: torch.device, num_visible=784, num_hidden=500, num_examples=100, num_chains=10,
+                                 num_steps=1000, repeats=2) -> dict:
+    """``RAISE(compile=True)`` against eager RAISE on the RBM and examples of ``rbm_raise``."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    data = (torch.rand(num_examples, num_visible, generator=g, device=device) < 0.2).float()
+    return compiled_against_eager(
+        "rbm_raise_compiled", {"num_visible": num_visible, "num_hidden": num_hidden, "num_examples": num_examples,
+                               "num_chains": num_chains, "num_steps": num_steps},
+        lambda compile: RAISE(num_chains=num_chains, num_steps=num_steps, compile=compile),
+        lambda estimator, generator: estimator.log_likelihood(model, data, generator=generator), device, repeats)
 
 
 def benchmark_rbm_raise(device: torch.device, num_visible=784, num_hidden=500, num_examples=100, num_chains=10, num_steps=1000) -> dict:
@@ -309,11 +348,17 @@ def benchmark_rbm_raise(device: torch.device, num_visible=784, num_hidden=500, n
     }
 
 
-def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=100_000) -> dict:
-    g = torch.Generator(device).manual_seed(0)
+def _poe_student(g: torch.Generator, device: torch.device, dim: int) -> ProductOfExperts:
+    """The ``dim``-d Student-t product of experts the HAIS cases anneal, drawn from ``g``: filters near the identity,
+    shapes in [1.5, 3.5]."""
     filters = torch.eye(dim, device=device) + 0.3 * torch.randn(dim, dim, generator=g, device=device) / dim**0.5
     shape = 1.5 + 2.0 * torch.rand(dim, generator=g, device=device)
-    model = ProductOfExperts.from_tensors(filters, shape, expert="student_t")
+    return ProductOfExperts.from_tensors(filters, shape, expert="student_t")
+
+
+def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=100_000) -> dict:
+    g = torch.Generator(device).manual_seed(0)
+    model = _poe_student(g, device, dim)
     estimator = HAIS(num_chains, num_steps, 0.2, base="isotropic").to(device)
     estimate, seconds = timed(lambda: estimator(model, generator=g), device)
     return {
@@ -689,6 +734,8 @@ CPU_SIZES = {
     "rbm_ais": {"num_steps": 20, "repeats": 1},
     "dbm_ais": {"num_steps": 20, "repeats": 1},
     "rbm_ais_compiled": {"num_chains": 500, "num_steps": 100, "repeats": 1},
+    "poe_hais_compiled": {"num_steps": 1000, "repeats": 1},
+    "rbm_raise_compiled": {"num_examples": 20, "num_steps": 100, "repeats": 1},
     "rbm_raise": {"num_steps": 100},
     "poe_hais": {"num_steps": 5000},
     "generative_hais": {"num_examples": 20, "num_steps": 500},
@@ -713,6 +760,8 @@ QUICK_SIZES = {
     "dbm_ais": {"num_chains": 10, "num_steps": 3, "repeats": 1},
     "rbm_ais_small": {"num_hidden": 10, "num_chains": 10, "num_steps": 10, "repeats": 1},
     "rbm_ais_compiled": {"num_visible": 20, "num_hidden": 10, "num_chains": 10, "num_steps": 5, "repeats": 1},
+    "poe_hais_compiled": {"dim": 4, "num_chains": 10, "num_steps": 5, "repeats": 1},
+    "rbm_raise_compiled": {"num_visible": 20, "num_hidden": 10, "num_examples": 3, "num_chains": 2, "num_steps": 5, "repeats": 1},
     "rbm_raise": {"num_examples": 5, "num_chains": 2, "num_steps": 5},
     "poe_hais": {"num_chains": 10, "num_steps": 10},
     "generative_hais": {"num_examples": 3, "num_particles": 4, "num_steps": 10},
@@ -738,6 +787,13 @@ QUICK_SIZES = {
 """Case → keyword arguments for ``--quick``: toy sizes that exercise every case in seconds (tests/test_benchmark.py)."""
 
 
+def compiled_summary(r: dict) -> str:
+    shape = ", ".join(f"{key} {value}" for key, value in r["shape"].items())
+    return (f"{r['name']} ({shape}): compiled {r['compiled_seconds']:.2f} s, eager {r['eager_seconds']:.2f} s (compiled/eager "
+            f"{r['compiled_over_eager']:.2f}; first compiled call {r['compiled_first_call_seconds']:.1f} s); estimates differ by "
+            f"{r['estimate_difference']:+.2e} (stderr {r['stderr']:.2e})")
+
+
 def rbm_ais_summary(r: dict) -> str:
     return "rbm_ais: " + "; ".join(
         f"{run['num_chains']} chains {run['chain_steps_per_second']:.3g} chain-steps/s ({run['fraction_of_matmul_bound']:.2f} of the "
@@ -760,13 +816,9 @@ BENCHMARKS = {
            f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s, log Z error {r['rbms_log_z_error']:+.4f} ({r['speedup_over_rbms']:.2f}x; "
            f"pairs {', '.join(f'{x:.2f}' for x in r['speedup_per_pair'])})"),
     ),
-    "rbm_ais_compiled": (
-        benchmark_rbm_ais_compiled,
-        lambda r: f"rbm_ais_compiled: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_chains']} chains x "
-        f"{r['shape']['num_steps']} steps: compiled {r['compiled_seconds']:.2f} s, eager {r['eager_seconds']:.2f} s "
-        f"(compiled/eager {r['compiled_over_eager']:.2f}; first compiled call {r['compiled_first_call_seconds']:.1f} s); "
-        f"log Z difference {r['log_z_difference']:+.2e} (stderr {r['log_z_stderr']:.2e})",
-    ),
+    "rbm_ais_compiled": (benchmark_rbm_ais_compiled, compiled_summary),
+    "poe_hais_compiled": (benchmark_poe_hais_compiled, compiled_summary),
+    "rbm_raise_compiled": (benchmark_rbm_raise_compiled, compiled_summary),
     "rbm_raise": (
         benchmark_rbm_raise,
         lambda r: f"rbm_raise: {r['examples_per_second']:.3g} examples/s at M = {r['shape']['num_chains']} chains, "

@@ -1,0 +1,112 @@
+"""``torch.compile`` in the library: ``AIS``/``HAIS``/``RAISE(compile=True)`` run their annealing steps compiled and agree
+with eager runs and with exact answers; the RBM step's only graph breaks are the draws' host-side random streams; and a
+compiled ``model(x)`` gives the eager unnormalised log densities for every family kind."""
+
+import pytest
+import torch
+from factories import random_dbm, random_gbrbm, random_ica, random_poe, random_rbm
+
+from pfzoo.estimators import AIS, HAIS, RAISE
+from pfzoo.estimators.annealing import _increment, _transition
+from pfzoo.sampling import ChainStreams
+
+
+def _compile_works() -> bool:
+    """Whether torch.compile (dynamo and the inductor CPU backend, which needs a C++ compiler) runs on this platform."""
+    if not torch._dynamo.is_dynamo_supported():
+        return False
+    try:
+        return bool(torch.compile(lambda x: x + 1)(torch.zeros(2)).eq(1).all())
+    except Exception:
+        return False
+
+
+needs_compile = pytest.mark.skipif("not _compile_works()", reason="torch.compile is unavailable on this platform")
+
+
+@pytest.mark.parametrize("estimator", [AIS, HAIS, RAISE])
+def test_compile_is_off_by_default_and_refuses_non_bools(estimator):
+    assert estimator().compile is False
+    with pytest.raises(ValueError, match="compile"):
+        estimator(compile="yes")
+
+
+def _rbm_path_and_state():
+    model = random_rbm(8, 6, scale=0.5, seed=0, dtype=torch.float32)
+    path, _ = AIS(num_chains=64, num_steps=10, schedule="linear").build_path(model, None, torch.Generator().manual_seed(0))
+    streams = ChainStreams([torch.Generator().manual_seed(block) for block in range(2)], [32, 32])
+    state, _ = path.transition(path.sample_base(64, generator=streams), 0.1, generator=streams)
+    return path, state, streams
+
+
+def test_rbm_step_breaks_only_at_the_draws():
+    """The increment is one graph; the transition's breaks are all at torch.compiler.disable'd draws (numpy's SFC64
+    streams on the host): no .item(), no value check, no data-dependent Python in the step."""
+    path, state, streams = _rbm_path_and_state()
+    increment = torch._dynamo.explain(_increment)(path, state, 0.1, 0.2)
+    assert (increment.graph_count, increment.graph_break_count) == (1, 0)
+    transition = torch._dynamo.explain(_transition)(path, state, 0.2, generator=streams)
+    reasons = {reason.reason.splitlines()[0] for reason in transition.break_reasons}
+    assert transition.graph_break_count > 0 and all("torch.compiler.disable()" in reason for reason in reasons), reasons
+    torch._dynamo.reset()
+
+
+@pytest.mark.slow
+@needs_compile
+def test_compiled_ais_agrees_with_eager_and_exact_on_a_small_rbm():
+    """8×6 float32 RBM, 64 chains × 50 linear steps: compiled and eager within the estimate's standard error of each
+    other, and both within 4 standard errors of the enumerated log Z."""
+    model = random_rbm(8, 6, scale=0.5, seed=0, dtype=torch.float32)
+    exact = model.log_partition().item()
+    estimates = [AIS(num_chains=64, num_steps=50, schedule="linear", compile=compile)(model, generator=torch.Generator().manual_seed(1))
+                 for compile in (False, True)]
+    eager, compiled = estimates
+    assert abs(compiled.log_z - eager.log_z) <= eager.stderr, (compiled.log_z, eager.log_z, eager.stderr)
+    for estimate in estimates:
+        assert abs(estimate.log_z - exact) <= 4 * estimate.stderr, (estimate.log_z, exact, estimate.stderr)
+
+
+@pytest.mark.slow
+@needs_compile
+def test_compiled_hais_agrees_with_eager_and_exact_on_a_small_ica():
+    """4-d ICA (exact log Z), 64 chains × 200 HMC steps: compiled within the eager estimate's standard error, both
+    within 4 standard errors of the exact value."""
+    model = random_ica(4, seed=0, dtype=torch.float32)
+    exact = model.log_partition().item()
+    estimates = [HAIS(num_chains=64, num_steps=200, compile=compile)(model, generator=torch.Generator().manual_seed(1))
+                 for compile in (False, True)]
+    eager, compiled = estimates
+    assert abs(compiled.log_z - eager.log_z) <= eager.stderr + 1e-4, (compiled.log_z, eager.log_z, eager.stderr)
+    for estimate in estimates:
+        assert abs(estimate.log_z - exact) <= 4 * estimate.stderr + 0.01, (estimate.log_z, exact, estimate.stderr)
+
+
+@pytest.mark.slow
+@needs_compile
+def test_compiled_raise_agrees_with_eager_and_exact_on_a_small_rbm():
+    """8×6 RBM, 10 reverse chains × 50 steps on 20 rows: the compiled and eager mean log-likelihoods within the eager
+    standard error, both within 4 of it of the exact mean (a stochastic lower bound, so not above it by more)."""
+    model = random_rbm(8, 6, scale=0.5, seed=0, dtype=torch.float32)
+    rows = model.sample(20, generator=torch.Generator().manual_seed(3))
+    exact = model.log_prob(rows).mean().item()
+    estimates = [RAISE(num_chains=10, num_steps=50, base="uniform", compile=compile).log_likelihood(
+        model, rows, generator=torch.Generator().manual_seed(1)) for compile in (False, True)]
+    eager, compiled = estimates
+    assert abs(compiled.mean - eager.mean) <= eager.stderr + 1e-4, (compiled.mean, eager.mean, eager.stderr)
+    for estimate in estimates:
+        assert estimate.mean <= exact + 4 * estimate.stderr + 0.01, (estimate.mean, exact, estimate.stderr)
+
+
+@needs_compile
+@pytest.mark.parametrize("build", [
+    lambda: random_rbm(8, 6, seed=0, dtype=torch.float32),
+    lambda: random_dbm([6, 4, 3], seed=0, dtype=torch.float32),
+    lambda: random_gbrbm(5, 4, seed=0, dtype=torch.float32),
+    lambda: random_poe(4, expert="student_t", seed=0, dtype=torch.float32),
+], ids=["rbm", "dbm", "gaussian_rbm", "poe_student_t"])
+def test_compiled_model_call_gives_the_eager_log_densities(build):
+    model = build()
+    rows = model.sample(16, generator=torch.Generator().manual_seed(0)) if model.binary_visible else torch.randn(16, model.num_visible)
+    compiled = torch.compile(model)
+    torch.testing.assert_close(compiled(rows), model(rows), rtol=1e-5, atol=1e-4)
+    torch._dynamo.reset()

@@ -15,6 +15,7 @@ from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, check_plain, file_sha256
 CARD_FILE = "README.md"
 CARD_DATA_FILE = "card.json"
 CARD_FORMAT = "pfzoo-card-1"
+ACCURACY_METRIC = "test accuracy"  # a measurement's "metric" when it is a classifier's accuracy, not a log-likelihood
 CARD_FIELDS = {
     "format": f"{CARD_FORMAT!r}",
     "name": "the folder's name, what pretrained(name) takes",
@@ -34,7 +35,9 @@ CARD_FIELDS = {
     "checkpoint": "{file, sha256, bytes} of checkpoint.pt",
 }
 """card.json's keys; ``title``, ``summary``, ``notes`` (a list of sentences) and ``measurements`` (further rows like
-``log_likelihood``, each with a ``label``) are optional."""
+``log_likelihood``, each with a ``label``) are optional. A measurement with ``"metric": "test accuracy"`` is a linear
+classifier on the model's hidden features (``value``, beside ``pixels``, ``chance``, ``num_features``, ``num_train``,
+``num_test``, ``data``, ``settings``; ``scripts/feature_card.py``) and has its own section."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,19 @@ def _measurement_row(label: str, m: Mapping[str, Any]) -> str:
             f"{log_z_text} | {m.get('kind', '—')} |")
 
 
+def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
+    """The table of ``"metric": "test accuracy"`` measurements, then each one's data and classifier in words."""
+    rows = ["| | features | test accuracy | same classifier on the pixels | majority class | training / test examples |",
+            "|---|---|---:|---:|---:|---|"]
+    notes = []
+    for m in measurements:
+        rows.append(f"| {m['label']} | {m.get('layers_description', m.get('layers', '?'))} ({m['num_features']:,}) | {m['value']:.4f} | "
+                    f"{m['pixels']:.4f} | {m['chance']:.4f} | {m['num_train']:,} / {m['num_test']:,} |")
+        notes.append(f"{m['label']}: {m.get('data', '')} Settings `{json.dumps(m.get('settings', {}))}`"
+                     + ("" if m.get("converged", True) else "; L-BFGS stopped at max_iter before converging") + ".")
+    return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+
+
 def render_card(card: Mapping[str, Any]) -> ModelCard:
     """The markdown model card (``README.md``) of a zoo folder, from its ``card.json`` fields."""
     name = card["name"]
@@ -118,7 +134,9 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     initial = card.get("log_likelihood_at_init")
     if initial:
         rows.append(_measurement_row(f"at initialisation ({initial.get('estimator', '?')})", initial))
-    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in card.get("measurements") or []]
+    measurements = card.get("measurements") or []
+    accuracies = [m for m in measurements if m.get("metric") == ACCURACY_METRIC]
+    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in measurements if m not in accuracies]
     body = "\n".join(["| | mean test log-likelihood (nats) | test-set sampling stderr | test examples | log Z | kind |",
                       "|---|---:|---:|---:|---:|---|", *rows])
     settings = measured.get("settings")
@@ -126,6 +144,8 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
         body += f"\n\nEstimator settings: `{json.dumps(settings)}`."
     body += "".join(f"\n\n**Warning:** {warning}" for warning in measured.get("warnings") or [])
     sections = [("Measured log-likelihood", body)]
+    if accuracies:
+        sections.append(("Linear classifier on hidden features", _accuracy_section(accuracies)))
     if card.get("notes"):
         sections.append(("Notes", "\n".join(f"- {note}" for note in card["notes"])))
     summary = card.get("summary") or ("Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "

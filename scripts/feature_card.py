@@ -20,6 +20,7 @@ typed evaluate config as it is.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -34,7 +35,7 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits, mnist
 from pfzoo.models import Capability
 from pfzoo.studies.features import feature_accuracy
-from pfzoo.zoo.cards import ACCURACY_METRIC
+from pfzoo.zoo.cards import ACCURACY_METRIC, with_accuracy_section
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL = "linear classifier on hidden features: test accuracy"
@@ -103,10 +104,19 @@ def main(argv: list[str] | None = None) -> None:
         entry = measure(name, args.zoo, root, args)
         if entry is None or not args.write:
             continue
-        card = zoo.pretrained_card(name, zoo_dir=args.zoo)
-        card["measurements"] = [m for m in card.get("measurements") or [] if m.get("label") != LABEL] + [entry]
-        zoo.write_card(args.zoo / name, card)
+        write(args.zoo / name, entry)
         print(f"  wrote {args.zoo / name / zoo.CARD_DATA_FILE} and {zoo.CARD_FILE}", flush=True)
+
+
+def write(folder: Path, entry: dict) -> None:
+    """Put ``entry`` into ``folder``'s card.json (replacing an earlier one) and its README.md: re-rendered where
+    :func:`pfzoo.zoo.render_card` made it, else (a README another script renders) with only the section set."""
+    card = json.loads((folder / zoo.CARD_DATA_FILE).read_text())
+    readme = (folder / zoo.CARD_FILE).read_text()
+    rendered_here = readme == zoo.render_card(card).render()
+    card["measurements"] = [m for m in card.get("measurements") or [] if m.get("label") != LABEL] + [entry]
+    card = zoo.write_card(folder, card, readme=False)
+    (folder / zoo.CARD_FILE).write_text(zoo.render_card(card).render() if rendered_here else with_accuracy_section(readme, card))
 
 
 if __name__ == "__main__":

@@ -97,16 +97,40 @@ def _measurement_row(label: str, m: Mapping[str, Any]) -> str:
 
 
 def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
-    """The table of ``"metric": "test accuracy"`` measurements, then each one's data and classifier in words."""
-    rows = ["| | features | test accuracy | same classifier on the pixels | majority class | training / test examples |",
-            "|---|---|---:|---:|---:|---|"]
+    """The table of ``"metric": "test accuracy"`` measurements, then (once each) the data and settings they were measured with."""
+    rows = ["| features | test accuracy | same classifier on the pixels | majority class | training / test examples |",
+            "|---|---:|---:|---:|---|"]
     notes = []
     for m in measurements:
-        rows.append(f"| {m['label']} | {m.get('layers_description', m.get('layers', '?'))} ({m['num_features']:,}) | {m['value']:.4f} | "
-                    f"{m['pixels']:.4f} | {m['chance']:.4f} | {m['num_train']:,} / {m['num_test']:,} |")
-        notes.append(f"{m['label']}: {m.get('data', '')} Settings `{json.dumps(m.get('settings', {}))}`"
-                     + ("" if m.get("converged", True) else "; L-BFGS stopped at max_iter before converging") + ".")
+        rows.append(f"| {m.get('layers_description', m['label'])} ({m['num_features']:,}) | {m['value']:.4f} | {m['pixels']:.4f} | "
+                    f"{m['chance']:.4f} | {m['num_train']:,} / {m['num_test']:,} |")
+        note = (f"Data: {m.get('data', '?')} Settings: `{json.dumps(m.get('settings', {}))}`"
+                + (f"; measured by `{m['command']}`" if m.get("command") else "")
+                + ("" if m.get("converged", True) else "; L-BFGS stopped at max_iter before converging") + ".")
+        if note not in notes:
+            notes.append(note)
     return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+
+
+ACCURACY_HEADING = "Linear classifier on hidden features"
+
+
+def with_accuracy_section(readme: str, card: Mapping[str, Any]) -> str:
+    """``readme`` (a card's markdown from any renderer) with its ``## Linear classifier on hidden features`` section set
+    to ``card``'s accuracy measurements: replaced where it is, else put before ``## Notes`` or at the end; removed
+    when ``card`` has none. How a README that another script renders (e.g. ``scripts/reproduce_raise.py``) keeps it."""
+    accuracies = [m for m in card.get("measurements") or [] if m.get("metric") == ACCURACY_METRIC]
+    section = f"## {ACCURACY_HEADING}\n\n{_accuracy_section(accuracies)}\n\n" if accuracies else ""
+    heading = f"\n## {ACCURACY_HEADING}\n"
+    start = readme.find(heading)
+    if start >= 0:
+        end = readme.find("\n## ", start + len(heading))
+        before, after = readme[:start + 1], "" if end < 0 else readme[end + 1:]
+    else:
+        notes = readme.find("\n## Notes\n")
+        before, after = (readme, "") if notes < 0 else (readme[:notes + 1], readme[notes + 1:])
+    text = before.rstrip("\n") + "\n\n" + section + after
+    return text.rstrip("\n") + "\n"
 
 
 def render_card(card: Mapping[str, Any]) -> ModelCard:
@@ -145,7 +169,7 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     body += "".join(f"\n\n**Warning:** {warning}" for warning in measured.get("warnings") or [])
     sections = [("Measured log-likelihood", body)]
     if accuracies:
-        sections.append(("Linear classifier on hidden features", _accuracy_section(accuracies)))
+        sections.append((ACCURACY_HEADING, _accuracy_section(accuracies)))
     if card.get("notes"):
         sections.append(("Notes", "\n".join(f"- {note}" for note in card["notes"])))
     summary = card.get("summary") or ("Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "

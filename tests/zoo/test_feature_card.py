@@ -45,3 +45,16 @@ def test_a_model_without_hidden_means_is_skipped_in_one_line(tmp_path, feature_c
     feature_card["main"](["--models", "ising-spin_glass", "--zoo", str(tmp_path), "--write"])
     assert capsys.readouterr().out == "ising-spin_glass: skipped, Ising has no hidden means\n"
     assert (tmp_path / "ising-spin_glass" / zoo.CARD_DATA_FILE).read_text() == before
+
+
+def test_a_readme_from_another_renderer_keeps_its_text_and_gets_the_section_once():
+    entry = {"label": "linear classifier on hidden features: test accuracy", "metric": "test accuracy", "value": 0.9, "pixels": 0.8,
+             "chance": 0.1, "num_features": 20, "num_train": 100, "num_test": 50, "data": "Digits.", "settings": {"C": 1.0}}
+    readme = "# model\n\nIntro.\n\n## Measured\n\n| a | b |\n\n## Notes\n\n- a note\n"
+    once = zoo.cards.with_accuracy_section(readme, {"measurements": [entry]})
+    assert once.startswith("# model\n\nIntro.\n\n## Measured\n\n| a | b |\n\n## Linear classifier on hidden features\n\n")
+    assert once.endswith("\n\n## Notes\n\n- a note\n") and "| 0.9000 | 0.8000 | 0.1000 | 100 / 50 |" in once
+    again = zoo.cards.with_accuracy_section(once, {"measurements": [{**entry, "value": 0.95}]})
+    assert again.count("## Linear classifier") == 1 and "| 0.9500 |" in again and "| 0.9000 |" not in again
+    assert zoo.cards.with_accuracy_section(again, {"measurements": []}) == readme
+    assert zoo.cards.with_accuracy_section("# model\n\nIntro.\n", {"measurements": [entry]}).startswith("# model\n\nIntro.\n\n## Linear")

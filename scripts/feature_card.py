@@ -5,7 +5,7 @@
     python scripts/feature_card.py --write                           # also write the measurement into card.json + README.md
 
 Multinomial logistic regression on the hidden units' means given the image (:mod:`pfzoo.studies.features`: every hidden
-layer side by side), scored on the whole test split, beside the same classifier on the raw pixels. The data are the
+layer side by side, or one with ``--layer``), scored on the whole test split, beside the same classifier on the raw pixels. The data are the
 card's data set where it has labels. Larochelle & Murray's binarised MNIST has none (its files are not in MNIST's order:
 :mod:`pfzoo.data.binarized_mnist`), so its models are measured on the official MNIST files under the data root, each
 pixel a Bernoulli draw of its intensity (seed 0) as Larochelle & Murray binarised them: the same test images; the
@@ -45,6 +45,11 @@ MNIST_DATA = ("MNIST from the official IDX files with their labels, each pixel a
               "10,000 test images; the classifier's training images drawn from MNIST's 60,000.")
 
 
+def label(layer: int | None) -> str:
+    """The card label of a measurement on every hidden layer (``None``) or on one; a re-run replaces its own label's entry."""
+    return LABEL if layer is None else f"{LABEL} (hidden layer {layer})"
+
+
 def labelled_data(card: dict, root: Path) -> tuple[DataSplits, str]:
     """The data a card's model is measured on, with labels, and a sentence saying what they are."""
     if card["dataset"] == "binarized_mnist":
@@ -67,7 +72,7 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
         print(f"{name}: skipped, the data set {card['dataset']!r} has no labels", flush=True)
         return None
     began = time.perf_counter()
-    result = feature_accuracy(model, data, num_train=args.num_train, max_iter=args.max_iter, C=args.C,
+    result = feature_accuracy(model, data, layer=args.layer, num_train=args.num_train, max_iter=args.max_iter, C=args.C,
                               generator=torch.Generator().manual_seed(args.seed))
     seconds = time.perf_counter() - began
     print(f"{name}: hidden features ({result.num_features}) {result.features:.4f}, raw pixels {result.pixels:.4f}, majority class "
@@ -75,8 +80,9 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
           + ("" if result.converged else " (L-BFGS hit max_iter)"), flush=True)
     record = result.record()
     return {
-        "label": LABEL, "metric": ACCURACY_METRIC, "value": record.pop("features"), **record,
-        "layers_description": "every hidden layer's means" if result.layers == "all" else f"hidden layer {result.layers}'s means",
+        "label": label(args.layer), "metric": ACCURACY_METRIC, "value": record.pop("features"), **record,
+        "layers_description": "every hidden layer's means" if args.layer is None else ("the top hidden layer's means" if args.layer == -1
+                                                                                        else f"hidden layer {args.layer}'s means"),
         "data": description,
         "settings": {"classifier": CLASSIFIER, "C": result.C, "max_iter": result.max_iter, "num_train": result.num_train,
                      "subsample_seed": args.seed},
@@ -93,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--num-train", type=int, default=20000, help="training rows for the classifier, drawn at random (default 20000)")
     parser.add_argument("--max-iter", type=int, default=300, help="L-BFGS iterations (default 300)")
     parser.add_argument("--C", type=float, default=1.0, help="inverse L2 strength (default 1)")
+    parser.add_argument("--layer", type=int, default=None, help="one hidden layer's means (0 = first, -1 = top; default: all layers)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the training subsample")
     parser.add_argument("--write", action="store_true", help="record the measurement in each card (replacing an earlier one)")
     args = parser.parse_args(argv)
@@ -114,7 +121,7 @@ def write(folder: Path, entry: dict) -> None:
     card = json.loads((folder / zoo.CARD_DATA_FILE).read_text())
     readme = (folder / zoo.CARD_FILE).read_text()
     rendered_here = readme == zoo.render_card(card).render()
-    card["measurements"] = [m for m in card.get("measurements") or [] if m.get("label") != LABEL] + [entry]
+    card["measurements"] = [m for m in card.get("measurements") or [] if m.get("label") != entry["label"]] + [entry]
     card = zoo.write_card(folder, card, readme=False)
     (folder / zoo.CARD_FILE).write_text(zoo.render_card(card).render() if rendered_here else with_accuracy_section(readme, card))
 

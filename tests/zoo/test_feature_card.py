@@ -37,6 +37,12 @@ def test_writes_the_accuracy_into_the_card_and_its_readme(tmp_path, feature_card
         log_likelihood_table = readme.split("## Measured log-likelihood")[1].split("##")[0]
         assert "test accuracy" not in log_likelihood_table  # an accuracy is not a log-likelihood row
         assert card["checkpoint"] == zoo.pretrained_card(name)["checkpoint"]  # the checkpoint is untouched
+    feature_card["main"](["--models", "dbn-digits", "--zoo", str(tmp_path), "--num-train", "600", "--layer", "-1", "--write"])
+    card = json.loads((tmp_path / "dbn-digits" / zoo.CARD_DATA_FILE).read_text())
+    top, every = [m for m in card["measurements"] if m.get("metric") == "test accuracy"][::-1]
+    assert top["label"].endswith("(hidden layer -1)") and (top["num_features"], every["num_features"]) == (16, 32)
+    readme = (tmp_path / "dbn-digits" / zoo.CARD_FILE).read_text()
+    assert "| the top hidden layer's means (16) |" in readme and "| every hidden layer's means (32) |" in readme
 
 
 def test_a_model_without_hidden_means_is_skipped_in_one_line(tmp_path, feature_card, capsys):

@@ -97,18 +97,24 @@ def _measurement_row(label: str, m: Mapping[str, Any]) -> str:
 
 
 def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
-    """The table of ``"metric": "test accuracy"`` measurements, then (once each) the data and settings they were measured with."""
+    """The table of ``"metric": "test accuracy"`` measurements, then (once each) their data, settings and commands."""
     rows = ["| features | test accuracy | same classifier on the pixels | majority class | training / test examples |",
             "|---|---:|---:|---:|---|"]
-    notes = []
     for m in measurements:
-        rows.append(f"| {m.get('layers_description', m['label'])} ({m['num_features']:,}) | {m['value']:.4f} | {m['pixels']:.4f} | "
+        mark = "" if m.get("converged", True) else " †"
+        rows.append(f"| {m.get('layers_description', m['label'])} ({m['num_features']:,}) | {m['value']:.4f}{mark} | {m['pixels']:.4f} | "
                     f"{m['chance']:.4f} | {m['num_train']:,} / {m['num_test']:,} |")
-        note = (f"Data: {m.get('data', '?')} Settings: `{json.dumps(m.get('settings', {}))}`"
-                + (f"; measured by `{m['command']}`" if m.get("command") else "")
-                + ("" if m.get("converged", True) else "; L-BFGS stopped at max_iter before converging") + ".")
-        if note not in notes:
-            notes.append(note)
+
+    def once(texts):
+        return list(dict.fromkeys(text for text in texts if text))
+
+    notes = [f"Data: {data}" for data in once(m.get("data") for m in measurements)]
+    notes += [f"Settings: `{settings}`." for settings in once(json.dumps(m.get("settings", {})) for m in measurements)]
+    if not all(m.get("converged", True) for m in measurements):
+        notes.append("† L-BFGS stopped at max_iter before converging (here or on the pixels).")
+    commands = once(m.get("command") for m in measurements)
+    if commands:
+        notes.append("Measured by " + "; ".join(f"`{command}`" for command in commands) + ".")
     return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
 
 

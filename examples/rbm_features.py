@@ -11,16 +11,10 @@ import argparse
 import tempfile
 
 import torch
-from sklearn.linear_model import LogisticRegression
-
 from pfzoo.data import digits
 from pfzoo.models import RBM
+from pfzoo.studies.features import feature_accuracy
 from pfzoo.training import CD, Trainer
-
-
-def accuracy(train, test, data):
-    classifier = LogisticRegression(max_iter=2000).fit(train.numpy(), data.train_labels.numpy())
-    return classifier.score(test.numpy(), data.test_labels.numpy())
 
 
 def main(argv=None):
@@ -35,10 +29,9 @@ def main(argv=None):
         trainer = Trainer(CD(k=1), lambda parameters: torch.optim.SGD(parameters, lr=0.1, momentum=0.5), run_dir=run_dir,
                           epochs=2 if args.toy else 30, batch_size=20, progress=False)
         trainer.fit(rbm, data)
-    with torch.no_grad():
-        features = rbm.hidden_probs(data.train), rbm.hidden_probs(data.test)
-    print(f"logistic regression on raw pixels:             test accuracy {accuracy(data.train, data.test, data):.3f}")
-    print(f"... on the RBM's {args.hidden} hidden probabilities: test accuracy {accuracy(*features, data):.3f}")
+    result = feature_accuracy(rbm, data, max_iter=2000)
+    print(f"logistic regression on raw pixels:             test accuracy {result.pixels:.3f}")
+    print(f"... on the RBM's {args.hidden} hidden probabilities: test accuracy {result.features:.3f}")
 
 
 if __name__ == "__main__":

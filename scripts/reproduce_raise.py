@@ -47,6 +47,7 @@ from pfzoo.studies.raise_table import (
     AIS_CHAINS, MODELS, SECTIONS, comparable, hardware, measure, model_card, point_row, render_table, schedule_pilot, seeded, zoo_folder,
 )
 from pfzoo.studies.reporting import device_name, load_average, machine_description
+from pfzoo.zoo.cards import with_accuracy_section
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = {"steps": 10_000, "long_steps": 100_000, "ais_chains": 100, "posterior_samples": 100, "raise_chains": 10,
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         store(results_file, results, "models", name, {"checkpoint": repo_relative(kept), "config": model.config(), "estimates": estimates,
                                                       "trained_on": measured_on, "load_average": load_average()}, args.quick)
         if args.export_zoo is not None:
-            zoo.export(checkpoint, zoo_folder(name, args.export_zoo), card=model_card(name, results, model, repo_relative(zoo_folder(name, args.export_zoo))))
+            zoo.export(checkpoint, zoo_folder(name, args.export_zoo), card=card_markdown(name, results, model, zoo_folder(name, args.export_zoo)))
     for name in args.sweep_models if args.sweep_steps else ():
         s = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}
         print(f"{name}: AIS and RAISE against K", flush=True)
@@ -187,7 +188,15 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     print(f"wrote {output / 'table.md'}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
     for name in results["models"] if zoo_dir is not None else ():
         checkpoint = zoo_folder(name, zoo_dir) / zoo.CHECKPOINT_FILE
-        zoo.export(checkpoint, checkpoint.parent, card=model_card(name, results, zoo.load(checkpoint), repo_relative(checkpoint.parent)))
+        zoo.export(checkpoint, checkpoint.parent, card=card_markdown(name, results, zoo.load(checkpoint), checkpoint.parent))
+
+
+def card_markdown(name: str, results: dict, model, folder: Path) -> str:
+    """Model ``name``'s README for zoo ``folder``, keeping the linear-classifier section its card.json records
+    (``scripts/feature_card.py``)."""
+    text = model_card(name, results, model, repo_relative(folder)).render()
+    data = folder / zoo.CARD_DATA_FILE
+    return with_accuracy_section(text, json.loads(data.read_text())) if data.is_file() else text
 
 
 if __name__ == "__main__":

@@ -57,6 +57,9 @@ class BipartiteModel(EnergyModel):
         """The inverse temperatures the samplers accept; [0, 1] unless a subclass narrows it."""
         return check_beta(beta)
 
+    def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
+        raise NotImplementedError
+
     def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         raise NotImplementedError
 
@@ -72,6 +75,12 @@ class BipartiteModel(EnergyModel):
     def gibbs_chain(self, *, reversible: bool = False) -> tuple[BlockGibbs, BipartiteConditionals]:
         """Block Gibbs ``v → h → v`` on the model's own conditionals (reversible in v as it stands)."""
         return BlockGibbs(), BipartiteConditionals(self)
+
+    @torch.no_grad()
+    def hidden_means(self, v: torch.Tensor) -> list[torch.Tensor]:
+        """``[p(h = 1 | v)]``, one ``[B, H]`` tensor for visible ``v [B, V]`` (:attr:`Capability.HIDDEN_MEANS`: the
+        hidden units' posterior means, features for a classifier); the posterior factorises, so these are exact."""
+        return [self.hidden_probs(self.check_visible(v))]
 
     @torch.no_grad()
     def sample_h_given_v(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:

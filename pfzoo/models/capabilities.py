@@ -34,6 +34,7 @@ class Capability(str, enum.Enum):
     RBM_STACK = "a stack of RBMs trained one at a time, bottom first (a DBN)"
     CENTERING = "a centered parametrisation of its binary layers (offsets its gradient can be centered on)"
     ANALYTIC_SCORE = "an analytic score and Laplacian of its log density (score_and_laplacian(x, *, kink_bandwidth))"
+    HIDDEN_MEANS = "the means of its hidden units given the visible ones (hidden_means(v), one tensor per hidden layer)"
 
 
 class MissingCapability(ValueError):

@@ -51,7 +51,7 @@ class DBM(EnergyModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.MEAN_FIELD,
-        Capability.RECONSTRUCTION, Capability.CENTERING,
+        Capability.RECONSTRUCTION, Capability.CENTERING, Capability.HIDDEN_MEANS,
     })
     path_family = "dbm"
 
@@ -381,6 +381,11 @@ class DBM(EnergyModel):
             if v.device.type == "cpu" and converged:
                 break
         return means[1:]
+
+    def hidden_means(self, v: torch.Tensor) -> list[torch.Tensor]:
+        """The mean-field posterior means ``[μ_1 [B, n_1], …, μ_L [B, n_L]]`` of ``v [B, V]`` (:meth:`mean_field` at its
+        defaults; :attr:`Capability.HIDDEN_MEANS`: features for a classifier, as Salakhutdinov & Hinton 2009 §4 use them)."""
+        return self.mean_field(v)
 
     def reconstruct(self, v: torch.Tensor, *, num_iterations: int = RECONSTRUCTION_MEAN_FIELD_ITERATIONS) -> torch.Tensor:
         """Reconstruction ``σ(μ¹ W_0ᵀ + b_0)`` of binary ``v [B, V]`` through the first hidden layer's mean-field means

@@ -56,6 +56,7 @@ class DBN(EnergyModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.HIDDEN_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.RBM_STACK,
+        Capability.HIDDEN_MEANS,
     })
     path_family = "dbn"
 
@@ -301,6 +302,11 @@ class DBN(EnergyModel):
         for index in range(self.num_layers - 1):
             means.append(torch.sigmoid(self.recognition_logits(index, means[-1])))
         return means[1:]
+
+    def hidden_means(self, v: torch.Tensor) -> list[torch.Tensor]:
+        """The recognition means ``[μ_1 [B, n_1], …, μ_L [B, n_L]]`` of ``v [B, V]`` (:meth:`recognize`, the bottom-up
+        pass; :attr:`Capability.HIDDEN_MEANS`: features for a classifier, as Hinton, Osindero & Teh 2006 read them)."""
+        return self.recognize(v)
 
     def _recognize_top_visible(self, v: torch.Tensor, *, sample: bool, generator: torch.Generator | None) -> torch.Tensor:
         """``h^{L-1}`` from ``v`` through the recognition layers: sampled binary states, or means. Not validated."""

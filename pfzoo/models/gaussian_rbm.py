@@ -50,7 +50,8 @@ class GaussianBernoulliRBM(BipartiteModel):
     """
 
     family_capabilities = frozenset(
-        {Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.ANALYTIC_SCORE}
+        {Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.POSTERIOR_PROPOSAL, Capability.ANALYTIC_SCORE,
+         Capability.HIDDEN_MEANS}
     )
     path_family = "gaussian_rbm"
 

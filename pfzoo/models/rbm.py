@@ -42,7 +42,7 @@ class RBM(BipartiteModel):
 
     family_capabilities = frozenset({
         Capability.BINARY_STATES, Capability.BLOCK_GIBBS, Capability.VISIBLE_GIBBS_CHAIN, Capability.HIDDEN_CHAIN,
-        Capability.POSTERIOR_PROPOSAL, Capability.RECONSTRUCTION, Capability.CENTERING,
+        Capability.POSTERIOR_PROPOSAL, Capability.RECONSTRUCTION, Capability.CENTERING, Capability.HIDDEN_MEANS,
     })
     path_family = "rbm"
 

@@ -29,6 +29,7 @@ from pfzoo.data import DataSplits
 from pfzoo.models import RBM
 from pfzoo.pictures import save_labelled_grids
 from pfzoo.sampling import randint
+from pfzoo.studies.features import hidden_features, linear_accuracy
 
 @dataclass(frozen=True)
 class Principle:
@@ -136,13 +137,8 @@ def classification_accuracy(model: RBM, data: DataSplits) -> float | None:
     """Test accuracy of logistic regression on ``p(h = 1 | v)`` of the training set; ``None`` without labels."""
     if not data.labelled:
         return None
-    from sklearn.linear_model import LogisticRegression  # imported here: scikit-learn is slow to import
-
-    with torch.no_grad():
-        train = model.hidden_probs(data.train.to(model.dtype)).double().cpu().numpy()
-        test = model.hidden_probs(data.test.to(model.dtype)).double().cpu().numpy()
-    classifier = LogisticRegression(C=1.0, max_iter=2000).fit(train, data.train_labels.numpy())
-    return float(classifier.score(test, data.test_labels.numpy()))
+    train, test = hidden_features(model, data.train), hidden_features(model, data.test)
+    return linear_accuracy(train, data.train_labels, test, data.test_labels, C=1.0, max_iter=2000)[0]
 
 
 def validation_split(data: DataSplits, fraction: float, generator: torch.Generator) -> DataSplits:

@@ -15,6 +15,7 @@ from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, check_plain, file_sha256
 CARD_FILE = "README.md"
 CARD_DATA_FILE = "card.json"
 CARD_FORMAT = "pfzoo-card-1"
+ACCURACY_METRIC = "test accuracy"  # a measurement's "metric" when it is a classifier's accuracy, not a log-likelihood
 CARD_FIELDS = {
     "format": f"{CARD_FORMAT!r}",
     "name": "the folder's name, what pretrained(name) takes",
@@ -34,7 +35,9 @@ CARD_FIELDS = {
     "checkpoint": "{file, sha256, bytes} of checkpoint.pt",
 }
 """card.json's keys; ``title``, ``summary``, ``notes`` (a list of sentences) and ``measurements`` (further rows like
-``log_likelihood``, each with a ``label``) are optional."""
+``log_likelihood``, each with a ``label``) are optional. A measurement with ``"metric": "test accuracy"`` is a linear
+classifier on the model's hidden features (``value``, beside ``pixels``, ``chance``, ``num_features``, ``num_train``,
+``num_test``, ``data``, ``settings``; ``scripts/feature_card.py``) and has its own section."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,49 @@ def _measurement_row(label: str, m: Mapping[str, Any]) -> str:
             f"{log_z_text} | {m.get('kind', '—')} |")
 
 
+def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
+    """The table of ``"metric": "test accuracy"`` measurements, then (once each) their data, settings and commands."""
+    rows = ["| features | test accuracy | same classifier on the pixels | majority class | training / test examples |",
+            "|---|---:|---:|---:|---|"]
+    for m in measurements:
+        mark = "" if m.get("converged", True) else " †"
+        rows.append(f"| {m.get('layers_description', m['label'])} ({m['num_features']:,}) | {m['value']:.4f}{mark} | {m['pixels']:.4f} | "
+                    f"{m['chance']:.4f} | {m['num_train']:,} / {m['num_test']:,} |")
+
+    def once(texts):
+        return list(dict.fromkeys(text for text in texts if text))
+
+    notes = [f"Data: {data}" for data in once(m.get("data") for m in measurements)]
+    notes += [f"Settings: `{settings}`." for settings in once(json.dumps(m.get("settings", {})) for m in measurements)]
+    if not all(m.get("converged", True) for m in measurements):
+        notes.append("† L-BFGS stopped at max_iter before converging (here or on the pixels).")
+    commands = once(m.get("command") for m in measurements)
+    if commands:
+        notes.append("Measured by " + "; ".join(f"`{command}`" for command in commands) + ".")
+    return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+
+
+ACCURACY_HEADING = "Linear classifier on hidden features"
+
+
+def with_accuracy_section(readme: str, card: Mapping[str, Any]) -> str:
+    """``readme`` (a card's markdown from any renderer) with its ``## Linear classifier on hidden features`` section set
+    to ``card``'s accuracy measurements: replaced where it is, else put before ``## Notes`` or at the end; removed
+    when ``card`` has none. How a README that another script renders (e.g. ``scripts/reproduce_raise.py``) keeps it."""
+    accuracies = [m for m in card.get("measurements") or [] if m.get("metric") == ACCURACY_METRIC]
+    section = f"## {ACCURACY_HEADING}\n\n{_accuracy_section(accuracies)}\n\n" if accuracies else ""
+    heading = f"\n## {ACCURACY_HEADING}\n"
+    start = readme.find(heading)
+    if start >= 0:
+        end = readme.find("\n## ", start + len(heading))
+        before, after = readme[:start + 1], "" if end < 0 else readme[end + 1:]
+    else:
+        notes = readme.find("\n## Notes\n")
+        before, after = (readme, "") if notes < 0 else (readme[:notes + 1], readme[notes + 1:])
+    text = before.rstrip("\n") + "\n\n" + section + after
+    return text.rstrip("\n") + "\n"
+
+
 def render_card(card: Mapping[str, Any]) -> ModelCard:
     """The markdown model card (``README.md``) of a zoo folder, from its ``card.json`` fields."""
     name = card["name"]
@@ -118,7 +164,9 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     initial = card.get("log_likelihood_at_init")
     if initial:
         rows.append(_measurement_row(f"at initialisation ({initial.get('estimator', '?')})", initial))
-    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in card.get("measurements") or []]
+    measurements = card.get("measurements") or []
+    accuracies = [m for m in measurements if m.get("metric") == ACCURACY_METRIC]
+    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in measurements if m not in accuracies]
     body = "\n".join(["| | mean test log-likelihood (nats) | test-set sampling stderr | test examples | log Z | kind |",
                       "|---|---:|---:|---:|---:|---|", *rows])
     settings = measured.get("settings")
@@ -126,6 +174,8 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
         body += f"\n\nEstimator settings: `{json.dumps(settings)}`."
     body += "".join(f"\n\n**Warning:** {warning}" for warning in measured.get("warnings") or [])
     sections = [("Measured log-likelihood", body)]
+    if accuracies:
+        sections.append((ACCURACY_HEADING, _accuracy_section(accuracies)))
     if card.get("notes"):
         sections.append(("Notes", "\n".join(f"- {note}" for note in card["notes"])))
     summary = card.get("summary") or ("Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "

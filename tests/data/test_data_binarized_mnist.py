@@ -93,3 +93,23 @@ def test_real_binarized_mnist(shared_data_root):
     with open(folder / "binarized_mnist_test.amat") as f:  # compare the first lines with a plain parse
         head = np.array([[int(t) for t in next(f).split()] for _ in range(50)], dtype=np.float32)
     assert torch.equal(data.test[:50], torch.from_numpy(head))
+
+
+@pytest.mark.data
+def test_real_binarized_mnist_is_not_in_mnist_order(shared_data_root):
+    """Why the loader attaches no labels (module docstring): row i agrees with MNIST's image i no better than with image
+    i + 1, while a likelihood match finds the test file to be MNIST's test set sorted by class."""
+    from pfzoo.data import mnist
+
+    if not (shared_data_root / "MNIST" / "raw" / "t10k-labels-idx1-ubyte").is_file():
+        pytest.skip(f"no MNIST IDX files under {shared_data_root}")
+    binary, official = binarized_mnist(shared_data_root), mnist(shared_data_root, binarize="none", download=False)
+    thresholded = (official.test > 0.5).float()
+    aligned = (binary.test == thresholded).float().mean().item()
+    shifted = (binary.test == thresholded.roll(1, 0)).float().mean().item()
+    assert 0.8 < aligned < 0.86 and abs(aligned - shifted) < 0.005, (aligned, shifted)  # measured: 0.828, 0.828
+    rows = torch.randperm(10000, generator=torch.Generator().manual_seed(0))[:500].sort().values
+    intensity = official.test.clamp(1e-3, 1 - 1e-3)
+    log_likelihood = binary.test[rows] @ intensity.log().T + (1 - binary.test[rows]) @ (-intensity).log1p().T  # [500, 10000]
+    labels = official.test_labels[log_likelihood.argmax(1)]
+    assert (labels[1:] >= labels[:-1]).all() and labels.unique().numel() == 10

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The wheel as a user gets it: build it, install it into a fresh virtual environment and, from a folder outside the
-# checkout, run every Python block of the README, every example as written, the console scripts' bare commands and
+# checkout, run every Python block of the README, every example as written, the README's console-script commands that
+# need no data of the user's, the console scripts' bare commands and
 # torch.hub against zoo.pretrained. Prints one PASS/FAIL line per check and exits 1 if any failed.
 #   bash scripts/check_wheel.sh [WORK_DIR, default /tmp/pfzoo-wheel-check]
 # BORROW_SITE=DIR (optional): a site-packages folder that already holds torch and pfzoo's requirements (e.g.
@@ -46,6 +47,30 @@ for example in "$repo"/examples/*.py; do
 done
 
 bin=$work/venv/bin
+# every command of the README's "After pip install" block that needs no data root or file of the user's: finished
+# without an error, or still running after a minute (a long training run that started)
+"$py" - "$repo/README.md" > "$work/commands.txt" <<'PYTHON'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.search(r"After `pip install`.*?```bash\n(.*?)```", text, flags=re.S).group(1)
+for line in block.splitlines():
+    command = line.split(" #")[0].strip()
+    if command.startswith("pfzoo-") and not re.search(r"DIR|PATH|/path/to|samples\.npy|data\.root", command):
+        print(command)
+PYTHON
+number=0
+while IFS= read -r command; do
+  number=$((number + 1))
+  (cd "$work/outside" && PATH="$bin:$PATH" timeout 60 bash -c "$command") > "$work/logs/readme_command_$number.log" 2>&1 < /dev/null
+  code=$?
+  if [ $code -eq 0 ] || [ $code -eq 124 ]; then
+    echo "PASS readme_command_$number ($([ $code -eq 124 ] && echo 'still running after 60 s' || echo done)): $command"
+  else
+    echo "FAIL readme_command_$number (exit $code): $command"; tail -n 3 "$work/logs/readme_command_$number.log" | sed 's/^/    /'
+    failures=$((failures + 1))
+  fi
+done < "$work/commands.txt"
+
 check pfzoo-train 600 "$bin/pfzoo-train" run_dir="$work/outside/run" trainer.epochs=5
 check pfzoo-evaluate 600 "$bin/pfzoo-evaluate" checkpoint="$work/outside/run/checkpoint.pt" run_dir="$work/outside/eval"
 check pfzoo-evaluate-pretrained 600 "$bin/pfzoo-evaluate" run_dir="$work/outside/eval_pretrained"

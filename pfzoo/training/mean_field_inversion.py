@@ -12,7 +12,8 @@ connected correlations ``C = ⟨s sᵀ⟩ - m mᵀ``. Linear response relates ``
   ``m_i = tanh(h_i + Σ_j K_ij m_j - m_i Σ_j K_ij² (1 - m_j²))``.
 
 Both are expansions in small couplings: nMF is exact to first order in K, TAP to second, so on a weakly coupled model
-TAP's error is the smaller. Where ``1 - 8 (C⁻¹)_ij m_i m_j < 0`` the TAP equation has no real root: the fit refuses.
+TAP's error is the smaller. TAP's term is second order in the magnetisations too: at zero field (``m = 0``) TAP is nMF.
+Where ``1 - 8 (C⁻¹)_ij m_i m_j < 0`` the TAP equation has no real root: the fit refuses.
 The result is converted to 0/1 units by :meth:`Ising.from_spins <pfzoo.models.Ising.from_spins>`.
 
 This is a closed-form fit from data moments, not an objective to descend: it sits in ``training`` (a way to fit a model

@@ -231,7 +231,8 @@ def comparison(settings: dict, results: dict, traces: dict) -> str:
                if name in traces and min(error for _, error in traces[name][1:]) < 0.9 * results[name]["coupling_error"]]
     if overfit:
         lines.append("ε_J is not monotone along the L-BFGS path: " + "; ".join(
-            f"{name} passes {error:.4f} at {seconds:.0f} s before converging to {results[name]['coupling_error']:.4f}"
+            f"{name} passes {error:.4f} at {seconds:.0f} s and ends at {results[name]['coupling_error']:.4f} after "
+            f"{results[name]['iterations_or_epochs']} steps" + (" (the cap)" if results[name]["iterations_or_epochs"] >= settings["max_lbfgs_steps"] else "")
             for name, seconds, error in overfit) + " (the fully connected fit, unregularised, overfits the sample).\n")
     tap, naive = results.get("MFT+TAP", {}), results.get("nMF", {})
     if "coupling_error" in tap:

@@ -45,9 +45,13 @@ def mean_field_ising(mean: torch.Tensor, covariance: torch.Tensor, *, correction
     magnetisation = 2 * mean.double() - 1
     if not bool(((magnetisation > -1) & (magnetisation < 1)).all()):
         raise ValueError("mean must lie strictly between 0 and 1 for every unit (a constant unit has no mean-field coupling)")
-    precision, info = torch.linalg.inv_ex(4 * covariance.double())
-    if info != 0 or not bool(torch.isfinite(precision).all()):
-        raise ValueError("covariance must be invertible (mean-field inversion needs C⁻¹)")
+    spin_covariance = 4 * covariance.double()
+    eigenvalues = torch.linalg.eigvalsh(spin_covariance)
+    # singular to float64 precision, e.g. two units always equal (or opposite) in the data: C⁻¹ would be rounding noise
+    if not bool(eigenvalues[0] > eigenvalues[-1] * mean.shape[0] * torch.finfo(torch.float64).eps):
+        raise ValueError("covariance must be invertible (mean-field inversion needs C⁻¹; is a unit a copy of another "
+                         f"in the data?), its eigenvalues span {eigenvalues[0].item():.2e} to {eigenvalues[-1].item():.2e}")
+    precision = torch.linalg.inv(spin_covariance)
     precision.fill_diagonal_(0)  # only the off-diagonal entries of C⁻¹ fix couplings
     outer = magnetisation[:, None] * magnetisation[None, :]  # m_i m_j
     if correction == "naive":

@@ -16,6 +16,12 @@ no model (``DataSplits.transform`` is for preprocessing and stays ``None``).
 
 Note the 0/1 units: a coupling J in these units is J/4 between ±1 spins, so ``coupling_std = 1`` here
 is a rather warm glass in spin units.
+
+Zero field (``zero_field=True``, the thesis's setting for Table 3.1): the biases ``b = -½ J𝟙`` make the field on every
+±1 spin vanish. In spins ``s = 2x - 1`` the energy ``-½ xᵀJx - b·x`` reads ``-Σ_{i<j} (J_ij/4) s_i s_j - Σ_i h_i s_i``
++ const with ``h = J𝟙/4 + b/2``, so ``h = 0`` exactly when ``b_i = -½ Σ_j J_ij``. This is the thesis's rule that each
+column of its J sums to 0: there the energy is ``xᵀJ'x`` with the biases on the diagonal of ``J'``, whose spin field is
+half the column sum ``Σ_j J'_ij``. The model is then symmetric under flipping every spin, ``p(x) = p(1 - x)``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pfzoo.kernels import Kernel, check_kernel
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.ising import Ising
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_choice, check_finite_number, check_generator, check_positive_int, describe
+from pfzoo.validation import check_bool, check_choice, check_finite_number, check_generator, check_positive_int, describe
 
 logger = logging.getLogger(__name__)
 
@@ -91,10 +97,13 @@ def fully_connected_couplings(
     return upper + upper.T
 
 
-def _build_model(kind, side, num_units, coupling_std, bias_std, generator) -> Ising:
+def _build_model(kind, side, num_units, coupling_std, bias_std, zero_field, generator) -> Ising:
     """The generating model, drawing couplings then biases from ``generator`` (shared by the public builders)."""
     check_choice(kind, "kind", KINDS)
     bias_std = _check_std(bias_std, "bias_std")
+    check_bool(zero_field, "zero_field")
+    if zero_field and bias_std != 0:
+        raise ValueError(f"zero_field=True sets the biases to -½ J𝟙; give bias_std=0, got {bias_std}")
     if kind == "lattice":
         check_positive_int(side, "side")
         if num_units is not None and num_units != side * side:
@@ -105,8 +114,8 @@ def _build_model(kind, side, num_units, coupling_std, bias_std, generator) -> Is
             check_positive_int(side, "side")
             num_units = side * side
         coupling = fully_connected_couplings(num_units, coupling_std=coupling_std, generator=generator)
-    bias = torch.randn(coupling.shape[0], generator=generator) * bias_std
-    return Ising.from_tensors(coupling, bias)
+    bias = torch.randn(coupling.shape[0], generator=generator) * bias_std  # drawn either way: the same stream after it
+    return Ising.from_tensors(coupling, -0.5 * coupling.sum(1) if zero_field else bias)
 
 
 def spin_glass_model(
@@ -116,6 +125,7 @@ def spin_glass_model(
     coupling_std: float | None = None,
     bias_std: float = 0.0,
     seed: int = 0,
+    zero_field: bool = False,
 ) -> Ising:
     """The generating spin glass, a deterministic function of the arguments: an :class:`Ising` model of D units.
 
@@ -128,6 +138,7 @@ def spin_glass_model(
             1.0 on the lattice and ``1 / sqrt(D)`` fully connected.
         bias_std: biases ``b_i ~ N(0, bias_std²)`` (0, the default, gives zero biases).
         seed: seeds the ``torch.Generator`` from which couplings, then biases, are drawn.
+        zero_field: biases ``b = -½ J𝟙`` instead, zero field on the ±1 spins (module docstring; needs ``bias_std=0``).
 
     :func:`spin_glass` builds its generating model with this very call, so calling it again with the
     same arguments recovers the truth behind a data set.
@@ -135,7 +146,7 @@ def spin_glass_model(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}")
     generator = torch.Generator().manual_seed(seed)
-    return _build_model(kind, side, num_units, coupling_std, bias_std, generator)
+    return _build_model(kind, side, num_units, coupling_std, bias_std, zero_field, generator)
 
 
 def _check_non_negative_int(value: int, name: str) -> int:
@@ -208,10 +219,11 @@ def spin_glass(
     thin: int = DEFAULT_THIN,
     kernel: Kernel | None = None,
     seed: int = 0,
+    zero_field: bool = False,
 ) -> DataSplits:
     """Samples of a random spin glass: train ``[num_train, D]`` and test ``[num_test, D]`` of 0/1 float32.
 
-    The generating model is ``spin_glass_model(kind, side, num_units, coupling_std, bias_std, seed)``
+    The generating model is ``spin_glass_model(kind, side, num_units, coupling_std, bias_std, seed, zero_field)``
     (see that function for the arguments); rebuild it from the same arguments to get the truth.
     Train and test come from two separate runs of :func:`sample_spin_glass` (independent chains, so
     no test row shares a chain with a training row) with ``num_chains``, ``burn_in``, ``thin`` and ``kernel`` (None:
@@ -231,7 +243,7 @@ def spin_glass(
     _check_non_negative_int(burn_in, "burn_in")
     check_positive_int(thin, "thin")
     generator = torch.Generator().manual_seed(seed)
-    model = _build_model(kind, side, num_units, coupling_std, bias_std, generator)
+    model = _build_model(kind, side, num_units, coupling_std, bias_std, zero_field, generator)
     options = dict(num_chains=num_chains, burn_in=burn_in, thin=thin, kernel=kernel, generator=generator)
     train = sample_spin_glass(model, num_train, **options)
     test = sample_spin_glass(model, num_test, **options)

@@ -151,6 +151,22 @@ class Ising(EnergyModel):
             model.bias.copy_(bias)
         return model
 
+    @classmethod
+    def from_spins(cls, coupling: torch.Tensor, field: torch.Tensor, *, max_enumeration_units: int = DEFAULT_MAX_ENUMERATION_UNITS):
+        """The model whose ±1 spins ``s = 2x - 1`` follow ``p(s) ∝ exp(Σ_{i<j} K_ij s_i s_j + h·s)``, from ``coupling [D, D]``
+        (K, symmetric, zero diagonal) and ``field [D]`` (h).
+
+        Substituting ``s_i s_j = 4 x_i x_j - 2 x_i - 2 x_j + 1`` and ``s_i = 2 x_i - 1`` gives ``½ xᵀJx + b·x`` + const
+        with ``J = 4K`` and ``b = 2h - 2K𝟙``; :meth:`spin_parameters` inverts it.
+        """
+        return cls.from_tensors(4 * coupling, 2 * field - 2 * coupling.sum(1), max_enumeration_units=max_enumeration_units)
+
+    def spin_parameters(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(K [D, D], h [D]) = (J/4, J𝟙/4 + b/2)``: this model in ±1 spins, ``p(s) ∝ exp(Σ_{i<j} K_ij s_i s_j + h·s)``
+        (the inverse of :meth:`from_spins`). Detached."""
+        coupling = self.symmetric_coupling.detach()
+        return coupling / 4, coupling.sum(1) / 4 + self.bias.detach() / 2
+
     def config(self) -> dict:
         return {"num_units": self.num_units, "max_enumeration_units": self.max_enumeration_units}
 

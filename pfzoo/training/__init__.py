@@ -14,6 +14,7 @@ from pfzoo.training.generalized_score_matching import GeneralizedScoreMatching
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
 from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
+from pfzoo.training.mean_field_inversion import fit_mean_field, mean_field_ising
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
 from pfzoo.training.naive_mcmc import NaiveMCMC
@@ -63,6 +64,8 @@ __all__ = [
     "UpdateLimit",
     "applicable_trainers",
     "compose_dbm",
+    "fit_mean_field",
+    "mean_field_ising",
     "outer_product_rule",
     "perceptron_rule",
     "pretrain_dbm",

@@ -284,9 +284,28 @@ def test_config_composes_and_instantiates():
     defaults = {k: v for k, v in cfg.items() if k != "_target_"}
     assert defaults == dict(
         kind="lattice", side=10, num_units=None, coupling_std=None, bias_std=0.0,
-        num_train=20000, num_test=2000, num_chains=1000, burn_in=1000, thin=10, kernel=None, seed=0,
+        num_train=20000, num_test=2000, num_chains=1000, burn_in=1000, thin=10, kernel=None, seed=0, zero_field=False,
     )
     data = instantiate(cfg, num_train=30, num_test=10, num_chains=10, burn_in=2, thin=1)
     assert data.name == "spin_glass" and data.train.shape == (30, 100) and data.image_shape == (10, 10)
     clusters = instantiate(cfg, num_train=30, num_test=10, num_chains=10, burn_in=2, thin=1, kernel={"_target_": "pfzoo.kernels.SwendsenWang"})
     assert clusters.train.shape == (30, 100) and not torch.equal(clusters.train, data.train)
+
+
+def test_zero_field_biases_cancel_the_spin_field():
+    """``zero_field``: b = −½ J𝟙, the same couplings as without, zero field on the ±1 spins (so p(x) = p(1 − x)), and the
+    thesis's rule holds: its energy xᵀJ'x carries ``J' = −½J − diag(b)`` in these units, whose columns sum to 0."""
+    plain, zero = spin_glass_model(side=4, coupling_std=3.0, seed=2), spin_glass_model(side=4, coupling_std=3.0, seed=2, zero_field=True)
+    assert torch.equal(zero.symmetric_coupling, plain.symmetric_coupling)
+    assert torch.allclose(zero.bias, -0.5 * zero.symmetric_coupling.sum(1))
+    thesis = -0.5 * zero.symmetric_coupling - torch.diag(zero.bias)
+    assert thesis.sum(0).abs().max() < 1e-5
+    assert zero.spin_parameters()[1].abs().max() < 1e-6
+    x = torch.bernoulli(torch.full((50, 16), 0.5), generator=_gen(0))
+    assert torch.allclose(zero.energy(x), zero.energy(1 - x), atol=1e-4)
+    assert not torch.allclose(plain.energy(x), plain.energy(1 - x), atol=1e-4)
+    with pytest.raises(ValueError, match="bias_std=0"):
+        spin_glass_model(side=4, bias_std=0.5, zero_field=True)
+    with pytest.raises(ValueError, match="zero_field"):
+        spin_glass_model(side=4, zero_field=1)
+    assert instantiate(OmegaConf.load(CONF / "spin_glass.yaml"), **SMALL, zero_field=True).train.shape == (50, 9)

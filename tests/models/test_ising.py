@@ -416,3 +416,19 @@ def test_zoo_round_trip(tmp_path, cls, dtype):
     x = all_states(6, dtype=dtype)
     assert torch.equal(loaded.energy(x), model.energy(x))
     assert set(torch.load(tmp_path / "model.pt", weights_only=True)["state_dict"]) == {"coupling", "bias"}
+
+
+def test_spin_parameters_round_trip_and_give_the_same_distribution():
+    """``from_spins`` / ``spin_parameters``: J = 4K, b = 2h − 2K𝟙, so ``½ xᵀJx + b·x − (Σ_{i<j} K_ij s_i s_j + h·s)`` is
+    the same constant on all 2^D states (s = 2x − 1), and the round trip returns the parameters."""
+    model = random_ising(6, scale=1.5, seed=7)
+    coupling, field = model.spin_parameters()
+    back = Ising.from_spins(coupling, field)
+    assert torch.allclose(back.symmetric_coupling, model.symmetric_coupling, atol=1e-12)
+    assert torch.allclose(back.bias, model.bias, atol=1e-12)
+    x = all_binary_states(6)
+    s = 2 * x - 1
+    spin_log_f = 0.5 * ((s @ coupling) * s).sum(-1) + s @ field  # K has a zero diagonal: ½ sᵀKs = Σ_{i<j}
+    difference = -model.energy(x) - spin_log_f
+    assert difference.max() - difference.min() < 1e-10
+    assert torch.allclose(coupling, model.symmetric_coupling / 4)

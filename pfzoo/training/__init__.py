@@ -16,6 +16,7 @@ from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
+from pfzoo.training.mpf_local_rule import mpf_local_update, mpf_online_rule
 from pfzoo.training.naive_mcmc import NaiveMCMC
 from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.nce import NCE
@@ -63,6 +64,8 @@ __all__ = [
     "UpdateLimit",
     "applicable_trainers",
     "compose_dbm",
+    "mpf_local_update",
+    "mpf_online_rule",
     "outer_product_rule",
     "perceptron_rule",
     "pretrain_dbm",

@@ -260,3 +260,15 @@ def measure_convergence(
                     point.flow.append(flow.loss(model, patterns.to(model.dtype)).item())
                 point.stored.append(stored_fraction(model, patterns))
     return points
+
+
+def half_capacity(pattern_counts: Sequence[int], fractions: Sequence[float]) -> float | None:
+    """The pattern count at which the stored fraction first falls below ½, interpolated linearly between measured counts.
+
+    ``pattern_counts`` increasing, ``fractions`` the mean stored fraction at each; ``None`` when it never falls below ½
+    (or already is at the first count: then nothing brackets the crossing).
+    """
+    for (m0, f0), (m1, f1) in zip(zip(pattern_counts, fractions), zip(pattern_counts[1:], fractions[1:])):
+        if f0 >= 0.5 > f1:
+            return m0 + (f0 - 0.5) / (f0 - f1) * (m1 - m0)
+    return None

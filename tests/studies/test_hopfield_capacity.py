@@ -6,6 +6,7 @@ import torch
 from pfzoo.data import corrupt, noisy_copies, random_patterns
 from pfzoo.models import Hopfield
 from pfzoo.studies.hopfield_capacity import (
+    half_capacity,
     measure_capacity,
     measure_convergence,
     measure_noisy_storage,
@@ -146,3 +147,8 @@ def test_convergence_traces_k_and_the_stored_fraction_per_budget():
     assert points["local"][0].flow[0] == pytest.approx(flow, rel=1e-12)
     with pytest.raises(ValueError, match="budgets"):
         measure_convergence(fits, {"local": [1]}, 8, 2, 1)
+
+
+def test_half_capacity_interpolates_the_first_fall_below_one_half():
+    assert half_capacity([10, 20, 30], [1.0, 0.75, 0.25]) == 25.0
+    assert half_capacity([10, 20], [1.0, 0.9]) is None and half_capacity([10, 20], [0.4, 0.1]) is None

@@ -54,6 +54,8 @@ PATTERN_COUNTS = [1, 2, 4, 8, 12, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80, 90, 10
 EXPERIMENTS = ("capacity", "recall", "noisy", "convergence")
 LBFGS_BUDGETS = [1, 2, 5, 10, 20, 50, 100, 200, 500]
 EPOCH_BUDGETS = [1, 2, 5, 10, 20, 50, 100, 200]
+STYLES = [{"lw": 3.0, "marker": "o", "ms": 4, "alpha": 0.8}, {"lw": 1.5, "marker": "s", "ms": 3, "ls": "--"},
+          {"lw": 1.5, "marker": "^", "ms": 3, "ls": "-."}, {"lw": 1.2, "marker": ".", "ls": ":"}]
 
 
 def mpf_rule(cfg, patterns: torch.Tensor):
@@ -68,8 +70,8 @@ def plot(x, curves: dict, path: Path, xlabel: str, ylabel: str, title: str, vlin
     from matplotlib import pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for name, values in curves.items():
-        ax.plot(x, values, marker=".", label=name)
+    for (name, values), style in zip(curves.items(), STYLES):  # styles tell apart curves that coincide
+        ax.plot(x, values, label=name, **style)
     for position, label in vlines:
         ax.axvline(position, color="grey", lw=0.8, ls=":")
         ax.text(position, 0.5, f" {label}", color="grey", rotation=90, va="center", fontsize=8)
@@ -95,10 +97,10 @@ def plot_convergence(convergence: dict, path: Path, title: str) -> None:
     from matplotlib import pyplot as plt
 
     fig, (flow_ax, stored_ax) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for name, points in convergence.items():
+    for (name, points), style in zip(convergence.items(), STYLES):
         seconds = [p["seconds"] for p in points]
-        flow_ax.plot(seconds, [p["flow"] for p in points], marker=".", label=name)
-        stored_ax.plot(seconds, [p["stored"] for p in points], marker=".", label=name)
+        flow_ax.plot(seconds, [p["flow"] for p in points], label=name, **style)
+        stored_ax.plot(seconds, [p["stored"] for p in points], label=name, **style)
     flow_ax.set(xscale="log", yscale="log", xlabel="seconds per fit", ylabel="MPF objective K on the patterns", title=title)
     stored_ax.set(xscale="log", xlabel="seconds per fit", ylabel="fraction of patterns that are fixed points", ylim=(-0.02, 1.02),
                   title="(one point per L-BFGS iteration or epoch budget)")

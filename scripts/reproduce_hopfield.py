@@ -3,7 +3,7 @@
     python scripts/reproduce_hopfield.py           # n = 64, 5 trials: all experiments → reports/hopfield/n64/
     python scripts/reproduce_hopfield.py --quick   # smoke run (few m values, 2 trials): reports/hopfield/quick/
     python scripts/reproduce_hopfield.py --render reports/hopfield/results.json   # re-render README.md and plots beside it
-    python scripts/reproduce_hopfield.py --render a/results.json b/results.json    # a's report, with b's sections added
+    python scripts/reproduce_hopfield.py --render a/results.json b/results.json    # a's report, with b's sections in
     # the thesis's size, as reports/hopfield/README.md was made (its "Made by" line has the exact command):
     python scripts/reproduce_hopfield.py --num-units 128 --trials 20 --recall-patterns 20 \
         --pattern-counts 1 4 8 16 24 32 48 64 80 96 112 128 144 160 176 192 208 224 240 \
@@ -142,7 +142,7 @@ def parse_args():
     parser.add_argument("--quick", action="store_true", help="few m values, 2 trials: a smoke run")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default reports/hopfield/n<num-units>, or .../quick)")
     parser.add_argument("--render", type=Path, nargs="+", default=None, help="re-render README.md and the plots beside the first "
-                        "results.json; sections it lacks are taken from the others (runs of other --experiments, same settings)")
+                        "results.json, each section taken from the last file that has it (runs of other --experiments, same settings)")
     return parser.parse_args()
 
 
@@ -153,7 +153,7 @@ def main() -> None:
         for path in args.render[1:]:
             other = json.loads(path.read_text())
             for section in EXPERIMENTS:
-                if section in other and section not in record:
+                if section in other:
                     record[section] = other[section]
                     record.setdefault("section_commands", {})[section] = f"`{other['command']}` on {other['date']} (load average {other['load_average']})"
         (args.render[0].parent / "results.json").write_text(json.dumps(record, indent=1))
@@ -231,9 +231,11 @@ def main() -> None:
             "seconds_total": noisy.seconds,
         })
     if "convergence" in args.experiments:
+        # composed before timing: a fit's seconds are the rule's, not Hydra's
+        budget_cfgs = {steps: compose("train", ["+experiment=hopfield_mpf", f"seed={args.seed}", f"trainer.optimizer.max_iter={steps}"])
+                       for steps in LBFGS_BUDGETS}
         fits = {
-            "MPF (L-BFGS)": lambda p, steps: mpf_rule(compose("train", ["+experiment=hopfield_mpf", f"seed={args.seed}",
-                                                                          f"trainer.optimizer.max_iter={steps}"]), p),
+            "MPF (L-BFGS)": lambda p, steps: mpf_rule(budget_cfgs[steps], p),
             "MPF local rule": lambda p, steps: local_rule(p, learning_rate=args.local_learning_rate, max_epochs=steps, stop_when_stored=False),
             "perceptron": lambda p, steps: perceptron_rule(p, max_epochs=steps),
         }

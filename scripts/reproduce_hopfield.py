@@ -141,6 +141,7 @@ def parse_args():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="few m values, 2 trials: a smoke run")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default reports/hopfield/n<num-units>, or .../quick)")
+    parser.add_argument("--note", default=None, help="a paragraph for the report's head (kept in results.json)")
     parser.add_argument("--render", type=Path, nargs="+", default=None, help="re-render README.md and the plots beside the first "
                         "results.json, each section taken from the last file that has it (runs of other --experiments, same settings)")
     return parser.parse_args()
@@ -156,6 +157,8 @@ def main() -> None:
                 if section in other:
                     record[section] = other[section]
                     record.setdefault("section_commands", {})[section] = f"`{other['command']}` on {other['date']} (load average {other['load_average']})"
+        if args.note:
+            record["note"] = args.note
         (args.render[0].parent / "results.json").write_text(json.dumps(record, indent=1))
         write_report(record, args.render[0].parent)
         return
@@ -193,8 +196,10 @@ def main() -> None:
         "machine": machine_description(),
         "threads": args.threads,
         "load_average": load_average(),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("out", "render")},
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("out", "render", "note")},
     }
+    if args.note:
+        record["note"] = args.note
 
     def save(section: str, value) -> None:
         record[section] = value
@@ -353,6 +358,7 @@ def write_report(record: dict, out: Path) -> None:
         f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {record['threads']} threads, "
         f"load average {record['load_average']})"
         + "".join(f"; its {section} section by {how}" for section, how in record.get("section_commands", {}).items()) + ".\n\n"
+        + (f"{record['note']}\n\n" if record.get("note") else "") +
         "Rules: **MPF (L-BFGS)**: single-bit-flip MPF, full-batch L-BFGS from zero (at most "
         f"{settings['mpf_iterations']} iterations); **MPF local rule**: the same objective minimised online by the local "
         f"update of thesis eqs. 3.12–3.13 (minibatches of {settings['local_batch_size']}, η = {settings['local_learning_rate']}, "

@@ -38,11 +38,13 @@ def test_split_runs_render_into_one_report_with_every_section(script, monkeypatc
     assert {"capacity", "recall", "convergence"} <= set(first) and "noisy" not in first
     assert set(first["capacity"]["fractions"]) == {"MPF (L-BFGS)", "MPF local rule", "outer product", "perceptron"}
     assert first["capacity"]["fractions"]["MPF (L-BFGS)"]["2"] == 1.0  # two patterns in twelve units: stored
-    monkeypatch.setattr(sys, "argv", ["reproduce_hopfield.py", "--render", str(tmp_path / "a" / "results.json"), str(tmp_path / "b" / "results.json")])
+    monkeypatch.setattr(sys, "argv", ["reproduce_hopfield.py", "--render", str(tmp_path / "a" / "results.json"), str(tmp_path / "b" / "results.json"),
+                                      "--note", "Split into two runs."])
     script.main()
     joined = json.loads((tmp_path / "a" / "results.json").read_text())
     assert joined["noisy"]["conditions"] == [[2, 0.0], [2, 0.1], [3, 0.1]] and "noisy" in joined["section_commands"]
     readme = (tmp_path / "a" / "README.md").read_text()
+    assert "Split into two runs." in readme and joined["note"] == "Split into two runs."
     for heading in ("## Capacity", "## Recall", "## Storage from corrupted samples", "## Convergence", "## The thesis's claims beside ours"):
         assert heading in readme
     for plot in ("capacity", "fit_time", "recall", "noisy_corruption", "noisy_patterns", "convergence"):

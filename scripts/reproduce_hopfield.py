@@ -226,15 +226,18 @@ def main() -> None:
     if "noisy" in args.experiments:
         conditions = [(args.noisy_patterns, p) for p in args.noisy_flip_probabilities]
         conditions += [(m, args.noisy_flip_probability) for m in args.noisy_pattern_counts if (m, args.noisy_flip_probability) not in conditions]
-        noisy = measure_noisy_storage(noisy_rules, n, conditions, args.noisy_copies, args.noisy_trials or args.trials, generator=generator)
-        stored, cleaned = noisy.mean("stored"), noisy.mean("cleaned")
-        save("noisy", {
-            "conditions": [list(c) for c in conditions],
-            "stored": stored,
-            "cleaned": cleaned,
-            "stored_in_every_trial": {name: [min(trials) == 1.0 for trials in by_c] for name, by_c in noisy.stored.items()},
-            "seconds_total": noisy.seconds,
-        })
+        def save_noisy(trial, noisy):  # after every trial, so a run stopped early still leaves its trials
+            save("noisy", {
+                "conditions": [list(c) for c in conditions],
+                "trials_done": trial,
+                "stored": noisy.mean("stored"),
+                "cleaned": noisy.mean("cleaned"),
+                "stored_in_every_trial": {name: [min(trials) == 1.0 for trials in by_c] for name, by_c in noisy.stored.items()},
+                "seconds_total": noisy.seconds,
+            })
+
+        measure_noisy_storage(noisy_rules, n, conditions, args.noisy_copies, args.noisy_trials or args.trials, generator=generator,
+                              progress=save_noisy)
     if "convergence" in args.experiments:
         # composed before timing: a fit's seconds are the rule's, not Hydra's
         budget_cfgs = {steps: compose("train", ["+experiment=hopfield_mpf", f"seed={args.seed}", f"trainer.optimizer.max_iter={steps}"])
@@ -319,7 +322,7 @@ def comparison(record: dict) -> str:
                          f"{name} {p['stored']:.2f} stored with a budget of {p['steps']} {'iterations' if 'L-BFGS' in name else 'epochs'} "
                          f"({p['seconds']:.2g} s)" for name, p in last.items()) + " (convergence.png).",
                      "holds (derivation checked exactly); online it is slower than L-BFGS"))
-    noisy_trials = settings.get("noisy_trials")
+    noisy_trials = record["noisy"].get("trials_done", settings.get("noisy_trials")) if "noisy" in record else None
     overhead = ""
     if "convergence" in record:
         first = record["convergence"]["rules"][mpf][0]
@@ -400,6 +403,7 @@ def write_report(record: dict, out: Path) -> None:
         )
     if "noisy" in record:
         noisy = record["noisy"]
+        noisy_done = noisy.get("trials_done", settings.get("noisy_trials") or settings["trials"])
         conditions = [tuple(c) for c in noisy["conditions"]]
         names = list(noisy["stored"])
         m_fixed, p_fixed = settings["noisy_patterns"], settings["noisy_flip_probability"]
@@ -418,7 +422,7 @@ def write_report(record: dict, out: Path) -> None:
             f"## Storage from corrupted samples (Figs. 3.6/3.10)\n\nThe rules see only {settings['noisy_copies']} copies of each "
             "of m random patterns, every bit flipped independently with probability p, never the patterns themselves. "
             "Each cell: fraction of the clean patterns that are fixed points (✓: all, in every trial) / fraction of the noisy "
-            f"training copies the dynamics clean up to exactly their pattern; mean over {settings.get('noisy_trials') or settings['trials']} trials. Here the "
+            f"training copies the dynamics clean up to exactly their pattern; mean over {noisy_done} trials. Here the "
             f"perceptron runs {settings['noisy_perceptron_epochs']} epochs (noisy copies are never all stable) and the local rule "
             f"{settings['noisy_local_epochs']} epochs at η = {settings['noisy_local_learning_rate']} without stopping early. "
             "Total fitting time: " + ", ".join(f"{name} {noisy['seconds_total'][name]:.1f} s" for name in names) + ".\n\n"

@@ -176,6 +176,7 @@ def measure_noisy_storage(
     trials: int,
     *,
     generator: torch.Generator | None = None,
+    progress: Callable[[int, NoisyStorageMeasurement], None] | None = None,
 ) -> NoisyStorageMeasurement:
     """Storage of patterns a rule sees only through corrupted copies (thesis Figs. 3.6/3.10; Hillar et al. 2012).
 
@@ -184,6 +185,7 @@ def measure_noisy_storage(
     (:func:`~pfzoo.data.hopfield_patterns.noisy_copies`, ``[m · copies, n]``); every rule gets the same noisy copies
     and never the clean patterns. Measured: the fraction of the clean patterns that are fixed points, and the fraction
     of the noisy copies the dynamics clean up to their own pattern. Rules must not draw from ``generator``.
+    ``progress(trial, measurement_so_far)`` is called after each trial (1-based), e.g. to save partial results.
     """
     _check_rules(rules)
     check_positive_int(num_units, "num_units")
@@ -211,6 +213,8 @@ def measure_noisy_storage(
                 result.stored[name][i].append(stored_fraction(model, patterns))
                 result.cleaned[name][i].append(recalled_fraction(model, targets, samples))
         logger.info("noisy storage trial %d/%d done", trial, trials)
+        if progress is not None:
+            progress(trial, result)
     return result
 
 

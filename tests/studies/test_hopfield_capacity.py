@@ -113,7 +113,10 @@ def test_noisy_storage_hands_the_rules_only_noisy_copies_drawn_after_their_patte
         seen.append(samples.clone())
         return outer_product_rule(samples)
 
-    measured = measure_noisy_storage({"r": rule}, 20, [(3, 0.2), (2, 0.0)], 4, 1, generator=torch.Generator().manual_seed(3))
+    calls = []
+    measured = measure_noisy_storage({"r": rule}, 20, [(3, 0.2), (2, 0.0)], 4, 1, generator=torch.Generator().manual_seed(3),
+                                     progress=lambda trial, so_far: calls.append((trial, len(so_far.stored["r"][0]))))
+    assert calls == [(1, 1)]
     g = torch.Generator().manual_seed(3)
     first = random_patterns(3, 20, generator=g).double()
     assert torch.equal(seen[0], noisy_copies(first, 4, 0.2, generator=g))

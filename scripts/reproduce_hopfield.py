@@ -412,8 +412,8 @@ def write_report(record: dict, out: Path) -> None:
         conditions = [tuple(c) for c in noisy["conditions"]]
         names = list(noisy["stored"])
         m_fixed, p_fixed = settings["noisy_patterns"], settings["noisy_flip_probability"]
-        by_p = [i for i, (m, _) in enumerate(conditions) if m == m_fixed]
-        by_m = [i for i, (_, p) in enumerate(conditions) if p == p_fixed]
+        by_p = sorted((i for i, (m, _) in enumerate(conditions) if m == m_fixed), key=lambda i: conditions[i][1])
+        by_m = sorted((i for i, (_, p) in enumerate(conditions) if p == p_fixed), key=lambda i: conditions[i][0])
         plot([conditions[i][1] for i in by_p], {name: [noisy["stored"][name][i] for i in by_p] for name in names}, out / "noisy_corruption.png",
              "flip probability p of the training copies", "fraction of clean patterns that are fixed points",
              f"Storage from corrupted samples: n = {n}, m = {m_fixed}, {settings['noisy_copies']} copies each")

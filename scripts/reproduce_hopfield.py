@@ -431,6 +431,9 @@ def write_report(record: dict, out: Path) -> None:
             f"perceptron runs {settings['noisy_perceptron_epochs']} epochs (noisy copies are never all stable) and the local rule "
             f"{settings['noisy_local_epochs']} epochs at η = {settings['noisy_local_learning_rate']} without stopping early. "
             "Total fitting time: " + ", ".join(f"{name} {noisy['seconds_total'][name]:.1f} s" for name in names) + ".\n\n"
+            "The two numbers differ where the copies are few enough for the network to hold them all (m × copies below "
+            "its capacity, about 1.5 n here): MPF and the perceptron then make the noisy copies themselves fixed points "
+            "beside the clean pattern, which is stored but not reached from the copies.\n\n"
             + table("m, p", names, rows) + "\n\n![against p](noisy_corruption.png)\n\n![against m](noisy_patterns.png)"
         )
     if "convergence" in record:

@@ -141,6 +141,8 @@ def parse_args():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="few m values, 2 trials: a smoke run")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default reports/hopfield/n<num-units>, or .../quick)")
+    parser.add_argument("--pool-trials", action="store_true", help="with --render: pool the corrupted-sample trials of "
+                        "several files (independent runs, different --seed) instead of taking the last")
     parser.add_argument("--note", default=None, help="a paragraph for the report's head (kept in results.json)")
     parser.add_argument("--render", type=Path, nargs="+", default=None, help="re-render README.md and the plots beside the first "
                         "results.json, each section taken from the last file that has it (runs of other --experiments, same settings)")
@@ -155,8 +157,14 @@ def main() -> None:
             other = json.loads(path.read_text())
             for section in EXPERIMENTS:
                 if section in other:
-                    record[section] = other[section]
-                    record.setdefault("section_commands", {})[section] = f"`{other['command']}` on {other['date']} (load average {other['load_average']})"
+                    how = f"`{other['command']}` on {other['date']} (load average {other['load_average']})"
+                    commands = record.setdefault("section_commands", {})
+                    if args.pool_trials and section == "noisy" and section in record:
+                        record[section] = pool_noisy(record[section], other[section])
+                        commands[section] = f"{commands[section]} pooled with {how}"
+                    else:
+                        record[section] = other[section]
+                        commands[section] = how
         if args.note:
             record["note"] = args.note
         (args.render[0].parent / "results.json").write_text(json.dumps(record, indent=1))
@@ -254,6 +262,26 @@ def main() -> None:
             {"steps": p.steps, "seconds": sum(p.seconds) / len(p.seconds), "flow": sum(p.flow) / len(p.flow), "stored": sum(p.stored) / len(p.stored)}
             for p in by_budget] for name, by_budget in points.items()}})
     write_report(json.loads((out / "results.json").read_text()), out)
+
+
+def pool_noisy(first: dict, second: dict) -> dict:
+    """The corrupted-sample sections of two independent runs (same conditions, other seeds) as one of all their trials."""
+    if first["conditions"] != second["conditions"]:
+        raise ValueError("--pool-trials needs runs of the same (m, p) conditions")
+    a, b = first["trials_done"], second["trials_done"]
+
+    def pooled(x, y):
+        return {name: [(u * a + v * b) / (a + b) for u, v in zip(x[name], y[name])] for name in x}
+
+    return {
+        "conditions": first["conditions"],
+        "trials_done": a + b,
+        "stored": pooled(first["stored"], second["stored"]),
+        "cleaned": pooled(first["cleaned"], second["cleaned"]),
+        "stored_in_every_trial": {name: [u and v for u, v in zip(flags, second["stored_in_every_trial"][name])]
+                                  for name, flags in first["stored_in_every_trial"].items()},
+        "seconds_total": {name: first["seconds_total"][name] + second["seconds_total"][name] for name in first["seconds_total"]},
+    }
 
 
 def table(header: str, names: list[str], rows: list[tuple]) -> str:

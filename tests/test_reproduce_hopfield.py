@@ -49,3 +49,15 @@ def test_split_runs_render_into_one_report_with_every_section(script, monkeypatc
         assert heading in readme
     for plot in ("capacity", "fit_time", "recall", "noisy_corruption", "noisy_patterns", "convergence"):
         assert (tmp_path / "a" / f"{plot}.png").stat().st_size > 1000
+
+
+def test_pooled_corrupted_sample_trials_are_the_trial_weighted_means(script):
+    first = {"conditions": [[2, 0.1]], "trials_done": 3, "stored": {"r": [1.0]}, "cleaned": {"r": [0.5]},
+             "stored_in_every_trial": {"r": [True]}, "seconds_total": {"r": 2.0}}
+    second = {"conditions": [[2, 0.1]], "trials_done": 1, "stored": {"r": [0.6]}, "cleaned": {"r": [0.1]},
+              "stored_in_every_trial": {"r": [False]}, "seconds_total": {"r": 1.0}}
+    pooled = script.pool_noisy(first, second)
+    assert pooled["trials_done"] == 4 and pooled["stored"]["r"] == [pytest.approx(0.9)] and pooled["cleaned"]["r"] == [pytest.approx(0.4)]
+    assert pooled["stored_in_every_trial"]["r"] == [False] and pooled["seconds_total"]["r"] == 3.0
+    with pytest.raises(ValueError, match="conditions"):
+        script.pool_noisy(first, {**second, "conditions": [[3, 0.1]]})

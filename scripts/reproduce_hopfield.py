@@ -4,7 +4,7 @@
     python scripts/reproduce_hopfield.py --quick   # smoke run (few m values, 2 trials): reports/hopfield/quick/
     python scripts/reproduce_hopfield.py --render reports/hopfield/results.json   # re-render README.md and plots beside it
     python scripts/reproduce_hopfield.py --render a/results.json b/results.json    # a's report, with b's sections in
-    # the thesis's size, as reports/hopfield/README.md was made (its "Made by" line has the exact command):
+    # the thesis's size, as reports/hopfield/README.md was made (its head says how that run was split into processes):
     python scripts/reproduce_hopfield.py --num-units 128 --trials 20 --recall-patterns 20 \
         --pattern-counts 1 4 8 16 24 32 48 64 80 96 112 128 144 160 176 192 208 224 240 \
         --recall-flips 0 4 8 12 16 20 24 28 32 36 40 44 48 52 56 60 64 --threads 1 --out reports/hopfield

@@ -12,7 +12,7 @@ same arguments; ``hopfield_patterns`` gives random bit patterns to store, with `
 from pfzoo.data.arrays import array
 from pfzoo.data.binarized_mnist import binarized_mnist
 from pfzoo.data.digits import digits
-from pfzoo.data.hopfield_patterns import corrupt, hopfield_patterns, random_patterns
+from pfzoo.data.hopfield_patterns import corrupt, hopfield_patterns, noisy_copies, random_patterns
 from pfzoo.data.images import embedded_images, read_image
 from pfzoo.data.mnist import mnist
 from pfzoo.data.patches import PatchTransform, fit_patch_transform, patches, sample_patches, split_patches
@@ -40,6 +40,7 @@ __all__ = [
     "lattice_couplings",
     "fully_connected_couplings",
     "hopfield_patterns",
+    "noisy_copies",
     "random_patterns",
     "corrupt",
 ]

@@ -1,7 +1,8 @@
 """Random binary patterns for Hopfield-network storage and recall (thesis ch. 3: n = 64 units).
 
 :func:`random_patterns` draws independent fair bits, :func:`corrupt` flips a fixed number of bits per
-pattern (the recall cue), and :func:`hopfield_patterns` is the data set: the patterns to store are
+pattern (the recall cue), :func:`noisy_copies` makes corrupted training samples (each bit flipped independently,
+thesis Figs. 3.6/3.10: storage from corrupted samples), and :func:`hopfield_patterns` is the data set: the patterns to store are
 both the train and the test split, since the task is to memorise exactly them.
 """
 
@@ -14,7 +15,7 @@ from torch import Tensor
 
 from pfzoo.data.splits import DataSplits
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_binary, check_generator, check_positive_int
+from pfzoo.validation import check_binary, check_finite_number, check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,22 @@ def corrupt(patterns: Tensor, num_flips: int, *, generator: torch.Generator | No
     chosen = uniforms.argsort(dim=1)[:, :num_flips]
     flip = torch.zeros(patterns.shape, dtype=torch.bool, device=patterns.device).scatter_(1, chosen, True)
     return torch.where(flip, 1 - patterns, patterns)
+
+
+def noisy_copies(patterns: Tensor, copies: int, flip_probability: float, *, generator: torch.Generator | None = None) -> Tensor:
+    """``copies`` corrupted copies of each row of binary ``patterns [m, n]``: ``[m · copies, n]``, pattern-major.
+
+    Row ``p · copies + c`` is copy c of pattern p, every bit of it flipped independently with probability
+    ``flip_probability`` ∈ [0, 1] (one Bernoulli draw of the whole ``[m · copies, n]`` block from ``generator``, also at
+    probability 0, so the stream advances the same way whatever the level). Dtype and device of ``patterns``.
+    """
+    check_binary(patterns, "patterns")
+    check_positive_int(copies, "copies")
+    flip_probability = check_finite_number(flip_probability, "flip_probability", minimum=0.0, maximum=1.0)
+    check_generator(generator, patterns.device)
+    clean = patterns.repeat_interleave(copies, dim=0)
+    flips = bernoulli(torch.full(clean.shape, flip_probability, dtype=clean.dtype, device=clean.device), generator=generator)
+    return (clean - flips).abs()  # |x - f| flips x where f = 1
 
 
 def hopfield_patterns(num_patterns: int = 64, num_units: int = 64, seed: int = 0) -> DataSplits:

@@ -17,6 +17,7 @@ from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.mean_field_inversion import fit_mean_field, mean_field_ising
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.mpf import MPF
+from pfzoo.training.mpf_local_rule import mpf_local_update, mpf_online_rule
 from pfzoo.training.naive_mcmc import NaiveMCMC
 from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.nce import NCE
@@ -66,6 +67,8 @@ __all__ = [
     "compose_dbm",
     "fit_mean_field",
     "mean_field_ising",
+    "mpf_local_update",
+    "mpf_online_rule",
     "outer_product_rule",
     "perceptron_rule",
     "pretrain_dbm",

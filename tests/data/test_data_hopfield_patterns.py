@@ -5,7 +5,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from pfzoo.data import DataSplits, corrupt, hopfield_patterns, random_patterns
+from pfzoo.data import DataSplits, corrupt, hopfield_patterns, noisy_copies, random_patterns
 
 CONF = pathlib.Path(__file__).resolve().parents[2] / "conf" / "dataset"
 
@@ -92,3 +92,29 @@ def test_config_composes_and_instantiates():
     assert cfg._target_ == "pfzoo.data.hopfield_patterns"
     data = instantiate(cfg)
     assert data.name == "hopfield_patterns" and data.train.shape == (64, 64)
+
+
+def test_noisy_copies_are_pattern_major_and_flip_each_bit_with_the_given_probability():
+    patterns = random_patterns(4, 500, generator=_gen(8)).double()
+    noisy = noisy_copies(patterns, 50, 0.1, generator=_gen(9))
+    assert noisy.shape == (200, 500) and noisy.dtype == torch.float64 and ((noisy == 0) | (noisy == 1)).all()
+    flipped = noisy != patterns.repeat_interleave(50, dim=0)  # row p·50 + c is copy c of pattern p
+    rate, draws = flipped.double().mean().item(), flipped.numel()
+    assert abs(rate - 0.1) < 4 * (0.1 * 0.9 / draws) ** 0.5  # 100,000 independent flips at p = 0.1
+    per_copy = flipped.double().mean(1)
+    assert per_copy.min() > 0.03 and per_copy.max() < 0.2  # every copy corrupted, none wholly
+    assert torch.equal(noisy, noisy_copies(patterns, 50, 0.1, generator=_gen(9)))
+
+
+def test_noisy_copies_at_probability_zero_and_one_are_exact_and_draw_alike():
+    patterns = random_patterns(3, 16, generator=_gen(10))
+    g0, g1 = _gen(11), _gen(11)
+    assert torch.equal(noisy_copies(patterns, 2, 0.0, generator=g0), patterns.repeat_interleave(2, dim=0))
+    assert torch.equal(noisy_copies(patterns, 2, 1.0, generator=g1), 1 - patterns.repeat_interleave(2, dim=0))
+    assert torch.equal(torch.rand(3, generator=g0), torch.rand(3, generator=g1))  # the same draws whatever the level
+
+
+@pytest.mark.parametrize("copies, probability, match", [(0, 0.1, "copies"), (2, -0.1, "flip_probability"), (2, 1.5, "flip_probability")])
+def test_noisy_copies_reject_bad_arguments(copies, probability, match):
+    with pytest.raises(ValueError, match=match):
+        noisy_copies(torch.zeros(3, 5), copies, probability)

@@ -1,0 +1,63 @@
+"""scripts/reproduce_hopfield.py on a 12-unit network: every experiment runs, the report has every section and plot,
+and --render joins the sections of runs split by --experiments."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_hopfield.py"
+TINY = ("--num-units 12 --pattern-counts 2 12 --trials 1 --recall-patterns 3 --recall-flips 0 2 --recall-trials 1 "
+        "--noisy-copies 3 --noisy-patterns 2 --noisy-flip-probabilities 0 0.1 --noisy-pattern-counts 2 3 --mpf-iterations 20 "
+        "--local-epochs 5 --noisy-local-epochs 2 --perceptron-epochs 20 --noisy-perceptron-epochs 5 --convergence-patterns 4 "
+        "--threads 1").split()
+
+
+@pytest.fixture
+def script(monkeypatch):
+    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_hopfield_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "LBFGS_BUDGETS", [1, 5])
+    monkeypatch.setattr(module, "EPOCH_BUDGETS", [1, 3])
+    return module
+
+
+def run(script, monkeypatch, *args):
+    monkeypatch.setattr(sys, "argv", ["reproduce_hopfield.py", *TINY, *args])
+    script.main()
+
+
+@pytest.mark.slow  # about 10 s of fits and plots on a loaded 2-core machine, plus the imports
+def test_split_runs_render_into_one_report_with_every_section(script, monkeypatch, tmp_path):
+    run(script, monkeypatch, "--experiments", "capacity", "recall", "convergence", "--out", str(tmp_path / "a"))
+    run(script, monkeypatch, "--experiments", "noisy", "--out", str(tmp_path / "b"))
+    first = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert {"capacity", "recall", "convergence"} <= set(first) and "noisy" not in first
+    assert set(first["capacity"]["fractions"]) == {"MPF (L-BFGS)", "MPF local rule", "outer product", "perceptron"}
+    assert first["capacity"]["fractions"]["MPF (L-BFGS)"]["2"] == 1.0  # two patterns in twelve units: stored
+    monkeypatch.setattr(sys, "argv", ["reproduce_hopfield.py", "--render", str(tmp_path / "a" / "results.json"), str(tmp_path / "b" / "results.json"),
+                                      "--note", "Split into two runs."])
+    script.main()
+    joined = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert joined["noisy"]["conditions"] == [[2, 0.0], [2, 0.1], [3, 0.1]] and "noisy" in joined["section_commands"]
+    readme = (tmp_path / "a" / "README.md").read_text()
+    assert "Split into two runs." in readme and joined["note"] == "Split into two runs."
+    for heading in ("## Capacity", "## Recall", "## Storage from corrupted samples", "## Convergence", "## The thesis's claims beside ours"):
+        assert heading in readme
+    for plot in ("capacity", "fit_time", "recall", "noisy_corruption", "noisy_patterns", "convergence"):
+        assert (tmp_path / "a" / f"{plot}.png").stat().st_size > 1000
+
+
+def test_pooled_corrupted_sample_trials_are_the_trial_weighted_means(script):
+    first = {"conditions": [[2, 0.1]], "trials_done": 3, "stored": {"r": [1.0]}, "cleaned": {"r": [0.5]},
+             "stored_in_every_trial": {"r": [True]}, "seconds_total": {"r": 2.0}}
+    second = {"conditions": [[2, 0.1]], "trials_done": 1, "stored": {"r": [0.6]}, "cleaned": {"r": [0.1]},
+              "stored_in_every_trial": {"r": [False]}, "seconds_total": {"r": 1.0}}
+    pooled = script.pool_noisy(first, second)
+    assert pooled["trials_done"] == 4 and pooled["stored"]["r"] == [pytest.approx(0.9)] and pooled["cleaned"]["r"] == [pytest.approx(0.4)]
+    assert pooled["stored_in_every_trial"]["r"] == [False] and pooled["seconds_total"]["r"] == 3.0
+    with pytest.raises(ValueError, match="conditions"):
+        script.pool_noisy(first, {**second, "conditions": [[3, 0.1]]})

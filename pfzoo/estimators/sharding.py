@@ -128,7 +128,7 @@ def sharded_anneal(
     else:
 
         def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
-            initial = path.sample_base(len(chains), generator=block_generator)
+            initial = _base_draws(path, len(chains), block_generator)
             result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics,
                             compile=compile)
             return result.log_weights.cpu(), *_block_reductions(result, slice(None))
@@ -143,6 +143,13 @@ def sharded_anneal(
     return AnnealingResult(log_weights, None, pooled, acceptance, segment_betas)
 
 
+@torch.no_grad()
+def _base_draws(path, num_chains: int, generator) -> Any:
+    """The chains' starting states, drawn from the path's base without autograd, as every later state is (statistics
+    that tracked gradients would need graphs of their own under ``torch.compile``)."""
+    return path.sample_base(num_chains, generator=generator)
+
+
 def _anneal_as_one_batch(
     path: AnnealingPath, betas: torch.Tensor, blocks: list[tuple[range, torch.Generator]], *, progress: ProgressCallback | None,
     diagnostics: bool, compile: bool = False,
@@ -151,7 +158,7 @@ def _anneal_as_one_batch(
     if not blocks:  # more ranks than blocks
         return []
     streams = ChainStreams([block_generator for _, block_generator in blocks], [len(chains) for chains, _ in blocks])
-    initial = path.sample_base(streams.num_rows, generator=streams)
+    initial = _base_draws(path, streams.num_rows, streams)
     result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics, compile=compile)
     log_weights = result.log_weights.cpu().split(streams.sizes)
     return [(log_weights[block], *_block_reductions(result, block)) for block in range(len(streams))]

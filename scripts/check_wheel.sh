@@ -27,7 +27,7 @@ if [ -n "${BORROW_SITE:-}" ]; then
 else
   "$py" -m pip install --quiet torch==2.14.1 torchvision==0.29.1 "$work"/dist/pfzoo-*.whl
 fi
-check import 60 "$py" -c "import pfzoo, sys; assert '$work/venv' in pfzoo.__file__, pfzoo.__file__; print(pfzoo.__file__)"
+check import 300 "$py" -c "import pfzoo, sys; assert '$work/venv' in pfzoo.__file__, pfzoo.__file__; print(pfzoo.__file__)"
 
 # every ```python block of the README, each as its own file
 "$py" - "$repo/README.md" "$work/outside" <<'EOF'

@@ -30,7 +30,7 @@ from pfzoo.sampling import bernoulli
 from pfzoo.training.contrastive import CD
 from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
 from pfzoo.validation import check_positive_int
-from pfzoo.zoo import save
+from pfzoo.zoo import list_pretrained, load, pretrained, save
 
 logger = logging.getLogger(__name__)
 
@@ -63,9 +63,16 @@ class GreedyTrainer(Trainer):
     ``torch.distributed`` process group each layer's Trainer shards its minibatches across the ranks (see
     :class:`Trainer`) and rank 0 alone writes these files.
 
+    With ``pretrained_layers``, the bottom layers are not trained but taken from trained RBMs (Salakhutdinov & Murray
+    2008 stack their DBN on the CD25(500) RBM of their RBM experiments): ``rbms[i]`` gets the parameters of
+    ``pretrained_layers[i]`` (a zoo name, :func:`pfzoo.zoo.list_pretrained`, or a checkpoint path) and the data are mapped
+    up through it as through a trained layer; its metrics line is ``{"layer": i, "pretrained": <source>}``.
+
     Args:
         init_from_data: base-rate initialisation of each RBM's visible biases before training it.
-        on_layer_end: optional ``callback(layer, metrics)`` after each layer is trained.
+        on_layer_end: optional ``callback(layer, metrics)`` after each layer is trained (or taken from a trained RBM).
+        pretrained_layers: zoo names or checkpoint paths of trained RBMs for ``rbms[0]``, ``rbms[1]``, …; the rest are
+            trained. ``None`` or empty: every layer is trained.
         (the rest): as for :class:`Trainer`; each layer's Trainer shares them but never runs the estimator.
     """
 
@@ -76,6 +83,7 @@ class GreedyTrainer(Trainer):
         *,
         init_from_data: bool = True,
         on_layer_end: Callable[[int, dict[str, Any]], None] | None = None,
+        pretrained_layers: Sequence[str | os.PathLike] | None = None,
         **settings: Any,
     ) -> None:
         super().__init__(objective, optimizer, **settings)
@@ -83,6 +91,8 @@ class GreedyTrainer(Trainer):
             raise ValueError(f"on_layer_end must be callable or None, got {type(on_layer_end).__name__}")
         self.init_from_data = bool(init_from_data)
         self.on_layer_end = on_layer_end
+        self.pretrained_layers = [(str(source), _load_trained_rbm(source, f"pretrained_layers[{i}]"))
+                                  for i, source in enumerate(_as_sources(pretrained_layers))]
         # what each layer's Trainer shares with this one; the estimator runs once on the whole DBN, never per layer, and
         # self.objective is already Centered and wrapped in the natural gradient when those are set (each layer gets a copy)
         self.layer_settings = {key: value for key, value in settings.items()
@@ -110,6 +120,7 @@ class GreedyTrainer(Trainer):
         ``test_log_likelihood_stderr`` and ``log_z``.
         """
         require(model, Capability.RBM_STACK, by="greedy layer-wise training")
+        self._check_pretrained_layers(model)
         train = self._prepare(model, data.train, "data.train")
         test = self._prepare(model, data.test, "data.test")
         leader = distributed.rank() == 0  # under a process group one rank writes the run directory
@@ -118,11 +129,18 @@ class GreedyTrainer(Trainer):
             self.metrics_path.write_text("")
         result: dict[str, Any] = {"epoch": self.epochs, "layers": len(model.rbms)}
         for layer, rbm in enumerate(model.rbms):
-            if self.init_from_data:
-                rbm.init_from_data(train)
-            splits = DataSplits(name=f"{data.name}-layer{layer}", train=train, test=test)
-            logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
-            metrics = self.layer_trainer(layer).fit(rbm, splits, resume=resume, config=config)
+            if layer < len(self.pretrained_layers):
+                source, trained = self.pretrained_layers[layer]
+                with torch.no_grad():
+                    rbm.load_state_dict(trained.state_dict())
+                logger.info("layer %d/%d: RBM(%d, %d) taken from %s", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden, source)
+                metrics = {"pretrained": source}
+            else:
+                if self.init_from_data:
+                    rbm.init_from_data(train)
+                splits = DataSplits(name=f"{data.name}-layer{layer}", train=train, test=test)
+                logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
+                metrics = self.layer_trainer(layer).fit(rbm, splits, resume=resume, config=config)
             if leader:
                 with self.metrics_path.open("a") as file:
                     file.write(json.dumps({"layer": layer, **metrics}) + "\n")
@@ -139,6 +157,17 @@ class GreedyTrainer(Trainer):
             save(self.checkpoint_path, model, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
             logger.info("saved the greedily trained DBN to %s", self.checkpoint_path)
         return result
+
+    def _check_pretrained_layers(self, model: DBN) -> None:
+        """Refuse trained RBMs that are more than the stack's layers or not of their layer's class and sizes."""
+        if len(self.pretrained_layers) > len(model.rbms):
+            raise ValueError(f"pretrained_layers has {len(self.pretrained_layers)} entries but the model has {len(model.rbms)} layers; "
+                             f"give at most one trained RBM per layer, bottom first")
+        for layer, (source, trained) in enumerate(self.pretrained_layers):
+            rbm = model.rbms[layer]
+            if type(trained) is not type(rbm) or trained.config() != rbm.config():
+                raise ValueError(f"pretrained_layers[{layer}]: {source} is {trained!r}, but layer {layer} of this model is {rbm!r}; "
+                                 f"give a trained RBM of that class and size")
 
     def _evaluate_dbn(self, model: DBN, data: DataSplits) -> dict[str, Any]:
         """The estimator's test log-likelihood of the finished DBN, when configured and affordable."""
@@ -160,6 +189,24 @@ class GreedyTrainer(Trainer):
             "test_log_likelihood_stderr": estimate.stderr,
             "log_z": None if estimate.partition is None else estimate.partition.log_z,
         }
+
+
+def _as_sources(pretrained_layers: Sequence[str | os.PathLike] | None) -> list[str | os.PathLike]:
+    if pretrained_layers is None:
+        return []
+    if isinstance(pretrained_layers, (str, os.PathLike)) or not isinstance(pretrained_layers, Sequence):
+        raise ValueError(f"pretrained_layers must be a list of zoo names or checkpoint paths (bottom layer first), got {pretrained_layers!r}")
+    return list(pretrained_layers)
+
+
+def _load_trained_rbm(source: str | os.PathLike, name: str) -> nn.Module:
+    """The model a zoo name or a checkpoint path holds (a path wins when a file of that name exists)."""
+    if Path(source).is_file():
+        return load(source)
+    if isinstance(source, str) and source in list_pretrained():
+        return pretrained(source)
+    raise ValueError(f"{name}={str(source)!r} is neither a checkpoint file nor a zoo model; give a path to a checkpoint.pt "
+                     f"or one of pfzoo.zoo.list_pretrained()")
 
 
 def train_greedy(

@@ -125,6 +125,48 @@ def test_resume_after_an_interruption_between_layers_reproduces_the_uninterrupte
     assert same_parameters(parameters(resumed), parameters(reference))
 
 
+def test_a_bottom_layer_taken_from_a_trained_rbm_gives_the_run_that_trained_it(small_data, tmp_path):
+    """pretrained_layers=[checkpoint of layer 0] skips layer 0's training and leaves every later layer bit-identical to a
+    run that trained layer 0 itself (same seeds, same mapping up): the trained RBM is used exactly as a trained layer."""
+    def fresh():
+        return DBN([64, 8, 4, 3], generator=torch.Generator().manual_seed(0))
+
+    reference = fresh()
+    GreedyTrainer(CD(k=1), run_dir=tmp_path / "whole", epochs=2, batch_size=50, progress=False, seed=3).fit(reference, small_data)
+    bottom = tmp_path / "bottom.pt"
+    zoo.save(bottom, reference.rbms[0])
+    stacked = fresh()
+    trainer = GreedyTrainer(CD(k=1), run_dir=tmp_path / "stacked", epochs=2, batch_size=50, progress=False, seed=3,
+                            pretrained_layers=[str(bottom)])
+    trainer.fit(stacked, small_data)
+    assert same_parameters(parameters(stacked), parameters(reference))
+    assert not (tmp_path / "stacked" / "layer0").exists() and (tmp_path / "stacked" / "layer1" / "checkpoint.pt").is_file()
+    lines = [json.loads(line) for line in trainer.metrics_path.read_text().splitlines()]
+    assert lines[0] == {"layer": 0, "pretrained": str(bottom)} and [line["layer"] for line in lines] == [0, 1, 2]
+
+
+def test_pretrained_layers_of_the_wrong_kind_are_refused_naming_the_entry(small_data, tmp_path):
+    wrong_size = tmp_path / "rbm.pt"
+    zoo.save(wrong_size, RBM(64, 5))
+    trainer = GreedyTrainer(CD(), run_dir=tmp_path / "run", progress=False, pretrained_layers=[str(wrong_size)])
+    with pytest.raises(ValueError, match=r"pretrained_layers\[0\]: .*rbm.pt is RBM\(num_visible=64, num_hidden=5\), but layer 0 of this model is RBM\(num_visible=64, num_hidden=8\)"):
+        trainer.fit(DBN([64, 8, 4]), small_data)
+    too_many = GreedyTrainer(CD(), run_dir=tmp_path / "run", progress=False, pretrained_layers=[str(wrong_size)] * 3)
+    with pytest.raises(ValueError, match="pretrained_layers has 3 entries but the model has 2 layers"):
+        too_many.fit(DBN([64, 5, 4]), small_data)
+    with pytest.raises(ValueError, match=r"pretrained_layers\[0\]='no-such-model' is neither a checkpoint file nor a zoo model"):
+        GreedyTrainer(CD(), run_dir=tmp_path / "run", pretrained_layers=["no-such-model"])
+    with pytest.raises(ValueError, match="pretrained_layers must be a list of zoo names or checkpoint paths"):
+        GreedyTrainer(CD(), run_dir=tmp_path / "run", pretrained_layers="rbm-digits")
+
+
+def test_a_zoo_name_is_a_pretrained_layer(small_data, tmp_path):
+    trainer = GreedyTrainer(CD(), run_dir=tmp_path, epochs=1, batch_size=50, progress=False, pretrained_layers=["rbm-digits"])
+    dbn = DBN([64, zoo.pretrained("rbm-digits").num_hidden, 4])
+    trainer.fit(dbn, small_data)
+    assert same_parameters(parameters(dbn.rbms[0]), parameters(zoo.pretrained("rbm-digits")))
+
+
 def test_greedy_trainer_rejects_other_models(small_data, tmp_path):
     with pytest.raises(MissingCapability, match=r"needs a stack of RBMs trained one at a time, bottom first \(a DBN\); RBM has binary states"):
         GreedyTrainer(CD(), run_dir=tmp_path, progress=False).fit(RBM(64, 4), small_data)

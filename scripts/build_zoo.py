@@ -17,7 +17,6 @@ import argparse
 import datetime
 import logging
 import math
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ import pfzoo
 from pfzoo import app, cli, zoo
 from pfzoo.estimators.base import BoundKind
 from pfzoo.models.capabilities import Capability
+from pfzoo.studies.reporting import git_commit
 
 REPO = Path(__file__).resolve().parents[1]
 PREFIX = "zoo_"
@@ -56,16 +56,6 @@ NOTES = {  # what a reader of the card should know that the numbers do not say
 def recipes() -> list[str]:
     """Model config names that have a zoo recipe, sorted."""
     return sorted(path.stem[len(PREFIX):] for path in (cli.config_dir() / "experiment").glob(f"{PREFIX}*.yaml"))
-
-
-def git_commit() -> str | None:
-    """HEAD of the checkout, with ``+dirty`` when pfzoo/ or conf/ have uncommitted changes; None outside a checkout."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "pfzoo", "conf"], cwd=REPO, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+dirty" if dirty.strip() else "")
 
 
 def measure(model, data, cfg) -> dict:
@@ -131,7 +121,7 @@ def build(name: str, zoo_dir: Path, work: Path) -> dict:
         "log_likelihood_at_init": at_init,
         "date": datetime.date.today().isoformat(),
         "pfzoo_version": pfzoo.__version__,
-        "git_commit": git_commit(),
+        "git_commit": git_commit(REPO),
         "training_seconds": round(seconds, 1),
         "notes": [NOTES[name]] if name in NOTES else [],
     }

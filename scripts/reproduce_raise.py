@@ -44,10 +44,11 @@ from pfzoo.data.root import resolve_data_root
 from pfzoo.paths import schedule_from_name
 from pfzoo.studies.bracket_sweep import bracket_sweep
 from pfzoo.studies.raise_table import (
-    AIS_CHAINS, MODELS, SECTIONS, comparable, hardware, measure, model_card, point_row, render_table, schedule_pilot, seeded, zoo_folder,
+    AIS_CHAINS, MODELS, SECTIONS, card_fields, comparable, hardware, measure, model_card, point_row, render_table, schedule_pilot, seeded,
+    training_record, zoo_folder,
 )
-from pfzoo.studies.reporting import device_name, load_average, machine_description
-from pfzoo.zoo.cards import with_accuracy_section
+from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
+from pfzoo.zoo.cards import ACCURACY_METRIC, with_accuracy_section
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = {"steps": 10_000, "long_steps": 100_000, "ais_chains": 100, "posterior_samples": 100, "raise_chains": 10,
@@ -95,7 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where models, data and chains live (training too)")
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="measure nothing: rewrite table.md (with --export-zoo also the cards)")
     parser.add_argument("--from-zoo", type=Path, help="measure the checkpoints already in this zoo folder (e.g. models) instead of training")
-    parser.add_argument("--export-zoo", type=Path, help="copy checkpoints and model cards into this zoo folder")
+    parser.add_argument("--export-zoo", type=Path, help="copy checkpoints and model cards (README.md, card.json) into this zoo folder")
+    parser.add_argument("--trained-on", default=None, metavar="TEXT",
+                        help="the machine that trained the runs, for the cards' training time (default: this machine)")
     parser.add_argument("--sweep-steps", type=int, nargs="+", help="also run AIS and RAISE at each of these K on --sweep-models")
     parser.add_argument("--sweep-models", nargs="+", choices=list(MODELS), default=["dbm-500-1000"])
     parser.add_argument("--sweep-ais-chains", type=int, default=300)
@@ -142,10 +145,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.only is not None:  # re-measured cells replace their old values; the others are kept
             estimates = {**results["models"].get(name, {}).get("estimates", {}), **estimates}
         kept = zoo_folder(name, args.export_zoo) / zoo.CHECKPOINT_FILE if args.export_zoo is not None else checkpoint  # not a scratch run's
+        # a training run's metrics.jsonl lies beside its checkpoint; a zoo folder's does not, so its earlier record stays
+        training = training_record(checkpoint.parent, args.trained_on or machine_description()) or results["models"].get(name, {}).get("training")
         store(results_file, results, "models", name, {"checkpoint": repo_relative(kept), "config": model.config(), "estimates": estimates,
-                                                      "trained_on": measured_on, "load_average": load_average()}, args.quick)
+                                                      "trained_on": measured_on, "load_average": load_average(), "training": training}, args.quick)
         if args.export_zoo is not None:
-            zoo.export(checkpoint, zoo_folder(name, args.export_zoo), card=card_markdown(name, results, model, zoo_folder(name, args.export_zoo)))
+            export(name, results, checkpoint, zoo_folder(name, args.export_zoo))
     for name in args.sweep_models if args.sweep_steps else ():
         s = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}
         print(f"{name}: AIS and RAISE against K", flush=True)
@@ -187,16 +192,23 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     (output / "table.md").write_text(render_table(results))
     print(f"wrote {output / 'table.md'}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
     for name in results["models"] if zoo_dir is not None else ():
-        checkpoint = zoo_folder(name, zoo_dir) / zoo.CHECKPOINT_FILE
-        zoo.export(checkpoint, checkpoint.parent, card=card_markdown(name, results, zoo.load(checkpoint), checkpoint.parent))
+        folder = zoo_folder(name, zoo_dir)
+        export(name, results, folder / zoo.CHECKPOINT_FILE, folder)
 
 
-def card_markdown(name: str, results: dict, model, folder: Path) -> str:
-    """Model ``name``'s README for zoo ``folder``, keeping the linear-classifier section its card.json records
-    (``scripts/feature_card.py``)."""
-    text = model_card(name, results, model, repo_relative(folder)).render()
+def export(name: str, results: dict, checkpoint: Path, folder: Path) -> None:
+    """Put model ``name`` of ``checkpoint`` into zoo ``folder`` with its README.md and card.json. The linear-classifier
+    section (``scripts/feature_card.py``) is kept only while the folder's checkpoint stays the same: a new model's
+    features are not the old one's, so it is measured again."""
+    model, config = zoo.load(checkpoint), zoo.load_checkpoint(checkpoint)["config"]
+    same_model = checkpoint.resolve() == (folder / zoo.CHECKPOINT_FILE).resolve()
     data = folder / zoo.CARD_DATA_FILE
-    return with_accuracy_section(text, json.loads(data.read_text())) if data.is_file() else text
+    previous = json.loads(data.read_text()) if data.is_file() and same_model else {}
+    kept = [row for row in previous.get("measurements", []) if row.get("metric") == ACCURACY_METRIC]
+    fields = card_fields(name, results, model, config, git_commit=previous.get("git_commit") if same_model else git_commit(REPO), kept=kept)
+    fields["notes"] = previous.get("notes") or fields["notes"]  # what was noted about this checkpoint still holds
+    text = model_card(name, results, model, repo_relative(folder)).render()
+    zoo.export(checkpoint, folder, card=with_accuracy_section(text, fields), card_data=fields)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,15 @@ and the table and model cards rendered from the results (what ``scripts/reproduc
 
 :func:`measure` returns one model's estimates (exact, CSL, RAISE and AIS from uniform and base-rate initial
 distributions), :func:`schedule_pilot` the schedule with the smallest |AIS − RAISE| on validation digits and the test
-set measured with it, :func:`render_table` the markdown of ``table.md`` and :func:`model_card` a model's zoo card; the
-renderers read nothing but the results dict, so a table re-renders without re-measuring.
+set measured with it, :func:`render_table` the markdown of ``table.md``, :func:`model_card` a model's zoo card and
+:func:`card_fields` its ``card.json``; the renderers read nothing but the results dict, so a table re-renders without
+re-measuring. :func:`training_record` reads a run's training time from its ``metrics.jsonl``.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
 import re
 import time
@@ -16,7 +19,9 @@ from pathlib import Path
 
 import torch
 
+import pfzoo
 from pfzoo import zoo
+from pfzoo.estimators.base import BoundKind
 from pfzoo.estimators import AIS, CSL, RAISE, Bracket
 from pfzoo.models import Capability
 from pfzoo.paths import schedule_from_name
@@ -256,5 +261,77 @@ def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
         facts=[("architecture", f"`pfzoo.models.{type(model).__name__}`, config `{model.config()}`"),
                ("data", "`dataset=binarized_mnist` (Larochelle & Murray's fixed binarisation; 50,000 train, 10,000 test), read from `data.root`"),
                ("training", f"`python scripts/train.py +experiment={recipe} data.root=DIR` (`conf/experiment/{recipe}.yaml`)"),
+               *([("training time", training_fact(entry["training"]))] if entry.get("training") else []),
                ("file", "`checkpoint.pt`: load with `pfzoo.zoo.load(...)`")],
         sections=sections)
+
+
+LICENCE = "CC BY-SA 3.0: MNIST (LeCun, Cortes & Burges), binarised by Larochelle & Murray (2011)"
+KINDS = {"exact": BoundKind.EXACT, "csl": BoundKind.LIKELIHOOD_LOWER_BOUND, "raise": BoundKind.LIKELIHOOD_LOWER_BOUND, "ais": BoundKind.UNBIASED_Z}
+
+
+def training_record(run_dir: Path, machine: str) -> dict | None:
+    """``{epochs, seconds, machine}`` of the training run in ``run_dir`` from its ``metrics.jsonl`` (the epochs' seconds
+    and diagnostics' seconds summed, so time spent paused between sessions does not count); ``None`` without one."""
+    metrics = run_dir / "metrics.jsonl"
+    if not metrics.is_file():
+        return None
+    lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    if not lines:
+        return None
+    seconds = sum(line.get("seconds", 0.0) + line.get("evaluation_seconds", 0.0) for line in lines)
+    return {"epochs": max(line.get("epoch", 0) for line in lines), "seconds": round(seconds, 1), "machine": machine}
+
+
+def training_fact(training: dict) -> str:
+    """The card's training-time line, e.g. ``600 epochs, 5.20 h on a 2-core … CPU``."""
+    return f"{training['epochs']:,} epochs, {duration(training['seconds'])} (sum of the epochs' times in metrics.jsonl) on {training['machine']}"
+
+
+def measurement(key: str, row: dict, s: dict, num_test: int) -> dict:
+    """One results.json estimate as a card measurement (:data:`pfzoo.zoo.CARD_FIELDS`' ``log_likelihood`` layout)."""
+    estimator, _, rest = key.partition("_")
+    base, _, long_steps = rest.partition("@")
+    steps = int(long_steps) if long_steps else s["steps"]
+    settings = {"exact": {}, "csl": {"num_chains": s["csl_chains"], "samples_per_chain": s["csl_samples"], "burn_in": s["csl_burn_in"]},
+                "raise": {"num_chains": s["raise_chains"], "num_steps": steps, "base": base,
+                          "num_examples": s["long_raise_examples"] if long_steps else s["raise_examples"]},
+                "ais": {"num_chains": row.get("chains", s["ais_chains"]), "num_steps": steps, "base": base,
+                        "posterior_samples": s["posterior_samples"]}}[estimator]
+    label = estimator if estimator in ("csl", "exact") else f"{estimator} {base.replace('_', ' ')}, K = {steps:,}"
+    extra = {name: row[name] for name in ("log_z", "log_z_stderr", "ess") if name in row}
+    return {"label": label, "estimator": estimator, "kind": KINDS[estimator].value, "value": row["mean"], "stderr": row["stderr"],
+            "data_stderr": None, "num_test": num_test, "settings": settings, "seconds": row.get("seconds"), "warnings": [], **extra}
+
+
+def card_fields(name: str, results: dict, model, config: dict | None, *, git_commit: str | None, kept: list[dict] = ()) -> dict:
+    """Model ``name``'s ``card.json`` fields from ``results`` (:data:`pfzoo.zoo.CARD_FIELDS`): the headline is the exact
+    log-likelihood where the model has one, else AIS from base rates at the table's K; every other estimate is a
+    measurement. ``config`` is the training run's stored config (made portable here); ``kept`` are measurements to carry
+    over (a linear-classifier section of the same checkpoint)."""
+    s, entry = results["settings"], results["models"][name]
+    recipe, num_test = MODELS[name][1], 10_000
+    rows = [measurement(key, row, s, num_test) for key, row in entry["estimates"].items()]
+    headline = next((row for row in rows if row["estimator"] == "exact"), None) or next(
+        (row for row in rows if row["label"] == f"ais base rate, K = {s['steps']:,}"), rows[-1])
+    folder = zoo_folder(name, Path("."))
+    portable = None if config is None else zoo.portable_config(config)
+    return {
+        "name": folder.name,
+        "title": f"{folder.name} ({label(name, results)})",
+        "family": type(model).registry_name,
+        "model_config_name": family(name),
+        "model_config": model.config(),
+        "dataset": "binarized_mnist",
+        "dataset_config": (portable or {}).get("dataset", {"_target_": "pfzoo.data.binarized_mnist", "root": None}),
+        "data_licence": LICENCE,
+        "recipe": {"experiment": recipe, "command": f"python scripts/train.py +experiment={recipe} data.root=DIR", "config": portable},
+        "log_likelihood": headline,
+        "log_likelihood_at_init": None,
+        "measurements": [row for row in rows if row is not headline] + list(kept),
+        "date": entry["trained_on"].split(",")[0] if re.match(r"\d{4}-\d\d-\d\d", entry["trained_on"]) else datetime.date.today().isoformat(),
+        "pfzoo_version": pfzoo.__version__,
+        "git_commit": git_commit,
+        "training_seconds": (entry.get("training") or {}).get("seconds"),
+        "notes": ["Trained and measured by scripts/reproduce_raise.py (estimators/raise/results.json), which renders README.md too."],
+    }

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -20,6 +22,17 @@ def load_average() -> list[float] | None:
         return [round(x, 2) for x in os.getloadavg()]
     except (AttributeError, OSError):
         return None
+
+
+def git_commit(repo: str | os.PathLike) -> str | None:
+    """HEAD of the checkout at ``repo``, with ``+dirty`` when pfzoo/ or conf/ have uncommitted changes; None outside a
+    checkout (or without git)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(repo), capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "pfzoo", "conf"], cwd=Path(repo), capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty.strip() else "")
 
 
 def cpu_name() -> str:

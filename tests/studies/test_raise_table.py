@@ -3,7 +3,11 @@
 import json
 from pathlib import Path
 
-from pfzoo.studies.raise_table import cell, describe_schedule, duration, label, render_table
+import pytest
+
+from pfzoo import zoo
+from pfzoo.models import RBM
+from pfzoo.studies.raise_table import MODELS, card_fields, cell, describe_schedule, duration, label, render_table, training_record
 
 RESULTS = Path(__file__).resolve().parents[2] / "estimators" / "raise"
 
@@ -30,3 +34,29 @@ def test_a_cell_shows_the_error_bar_other_chain_counts_and_impossible_values():
 def test_schedules_and_durations_read_as_in_the_table():
     assert describe_schedule("linear") == "linear" and describe_schedule("power:5") == "β = 1 − (1 − k/K)^5"
     assert duration(42.0) == "42.0 s" and duration(750.0) == "12.5 min" and duration(11520.0) == "3.20 h"
+
+
+def test_a_runs_training_time_is_the_sum_of_its_epochs_times(tmp_path):
+    lines = [{"epoch": 1, "seconds": 10.0, "evaluation_seconds": 2.0}, {"epoch": 2, "seconds": 11.5}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert training_record(tmp_path, "a machine") == {"epochs": 2, "seconds": 23.5, "machine": "a machine"}
+    assert training_record(tmp_path / "elsewhere", "a machine") is None
+
+
+@pytest.mark.parametrize("name, headline", [("cd1-20", "exact"), ("cd25-500", "ais base rate, K = 10,000")])
+def test_card_fields_hold_every_stored_estimate_with_the_exact_or_base_rate_ais_as_headline(name, headline, tmp_path):
+    results = json.loads((RESULTS / "results.json").read_text())
+    results["models"][name]["training"] = {"epochs": 3, "seconds": 7.0, "machine": "m"}
+    num_hidden = results["models"][name]["config"]["num_hidden"]
+    config = {"dataset": {"_target_": "pfzoo.data.binarized_mnist", "root": "/somewhere/data"}, "run_dir": "/somewhere/run"}
+    fields = card_fields(name, results, RBM(784, num_hidden), config, git_commit="abc", kept=[{"metric": "test accuracy", "value": 0.9}])
+    assert fields["log_likelihood"]["label"] == headline
+    stored = results["models"][name]["estimates"]
+    assert sorted(row["value"] for row in [fields["log_likelihood"], *fields["measurements"][:-1]]) == sorted(row["mean"] for row in stored.values())
+    assert fields["measurements"][-1] == {"metric": "test accuracy", "value": 0.9}
+    assert fields["dataset_config"]["root"] is None and "/somewhere" not in json.dumps(fields)
+    assert fields["training_seconds"] == 7.0 and fields["recipe"]["experiment"] == MODELS[name][1]
+    zoo.save(tmp_path / "checkpoint.pt", RBM(784, num_hidden))
+    zoo.write_card(tmp_path, fields, readme=False)  # a valid card.json
+    assert json.loads((tmp_path / "card.json").read_text())["name"] == fields["name"]
+

@@ -149,7 +149,8 @@ def test_pretrained_layers_of_the_wrong_kind_are_refused_naming_the_entry(small_
     wrong_size = tmp_path / "rbm.pt"
     zoo.save(wrong_size, RBM(64, 5))
     trainer = GreedyTrainer(CD(), run_dir=tmp_path / "run", progress=False, pretrained_layers=[str(wrong_size)])
-    with pytest.raises(ValueError, match=r"pretrained_layers\[0\]: .*rbm.pt is RBM\(num_visible=64, num_hidden=5\), but layer 0 of this model is RBM\(num_visible=64, num_hidden=8\)"):
+    wrong = r"pretrained_layers\[0\]: .*rbm.pt is RBM\(num_visible=64, num_hidden=5\), but layer 0 of this model is RBM\(num_visible=64, num_hidden=8\)"
+    with pytest.raises(ValueError, match=wrong):
         trainer.fit(DBN([64, 8, 4]), small_data)
     too_many = GreedyTrainer(CD(), run_dir=tmp_path / "run", progress=False, pretrained_layers=[str(wrong_size)] * 3)
     with pytest.raises(ValueError, match="pretrained_layers has 3 entries but the model has 2 layers"):

@@ -130,6 +130,13 @@ def check_positive_int(value: int, name: str) -> int:
     return value
 
 
+def check_non_negative_int(value: int, name: str) -> int:
+    """Require a Python integer ≥ 0 (bools are rejected): a count where 0 means "none"."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer (0: none), got {describe(value)}")
+    return value
+
+
 def check_sample_count(value: int, name: str) -> int:
     """Require at least two independent chains or samples: fewer give no standard error."""
     check_positive_int(value, name)

@@ -5,6 +5,7 @@ distribution ``p_ann = p_0 T_1 … T_K`` is a product of exact transition matric
 weights must average to it (RAISE eq. 10), example by example, within their own standard error.
 """
 
+import math
 from functools import partial
 
 import pytest
@@ -108,6 +109,41 @@ def test_dbm_raise_weights_average_to_the_annealing_model():
     log_p_ann = p_even.view(8, 4).sum(1).log()  # marginalise h² (even states are ordered v-major)
     z = (estimate.per_example - log_p_ann) / estimate.info["per_example_stderr"]
     assert z.abs().max() < Z_LIMIT, z
+
+
+def test_dbm_raise_with_the_clamped_heating_chain_averages_to_the_same_annealing_model():
+    """Algorithm 3 with its clamped heating chain: a better proposal, the same expectation E[w] = p_ann(v)."""
+    dbm = random_dbm([3, 2, 2], seed=1)
+    estimator = RAISE(num_chains=20000, num_steps=8, base="uniform", heating_steps=5)
+    v = all_states(3)
+    estimate = estimator.log_likelihood(dbm, v, generator=torch.Generator().manual_seed(3))
+    p_even = annealing_model(dbm.even_odd_rbm(), torch.zeros(5, dtype=torch.float64), estimator.betas)
+    z = (estimate.per_example - p_even.view(8, 4).sum(1).log()) / estimate.info["per_example_stderr"]
+    assert z.abs().max() < Z_LIMIT, z
+    assert estimate.info["heating_steps"] == 5
+
+
+def test_the_clamped_heating_chain_is_unbiased_for_f_v_and_ends_near_the_exact_posterior():
+    """Its weights average to f(v) (enumerated) at any T; at large T its even layers are drawn from p(h_even | v) (χ²)."""
+    dbm = random_dbm([3, 3, 2, 2], scale=2.0, seed=4)  # three hidden layers: h¹, h³ odd, h² even
+    v = all_states(3)[[1, 6]]
+    log_f = dbm.unnormalized_log_prob(v)
+    for steps in (1, 20):
+        proposal = dbm.heat_clamped(v, num_samples=40000, num_steps=steps, generator=torch.Generator().manual_seed(steps))
+        weights = proposal.log_weight.view(2, -1)
+        log_mean = weights.logsumexp(1) - math.log(weights.shape[1])
+        relative = (weights - log_mean[:, None]).exp()
+        stderr = relative.std(1) / math.sqrt(weights.shape[1])
+        assert ((log_mean - log_f).abs() / stderr).max() < Z_LIMIT, (steps, log_mean, log_f, stderr)
+    rbm = dbm.even_odd_rbm()  # the DBM's joint over (v, h²) × (h¹, h³)
+    h2 = all_states(2)
+    proposal = dbm.heat_clamped(v[:1], num_samples=20000, num_steps=200, generator=torch.Generator().manual_seed(9))
+    drawn = proposal.state[:, 3:]
+    counts = torch.stack([(drawn == state).all(1).sum() for state in h2]).double()
+    log_joint = -rbm.free_energy(torch.cat([v[:1].expand(4, 3), h2], 1))
+    expected = (log_joint - log_joint.logsumexp(0)).exp() * drawn.shape[0]
+    chi2 = ((counts - expected) ** 2 / expected).sum().item()
+    assert chi2 < 16.3, (counts, expected)  # χ²(3) at p = 0.001
 
 
 def test_dbn_raise_weights_average_to_the_annealing_model():
@@ -253,6 +289,9 @@ def test_csl_converges_to_the_truth_from_below_with_many_samples():
     [
         (lambda: RAISE(num_chains=1), ValueError, "num_chains"),
         (lambda: RAISE(num_examples=0), ValueError, "num_examples"),
+        (lambda: RAISE(heating_steps=-1), ValueError, "heating_steps must be a non-negative integer"),
+        (lambda: RAISE(heating_steps=5).log_likelihood(random_rbm(3, 2, seed=0), torch.zeros(2, 3, dtype=torch.float64)), Exception,
+         "mean-field posterior over several hidden layers for the clamped heating chain"),
         (lambda: RAISE()(random_rbm(3, 2, seed=0)), NotImplementedError, 'missing the required "forward"'),  # no log Z: log_likelihood only
         (lambda: RAISE().log_likelihood(random_rbm(3, 2, seed=0), torch.full((2, 3), 0.5, dtype=torch.float64)), ValueError, "binary"),
         (lambda: RAISE().log_likelihood(random_rbm(3, 2, seed=0), torch.zeros(2, 4, dtype=torch.float64)), ValueError, "3 columns"),

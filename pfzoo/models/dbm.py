@@ -16,7 +16,10 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_non_negative_int, check_positive_int, check_tensors
+from pfzoo.validation import (
+    allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_non_negative_int, check_positive_int,
+    check_tensors,
+)
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
 DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6

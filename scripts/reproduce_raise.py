@@ -43,6 +43,7 @@ from pfzoo.data import DataSplits, binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.paths import schedule_from_name
 from pfzoo.studies.bracket_sweep import bracket_sweep
+from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.raise_table import (
     AIS_CHAINS, MODELS, SECTIONS, card_fields, comparable, hardware, measure, model_card, point_row, render_table, schedule_pilot, seeded,
     training_record, zoo_folder,
@@ -108,6 +109,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pilot-models", nargs="+", choices=list(MODELS), default=["cd1-20", "pcd-20"])
     parser.add_argument("--pilot-examples", type=int, default=20, help="validation digits of the schedule pilot")
     parser.add_argument("--pilot-ais-chains", type=int, default=1000, help="AIS chains of the pilot and its test run (100 let one heavy-tailed weight decide)")
+    parser.add_argument("--heating", type=int, nargs="+", metavar="T",
+                        help="RAISE on --heating-models with each number of clamped-heating sweeps T (0: the mean-field proposal; Algorithm 3)")
+    parser.add_argument("--heating-models", nargs="+", choices=[name for name in MODELS if name.startswith("dbm")], default=["dbm-500-1000"])
+    parser.add_argument("--heating-examples", type=int, default=20, help="random test digits of the heating comparison")
     parser.add_argument("--only", nargs="+", metavar="KEY", help="measure only these cells (exact, csl, raise_uniform, ..., ais_base_rate, with @<K> "
                         "for the long K), keeping the model's other cells from results.json")
     args = parser.parse_args(argv)
@@ -164,6 +169,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
         pilot = schedule_pilot(zoo.load(checkpoint_of(name), map_location=device), data, args.schedule_pilot, s, args.seed)
         store(results_file, results, "schedule_pilots", name, {**pilot, "settings": s, "measured_on": measured_on}, args.quick)
+    for name in args.heating_models if args.heating else ():
+        s = {"steps": settings["steps"], "raise_chains": settings["raise_chains"], "heating_examples": args.heating_examples}
+        print(f"{name}: RAISE with the mean-field proposal and the clamped heating chain", flush=True)
+        digits = data.test[torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(args.seed + 4))[: args.heating_examples].to(device)]
+        model = zoo.load(checkpoint_of(name), map_location=device)
+        rows = compare_heating(model, digits, args.heating, num_steps=s["steps"], num_chains=s["raise_chains"], base_data=data.train, seed=args.seed + 5)
+        store(results_file, results, "heating", name, {"settings": s, "config": model.config(), "rows": rows, "measured_on": measured_on}, args.quick)
     render(results, output, None)
 
 

@@ -201,6 +201,8 @@ def _as_sources(pretrained_layers: Sequence[str | os.PathLike] | None) -> list[s
 
 def _load_trained_rbm(source: str | os.PathLike, name: str) -> nn.Module:
     """The model a zoo name or a checkpoint path holds (a path wins when a file of that name exists)."""
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a zoo name or a checkpoint path, got {type(source).__name__} {source!r}")
     if Path(source).is_file():
         return load(source)
     if isinstance(source, str) and source in list_pretrained():

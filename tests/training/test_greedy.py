@@ -157,6 +157,8 @@ def test_pretrained_layers_of_the_wrong_kind_are_refused_naming_the_entry(small_
         too_many.fit(DBN([64, 5, 4]), small_data)
     with pytest.raises(ValueError, match=r"pretrained_layers\[0\]='no-such-model' is neither a checkpoint file nor a zoo model"):
         GreedyTrainer(CD(), run_dir=tmp_path / "run", pretrained_layers=["no-such-model"])
+    with pytest.raises(ValueError, match=r"pretrained_layers\[1\] must be a zoo name or a checkpoint path, got int 7"):
+        GreedyTrainer(CD(), run_dir=tmp_path / "run", pretrained_layers=[str(wrong_size), 7])
     with pytest.raises(ValueError, match="pretrained_layers must be a list of zoo names or checkpoint paths"):
         GreedyTrainer(CD(), run_dir=tmp_path / "run", pretrained_layers="rbm-digits")
 

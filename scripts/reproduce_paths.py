@@ -5,12 +5,12 @@
     python scripts/reproduce_paths.py --part b   # only the MNIST RBMs (needs binarized MNIST under the data root)
     python scripts/reproduce_paths.py --render reports/paths/results.json   # re-render README.md and plots beside it
 
-(a) Two Gaussians N(0, 1) → N(d, 1): for the geometric-average (GA) and moment-averaged (MA) Gaussian paths under the
-linear and the optimal schedule (exact divergences on :func:`pfzoo.paths.step_count.end_dense_knots`), the smallest K
+(a) Two Gaussians N(0, 1) → N(d, 1): for the geometric-average (GA) and moment-averaged (MA) Gaussian paths and the
+optimal path (OPT, the Fisher–Rao geodesic) under the linear and the optimal schedule (exact divergences on :func:`pfzoo.paths.step_count.end_dense_knots`), the smallest K
 whose perfect-transition bias Σ_k KL(p_(k−1) ‖ p_k) is at most ``--accuracy`` (:func:`pfzoo.paths.step_count.steps_for_bias`;
 the paper: K ~ d² for GA, ~ (log d)² for MA-optimal), each K then measured by AIS with perfect transitions
 (:func:`pfzoo.estimators.path_ais.anneal_path`): log Ẑ − log Z and the E[log w] deficit against the closed-form bias.
-(b) The zoo's MNIST RBMs CD1(20) (exact log Z) and CD25(500): log Ẑ by AIS from the data base rates against K along the
+(b) The zoo's MNIST RBMs PCD(20) (exact log Z) and CD1(500), the slides' two: log Ẑ by AIS from the data base rates against K along the
 geometric path and the moment-averaged spline (:func:`pfzoo.paths.build`), the spline's fitting time as its cost.
 """
 
@@ -32,6 +32,7 @@ from pfzoo.data.root import resolve_data_root
 from pfzoo.paths.step_count import end_dense_knots
 from pfzoo.studies.path_comparison import (
     RBM_MODELS, gaussian_experiment, gaussians_figure, gaussians_markdown, growth_summary, rbm_experiment, rbms_figure, rbms_markdown,
+    two_gaussians_figure,
 )
 from pfzoo.studies.reporting import load_average, machine_description
 
@@ -95,7 +96,8 @@ def write_report(results: dict, out: Path) -> None:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    figures = {"gaussians.png": gaussians_figure(results), **({"rbms.png": rbms_figure(results["rbms"])} if results.get("rbms") else {})}
+    figures = {"gaussians.png": gaussians_figure(results), "two_gaussians.png": two_gaussians_figure(),
+               **({"rbms.png": rbms_figure(results["rbms"])} if results.get("rbms") else {})}
     for name, figure in figures.items():
         figure.savefig(out / name, dpi=120)
         plt.close(figure)

@@ -6,7 +6,7 @@ Importing this package registers every family's paths (each path module register
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.binary_energy import BinaryGeometricPath
 from pfzoo.paths.continuous import ContinuousGeometricPath
-from pfzoo.paths.gaussian import GaussianGeometricPath, GaussianMomentAveragedPath, GaussianPath
+from pfzoo.paths.gaussian import GaussianGeodesicPath, GaussianGeometricPath, GaussianMomentAveragedPath, GaussianPath
 from pfzoo.paths.gaussian_rbm import GaussianRBMGeometricPath
 from pfzoo.paths.geometric import RBMGeometricPath
 from pfzoo.paths.ising import IsingGeometricPath
@@ -22,7 +22,7 @@ from pfzoo.paths.schedules import (
 )
 
 __all__ = [
-    "AnnealingPath", "BinaryGeometricPath", "ContinuousGeometricPath", "GaussianGeometricPath", "GaussianMomentAveragedPath",
+    "AnnealingPath", "BinaryGeometricPath", "ContinuousGeometricPath", "GaussianGeodesicPath", "GaussianGeometricPath", "GaussianMomentAveragedPath",
     "GaussianPath", "GaussianRBMGeometricPath", "IsingGeometricPath", "PosteriorPath", "RBMGeometricPath", "RBMSplinePath",
     "Schedule", "LinearSchedule", "SigmoidSchedule", "GeometricSchedule", "OptimalSchedule", "PowerSchedule", "EnergyScaleSchedule", "build",
     "build_from_base", "make_base",

@@ -1,4 +1,5 @@
-"""Annealing paths between two Gaussians: geometric and moment averages (Grosse, Maddison & Salakhutdinov 2013).
+"""Annealing paths between two Gaussians: geometric and moment averages (Grosse, Maddison & Salakhutdinov 2013), and
+between two univariate Gaussians the optimal path, the Fisher–Rao geodesic (Gelman & Meng 1998).
 
 Every intermediate distribution of either path is itself a Gaussian ``N(μ_β, Σ_β)``, so the paths
 use *perfect transitions* (a fresh exact sample at each β, the idealisation the paper's analysis
@@ -209,6 +210,54 @@ class GaussianMomentAveragedPath(GaussianPath):
         weights = betas[:, :, None]
         covariance = (1 - weights) * base.covariance + weights * target.covariance + weights * (1 - weights) * torch.outer(difference, difference)
         return mean, covariance
+
+
+class GaussianGeodesicPath(GaussianPath):
+    """The optimal path between two univariate Gaussians: the Fisher–Rao geodesic, travelled at constant speed.
+
+    With perfect transitions the bias of AIS's ``E[log w]`` is ``Σ_k KL(p_{k−1} ‖ p_k) ≈ F / (2K)``, where
+    ``F = ∫ γ̇ᵀ G(γ) γ̇ dβ`` is the path's energy under the Fisher metric G (Grosse et al. 2013, §3; Gelman & Meng 1998);
+    among all paths of distributions, the minimiser is the geodesic at constant speed, with ``F = ℓ²``, ℓ its length.
+    For N(μ, σ²) the metric ``ds² = (dμ² + 2 dσ²) / σ²`` is the hyperbolic half-plane's in ``(u, σ) = (μ/√2, σ)``, scaled
+    by 2, whose geodesics are half-circles centred on ``σ = 0`` (a vertical line when ``μ_0 = μ_1``). Along the circle
+    ``(u, σ) = (c + R cos θ, R sin θ)`` the hyperbolic arc length is ``log tan(θ/2)``, so constant speed means
+    ``log tan(θ_β / 2)`` linear in β; on a vertical line, ``log σ_β`` linear in β. ``ℓ = √2 · arccosh(1 + ((μ_1 − μ_0)²/2
+    + (σ_1 − σ_0)²) / (2 σ_0 σ_1))``, :meth:`length`.
+
+    Only one dimension: refused otherwise (the geodesics of multivariate Gaussians have no closed form in general).
+    """
+
+    @torch.no_grad()
+    def __init__(self, target, base, kernel: Kernel | None = None) -> None:
+        super().__init__(target, base, kernel)
+        if self.target_gaussian.mean.numel() != 1:
+            raise ValueError(f"GaussianGeodesicPath needs univariate Gaussians (closed-form geodesics), got dimension {self.target_gaussian.mean.numel()}")
+        (mu0, sigma0), (mu1, sigma1) = ((g.mean[0], g.covariance[0, 0].sqrt()) for g in (self.base_gaussian, self.target_gaussian))
+        self._sigmas = (sigma0, sigma1)
+        self._u = (mu0 / 2**0.5, mu1 / 2**0.5)
+        if torch.isclose(self._u[0], self._u[1], rtol=0.0, atol=1e-12):
+            self._circle = None
+        else:  # the centre c on the σ = 0 axis is equidistant from both endpoints
+            c = (self._u[1] ** 2 + sigma1**2 - self._u[0] ** 2 - sigma0**2) / (2 * (self._u[1] - self._u[0]))
+            radius = torch.sqrt((self._u[0] - c) ** 2 + sigma0**2)
+            angles = [torch.atan2(sigma, u - c) for u, sigma in ((self._u[0], sigma0), (self._u[1], sigma1))]
+            self._circle = (c, radius, [torch.log(torch.tan(angle / 2)) for angle in angles])
+
+    def length(self) -> torch.Tensor:
+        """The Fisher–Rao distance ℓ between base and target (float64 scalar)."""
+        (mu0, mu1), (sigma0, sigma1) = (2**0.5 * self._u[0], 2**0.5 * self._u[1]), self._sigmas
+        return 2**0.5 * torch.arccosh(1 + ((mu1 - mu0) ** 2 / 2 + (sigma1 - sigma0) ** 2) / (2 * sigma0 * sigma1))
+
+    def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        betas = betas.to(torch.float64)
+        if self._circle is None:
+            u = torch.zeros_like(betas) + self._u[0]
+            sigma = torch.exp((1 - betas) * self._sigmas[0].log() + betas * self._sigmas[1].log())
+        else:
+            c, radius, (start, end) = self._circle
+            angle = 2 * torch.atan(torch.exp((1 - betas) * start + betas * end))
+            u, sigma = c + radius * torch.cos(angle), radius * torch.sin(angle)
+        return (2**0.5 * u)[:, None], (sigma**2)[:, None, None]
 
 
 register_family("gaussian", bases=("fitted", "isotropic"), make_base=gaussian_base, free_base="isotropic")

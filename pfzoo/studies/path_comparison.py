@@ -2,9 +2,11 @@
 the experiments and their report (what ``scripts/reproduce_paths.py`` composes and writes).
 
 (a) :func:`gaussian_experiment`: two Gaussians N(0, 1) → N(d, 1), the geometric-average (GA) and moment-averaged (MA)
-paths under the linear and the optimal schedule, the K each needs for a given bias and AIS measured there.
+paths and the optimal path (OPT, the Fisher–Rao geodesic; Gelman & Meng 1998) under the linear and the optimal schedule,
+the K each needs for a given bias and AIS measured there; :func:`two_gaussians_figure` draws GA's and MA's
+intermediate distributions between two 2-D Gaussians (the slides' picture).
 (b) :func:`rbm_experiment`: log Ẑ against K for MNIST RBMs along the geometric path and the moment-averaged spline.
-:func:`gaussians_markdown`, :func:`rbms_markdown` and the two figures render results.json's content alone.
+:func:`gaussians_markdown`, :func:`rbms_markdown` and the figures render results.json's content alone.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pfzoo import paths
 from pfzoo.estimators.path_ais import anneal_path
 from pfzoo.models import Gaussian
 from pfzoo.models.base import EnergyModel
-from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule
+from pfzoo.paths import GaussianGeodesicPath, GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule
 from pfzoo.paths.step_count import growth_exponents, steps_for_bias
 
 if TYPE_CHECKING:
@@ -27,9 +29,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PATHS = {"GA": GaussianGeometricPath, "MA": GaussianMomentAveragedPath}
+PATHS = {"GA": GaussianGeometricPath, "MA": GaussianMomentAveragedPath, "OPT": GaussianGeodesicPath}
+"""Part (a)'s paths: OPT travels the geodesic at constant speed, so its linear schedule already is its optimal one."""
 SCHEDULES = ("linear", "optimal")
-RBM_MODELS = {"cd1-20": "rbm-binarized_mnist-cd1-20", "cd25-500": "rbm-binarized_mnist-cd25-500"}
+RBM_MODELS = {"pcd-20": "rbm-binarized_mnist-pcd-20", "cd1-500": "rbm-binarized_mnist-cd1-500"}
+"""Part (b)'s RBMs: the slides' PCD(20) (exact log Z) and CD1(500)."""
 RBM_PATHS = ("geometric", "moment_averaged")
 
 
@@ -103,7 +107,8 @@ def gaussians_figure(results: dict) -> Figure:
     for p in PATHS:
         for s in SCHEDULES:
             points = [(r["distance"], r["steps"]) for r in rows if r["path"] == p and r["schedule"] == s]
-            axes.loglog(*zip(*points), marker="o", linestyle="-" if p == "MA" else "--", label=f"{p}, {s} schedule")
+            if points:
+                axes.loglog(*zip(*points), marker="o", linestyle={"GA": "--", "MA": "-", "OPT": ":"}[p], label=f"{p}, {s} schedule")
     axes.set(xlabel="distance d between the means (σ = 1)", ylabel=f"K for a bias of at most {settings['accuracy']} nats",
              title="Intermediate distributions needed (perfect transitions)")
     axes.legend()
@@ -112,25 +117,60 @@ def gaussians_figure(results: dict) -> Figure:
     return figure
 
 
+def two_gaussians_figure(betas: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -> Figure:
+    """The slides' picture: the intermediate distributions of the geometric (GA) and the moment-averaged (MA) path between
+    two 2-D Gaussians with distant means and differently shaped covariances, as 2σ ellipses at ``betas``; GA's stay
+    between the ends and as narrow as they are, MA's spread to cover both. The caller saves and closes it."""
+    from matplotlib import pyplot as plt
+
+    base = Gaussian.from_tensors(torch.linalg.inv(torch.tensor([[1.0, 0.0], [0.0, 0.15]], dtype=torch.float64)),
+                                 torch.tensor([-4.0, 0.0], dtype=torch.float64))
+    target = Gaussian.from_tensors(torch.linalg.inv(torch.tensor([[0.15, 0.0], [0.0, 1.0]], dtype=torch.float64)),
+                                   torch.tensor([4.0, 0.0], dtype=torch.float64))
+    angle = torch.linspace(0, 2 * torch.pi, 200, dtype=torch.float64)
+    circle = torch.stack([angle.cos(), angle.sin()], 1) * 2.0
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.2), sharex=True, sharey=True)
+    for axis, (name, path_class) in zip(axes, (("geometric average (GA)", GaussianGeometricPath), ("moment average (MA)", GaussianMomentAveragedPath))):
+        path = path_class(target, base)
+        colours = plt.cm.viridis(torch.linspace(0, 1, len(betas)).tolist())
+        for beta, colour in zip(betas, colours):
+            p = path.parameters(beta)
+            ellipse = (p.mean + circle @ p.covariance_cholesky.T).detach()
+            axis.plot(ellipse[:, 0].tolist(), ellipse[:, 1].tolist(), color=colour, label=f"β = {beta:g}")
+            axis.plot(*p.mean.tolist(), marker="+", color=colour)
+        axis.set(title=name, xlabel="x₁", aspect="equal")
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("x₂")
+    axes[1].legend(fontsize=8, loc="upper right")
+    figure.suptitle("Intermediate distributions between N((−4, 0), diag(1, 0.15)) and N((4, 0), diag(0.15, 1)): 2σ ellipses", fontsize=10)
+    figure.tight_layout()
+    return figure
+
+
 def gaussians_markdown(results: dict) -> str:
     """The README's title and part (a) from ``results`` (what results.json holds)."""
     settings, rows = results["settings"], results["gaussians"]
     lookup = {(r["distance"], r["path"], r["schedule"]): r for r in rows}
+    columns = [(p, s) for p in PATHS for s in SCHEDULES if any(r["path"] == p and r["schedule"] == s for r in rows)]
     lines = [
         "# Annealing paths and schedules (Grosse, Maddison & Salakhutdinov 2013)", "",
         f"Measured on {results['date']} with pfzoo {results['pfzoo']}, torch {results['torch']} ({results['machine']}). "
         "Generated by `scripts/reproduce_paths.py`; raw numbers in `results.json`.", "", "## (a) Two Gaussians at distance d", "",
         f"Base N(0, 1), target N(d, 1). K is the smallest number of intermediate distributions whose bias of E[log w] "
         f"(= Σ_k KL(p_(k−1) ‖ p_k) under perfect transitions, exact) is at most {settings['accuracy']} nats. "
-        f"The optimal schedule uses the path's exact divergences on {len(settings['knots']) - 1} segments, log-spaced towards both ends.",
-        "", "| d | GA, linear | GA, optimal | MA, linear | MA, optimal |", "|---:|---:|---:|---:|---:|",
+        f"The optimal schedule uses the path's exact divergences on {len(settings['knots']) - 1} segments, log-spaced towards both ends. "
+        "OPT is the optimal path itself (Gelman & Meng 1998): the Fisher–Rao geodesic between the two Gaussians at constant speed, whose "
+        "bias is ℓ²/(2K) for large K with ℓ their Fisher–Rao distance (√2 · arccosh(1 + d²/4) here), the least any path and schedule can "
+        "reach; its optimal schedule, computed like the others', must agree with its linear one.",
+        "", "| d | " + " | ".join(f"{p}, {s}" for p, s in columns) + " |", "|---:|" + "---:|" * len(columns),
     ]
     for d in sorted({r["distance"] for r in rows}):
-        lines.append(f"| {d:g} | " + " | ".join(f"{lookup[d, p, s]['steps']:,}" for p in PATHS for s in SCHEDULES) + " |")
+        lines.append(f"| {d:g} | " + " | ".join(f"{lookup[d, p, s]['steps']:,}" if (d, p, s) in lookup else "—" for p, s in columns) + " |")
     lines += ["", "Growth over the largest half of the distances (least-squares slopes):", ""]
     lines += [f"- {name}: log K ≈ {fit['slope_log_k_vs_log_d']:.2f} · log d; against log((log d)²) the slope is "
               f"{fit['slope_log_k_vs_log_log_d_squared']:.2f} (1 = grows like (log d)²)" for name, fit in results["growth"].items()]
     lines += ["", "![K against d](gaussians.png)", "",
+              "![Geometric and moment averages of two 2-D Gaussians](two_gaussians.png)", "",
               f"### Measured AIS at those K ({settings['chains']:,} chains, perfect transitions, K ≤ {settings['max_measured_steps']:,})", "",
               "AIS is unbiased in Z, so log Ẑ − log Z should be within a few stderr of 0; the E[log w] deficit should match the closed-form bias.",
               "", "| d | path | schedule | K | closed-form bias | E[log w] deficit | log Ẑ − log Z | seconds |",

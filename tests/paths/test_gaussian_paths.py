@@ -9,7 +9,7 @@ from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.kernels import HMCKernel
 from pfzoo.models import RBM, Gaussian
-from pfzoo.paths import GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, build, make_betas
+from pfzoo.paths import GaussianGeodesicPath, GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule, build, make_betas
 from pfzoo.paths.gaussian import gaussian_kl, symmetric_divergence
 
 
@@ -162,3 +162,34 @@ def test_ais_estimator_runs_either_path_on_a_gaussian(endpoints, kind):
     assert abs(estimate.log_z - target.log_partition().item()) < 3 * estimate.stderr
     with pytest.raises(ValueError, match="path must be one of"):
         AIS(num_chains=10, num_steps=5, base="isotropic", path="spline")(target)
+
+
+def univariate(mean, variance):
+    return Gaussian.from_tensors(torch.tensor([[1.0 / variance]], dtype=torch.float64), torch.tensor([mean], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("mean, variance", [(4.0, 1.0), (0.0, 9.0), (2.0, 0.25), (-30.0, 4.0)])
+def test_the_geodesic_is_the_optimal_path_with_energy_its_squared_fisher_rao_length(mean, variance):
+    """K · Σ KL → ℓ²/2 on the geodesic at constant speed (its ends are the models, its length the closed-form distance),
+    and no other path does better: GA and MA under their optimal schedules spend at least as much."""
+    target, base = univariate(mean, variance), univariate(0.0, 1.0)
+    geodesic = GaussianGeodesicPath(target, base)
+    means, covariances = geodesic.mean_covariance(torch.tensor([0.0, 1.0], dtype=torch.float64))  # the formula at its ends, not the cache
+    torch.testing.assert_close(means[:, 0], torch.tensor([0.0, mean], dtype=torch.float64))
+    torch.testing.assert_close(covariances[:, 0, 0], torch.tensor([1.0, variance], dtype=torch.float64))
+    sigma = math.sqrt(variance)
+    length = math.sqrt(2) * math.acosh(1 + (mean**2 / 2 + (sigma - 1) ** 2) / (2 * sigma))
+    assert geodesic.length().item() == pytest.approx(length, rel=1e-12)
+    num_steps = 4000
+    energy = num_steps * geodesic.kl_sum(torch.linspace(0, 1, num_steps + 1, dtype=torch.float64)).item()
+    assert energy == pytest.approx(length**2 / 2, rel=1e-3)
+    knots = torch.linspace(0, 1, 401, dtype=torch.float64)
+    for path_class in (GaussianGeometricPath, GaussianMomentAveragedPath):
+        path = path_class(target, base)
+        betas = OptimalSchedule.for_path(path, knots).betas(num_steps)
+        assert num_steps * path.kl_sum(betas).item() >= energy * (1 - 1e-3), path_class.__name__
+
+
+def test_the_geodesic_path_refuses_more_than_one_dimension(endpoints):
+    with pytest.raises(ValueError, match="GaussianGeodesicPath needs univariate Gaussians .* got dimension 3"):
+        GaussianGeodesicPath(*endpoints)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pfzoo.studies.path_comparison import PATHS, SCHEDULES, gaussians_markdown, growth_summary, rbms_markdown
+from pfzoo.studies.path_comparison import PATHS, SCHEDULES, gaussians_markdown, growth_summary, rbms_markdown, two_gaussians_figure
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports" / "paths"
 
@@ -24,3 +24,10 @@ def test_growth_is_fitted_over_the_largest_half_of_the_distances_above_one():
     assert summary["GA linear"]["distances"] == [8, 16, 32]  # d = 1 dropped, then the larger half of the rest
     assert summary["GA optimal"]["slope_log_k_vs_log_d"] == pytest.approx(2.0)
     assert summary["MA linear"]["slope_log_k_vs_log_d"] == pytest.approx(1.0)
+
+
+def test_the_two_gaussians_figure_draws_both_paths_ellipses(tmp_path):
+    figure = two_gaussians_figure(betas=(0.0, 0.5, 1.0))
+    assert [len(axis.lines) for axis in figure.axes] == [6, 6]  # an ellipse and a centre per β, on the GA and the MA panel
+    figure.savefig(tmp_path / "two.png")
+    assert (tmp_path / "two.png").read_bytes()[:4] == b"\x89PNG"

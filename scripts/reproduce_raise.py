@@ -44,8 +44,9 @@ from pfzoo.data.root import resolve_data_root
 from pfzoo.paths import schedule_from_name
 from pfzoo.studies.bracket_sweep import bracket_sweep
 from pfzoo.studies.heating_comparison import compare_heating
+from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
-    AIS_CHAINS, MODELS, SECTIONS, card_fields, comparable, hardware, measure, model_card, point_row, render_table, schedule_pilot, seeded,
+    AIS_CHAINS, FIGURES, MODELS, SECTIONS, card_fields, comparable, hardware, label, measure, model_card, point_row, render_table, schedule_pilot, seeded,
     training_record, zoo_folder,
 )
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
@@ -73,10 +74,15 @@ def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch
 
 
 def store(results_file: Path, results: dict, section: str, name: str, entry: dict, fresh: bool) -> None:
-    """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile."""
+    """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile.
+    A sweep with the same settings as the stored one adds its K's rows to the stored rows (replacing those at the same K)."""
     latest = json.loads(results_file.read_text()) if results_file.is_file() and not fresh else {}
     if comparable(latest, results):
         results.update({key: {**latest.get(key, {}), **results[key]} for key in SECTIONS})
+    stored = results[section].get(name)
+    if section == "sweeps" and stored is not None and stored["settings"] == entry["settings"]:
+        new_steps = {row["steps"] for row in entry["rows"]}
+        entry = {**entry, "rows": sorted([row for row in stored["rows"] if row["steps"] not in new_steps] + entry["rows"], key=lambda row: row["steps"])}
     results[section][name] = entry
     results_file.write_text(json.dumps(results, indent=2) + "\n")
 
@@ -202,6 +208,12 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     """Write ``<output>/table.md``; with ``zoo_dir`` also each model's card there (the checkpoints are left as they are)."""
     output.mkdir(parents=True, exist_ok=True)
     (output / "table.md").write_text(render_table(results))
+    for name, sweep in results.get("sweeps", {}).items():
+        exact = results["models"].get(name, {}).get("estimates", {}).get("exact")
+        w = sweep["settings"]
+        sweep_figure(f"{label(name, results)}: AIS and RAISE against K", sweep["rows"], output / FIGURES / f"{name}-against-K.png",
+                     exact=None if exact is None else exact["mean"],
+                     note=f"AIS {w['sweep_ais_chains']} chains; RAISE {w['raise_chains']} chains × the same {w['sweep_raise_examples']} test digits")
     print(f"wrote {output / 'table.md'}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
     for name in results["models"] if zoo_dir is not None else ():
         folder = zoo_folder(name, zoo_dir)

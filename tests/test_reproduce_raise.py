@@ -64,3 +64,37 @@ def test_paper_scale_path_measures_every_cell_and_times_each_row(script, tmp_pat
     assert header.endswith("| wall time |") and row.startswith("| CD1(5), K = 5 |") and row.rstrip(" |").endswith(" s")
     assert "also run at K" not in table and "at the long K" not in table
     assert "AIS: 4 chains" in table and "2 reverse chains for each of 3 random test digits" in table
+
+
+def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_training_time(script, tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    run_dir = script.zoo_folder("cd1-20", runs)
+    zoo.save(run_dir / zoo.CHECKPOINT_FILE, RBM(784, 5, generator=torch.Generator().manual_seed(0)),
+             config={"dataset": {"_target_": "pfzoo.data.binarized_mnist", "root": "/data"}, "run_dir": str(run_dir)}, trainer_state={"epoch": 2})
+    (run_dir / "metrics.jsonl").write_text('{"epoch": 1, "seconds": 3600.0}\n{"epoch": 2, "seconds": 1800.0, "evaluation_seconds": 36.0}\n')
+    monkeypatch.setattr(script, "PAPER_SCALE", TINY)
+    script.main(["--paper-scale", "--from-zoo", str(runs), "--export-zoo", str(tmp_path / "zoo"), "--models", "cd1-20", "--trained-on", "a test machine",
+                 "--data-root", str(fake_mnist(tmp_path)), "--output", str(tmp_path / "out"), "--csl-samples", "10", "--csl-burn-in", "2"])
+    folder = script.zoo_folder("cd1-20", tmp_path / "zoo")
+    card = json.loads((folder / "card.json").read_text())
+    assert card["training_seconds"] == 5436.0 and card["log_likelihood"]["estimator"] == "exact" and card["dataset_config"]["root"] is None
+    assert "| training time | 2 epochs, 1.51 h (sum of the epochs' times in metrics.jsonl) on a test machine |" in (folder / "README.md").read_text()
+    loaded = zoo.pretrained(folder.name, zoo_dir=tmp_path / "zoo")  # the card's sha256 is the exported file's
+    assert torch.equal(loaded.weight, zoo.load(run_dir / zoo.CHECKPOINT_FILE).weight)
+    assert zoo.load_checkpoint(folder / zoo.CHECKPOINT_FILE)["trainer_state"] is None
+
+
+def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(script, tmp_path, monkeypatch):
+    zoo_dir = tmp_path / "zoo"
+    checkpoint = script.zoo_folder("cd1-20", zoo_dir) / zoo.CHECKPOINT_FILE
+    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(0)))
+    monkeypatch.setattr(script, "PAPER_SCALE", TINY)
+    data_root = fake_mnist(tmp_path)
+    for steps in (["4", "8"], ["8", "16"]):
+        script.main(["--paper-scale", "--from-zoo", str(zoo_dir), "--models", "--sweep-steps", *steps, "--sweep-models", "cd1-20",
+                     "--sweep-ais-chains", "4", "--sweep-raise-examples", "2", "--data-root", str(data_root), "--output", str(tmp_path / "out")])
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [row["steps"] for row in results["sweeps"]["cd1-20"]["rows"]] == [4, 8, 16]
+    figure = tmp_path / "out" / "figures" / "cd1-20-against-K.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "](figures/cd1-20-against-K.png)" in (tmp_path / "out" / "table.md").read_text()

@@ -36,6 +36,7 @@ MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "rais
 """Name → (table label, recipe in conf/experiment/)."""
 AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
 SECTIONS = ("models", "sweeps", "schedule_pilots", "heating")
+FIGURES = "figures"  # beside table.md: <name>-against-K.png for every sweep
 """The parts of results.json that runs on other models add to rather than replace."""
 
 
@@ -198,7 +199,8 @@ def render_table(results: dict) -> str:
     text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []
     for name, sweep in results.get("sweeps", {}).items():
         w, exact_f = sweep["settings"], family(name) == "rbm"
-        text += ["", f"## {label(name, results)}: AIS and RAISE against K (base-rate initialisation)", "", *markdown_table(
+        text += ["", f"## {label(name, results)}: AIS and RAISE against K (base-rate initialisation)", "",
+                 f"![{label(name, results)}: AIS and RAISE against K]({FIGURES}/{name}-against-K.png)", "", *markdown_table(
             ["K", "AIS", "log Ẑ (ESS)", "RAISE", "AIS − RAISE"], "rrrrr", [[f"{r['steps']:,}", pm(r, "ais"), f"{r['ais_log_z']:.2f} ({r['ais_ess']:.1f})",
                                                                             pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
             f"AIS: {w['sweep_ais_chains']} chains, log f(v) " + ("exact (hidden units summed out)" if exact_f else f"by importance sampling with "
@@ -241,9 +243,10 @@ def heating_section(title: str, comparison: dict) -> list[str]:
             (f"RAISE from base rates, K = {w['steps']:,} (linear β), {w['raise_chains']} reverse chains on each of the same {w['heating_examples']} "
              f"random test digits for every T, the chains seeded alike; T heating sweeps draw each chain's latents from the mean-field posterior "
              "and anneal them towards p(h | v) with the digit clamped (DBM.heat_clamped), T = 0 draws them from the mean-field posterior itself. "
-             "Every T gives a valid stochastic lower bound; a proposal closer to p(h | v) gives weights of lower variance (higher ESS) and so a "
-             f"higher, tighter bound. The paired column is the mean per-digit difference with its standard error over the digits. Measured "
-             f"{comparison['measured_on']}.")]
+             "Every T gives a valid stochastic lower bound (E[w] = p_ann(v) whatever the proposal), so the higher mean is the tighter bound; "
+             "the ESS is that of the whole reverse chain's weights, whose spread the annealing dominates. The paired column is the mean "
+             f"per-digit difference with its standard error over the digits. Measured {comparison['measured_on']}; the wall times are of "
+             "runs that shared the machine with others, so compare them with care.")]
 
 
 def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:

@@ -341,3 +341,14 @@ def test_a_sweep_summary_sets_the_jobs_apart_by_their_own_overrides():
     text = sweep.format_summary(rows).splitlines()
     assert text[0] == "sweep summary (2 jobs):" and len(text) == 4 and text[2].startswith("0    model.num_hidden=2  -24.1235")
     assert sweep.short_kind("unbiased Z: stochastic lower bound on log Z") == "unbiased Z"
+
+
+def test_the_closing_estimate_scores_a_seeded_random_subset_not_the_first_rows():
+    """Test files may be sorted (binarized MNIST's by class): the first rows are not a sample of the test set."""
+    from pfzoo.app.training import closing_subset
+
+    chosen = closing_subset(10_000, 200, seed=0)
+    assert torch.equal(chosen, closing_subset(10_000, 200, seed=0)) and not torch.equal(chosen, closing_subset(10_000, 200, seed=1))
+    assert chosen.numel() == 200 and chosen.unique().numel() == 200 and torch.equal(chosen, chosen.sort().values)
+    assert chosen.max() > 9_000 and chosen.min() < 1_000  # spread over the file, not a prefix
+    assert torch.equal(closing_subset(50, 200, seed=0), torch.arange(50))

@@ -62,10 +62,20 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
         logger.warning("no final test log-likelihood: %s", estimator.refusal(estimator.missing(model), model))
         return None
     generator = torch.Generator(device).manual_seed(cfg.seed)
-    subset = test[: cfg.final_num_test]  # per-example estimators cost chains × steps per example: a bounded closing check
+    subset = test[closing_subset(test.shape[0], cfg.final_num_test, cfg.seed).to(test.device)]
     estimate = estimator.log_likelihood(model, subset, base_data=train, generator=generator)
     for warning in estimate.warnings:
         logger.warning("%s", warning)
     return {"mean": estimate.mean, "stderr": estimate.stderr, "kind": estimate.kind.value, "estimator": type(estimator).__name__,
             "num_test": subset.shape[0], "of": test.shape[0], "warnings": list(estimate.warnings),
             "log_z": None if estimate.partition is None else estimate.partition.log_z}
+
+
+def closing_subset(num_test: int, size: int, seed: int) -> torch.Tensor:
+    """Row indices of the closing estimate's test examples: ``size`` of ``num_test`` drawn at random (seeded ``seed``,
+    the same on every rank), ascending; all of them when ``size ≥ num_test``. Per-example estimators cost chains ×
+    steps per example, so the closing check is bounded; a prefix would not do, as test files may be sorted (binarized
+    MNIST's is sorted by class, so its first 200 rows are all zeros)."""
+    if size >= num_test:
+        return torch.arange(num_test)
+    return torch.randperm(num_test, generator=torch.Generator().manual_seed(seed))[:size].sort().values

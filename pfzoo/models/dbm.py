@@ -474,6 +474,11 @@ class DBM(EnergyModel):
         return PathStateProposal(state, -self.even_odd_rbm().free_energy(state).double() - log_q)
 
 
+    def _layer_drive(self, layers: list[torch.Tensor], i: int) -> torch.Tensor:
+        """Layer i's total input ``x_{i-1} W_{i-1} + x_{i+1} W_iᵀ + b_i`` ``[B, n_i]`` from its neighbours in ``layers``."""
+        drive = layers[i - 1] @ self.weights[i - 1] + self.biases[i]
+        return drive + layers[i + 1] @ self.weights[i].T if i + 1 < self.num_layers else drive
+
     @torch.no_grad()
     def heat_clamped(
         self, v: torch.Tensor, *, num_samples: int = 1, num_steps: int = 100, generator: torch.Generator | None = None
@@ -502,13 +507,17 @@ class DBM(EnergyModel):
         for step in range(1, num_steps + 1):
             alpha = step / num_steps
             log_q = sum(_bernoulli_log_prob(layer.double(), mean.double()).sum(-1) for layer, mean in zip(layers[1:], means))
-            log_weight += (-self.energy_unchecked(layers).double() - log_q) / num_steps
-            for parity in (1, 0):  # the odd hidden layers given the even ones (v included), then the even ones
-                for i in range(2 - parity, self.num_layers, 2):
-                    drive = layers[i - 1] @ self.weights[i - 1] + self.biases[i]
-                    if i + 1 < self.num_layers:
-                        drive = drive + layers[i + 1] @ self.weights[i].T
-                    layers[i] = bernoulli(torch.sigmoid((1 - alpha) * proposal_logits[i - 1] + alpha * drive), generator=generator)
+            # every weight joins an odd layer to an even one, so -E(v, h) = Σ_even b·x + Σ_odd x·drive(odd | even): the odd
+            # layers' drives serve both the weight increment and their own update, one product per weight
+            odd_drives = {i: self._layer_drive(layers, i) for i in range(1, self.num_layers, 2)}
+            even_bias_term = sum(layers[i] @ self.biases[i] for i in range(0, self.num_layers, 2))
+            negative_energy = even_bias_term + sum((layers[i] * drive).sum(-1) for i, drive in odd_drives.items())
+            log_weight += (negative_energy.double() - log_q) / num_steps
+            for i, drive in odd_drives.items():  # the odd hidden layers given the even ones (v included), then the even ones
+                layers[i] = bernoulli(torch.sigmoid((1 - alpha) * proposal_logits[i - 1] + alpha * drive), generator=generator)
+            for i in range(2, self.num_layers, 2):
+                drive = self._layer_drive(layers, i)
+                layers[i] = bernoulli(torch.sigmoid((1 - alpha) * proposal_logits[i - 1] + alpha * drive), generator=generator)
         return PathStateProposal(torch.cat([layers[i] for i in self.even_layers], dim=1), log_weight)
 
 

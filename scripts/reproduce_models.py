@@ -1,17 +1,19 @@
-"""Reproduce the model comparison of Sohl-Dickstein & Culpepper (2011), Table 1: test log-likelihood of six models of
-natural image patches, each with its size, training method and the estimator that produced the number.
+"""Reproduce the model comparison of Sohl-Dickstein & Culpepper (2011), Table 1: test log-likelihood of the models of
+natural image patches (Fig. 4: estimates against N; Fig. 5: the size sweep), each with its size, training method and the estimator that produced the number.
 
-    python scripts/reproduce_models.py                       # full run (~35 min, one thread): reports/models/{README.md,results.json}
+    python scripts/reproduce_models.py                       # full run (~50 min, one thread): reports/models/{README.md,results.json,convergence.png}
     python scripts/reproduce_models.py --quick               # smoke run (~3 min): reports/models/quick/
     python scripts/reproduce_models.py --sweep               # also Fig. 5: sparse coding vs number of latents → size_sweep.png
     python scripts/reproduce_models.py --source vanhateren   # the paper's images (<data-root>/natural_images): reports/models/vanhateren/
-    python scripts/reproduce_models.py --rerender            # measure nothing: README.md (and the sweep plot) from results.json
+    python scripts/reproduce_models.py --rerender            # measure nothing: README.md (and the plots) from results.json
 
 Data: whitened 36-D natural image patches (conf/dataset/patches.yaml). Models, each trained by pfzoo.training.Trainer from a
 recipe in conf/experiment/: the Gaussian (exact ML), ICA and the Student-t POE (hais_poe_*: exact ML, full-batch L-BFGS,
 float64), sparse coding (models_sparse_coding: EM-HMC from ICA's basis, 72 latents), the bilinear model (models_bilinear:
-EM-HMC) and the mcRBM (models_mcrbm: persistent MPF). Exact log-likelihoods where log Z has a closed form; per-example
-HAIS (a stochastic lower bound) for the generative models; HAIS log Ẑ from N(0, I) for the mcRBM (biased upward). Two
+EM-HMC), the mcRBM (models_mcrbm: persistent MPF) and, the paper's route, complete and 2× overcomplete Laplace and
+Student-t POEs trained by persistent MPF (models_poe_*_mpf). Exact log-likelihoods where log Z has a closed form; per-example
+HAIS (a stochastic lower bound) for the generative models; HAIS log Ẑ from N(0, I) for the mcRBM and the overcomplete
+POEs (biased upward). Two
 in-run checks evaluate models with known likelihoods by the same procedure. HAIS's ε, its β-scaling and the schedule
 come per model from pfzoo.studies.step_size_pilot on training patches (the largest lower bound wins). The training and
 evaluation are :class:`pfzoo.studies.model_comparison.ModelComparison`; this script composes the recipes and writes the files.
@@ -36,7 +38,7 @@ import pfzoo
 from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
 from pfzoo.studies import reporting
-from pfzoo.studies.model_comparison import SETTINGS, SWEEP_SIZES, ModelComparison, describe_data, ordering, readme, sweep_figure
+from pfzoo.studies.model_comparison import SETTINGS, SWEEP_SIZES, ModelComparison, convergence_figure, describe_data, ordering, readme, sweep_figure
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,6 +52,21 @@ def plot_sweep(path: Path, sweep: list[dict], references: dict, meta: dict) -> N
     figure = sweep_figure(sweep, references, meta)
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def plot_convergence(path: Path, rows: list[dict], meta: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = convergence_figure(rows, meta)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def has_convergence(rows: list[dict]) -> bool:
+    return any(not r.get("failed") and r["evaluation"].get("convergence") for r in rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,6 +96,8 @@ def main(argv: list[str] | None = None) -> None:
         (out_dir / "README.md").write_text(readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")))
         if payload.get("sweep") and args.sweep:
             plot_sweep(out_dir / "size_sweep.png", payload["sweep"], payload["sweep_references"], payload["meta"])
+        if has_convergence(payload["models"]):
+            plot_convergence(out_dir / "convergence.png", payload["models"], payload["meta"])
         return print(f"rewrote {out_dir}/README.md from results.json")
 
     torch.set_num_threads(args.threads)
@@ -113,7 +132,10 @@ def main(argv: list[str] | None = None) -> None:
     (out_dir / "README.md").write_text(readme(meta, rows, order, sweep))
     if sweep is not None:
         plot_sweep(out_dir / "size_sweep.png", sweep, references, meta)
-    print(f"wrote {out_dir}/README.md, results.json" + (", size_sweep.png" if sweep is not None else "") + f" ({meta['total_seconds']:.0f} s in all)")
+    if has_convergence(rows):
+        plot_convergence(out_dir / "convergence.png", rows, meta)
+    print(f"wrote {out_dir}/README.md, results.json" + (", size_sweep.png" if sweep is not None else "")
+          + (", convergence.png" if has_convergence(rows) else "") + f" ({meta['total_seconds']:.0f} s in all)")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pfzoo.studies.model_comparison import ordering, readme
+from pfzoo.studies.model_comparison import ordering, readme, routes_section
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports" / "models"
 
@@ -31,3 +31,14 @@ def test_ordering_pairs_each_lower_group_with_the_next_higher_one_on_the_same_pa
     # mcrbm − ica = [−1, −1, −1, −1]: no spread, so the stderr is the mcRBM's shared log Ẑ error alone
     assert down["difference"] == pytest.approx(-1.0) and down["stderr"] == pytest.approx(0.5) and not down["holds"]
     assert (order["holds"], order["significant"], order["total"]) == (1, 1, 2)
+
+
+def test_training_routes_pair_the_mpf_rows_with_their_references_on_the_same_patches():
+    exact = {"kind": "exact"}
+    rows = {"ica": {"label": "ICA", "subset_per_example": [1.0, 2.0, 3.0], "evaluation": exact},
+            "poe-laplace-mpf": {"label": "Laplace MPF", "subset_per_example": [0.0, 2.0, 1.0], "evaluation": exact},
+            "poe-laplace-2x-mpf": {"label": "Laplace 2x MPF", "failed": "NaN loss"}}
+    lines = routes_section(rows)
+    # MPF − ML = [−1, 0, −2]: mean −1, variance 1 → stderr √(1/3); the failed overcomplete row is left out
+    assert [line for line in lines if line.startswith("- ")] == [f"- Laplace MPF − ICA: -1.00 ± {3 ** -0.5:.2f} nats per patch (exact against exact)."]
+    assert routes_section({"ica": rows["ica"]}) == []

@@ -30,7 +30,8 @@ class BracketPoint:
     num_steps: K. schedule: the schedule's name. upper, upper_stderr: AIS's mean over the examples and its own
     standard error; log_z, ess: AIS's ``log Ẑ`` and its chains' effective sample size (``None`` where AIS anneals
     each example's latents instead, for latent-variable generative models). lower, lower_stderr: RAISE's.
-    seconds: wall time of both runs.
+    seconds: wall time of both runs. warnings: the two estimates' warnings (small ESS, heavy tails, impossible
+    values), each prefixed with ``AIS:`` or ``RAISE:``; empty when neither has one.
     """
 
     num_steps: int
@@ -42,6 +43,7 @@ class BracketPoint:
     lower: float
     lower_stderr: float
     seconds: float
+    warnings: tuple[str, ...] = ()
 
     @property
     def gap(self) -> float:
@@ -105,9 +107,12 @@ def bracket_sweep(
             num_steps=k, schedule=name, upper=upper.mean, upper_stderr=upper.stderr,
             log_z=None if partition is None else partition.log_z, ess=None if partition is None else partition.ess,
             lower=lower.mean, lower_stderr=lower.stderr, seconds=round(time.perf_counter() - began, 1),
+            warnings=tuple(f"AIS: {line}" for line in upper.warnings) + tuple(f"RAISE: {line}" for line in lower.warnings),
         )
         partition_note = "" if partition is None else f" (log Ẑ {point.log_z:.2f}, ESS {point.ess:.1f})"
         logger.info("K = %s, %s: AIS %.2f ± %.2f%s, RAISE %.2f ± %.2f, gap %+.2f (%.1f s)", f"{k:,}", name, point.upper,
                     point.upper_stderr, partition_note, point.lower, point.lower_stderr, point.gap, point.seconds)
+        for line in point.warnings:
+            logger.warning("K = %s, %s: %s", f"{k:,}", name, line)
         points.append(point)
     return points

@@ -94,10 +94,17 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
     return rows
 
 
+def sweep_warnings(rows: list[dict]) -> list[str]:
+    """README lines listing the estimators' warnings of a sweep's ``rows`` by K (none when no row has any)."""
+    lines = [f"- K = {r['steps']:,}: {line}" for r in rows for line in r.get("warnings", ())]
+    return ["", "Warnings the estimators gave (their estimates at these K are not to be trusted as they stand):", "", *lines] if lines else []
+
+
 def point_row(point: BracketPoint) -> dict:
     """A bracket point as a results.json row."""
     return {"steps": point.num_steps, "schedule": point.schedule, "ais": point.upper, "ais_stderr": point.upper_stderr, "ais_log_z": point.log_z,
-            "ais_ess": point.ess, "raise": point.lower, "raise_stderr": point.lower_stderr, "seconds": point.seconds}
+            "ais_ess": point.ess, "raise": point.lower, "raise_stderr": point.lower_stderr, "seconds": point.seconds,
+            "warnings": list(point.warnings)}
 
 
 def schedule_pilot(model, data, schedules: list[str], s: dict, seed: int) -> dict:
@@ -207,6 +214,7 @@ def render_table(results: dict) -> str:
                                                                  f"{w['posterior_samples']} proposals") + " on all test digits. RAISE: "
             f"{w['raise_chains']} chains on the same {w['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
             "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small."]
+        text += sweep_warnings(sweep["rows"])
     pilots = {name: results["schedule_pilots"][name] for name in MODELS if name in results.get("schedule_pilots", {})}
     if pilots:
         p = next(iter(results["schedule_pilots"].values()))["settings"]

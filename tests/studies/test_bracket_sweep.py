@@ -32,6 +32,17 @@ def test_each_point_is_the_plain_ais_and_raise_run_on_its_own_replayed_streams()
         assert (point.upper, point.upper_stderr, point.log_z, point.ess) == (upper.mean, upper.stderr, upper.partition.log_z, upper.partition.ess)
         assert (point.lower, point.lower_stderr) == (lower.mean, lower.stderr)
         assert point.gap == point.upper - point.lower
+        assert point.warnings == tuple(f"AIS: {w}" for w in upper.warnings) + tuple(f"RAISE: {w}" for w in lower.warnings)
+
+
+def test_a_point_carries_its_estimators_warnings_and_logs_them(caplog):
+    model = random_rbm(10, 6, scale=4.0, seed=3)  # strongly coupled: two AIS chains at K = 2 cannot be trusted
+    data = biased_binary_data(10, seed=4, num_examples=60)
+    with caplog.at_level("WARNING", logger="pfzoo.studies.bracket_sweep"):
+        (point,) = bracket_sweep(model, data[:20], num_steps=2, ais_chains=2, raise_chains=2, base="base_rate", base_data=data[20:],
+                                 generator=torch.Generator().manual_seed(0))
+    assert any(w.startswith("AIS: ") for w in point.warnings)
+    assert [r.getMessage() for r in caplog.records] == [f"K = 2, linear: {w}" for w in point.warnings]
 
 
 def test_without_a_raise_generator_both_replay_the_one_stream():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import math
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -123,17 +124,25 @@ def check_generator(generator, device: torch.device) -> None:
         raise ValueError(f"generator is on device {generator.device}, expected a generator on {device}")
 
 
+def integer_hint(value: object) -> str:
+    """For a whole-number float such as 1e5 (how papers write K, and what a YAML or command-line ``1e5`` parses to): a
+    hint to write it as an integer; else nothing."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return f" (a float; write it as the integer {int(value)})"
+    return ""
+
+
 def check_positive_int(value: int, name: str) -> int:
     """Require a positive Python integer (bools are rejected)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {describe(value)}")
+        raise ValueError(f"{name} must be a positive integer, got {describe(value)}{integer_hint(value)}")
     return value
 
 
 def check_non_negative_int(value: int, name: str) -> int:
     """Require a Python integer ≥ 0 (bools are rejected): a count where 0 means "none"."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer (0: none), got {describe(value)}")
+        raise ValueError(f"{name} must be a non-negative integer (0: none), got {describe(value)}{integer_hint(value)}")
     return value
 
 

@@ -27,6 +27,7 @@ from pfzoo.data.spin_glass import lattice_couplings, spin_glass_model
 from pfzoo.data.splits import DataSplits
 from pfzoo.kernels import BitFlipMetropolis, HMCKernel, RandomWalkMetropolis
 from pfzoo.paths import GeometricSchedule, PowerSchedule, SigmoidSchedule
+from pfzoo.paths.schedules import make_betas
 from pfzoo.models import (
     DBM, DBN, RBM, BilinearGenerative, EnergyFunction, Gaussian, GaussianBernoulliRBM, Hopfield, ICA, Ising,
     LinearGenerative, MeanCovarianceRBM, ProductOfExperts,
@@ -859,3 +860,10 @@ def test_a_large_tensor_in_place_of_a_number_gives_a_one_line_message(case, bad)
     with pytest.raises(ValueError) as error:
         make(bad)
     _assert_names(error, name)
+
+
+@pytest.mark.parametrize(("build", "integer"), [(lambda: AIS(100, 1e3), 1000), (lambda: RAISE(10, 1e4), 10000),
+                                                (lambda: make_betas("linear", 1e2), 100)], ids=["ais", "raise", "schedule"])
+def test_a_whole_number_float_count_is_refused_with_the_integer_to_write(build, integer):
+    with pytest.raises(ValueError, match=rf"^num_steps must be a positive integer, got .*write it as the integer {integer}\)$"):
+        build()

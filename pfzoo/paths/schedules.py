@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
-from pfzoo.validation import check_finite_number
+from pfzoo.validation import check_finite_number, check_positive_int
 
 
 class Schedule(ABC):
@@ -281,8 +281,7 @@ def make_betas(schedule: ScheduleSpec, num_steps: int | None) -> torch.Tensor:
     if isinstance(schedule, str):
         schedule = schedule_from_name(schedule)
     if isinstance(schedule, Schedule):
-        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-            raise ValueError(f"num_steps must be a positive integer, got {num_steps!r}")
+        check_positive_int(num_steps, "num_steps")
         return schedule.betas(num_steps)
     betas = torch.as_tensor(schedule, dtype=torch.float64).flatten().cpu()
     if betas.numel() < 2:

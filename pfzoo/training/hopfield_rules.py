@@ -10,7 +10,7 @@ an additive constant. Substituting ``s = 2x - 1``::
     -½ sᵀJ_s s = -½ (2x - 1)ᵀJ_s(2x - 1) = -2 xᵀJ_s x + 2·1ᵀJ_s x - ½ 1ᵀJ_s 1
     -θ·s       = -2 θ·x + θ·1
 
-so ``J = 4 J_s`` and ``b = 2θ - 2 J_s 1`` (:func:`spin_to_binary`). The 0/1 local field is then twice the
+so ``J = 4 J_s`` and ``b = 2θ - 2 J_s 1`` (:meth:`~pfzoo.models.Ising.from_spins`, which Hopfield inherits). The 0/1 local field is then twice the
 spin field, ``(Jx + b)_i = 2 (J_s s + θ)_i``, so both forms have the same fixed points.
 """
 
@@ -25,18 +25,6 @@ from pfzoo.models.hopfield import Hopfield
 from pfzoo.validation import check_binary, check_generator, check_positive_int
 
 logger = logging.getLogger(__name__)
-
-
-def spin_to_binary(spin_coupling: torch.Tensor, spin_bias: torch.Tensor | None = None) -> Hopfield:
-    """The :class:`~pfzoo.models.Hopfield` network with the energy ``-½ sᵀJ_s s - θ·s`` in 0/1 units.
-
-    ``spin_coupling [n, n]`` (J_s, symmetric, zero diagonal) and ``spin_bias [n]`` (θ, default 0) give
-    ``J = 4 J_s`` and ``b = 2θ - 2 J_s 1``; the energies agree up to the constant ``-½ 1ᵀJ_s 1 + θ·1``.
-    """
-    bias = -2 * spin_coupling.sum(1)
-    if spin_bias is not None:
-        bias = bias + 2 * spin_bias
-    return Hopfield.from_tensors(4 * spin_coupling, bias)
 
 
 def _check_patterns(patterns: torch.Tensor) -> torch.Tensor:
@@ -65,7 +53,7 @@ def outer_product_rule(patterns: torch.Tensor) -> Hopfield:
     spins = 2 * patterns - 1
     spin_coupling = spins.T @ spins / patterns.shape[1]
     spin_coupling.fill_diagonal_(0)
-    return spin_to_binary(spin_coupling)
+    return Hopfield.from_spins(spin_coupling, torch.zeros(spin_coupling.shape[0], dtype=spin_coupling.dtype))
 
 
 def perceptron_rule(
@@ -144,4 +132,4 @@ def perceptron_rule(
                 num_errors,
                 max_epochs,
             )
-    return spin_to_binary(learning_rate * coupling_steps, learning_rate * bias_steps)
+    return Hopfield.from_spins(learning_rate * coupling_steps, learning_rate * bias_steps)

@@ -9,7 +9,6 @@ import torch
 
 from pfzoo.models import Hopfield
 from pfzoo.training import outer_product_rule, perceptron_rule
-from pfzoo.training.hopfield_rules import spin_to_binary
 
 NUM_UNITS = 64
 
@@ -52,11 +51,12 @@ def test_outer_product_energy_is_the_hebbian_spin_energy_up_to_a_constant():
     assert (spin - binary).std() < 1e-10 and (spin - binary).abs().max() > 0.1  # a constant, and not zero
 
 
-def test_spin_to_binary_converts_couplings_and_biases():
+def test_from_spins_gives_the_rules_spin_energy_as_a_hopfield_network():
     g = torch.Generator().manual_seed(4)
     upper = torch.triu(torch.randn(7, 7, generator=g, dtype=torch.float64), 1)
     spin_coupling, spin_bias = upper + upper.T, torch.randn(7, generator=g, dtype=torch.float64)
-    model = spin_to_binary(spin_coupling, spin_bias)
+    model = Hopfield.from_spins(spin_coupling, spin_bias)
+    assert type(model) is Hopfield
     states = random_patterns(40, num_units=7, seed=5, dtype=torch.float64)
     difference = spin_energy(2 * states - 1, spin_coupling, spin_bias) - model.energy(states).detach()
     assert difference.std() < 1e-10

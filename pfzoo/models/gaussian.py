@@ -35,6 +35,7 @@ class Gaussian(ContinuousModel):
 
     path_family = "gaussian"
     family_capabilities = ContinuousModel.family_capabilities | {Capability.GAUSSIAN_MOMENTS, Capability.ANALYTIC_SCORE}
+    samples_exactly = True  # sample() transforms independent normal draws
 
     def __init__(self, num_visible: int, *, generator: torch.Generator | None = None) -> None:
         super().__init__()

@@ -162,7 +162,7 @@ class LatentGenerativeModel(EnergyModel):
     """
 
     family_capabilities = frozenset({Capability.LATENT_GENERATIVE})
-
+    samples_exactly = True  # sample() draws ancestrally: z from the prior, then x from p(x | z)
 
     binary_visible = False
     num_latent: int

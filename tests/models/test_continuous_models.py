@@ -142,8 +142,10 @@ def test_isotropic_annealing_base_is_standard_normal_on_the_models_dtype(name):
     assert torch.equal(base.mean, torch.zeros(NUM_VISIBLE, dtype=torch.float64))
     assert torch.equal(base.precision, torch.eye(NUM_VISIBLE, dtype=torch.float64))
     assert base.log_partition().item() == pytest.approx(0.5 * NUM_VISIBLE * math.log(2 * math.pi), abs=1e-12)
-    # the data-free default: N(0, I), unless the model draws exact samples to fit a base to
-    assert build(model)[1] == ("isotropic" if not model.samples_exactly else "student_t" if model.heavy_tailed else "fitted")
+    # the data-free default: N(0, I), unless a model of the continuous family draws exact samples to fit a base to (the
+    # Gaussian family's own paths start from N(0, I) without data)
+    fits_own_samples = model.samples_exactly and model.path_family == "continuous"
+    assert build(model)[1] == ("isotropic" if not fits_own_samples else "student_t" if model.heavy_tailed else "fitted")
 
 
 def test_fitted_annealing_base_is_the_regularised_maximum_likelihood_gaussian():

@@ -231,6 +231,10 @@ def test_tensorboard_true_without_the_package_is_one_error_line(tmp_path, capsys
     assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path}", *TINY, "tensorboard=true"])) == cli.EXIT_USAGE
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("error: tensorboard=true needs the tensorboard package")
+    # asked before the data are loaded: a data set that cannot load is not reached
+    missing_data = cli.compose("train", [f"run_dir={tmp_path / 'b'}", "dataset=binarized_mnist", f"data.root={tmp_path / 'nowhere'}", "tensorboard=true"])
+    assert cli.execute("train", missing_data) == cli.EXIT_USAGE
+    assert capsys.readouterr().err.strip().startswith("error: tensorboard=true needs the tensorboard package")
 
 
 def test_a_run_writes_metrics_csv_and_may_resume_with_it_turned_off(tmp_path):

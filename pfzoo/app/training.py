@@ -17,6 +17,7 @@ from pfzoo.app.config import resolve_device
 from pfzoo.app.run_pictures import training_pictures
 from pfzoo.estimators.base import BoundKind
 from pfzoo.models.capabilities import Capability
+from pfzoo.training.metrics_log import check_tensorboard
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     device = resolve_device(cfg.device)
     if cfg.final_num_test < 1:
         raise ValueError(f"final_num_test must be a positive number of test examples, got {cfg.final_num_test}")
+    check_tensorboard(cfg.tensorboard)  # before the data load, which can take minutes
     data = instantiate(cfg.dataset)
     init_generator = torch.Generator().manual_seed(cfg.seed)
     model = instantiate(cfg.model, num_visible=data.num_features, generator=init_generator).to(device)

@@ -19,6 +19,13 @@ CSV_FILE = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"
 
 
+def check_tensorboard(requested: bool) -> None:
+    """Refuse ``tensorboard=true`` in one line when the tensorboard package is missing (the app asks before loading data)."""
+    if requested and importlib.util.find_spec("tensorboard") is None:
+        raise ValueError("tensorboard=true needs the tensorboard package (pip install tensorboard); "
+                         "metrics.jsonl and metrics.csv need nothing")
+
+
 class MetricsLog:
     """The JSON-lines file ``<run_dir>/metrics.jsonl``: each line one epoch's record ``{"epoch": int, name: value, ...}``
     (``json.dumps`` of the record, so full precision and the record's key order).
@@ -34,9 +41,7 @@ class MetricsLog:
     def __init__(self, run_dir: str | os.PathLike, *, csv: bool = True, tensorboard: bool = False) -> None:
         self.path = Path(run_dir) / METRICS_FILE
         self.csv_path = Path(run_dir) / CSV_FILE if csv else None
-        if tensorboard and importlib.util.find_spec("tensorboard") is None:
-            raise ValueError("tensorboard=true needs the tensorboard package (pip install tensorboard); "
-                             "metrics.jsonl and metrics.csv need nothing")
+        check_tensorboard(tensorboard)
         self.tensorboard_dir = Path(run_dir) / TENSORBOARD_DIR if tensorboard else None
         self._columns: list[str] | None = None  # the CSV's header, once read or written
         self._writer = None  # the TensorBoard SummaryWriter, opened at the first record

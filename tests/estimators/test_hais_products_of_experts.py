@@ -158,13 +158,14 @@ def test_student_t_base_is_normalized_and_samples_its_density():
 def test_auto_base_follows_the_tails():
     gaussian = Gaussian(3)
     light = torch.randn(2000, 3, generator=torch.Generator().manual_seed(0))
-    assert choose_continuous_base(gaussian, None) == "isotropic"
+    assert choose_continuous_base(gaussian, None) == "fitted"  # fitted to its own exact samples
     assert choose_continuous_base(gaussian, light) == "fitted"
     cauchy = torch.randn(2000, 3, generator=torch.Generator().manual_seed(1)) / torch.randn(2000, 1, generator=torch.Generator().manual_seed(2))
     assert choose_continuous_base(gaussian, cauchy) == "fitted"  # a Gaussian model's tails are Gaussian, whatever the data
     assert choose_continuous_base(student_t_poe(dim=3), light) == "student_t"  # the model declares heavy tails
     user_energy = EnergyFunction(torch.nn.Linear(3, 1), num_visible=3)  # says nothing of its tails: judged by its data
     assert choose_continuous_base(user_energy, cauchy) == "student_t" and choose_continuous_base(user_energy, light) == "fitted"
+    assert choose_continuous_base(user_energy, None) == "isotropic"  # nothing to fit to: no data, no exact samples
 
 
 def test_complete_poe_samples_are_exact():

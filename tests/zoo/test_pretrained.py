@@ -15,12 +15,14 @@ from omegaconf import OmegaConf
 
 from pfzoo import app, cli, zoo
 from pfzoo.models import registered_models
+from pfzoo.studies.raise_table import MODELS as RAISE_TABLE_MODELS
 
 REPO = Path(__file__).resolve().parents[2]
 ZOO = REPO / "models"
 NAMES = zoo.list_pretrained(zoo_dir=ZOO)
 MODEL_CONFIGS = sorted(path.stem for path in (REPO / "conf" / "model").glob("*.yaml"))
 NOT_BETTER_THAN_INIT = {"gaussian", "gaussian_rbm"}  # whitened patches: N(0, I) is already (nearly) the optimum; see their cards
+RAISE_TABLE_RECIPES = {recipe for _, recipe in RAISE_TABLE_MODELS.values()}  # their cards are rendered by scripts/reproduce_raise.py
 
 
 def card(name):
@@ -55,7 +57,8 @@ def test_card_matches_its_checkpoint(name):
     assert measured["value"] < 0 and measured["kind"] and measured["estimator"]
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if card(n)["recipe"]["experiment"].startswith("zoo_")])
+@pytest.mark.parametrize("name", [n for n in NAMES if card(n)["recipe"]["experiment"].startswith("zoo_")
+                                  and card(n)["recipe"]["experiment"] not in RAISE_TABLE_RECIPES])
 def test_zoo_recipe_cards_render_their_readme_and_were_trained(name):
     data = card(name)
     assert (ZOO / name / zoo.CARD_FILE).read_text() == zoo.render_card(data).render()

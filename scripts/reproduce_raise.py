@@ -46,8 +46,8 @@ from pfzoo.studies.bracket_sweep import bracket_sweep
 from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
-    AIS_CHAINS, FIGURES, MODELS, SECTIONS, card_fields, comparable, hardware, label, measure, model_card, point_row, render_table, schedule_pilot, seeded,
-    training_record, zoo_folder,
+    AIS_CHAINS, FIGURES, MODELS, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, label, measure, model_card, point_row, render_table, schedule_pilot, seeded,
+    sweep_key, sweep_model, training_record, zoo_folder,
 )
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
 from pfzoo.zoo.cards import ACCURACY_METRIC, with_accuracy_section
@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="the machine that trained the runs, for the cards' training time (default: this machine)")
     parser.add_argument("--sweep-steps", type=int, nargs="+", help="also run AIS and RAISE at each of these K on --sweep-models")
     parser.add_argument("--sweep-models", nargs="+", choices=list(MODELS), default=["dbm-500-1000"])
+    parser.add_argument("--sweep-base", choices=list(SWEEP_BASES), default="base_rate",
+                        help="the sweep's initial distribution (a uniform sweep is stored beside the base-rate one)")
     parser.add_argument("--sweep-ais-chains", type=int, default=300)
     parser.add_argument("--sweep-raise-examples", type=int, default=20)
     parser.add_argument("--schedule-pilot", type=schedule_name, nargs="+", metavar="SCHEDULE",
@@ -164,12 +166,14 @@ def main(argv: list[str] | None = None) -> None:
             export(name, results, checkpoint, zoo_folder(name, args.export_zoo))
     for name in args.sweep_models if args.sweep_steps else ():
         s = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}
-        print(f"{name}: AIS and RAISE against K", flush=True)
+        print(f"{name}: AIS and RAISE against K ({SWEEP_BASES[args.sweep_base]})", flush=True)
         points = bracket_sweep(zoo.load(checkpoint_of(name), map_location=device), data.test, num_steps=args.sweep_steps,
                                ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"], raise_examples=s["sweep_raise_examples"],
-                               posterior_samples=s["posterior_samples"], base="base_rate", base_data=data.train,
+                               posterior_samples=s["posterior_samples"], base=args.sweep_base,
+                               base_data=data.train if args.sweep_base == "base_rate" else None,
                                generator=seeded(device, args.seed + 1), raise_generator=seeded(device, args.seed + 2))
-        store(results_file, results, "sweeps", name, {"settings": s, "rows": [point_row(p) for p in points], "measured_on": measured_on}, args.quick)
+        store(results_file, results, "sweeps", sweep_key(name, args.sweep_base),
+              {"settings": s, "rows": [point_row(p) for p in points], "measured_on": measured_on}, args.quick)
     for name in args.pilot_models if args.schedule_pilot else ():
         s = {**settings, "pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
@@ -208,10 +212,11 @@ def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     """Write ``<output>/table.md``; with ``zoo_dir`` also each model's card there (the checkpoints are left as they are)."""
     output.mkdir(parents=True, exist_ok=True)
     (output / "table.md").write_text(render_table(results))
-    for name, sweep in results.get("sweeps", {}).items():
+    for key, sweep in results.get("sweeps", {}).items():
+        (name, base), w = sweep_model(key), sweep["settings"]
         exact = results["models"].get(name, {}).get("estimates", {}).get("exact")
-        w = sweep["settings"]
-        sweep_figure(f"{label(name, results)}: AIS and RAISE against K", sweep["rows"], output / FIGURES / f"{name}-against-K.png",
+        sweep_figure(f"{label(name, results)}: AIS and RAISE against K ({SWEEP_BASES[base]})", sweep["rows"],
+                     output / FIGURES / f"{key}-against-K.png",
                      exact=None if exact is None else exact["mean"],
                      note=f"AIS {w['sweep_ais_chains']} chains; RAISE {w['raise_chains']} chains × the same {w['sweep_raise_examples']} test digits")
     print(f"wrote {output / 'table.md'}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))

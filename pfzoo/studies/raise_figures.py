@@ -28,7 +28,7 @@ def sweep_figure(title: str, rows: list[dict], path: str | Path, *, exact: float
     axis.set_xscale("log")
     axis.set_xticks(steps, [f"{k:,}" for k in steps])
     axis.minorticks_off()
-    axis.set_xlabel("K (intermediate distributions, linear β, base-rate initialisation)")
+    axis.set_xlabel("K (intermediate distributions, linear β)")  # the title names the initial distribution
     axis.set_ylabel("mean test log-likelihood (nats)")
     axis.set_title(title + (f"\n{note}" if note else ""), fontsize=10)
     axis.grid(alpha=0.3)

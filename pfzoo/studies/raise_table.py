@@ -36,6 +36,8 @@ MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "rais
 """Name → (table label, recipe in conf/experiment/)."""
 AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
 SECTIONS = ("models", "sweeps", "schedule_pilots", "heating")
+SWEEP_BASES = {"base_rate": "base-rate initialisation", "uniform": "uniform initialisation"}
+"""The initial distributions a sweep against K may anneal from, with the words the table uses for them."""
 FIGURES = "figures"  # beside table.md: <name>-against-K.png for every sweep
 """The parts of results.json that runs on other models add to rather than replace."""
 
@@ -48,6 +50,18 @@ def label(name: str, results: dict) -> str:
     if None in sizes or not sizes:
         return MODELS[name][0]
     return re.sub(r"\(\d+(–\d+)?\)", "(" + "–".join(str(size) for size in sizes) + ")", MODELS[name][0])
+
+
+def sweep_key(name: str, base: str) -> str:
+    """results.json's key of model ``name``'s sweep from ``base``: the name itself for base rates (the table's default
+    sweep, the one the model's card shows), ``name@uniform`` for the uniform start."""
+    return name if base == "base_rate" else f"{name}@{base}"
+
+
+def sweep_model(key: str) -> tuple[str, str]:
+    """The model name and initial distribution of sweep ``key`` (:func:`sweep_key` inverted)."""
+    name, _, base = key.partition("@")
+    return name, base or "base_rate"
 
 
 def family(name: str) -> str:
@@ -204,10 +218,11 @@ def render_table(results: dict) -> str:
             "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "
             "by the same chains (their errors are correlated): they understate CSL's error, by about 20× on a quick run (0.18 against 0.009)."))]
     text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []
-    for name, sweep in results.get("sweeps", {}).items():
-        w, exact_f = sweep["settings"], family(name) == "rbm"
-        text += ["", f"## {label(name, results)}: AIS and RAISE against K (base-rate initialisation)", "",
-                 f"![{label(name, results)}: AIS and RAISE against K]({FIGURES}/{name}-against-K.png)", "", *markdown_table(
+    for key, sweep in results.get("sweeps", {}).items():
+        (name, base), w = sweep_model(key), sweep["settings"]
+        exact_f = family(name) == "rbm"
+        text += ["", f"## {label(name, results)}: AIS and RAISE against K ({SWEEP_BASES[base]})", "",
+                 f"![{label(name, results)}: AIS and RAISE against K]({FIGURES}/{key}-against-K.png)", "", *markdown_table(
             ["K", "AIS", "log Ẑ (ESS)", "RAISE", "AIS − RAISE"], "rrrrr", [[f"{r['steps']:,}", pm(r, "ais"), f"{r['ais_log_z']:.2f} ({r['ais_ess']:.1f})",
                                                                             pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
             f"AIS: {w['sweep_ais_chains']} chains, log f(v) " + ("exact (hidden units summed out)" if exact_f else f"by importance sampling with "

@@ -7,7 +7,9 @@ import pytest
 
 from pfzoo import zoo
 from pfzoo.models import RBM
-from pfzoo.studies.raise_table import MODELS, card_fields, cell, describe_schedule, duration, label, render_table, training_record
+from pfzoo.studies.raise_table import (
+    MODELS, card_fields, cell, describe_schedule, duration, label, render_table, sweep_key, sweep_model, training_record,
+)
 
 RESULTS = Path(__file__).resolve().parents[2] / "estimators" / "raise"
 
@@ -15,6 +17,17 @@ RESULTS = Path(__file__).resolve().parents[2] / "estimators" / "raise"
 def test_the_stored_table_re_renders_from_its_results_json():
     results = json.loads((RESULTS / "results.json").read_text())
     assert render_table(results) == (RESULTS / "table.md").read_text()
+
+
+def test_a_uniform_sweep_is_stored_beside_the_base_rate_one_and_says_so():
+    assert sweep_key("cd1-500", "base_rate") == "cd1-500" and sweep_model("cd1-500") == ("cd1-500", "base_rate")
+    assert sweep_key("cd1-500", "uniform") == "cd1-500@uniform" and sweep_model("cd1-500@uniform") == ("cd1-500", "uniform")
+    results = json.loads((RESULTS / "results.json").read_text())
+    sweep = next(iter(results["sweeps"].values()))
+    results["sweeps"] = {"pcd-20": sweep, "pcd-20@uniform": sweep}
+    table = render_table(results)
+    assert "## PCD(20): AIS and RAISE against K (base-rate initialisation)" in table and "(figures/pcd-20-against-K.png)" in table
+    assert "## PCD(20): AIS and RAISE against K (uniform initialisation)" in table and "(figures/pcd-20@uniform-against-K.png)" in table
 
 
 def test_a_label_names_the_sizes_the_model_was_measured_with():

@@ -1,5 +1,6 @@
 """pilot_schedule: the candidate with the smallest |AIS − RAISE| on held-out data, on common random numbers."""
 
+import dataclasses
 import math
 
 import pytest
@@ -65,7 +66,8 @@ def test_points_are_the_bracket_sweep_over_the_candidates_with_the_same_streams(
                            raise_generator=torch.Generator().manual_seed(2), **kwargs)
     expected = bracket_sweep(model, data[:20], num_steps=30, schedules=["linear", "power:5"], generator=torch.Generator().manual_seed(1),
                              raise_generator=torch.Generator().manual_seed(2), **kwargs)
-    assert list(pilot.points) == expected
+    untimed = lambda points: [dataclasses.replace(point, seconds=0.0) for point in points]  # noqa: E731  wall time differs under load
+    assert untimed(pilot.points) == untimed(expected)
     assert pilot.chosen == min(expected, key=lambda p: abs(p.gap)).schedule
 
 

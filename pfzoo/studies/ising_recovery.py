@@ -8,13 +8,17 @@ for a fully visible binary model ``E(x) = -½ xᵀJx - b·x`` fitted to samples 
 
 Both average over *all* D(D−1)/2 pairs, so a lattice's non-neighbours (true coupling 0) count too. The true
 model of a spin-glass data set is :func:`pfzoo.data.spin_glass_model` with the data set's arguments.
+:class:`CorrelationTrace` follows ε_corr along training (Sohl-Dickstein et al. 2011, Fig. 2; thesis Fig. 3.2).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
+from pfzoo.data import sample_spin_glass
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.validation import check_matrix
 
@@ -58,3 +62,33 @@ def correlation_error(samples: Tensor, reference: Tensor) -> float:
     if model_moments.shape != data_moments.shape:
         raise ValueError(f"samples and reference must have the same width, got {samples.shape[1]} and {reference.shape[1]}")
     return (model_moments - data_moments.to(model_moments)).pow(2).mean().item()
+
+
+class CorrelationTrace:
+    """ε_corr of a model in training against ``reference [M, D]``, an epoch metric for :class:`~pfzoo.training.Trainer`.
+
+    Each measurement draws a fresh sample of the model (:func:`~pfzoo.data.sample_spin_glass` with ``num_samples``,
+    ``num_chains``, ``burn_in`` and ``thin``, from uniformly random starts), which costs far more than an L-BFGS step of a
+    small model; so it measures at log-spaced epochs (1, 2, 3, 4, 5, 7, 8, 10, 13, 16, 20, ... for ``growth`` 1.25, each at least that times
+    the last) and returns NaN at the epochs between. Every measurement draws from a generator seeded with ``seed``
+    (common random numbers: the curve's steps are the model's, not the sampler's). The trainer calls it once per
+    epoch, in order, so it counts epochs itself: use one instance per run, from epoch 1.
+    """
+
+    def __init__(self, reference: Tensor, *, num_samples: int, num_chains: int, burn_in: int, thin: int, seed: int,
+                 growth: float = 1.25):
+        check_matrix(reference, "reference")
+        if not growth > 1:
+            raise ValueError(f"growth must be above 1 (the ratio between measured epochs), got {growth!r}")
+        self.reference = reference
+        self.sampling = dict(num_chains=num_chains, burn_in=burn_in, thin=thin)
+        self.num_samples, self.seed, self.growth = num_samples, seed, growth
+        self._epoch, self._next = 0, 1.0
+
+    def __call__(self, model) -> float:
+        self._epoch += 1
+        if self._epoch < self._next:
+            return math.nan
+        self._next = max(self._next * self.growth, self._epoch + 1)
+        samples = sample_spin_glass(model, self.num_samples, **self.sampling, generator=torch.Generator(model.device).manual_seed(self.seed))
+        return correlation_error(samples, self.reference)

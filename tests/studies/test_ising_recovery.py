@@ -1,13 +1,20 @@
 """ε_J and ε_corr (thesis Table 3.1) against hand computations, and their input checks."""
 
+import importlib.util
 import itertools
+import json
+import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from pfzoo.data import spin_glass_model
+from pfzoo.data import sample_spin_glass, spin_glass_model
 from pfzoo.models import RBM, Ising
-from pfzoo.studies.ising_recovery import correlation_error, coupling_error, pair_moments, upper_pairs
+from pfzoo.studies.ising_recovery import CorrelationTrace, correlation_error, coupling_error, pair_moments, upper_pairs
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_upper_pairs_lists_the_entries_above_the_diagonal_row_by_row():
@@ -55,3 +62,56 @@ def test_bad_inputs_raise_value_error():
         pair_moments(torch.zeros(0, 3))
     with pytest.raises(ValueError, match="width"):
         correlation_error(torch.zeros(3, 3), torch.zeros(3, 4))
+
+
+def test_correlation_trace_measures_at_log_spaced_epochs_with_the_same_draws_each_time():
+    truth = spin_glass_model(kind="fully_connected", num_units=6, coupling_std=1.0, bias_std=0.5, seed=2)
+    reference = sample_spin_glass(truth, 400, burn_in=50, generator=torch.Generator().manual_seed(0))
+    trace = CorrelationTrace(reference, num_samples=300, num_chains=100, burn_in=20, thin=2, seed=7)
+    values = [trace(truth) for _ in range(30)]
+    measured = [epoch for epoch, value in enumerate(values, start=1) if not math.isnan(value)]
+    assert measured == [1, 2, 3, 4, 5, 7, 8, 10, 13, 16, 20, 25]
+    expected = correlation_error(sample_spin_glass(truth, 300, num_chains=100, burn_in=20, thin=2,
+                                                   generator=torch.Generator().manual_seed(7)), reference)
+    assert {values[epoch - 1] for epoch in measured} == {expected}  # the model did not change, nor did the draws
+    with pytest.raises(ValueError, match="growth"):
+        CorrelationTrace(reference, num_samples=10, num_chains=10, burn_in=1, thin=1, seed=0, growth=1.0)
+
+
+def _reproduce_ising(monkeypatch, *args):
+    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_ising_script", REPO / "scripts" / "reproduce_ising.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(sys, "argv", ["reproduce_ising.py", *args])
+    script.main()
+
+
+def test_reproduce_ising_fits_a_fully_connected_glass_with_correlation_traces(tmp_path, monkeypatch):
+    """A tiny Figure 3.2 run: every learner ends with a result, MPF's ε_corr curve has its log-spaced points, and the
+    report renders both pictures and the figure's section from results.json."""
+    monkeypatch.chdir(tmp_path)
+    _reproduce_ising(monkeypatch, "--kind", "fully_connected", "--num-units", "6", "--coupling-std", "1.0", "--bias-std", "0.5",
+                     "--num-samples", "400", "--burn-in", "20", "--cd-seconds", "0.3", "--max-lbfgs-steps", "6",
+                     "--model-samples", "200", "--correlation-trace", "--trace-samples", "100", "--threads", "1",
+                     "--out", str(tmp_path / "fc"))
+    record = json.loads((tmp_path / "fc" / "results.json").read_text())
+    assert set(record["results"]) == {"MPF", "pseudo-likelihood", "CD-1", "CD-10", "ratio matching", "GSM", "NCE", "PT-SML",
+                                      "MFT+TAP", "nMF"}
+    mpf_points = record["correlation_traces"]["MPF"]
+    assert len(mpf_points) == len([e for e in (1, 2, 3, 4, 5, 7, 8) if e <= record["results"]["MPF"]["iterations_or_epochs"]])
+    assert all(seconds > 0 and error >= 0 for seconds, error in mpf_points)
+    readme = (tmp_path / "fc" / "README.md").read_text()
+    assert "6-unit fully connected spin glass" in readme and "(thesis Figure 3.2)" in readme
+    assert "![ε_corr against training time](correlation.png)" in readme and "The figure's claim" in readme
+    assert (tmp_path / "fc" / "correlation.png").stat().st_size > 0 and (tmp_path / "fc" / "convergence.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("folder", ["sigma10", "fully_connected40"])
+def test_committed_ising_reports_rerender_from_their_results(folder, tmp_path, monkeypatch):
+    committed = REPO / "reports" / "ising" / folder
+    if not (committed / "results.json").exists():
+        pytest.skip(f"reports/ising/{folder} has no results.json")
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "results.json").write_text((committed / "results.json").read_text())
+    _reproduce_ising(monkeypatch, "--report-only", "--out", str(tmp_path / folder))
+    assert (tmp_path / folder / "README.md").read_text() == (committed / "README.md").read_text()

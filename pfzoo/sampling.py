@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -14,6 +15,24 @@ UNIFORM_BITS = 24
 BULK_DRAWS = 1 << 15
 """Fewest draws for which :func:`bernoulli_logits` takes its uniforms from :func:`uniform_integers` on the CPU: seeding
 a numpy generator costs about 15 µs, more than torch spends on a few thousand uniforms."""
+
+
+def eager_only(reason: str) -> Callable[[Callable], Callable]:
+    """``torch.compiler.disable(fn, reason=reason)`` applied when ``fn`` is reached under ``torch.compile``: a draw that a
+    compiled graph cannot hold runs eagerly there, and called eagerly ``fn`` runs as is. Decorating with
+    ``torch.compiler.disable`` itself would import ``torch._dynamo`` with this module, about 2 s of every process's
+    ``import pfzoo``, which eager work never needs."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            if torch.compiler.is_compiling():  # a flag read: no import in eager mode
+                return torch.compiler.disable(fn, reason=reason)(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return run
+
+    return decorate
 
 
 class ChainStreams:
@@ -66,7 +85,7 @@ class ChainStreams:
             bit_generator = self._bit_generators[block] = np.random.SFC64(seed)
         return bit_generator.random_raw((count + 1) // 2).view(np.int32)[:count]  # uint64: two 32-bit words each
 
-    @torch.compiler.disable(reason="numpy's SFC64 streams run on the host, outside a compiled graph")
+    @eager_only("numpy's SFC64 streams run on the host, outside a compiled graph")
     def integers(self, like: torch.Tensor) -> torch.Tensor:
         """Integers uniform on ``[0, 2²⁴)``, int32 CPU of the shape and memory layout of ``like [N, ...]`` (dense): each
         block's rows hold the next words of its SFC64 stream in the rows' memory order, as ``like``'s rows of that block
@@ -86,7 +105,7 @@ class ChainStreams:
         if len(shape) == 0 or shape[0] != self.num_rows:
             raise ValueError(f"{name} must have the streams' {self.num_rows} chains as its first dimension, got {tuple(shape)}")
 
-    @torch.compiler.disable(reason="one generator per block: a loop of draws outside a compiled graph")
+    @eager_only("one generator per block: a loop of draws outside a compiled graph")
     def concatenated(self, shape: torch.Size | tuple[int, ...], draw: Callable[[torch.Tensor, torch.Generator], torch.Tensor], *,
                      dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> torch.Tensor:
         """``draw(out, generator)`` filling each block's rows of one ``shape`` tensor (``out`` is the block's row slice,
@@ -178,7 +197,7 @@ def _below(integers: torch.Tensor, scaled: torch.Tensor, out_dtype: torch.dtype)
     return torch.lt(integers, scaled, out=torch.empty_like(scaled, dtype=out_dtype))
 
 
-@torch.compiler.disable(reason="a draw from an explicit torch.Generator, which torch.compile cannot trace")
+@eager_only("a draw from an explicit torch.Generator, which torch.compile cannot trace")
 def _uniform_like(like: torch.Tensor, generator: Generator) -> torch.Tensor:
     """Uniforms on ``[0, 1)`` of ``like``'s shape, dtype and memory layout, from ``generator``."""
     return torch.empty_like(like).uniform_(generator=generator)
@@ -200,7 +219,7 @@ def _blockwise_bernoulli_logits(logits: torch.Tensor, out_dtype: torch.dtype, st
     return _below(streams.integers(scaled), scaled, out_dtype)
 
 
-@torch.compiler.disable(reason="numpy's SFC64 stream runs on the host, outside a compiled graph")
+@eager_only("numpy's SFC64 stream runs on the host, outside a compiled graph")
 def uniform_integers(shape: torch.Size | tuple[int, ...], *, generator: Generator = None) -> torch.Tensor:
     """Independent integers uniform on ``[0, 2²⁴)``, int32 CPU ``shape``, from a stream seeded by one draw of ``generator``.
 

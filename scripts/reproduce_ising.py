@@ -59,7 +59,7 @@ from hydra.utils import instantiate
 from pfzoo.cli import compose
 from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
 from pfzoo.kernels import SwendsenWang
-from pfzoo.studies.ising_recovery import CorrelationTrace, correlation_error, coupling_error, upper_pairs
+from pfzoo.studies.ising_recovery import CorrelationTrace, correlation_error, coupling_error, nearly_constant_units, upper_pairs
 from pfzoo.studies.reporting import load_average, machine_description
 from pfzoo.training import fit_mean_field
 
@@ -205,6 +205,7 @@ def main() -> None:
           f"{sampling_seconds:.1f} s", flush=True)
     # ε_corr's floor: block-Gibbs samples of the true model itself, drawn as each learned model's are (seed + 9)
     floor = correlation_error(sample_spin_glass(truth, args.model_samples, **gibbs, generator=torch.Generator().manual_seed(args.seed + 9)), train)
+    constant_units = nearly_constant_units(train)  # their couplings are hardly determined by the sample (README)
     trace_sampling = dict(num_samples=args.trace_samples, **gibbs, seed=args.seed + 8)  # every point of every curve: the same draws
     trace_floor = CorrelationTrace(train, **trace_sampling)(truth) if args.correlation_trace else None
 
@@ -231,6 +232,8 @@ def main() -> None:
         samples = sample_spin_glass(model, args.model_samples, **gibbs, generator=torch.Generator().manual_seed(args.seed + 10 + index))
         results[name] = {"coupling_error": coupling_error(model, truth), "correlation_error": correlation_error(samples, train),
                          "seconds": trace[-1][0], "iterations_or_epochs": epochs}
+        if constant_units:
+            results[name]["coupling_error_without_constant_units"] = coupling_error(model, truth, excluding=constant_units)
         traces[name] = trace
         if args.correlation_trace:
             correlation_traces[name] = correlations or [(trace[-1][0], correlation_error(samples, train))]
@@ -246,6 +249,7 @@ def main() -> None:
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("out", "report_only")} | lbfgs,
         "sampling_seconds": sampling_seconds,
         "truth_correlation_error": floor,
+        "nearly_constant_units": {unit: train[:, unit].mean().item() for unit in constant_units},
         "results": results,
         "traces": traces,
     }
@@ -260,6 +264,31 @@ def error_at(trace: list, seconds: float) -> float:
     return [error for elapsed, error in trace if elapsed <= seconds][-1]
 
 
+def non_monotone_paths(settings: dict, results: dict, traces: dict) -> list[str]:
+    """A README paragraph (as a one-line list, or none) on the L-BFGS learners whose ε_J passed well below its end."""
+    overfit = [(name, *min(traces[name][1:], key=lambda point: point[1])) for name in ("MPF", "pseudo-likelihood", "ratio matching")
+               if name in traces and min(error for _, error in traces[name][1:]) < 0.9 * results[name]["coupling_error"]]
+    if not overfit:
+        return []
+    return ["ε_J is not monotone along the L-BFGS path: " + "; ".join(
+        f"{name} passes {error:.4f} at {seconds:.0f} s and ends at {results[name]['coupling_error']:.4f} after "
+        f"{results[name]['iterations_or_epochs']} steps" + (" (the cap)" if results[name]["iterations_or_epochs"] >= settings["max_lbfgs_steps"] else "")
+        for name, seconds, error in overfit) + " (the fully connected fit, unregularised, overfits the sample).\n"]
+
+
+def constant_units_paragraph(record: dict) -> list[str]:
+    """A README paragraph (or none) on the units the sample leaves nearly constant, with ε_J over the other pairs."""
+    units = record.get("nearly_constant_units") or {}
+    if not units:
+        return []
+    listed = ", ".join(f"{unit} (mean {mean:.5f})" for unit, mean in units.items())
+    others = ", ".join(f"{name} {result['coupling_error_without_constant_units']:.4f}" for name, result in record["results"].items()
+                       if "coupling_error_without_constant_units" in result)
+    return [f"Nearly constant units (the rarer value in at most 0.1 % of the {record['settings']['num_samples']} samples): {listed}. "
+            "The sample hardly determines their couplings, so an unregularised fit may move them far along directions the loss "
+            f"barely sees. ε_J over the pairs that touch none of them: {others}.\n"]
+
+
 def comparison(settings: dict, results: dict, traces: dict) -> str:
     """The README's section on how this run differs from the thesis's Table 3.1: MPF against pseudo-likelihood in both,
     then every setting that is not the thesis's (as far as the thesis states them), from a run's ``settings``."""
@@ -269,13 +298,7 @@ def comparison(settings: dict, results: dict, traces: dict) -> str:
         order = "below" if mpf["coupling_error"] < pl["coupling_error"] else "above"
         lines.append(f"MPF's ε_J ({mpf['coupling_error']:.4f}) is {order} pseudo-likelihood's ({pl['coupling_error']:.4f}); in the "
                      "thesis MPF's (0.0172) is below pseudo-likelihood's (0.0582), at a thirteenth of its time.\n")
-    overfit = [(name, *min(traces[name][1:], key=lambda point: point[1])) for name in ("MPF", "pseudo-likelihood", "ratio matching")
-               if name in traces and min(error for _, error in traces[name][1:]) < 0.9 * results[name]["coupling_error"]]
-    if overfit:
-        lines.append("ε_J is not monotone along the L-BFGS path: " + "; ".join(
-            f"{name} passes {error:.4f} at {seconds:.0f} s and ends at {results[name]['coupling_error']:.4f} after "
-            f"{results[name]['iterations_or_epochs']} steps" + (" (the cap)" if results[name]["iterations_or_epochs"] >= settings["max_lbfgs_steps"] else "")
-            for name, seconds, error in overfit) + " (the fully connected fit, unregularised, overfits the sample).\n")
+    lines += non_monotone_paths(settings, results, traces)
     tap, naive = results.get("MFT+TAP", {}), results.get("nMF", {})
     if "coupling_error" in tap:
         lines.append(f"MFT+TAP, which the thesis reports as failing, gives ε_J {tap['coupling_error']:.4f} (nMF "
@@ -366,7 +389,7 @@ def correlation_section(record: dict) -> str:
     )
 
 
-def figure_differences(settings: dict) -> str:
+def figure_differences(settings: dict, results: dict, traces: dict) -> str:
     """The README's section on what a fully connected run takes from where, and what is ours."""
     num_units = settings.get("num_units") or settings["side"] ** 2
     scale = 3 * math.sqrt(2 / num_units)
@@ -381,6 +404,7 @@ def figure_differences(settings: dict) -> str:
         + (" (this run's)" if abs(settings["coupling_std"] - scale) < 1e-3 else f" (this run: σ = {settings['coupling_std']:g}, "
            f"bias σ = {settings.get('bias_std', 0):g})") + ".",
         "",
+        *non_monotone_paths(settings, results, traces),
         "Settings that are ours:",
         "",
         f"- {settings['num_samples']} training samples from 1000 parallel chains ({settings['burn_in']} burn-in, thinning "
@@ -443,8 +467,8 @@ def write_report(record: dict, out: Path) -> None:
         + (f" (the true model's own samples give {record['truth_correlation_error']:.2e}, the floor set by sampling noise)"
            if "truth_correlation_error" in record else "") + ". Seconds: training time only.\n\n"
         f"{header}\n{figure}\n" + "\n".join(rows) + "\n\n"
-        "![ε_J against training time](convergence.png)\n\n" + correlations
-        + (comparison(settings, results, traces) if lattice else figure_differences(settings))
+        "![ε_J against training time](convergence.png)\n\n" + "\n".join(constant_units_paragraph(record)) + correlations
+        + (comparison(settings, results, traces) if lattice else figure_differences(settings, results, traces))
     )
     print(f"wrote {out}/README.md, convergence.png" + (", correlation.png" if correlations else ""))
 

@@ -14,6 +14,7 @@ model of a spin-glass data set is :func:`pfzoo.data.spin_glass_model` with the d
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import torch
 from torch import Tensor
@@ -36,8 +37,10 @@ def _couplings(model, name: str) -> Tensor:
     return model.symmetric_coupling.detach()
 
 
-def coupling_error(model, truth) -> float:
-    """ε_J: the mean square error of ``model``'s couplings against ``truth``'s over all pairs ``i < j``.
+def coupling_error(model, truth, *, excluding: Sequence[int] = ()) -> float:
+    """ε_J: the mean square error of ``model``'s couplings against ``truth``'s over all pairs ``i < j``, or over the pairs
+    that touch no unit of ``excluding`` (e.g. :func:`nearly_constant_units` of the data, whose couplings a finite sample
+    hardly determines).
 
     Both are Ising-family models of the same D (:attr:`Capability.PAIRWISE_COUPLINGS`); the difference
     is taken in the wider of their dtypes, on ``model``'s device.
@@ -45,7 +48,24 @@ def coupling_error(model, truth) -> float:
     learned, true = _couplings(model, "model"), _couplings(truth, "truth")
     if learned.shape != true.shape:
         raise ValueError(f"model and truth must have the same number of units, got {learned.shape[0]} and {true.shape[0]}")
-    return (upper_pairs(learned) - upper_pairs(true.to(learned.device))).pow(2).mean().item()
+    keep = torch.ones(learned.shape[0], dtype=torch.bool)
+    for unit in excluding:
+        if not 0 <= unit < learned.shape[0]:
+            raise ValueError(f"excluding must hold unit indices in [0, {learned.shape[0]}), got {unit!r}")
+        keep[unit] = False
+    if int(keep.sum()) < 2:
+        raise ValueError(f"excluding leaves fewer than two units of {learned.shape[0]}: no pair is left to compare")
+    difference = (learned - true.to(learned.device))[keep][:, keep.to(learned.device)]
+    return upper_pairs(difference).pow(2).mean().item()
+
+
+def nearly_constant_units(samples: Tensor, *, fraction: float = 1e-3) -> list[int]:
+    """The units of binary ``samples [N, D]`` whose rarer value takes at most ``fraction`` of the rows: the data say
+    little about their couplings, which an unregularised fit may move far along a direction the loss hardly sees."""
+    check_matrix(samples, "samples")
+    ones = samples.sum(0)
+    rarer = torch.minimum(ones, samples.shape[0] - ones)
+    return torch.nonzero(rarer <= fraction * samples.shape[0]).flatten().tolist()
 
 
 def pair_moments(samples: Tensor) -> Tensor:

@@ -12,7 +12,14 @@ import torch
 
 from pfzoo.data import sample_spin_glass, spin_glass_model
 from pfzoo.models import RBM, Ising
-from pfzoo.studies.ising_recovery import CorrelationTrace, correlation_error, coupling_error, pair_moments, upper_pairs
+from pfzoo.studies.ising_recovery import (
+    CorrelationTrace,
+    correlation_error,
+    coupling_error,
+    nearly_constant_units,
+    pair_moments,
+    upper_pairs,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,6 +44,29 @@ def test_coupling_error_reads_the_symmetric_couplings_of_float64_models():
     learned, true = model.symmetric_coupling.detach(), truth.symmetric_coupling.detach().double()
     by_hand = sum((learned[i, j] - true[i, j]).item() ** 2 for i, j in itertools.combinations(range(5), 2)) / 10
     assert coupling_error(model, truth) == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_coupling_error_excluding_units_averages_only_the_pairs_that_touch_none_of_them():
+    g = torch.Generator().manual_seed(4)
+    model, truth = Ising(5, init_std=1.0, generator=g).double(), Ising(5, init_std=1.0, generator=g).double()
+    learned, true = model.symmetric_coupling.detach(), truth.symmetric_coupling.detach()
+    pairs = [(i, j) for i, j in itertools.combinations(range(5), 2) if 1 not in (i, j) and 3 not in (i, j)]
+    by_hand = sum((learned[i, j] - true[i, j]).item() ** 2 for i, j in pairs) / len(pairs)
+    assert coupling_error(model, truth, excluding=[1, 3]) == pytest.approx(by_hand, rel=1e-12)
+    with pytest.raises(ValueError, match="excluding"):
+        coupling_error(model, truth, excluding=[5])
+    with pytest.raises(ValueError, match="excluding"):
+        coupling_error(model, truth, excluding=[0, 1, 2, 3])
+
+
+def test_nearly_constant_units_are_those_whose_rarer_value_is_within_the_fraction():
+    samples = torch.zeros(1000, 4)
+    samples[:, 1] = 1.0
+    samples[:1, 1] = 0.0  # unit 1: one zero in 1000 rows
+    samples[:2, 2] = 1.0  # unit 2: two ones
+    samples[:500, 3] = 1.0
+    assert nearly_constant_units(samples, fraction=1e-3) == [0, 1]
+    assert nearly_constant_units(samples, fraction=2e-3) == [0, 1, 2]
 
 
 def test_pair_moments_and_correlation_error_match_loops():

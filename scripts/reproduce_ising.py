@@ -83,6 +83,7 @@ LEARNERS = {
     "NCE": ("ising_nce", torch.float32, 4),
     "PT-SML": ("ising_pt", torch.float32, 5),
 }
+SAMPLER_NAMES = {"gibbs": "block-Gibbs", "swendsen_wang": "Swendsen–Wang"}
 CLOSED_FORM = {"MFT+TAP": "tap", "nMF": "naive"}  # learner: fit_mean_field's correction (float64, no trainer)
 
 
@@ -286,7 +287,7 @@ def constant_units_paragraph(record: dict) -> list[str]:
                        if "coupling_error_without_constant_units" in result)
     return [f"Nearly constant units (the rarer value in at most 0.1 % of the {record['settings']['num_samples']} samples): {listed}. "
             "The sample hardly determines their couplings, so an unregularised fit may move them far along directions the loss "
-            f"barely sees. ε_J over the pairs that touch none of them: {others}.\n"]
+            f"barely sees. ε_J over the pairs that touch none of them: {others}.\n\n"]
 
 
 def comparison(settings: dict, results: dict, traces: dict) -> str:
@@ -381,7 +382,8 @@ def correlation_section(record: dict) -> str:
         "## ε_corr against training time (thesis Figure 3.2)\n\n"
         f"Each point: {settings['trace_samples']} block-Gibbs samples of the learned model (burn-in and thinning as the data's, "
         "the same random numbers at every point), at log-spaced epochs, outside the timed region. Dashed: the true model's "
-        f"own samples drawn the same way ({floor:.2e}, the floor sampling noise sets).\n\n"
+        f"own samples drawn the same way ({floor:.2e}, the floor sampling noise sets). A fit can pass below it: it matches the "
+        "training sample's moments, which the true model matches only up to that sample's noise.\n\n"
         "![ε_corr against training time](correlation.png)\n\n"
         f"| learner | lowest ε_corr | seconds to reach 2 × floor ({bound:.2e}) |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
         + ("Order of reaching it: " + " < ".join(name for _, name in order) + ".\n\n" if order else "")
@@ -408,7 +410,7 @@ def figure_differences(settings: dict, results: dict, traces: dict) -> str:
         "Settings that are ours:",
         "",
         f"- {settings['num_samples']} training samples from 1000 parallel chains ({settings['burn_in']} burn-in, thinning "
-        f"{settings['thin']} {settings.get('sampler', 'gibbs').replace('_', '–')} steps); the released demo draws 10,000 from one random-scan Gibbs "
+        f"{settings['thin']} {SAMPLER_NAMES[settings.get('sampler', 'gibbs')]} steps); the released demo draws 10,000 from one random-scan Gibbs "
         "chain (burn-in 100 D, 10 D single-site steps apart) at D = 50",
         "- ε_corr: the mean square error of the raw moments ⟨x_i x_j⟩ (i < j); the released demo compares correlation "
         "coefficients, and the thesis's axis may use another norm",
@@ -429,7 +431,7 @@ def write_report(record: dict, out: Path) -> None:
     lattice = kind == "lattice"
     title = f"{describe_glass(kind, side, num_units)[2:]}, {num_samples} samples" + (
         f", σ = {settings['coupling_std']:g}" if settings["coupling_std"] != 1 else "")
-    sampler = {"gibbs": "block-Gibbs", "swendsen_wang": "Swendsen–Wang"}[settings.get("sampler", "gibbs")]
+    sampler = SAMPLER_NAMES[settings.get("sampler", "gibbs")]
     biases = ("−½ J𝟙 (zero field on the ±1 spins)" if settings.get("zero_field_biases")
               else f"b_i ~ N(0, {settings['bias_std']:g}²)" if settings.get("bias_std") else "0")
     couplings = (f"periodic {side}×{side} lattice, nearest neighbours J_ij ~ N(0, {settings['coupling_std']}²)" if lattice

@@ -44,12 +44,13 @@ def _setting(name: str) -> property:
 
 def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
     """The parameters the L2 penalty ``weight_decay`` acts on: those whose name ends in ``weight`` (an RBM's ``weight``,
-    a DBN's ``rbms.<i>.weight``, an mcRBM's ``mean_weight``) and the members of a parameter list named ``weights`` (a
-    DBM's ``weights.<i>``)."""
+    a DBN's ``rbms.<i>.weight``, an mcRBM's ``mean_weight``), the members of a parameter list named ``weights`` (a
+    DBM's ``weights.<i>``) and pair couplings named ``coupling`` (an Ising model's or a Hopfield network's ``J``: on a
+    finite sample a unit that is nearly constant leaves its couplings nearly undetermined, and the penalty pins them)."""
     chosen = []
     for name, parameter in model.named_parameters():
         parent, _, leaf = name.rpartition(".")
-        if leaf.endswith("weight") or (leaf.isdigit() and parent.rpartition(".")[2] == "weights"):
+        if leaf.endswith("weight") or leaf == "coupling" or (leaf.isdigit() and parent.rpartition(".")[2] == "weights"):
             chosen.append(parameter)
     return chosen
 
@@ -228,7 +229,7 @@ class Trainer:
         weights = decayed_weights(model)
         if self.weight_decay and not weights:
             raise ValueError(f"weight_decay must be 0 for {type(model).__name__}: it decays weight matrices (parameters named "
-                             f"'*weight' or 'weights.<i>') and {type(model).__name__} has none "
+                             f"'*weight', 'weights.<i>' or 'coupling') and {type(model).__name__} has none "
                              f"({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)

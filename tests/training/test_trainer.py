@@ -322,17 +322,18 @@ def test_metrics_rows_limits_the_per_epoch_diagnostics_to_the_first_rows(tmp_pat
 
 
 def test_weight_decay_on_a_model_without_weights_is_refused_in_one_line(tmp_path):
-    from factories import random_ising
+    from factories import random_gaussian
 
-    data = DataSplits("spins", torch.bernoulli(torch.full((40, 4), 0.5), generator=torch.Generator().manual_seed(0)),
-                      torch.zeros(4, 4))
-    with pytest.raises(ValueError, match="weight_decay must be 0 for Ising: it decays weight matrices"):
-        Trainer(CD(), run_dir=tmp_path, epochs=1, progress=False, weight_decay=0.1).fit(random_ising(4, dtype=torch.float32), data)
+    from pfzoo.training import ScoreMatching
+
+    data = DataSplits("reals", torch.randn(40, 3, generator=torch.Generator().manual_seed(0)), torch.zeros(4, 3))
+    with pytest.raises(ValueError, match="weight_decay must be 0 for Gaussian: it decays weight matrices"):
+        Trainer(ScoreMatching(), run_dir=tmp_path, epochs=1, progress=False, weight_decay=0.1).fit(random_gaussian(3, dtype=torch.float32), data)
     assert not (tmp_path / "metrics.jsonl").exists()
 
 
 def test_weight_decay_acts_on_every_weight_matrix_and_on_nothing_else():
-    from factories import random_dbm, random_dbn, random_mcrbm
+    from factories import random_dbm, random_dbn, random_hopfield, random_ising, random_mcrbm
 
     from pfzoo.training.trainer import decayed_weights
 
@@ -344,3 +345,5 @@ def test_weight_decay_acts_on_every_weight_matrix_and_on_nothing_else():
     assert names(random_dbm([4, 3, 2])) == ["weights.0", "weights.1"]
     assert names(random_dbn([4, 3, 2])) == ["rbms.0.weight", "rbms.1.weight"]
     assert names(random_mcrbm()) == ["mean_weight"]
+    assert names(random_ising(4)) == ["coupling"]
+    assert names(random_hopfield(4)) == ["coupling"]

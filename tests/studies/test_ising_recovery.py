@@ -136,12 +136,12 @@ def test_reproduce_ising_fits_a_fully_connected_glass_with_correlation_traces(tm
     assert (tmp_path / "fc" / "correlation.png").stat().st_size > 0 and (tmp_path / "fc" / "convergence.png").stat().st_size > 0
 
 
-@pytest.mark.parametrize("folder", ["sigma10", "fully_connected40"])
+@pytest.mark.parametrize("folder", ["sigma10", "fully_connected40", "fully_connected40/weight_decay"])
 def test_committed_ising_reports_rerender_from_their_results(folder, tmp_path, monkeypatch):
     committed = REPO / "reports" / "ising" / folder
     if not (committed / "results.json").exists():
         pytest.skip(f"reports/ising/{folder} has no results.json")
-    (tmp_path / folder).mkdir()
+    (tmp_path / folder).mkdir(parents=True)
     (tmp_path / folder / "results.json").write_text((committed / "results.json").read_text())
     _reproduce_ising(monkeypatch, "--report-only", "--out", str(tmp_path / folder))
     assert (tmp_path / folder / "README.md").read_text() == (committed / "README.md").read_text()

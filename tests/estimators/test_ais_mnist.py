@@ -162,43 +162,60 @@ def test_raise_and_ais_agree_with_exact_within_a_nat_at_10k_steps(trained):
     assert csl.mean < exact_mean - 10.0, f"{trained.name}: CSL {csl.mean:.2f}, exact {exact_mean:.2f}"
 
 
-def exact_rbm_samples(model: RBM, num_samples: int, generator: torch.Generator) -> tuple[torch.Tensor, float]:
-    """``[num_samples, V]`` independent exact draws from a small-hidden RBM: ``h`` from its marginal
-    ``p(h) ∝ exp(c·h) Π_i (1 + exp((Wh + b)_i))`` by enumerating all 2^H hidden states, then ``v ~ p(v | h)``; and the
-    exact log Z, the log-sum of that marginal (one enumeration serves both: each takes tens of seconds at H = 20)."""
+@dataclass(frozen=True)
+class EnumeratedRBM:
+    """A small-hidden RBM with the log of its hidden marginal ``p(h) ∝ exp(c·h) Π_i (1 + exp((Wh + b)_i))`` at every one of
+    its 2^H hidden states, float64 ``[2^H]`` (state ``n`` has bit ``j`` of ``n`` as ``h_j``): exact log Z and exact draws
+    from one enumeration, which takes tens of seconds at H = 20."""
+
+    model: RBM
+    log_marginal: torch.Tensor
+
+    @property
+    def log_z(self) -> float:
+        return torch.logsumexp(self.log_marginal, 0).item()
+
+    def samples(self, num_samples: int, generator: torch.Generator) -> torch.Tensor:
+        """``[num_samples, V]`` independent exact draws: ``h`` from its marginal, then ``v ~ p(v | h)``."""
+        codes = torch.multinomial(torch.softmax(self.log_marginal, 0), num_samples, replacement=True, generator=generator)
+        hidden = ((codes[:, None] >> torch.arange(self.model.num_hidden)) & 1).to(self.model.weight.dtype)
+        return self.model.draw_visible(hidden, generator=generator)
+
+
+@pytest.fixture(scope="module")
+def zoo_cd1_20() -> EnumeratedRBM:
+    """The zoo's CD1(20) RBM, enumerated once for the tests below."""
+    model = zoo.load(REPO / "models" / "rbm-binarized_mnist-cd1-20" / "checkpoint.pt").requires_grad_(False)
     weight, visible_bias, hidden_bias = model.weight.double(), model.visible_bias.double(), model.hidden_bias.double()
     bits = torch.arange(model.num_hidden)
     log_marginal = []
     for codes in torch.arange(2 ** model.num_hidden).split(2 ** 16):
         states = ((codes[:, None] >> bits) & 1).double()
         log_marginal.append(states @ hidden_bias + F.softplus(states @ weight.T + visible_bias).sum(-1))
-    log_marginal = torch.cat(log_marginal)
-    codes = torch.multinomial(torch.softmax(log_marginal, 0), num_samples, replacement=True, generator=generator)
-    hidden = ((codes[:, None] >> bits) & 1).to(model.weight.dtype)
-    return model.draw_visible(hidden, generator=generator), torch.logsumexp(log_marginal, 0).item()
+    return EnumeratedRBM(model, torch.cat(log_marginal))
 
 
-def test_raise_stays_below_exact_on_samples_of_the_model(shared_data_root):
+def test_raise_stays_below_exact_on_samples_of_the_model(zoo_cd1_20, shared_data_root):
     """E_{v~p}[log p_ann(v)] = E_p[log p(v)] − KL(p ‖ p_ann), so on exact samples of the model RAISE's mean must not exceed
     the exact mean, whatever the annealing model does elsewhere. The zoo's CD1(20) RBM is the discriminating case: on test
     digits its RAISE at K = 10⁴ is ~3.9 nats *above* exact (its annealing model fits digits better than it does)."""
-    model = zoo.load(REPO / "models" / "rbm-binarized_mnist-cd1-20" / "checkpoint.pt").requires_grad_(False)
-    samples, log_z = exact_rbm_samples(model, 30, torch.Generator().manual_seed(0))
-    exact_mean = model.unnormalized_log_prob(samples).double().mean().item() - log_z
+    model = zoo_cd1_20.model
+    samples = zoo_cd1_20.samples(30, torch.Generator().manual_seed(0))
+    exact_mean = model.unnormalized_log_prob(samples).double().mean().item() - zoo_cd1_20.log_z
     estimate = RAISE(num_chains=10, num_steps=10_000, base="base_rate").log_likelihood(
         model, samples, base_data=binarized_mnist(shared_data_root).train, generator=torch.Generator().manual_seed(1)
     )
     assert estimate.mean <= exact_mean + K_SIGMA * estimate.stderr, (estimate.mean, estimate.stderr, exact_mean)
 
 
-def test_power_schedule_shrinks_raise_excess_on_the_zoo_cd1_model(shared_data_root):
+def test_power_schedule_shrinks_raise_excess_on_the_zoo_cd1_model(zoo_cd1_20, shared_data_root):
     """The annealing model of the zoo's CD1(20) RBM beats the RBM on test digits by ~3.8 nats with a linear schedule at
     K = 10⁴; spending the steps near β = 1 (β_k = 1 − (1 − k/K)^5) takes most of that away (1.4 nats on 300 digits,
     `reports/raise_cd1`). Same digits, same seeds: the paired difference is the schedule's doing."""
-    model = zoo.load(REPO / "models" / "rbm-binarized_mnist-cd1-20" / "checkpoint.pt").requires_grad_(False)
+    model = zoo_cd1_20.model
     data = binarized_mnist(shared_data_root)
     digits = data.test[torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(7))[:30]]
-    exact = model.unnormalized_log_prob(digits).double() - model.log_partition().double()
+    exact = model.unnormalized_log_prob(digits).double() - zoo_cd1_20.log_z
     excess = {}
     for schedule in ("linear", "power:5"):
         estimate = RAISE(num_chains=10, num_steps=10_000, schedule=schedule, base="base_rate").log_likelihood(

@@ -451,12 +451,10 @@ def write_report(record: dict, out: Path) -> None:
         for name, r in results.items()
     ]
     header = "| learner | ε_J | ε_J at MPF's time | ε_corr | seconds | L-BFGS steps / CD epochs |" + (" thesis ε_J | thesis seconds |" if lattice else "")
-    figure = "\n".join(["|---"] * (8 if lattice else 6)).replace("\n", "") + "|"
+    separator = "|---" * (8 if lattice else 6) + "|"
     correlations = correlation_section(record | {"out": out}) if "correlation_traces" in record else ""
     (out / "README.md").write_text(
-        f"# Learning {describe_glass(kind, side, num_units)}, {num_samples} samples"
-        + (f", σ = {settings['coupling_std']:g}" if settings["coupling_std"] != 1 else "")
-        + f" (thesis {'Table 3.1' if lattice else 'Figure 3.2'})\n\n"
+        f"# Learning {describe_glass(kind, side, num_units)[0]} {title} (thesis {'Table 3.1' if lattice else 'Figure 3.2'})\n\n"
         f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {record['threads']} threads, "
         f"load average {record['load_average']}).\n\n"
         f"True couplings: {couplings}, biases {biases}, units in {{0, 1}}. Training data: {num_samples} {sampler} samples from "
@@ -474,7 +472,7 @@ def write_report(record: dict, out: Path) -> None:
         f"{settings['model_samples']} block-Gibbs samples of the learned model against the training data"
         + (f" (the true model's own samples give {record['truth_correlation_error']:.2e}, the floor set by sampling noise)"
            if "truth_correlation_error" in record else "") + ". Seconds: training time only.\n\n"
-        f"{header}\n{figure}\n" + "\n".join(rows) + "\n\n"
+        f"{header}\n{separator}\n" + "\n".join(rows) + "\n\n"
         "![ε_J against training time](convergence.png)\n\n" + "\n".join(constant_units_paragraph(record)) + correlations
         + (comparison(settings, results, traces) if lattice else figure_differences(settings, results, traces))
     )

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU checks in one pass, each part under its own time limit so that one slow part cannot take the others with it:
-#   OUT=DIR DATA_ARCHIVE=DIR WHEELS=DIR [PARTS="pytest bench dbm dbn raise"] [DBM_SECONDS=110] [DBN_SECONDS=110] bash scripts/gpu_checks.sh [budget s, default 540]
+#   OUT=DIR DATA_ARCHIVE=DIR WHEELS=DIR [PARTS="pytest bench dbm dbn raise"] [PYTEST_SECONDS=170] [DBM_SECONDS=110] [DBN_SECONDS=110] bash scripts/gpu_checks.sh [budget s, default 540]
 # Parts, in this order, each skipped unless named in PARTS (default: pytest bench dbm raise):
 # pytest: `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps), whole log kept;
 # bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
-# dbm:    the zoo DBM recipe resumed on CUDA from its committed state for DBM_SECONDS (about 4.5 s per epoch on an H200);
 # dbn:    the zoo DBN recipe (layer 1 on the zoo's CD25(500)) resumed on CUDA from zoo/training/dbn-binarized_mnist, or
 #         started there when no state is committed yet, for DBN_SECONDS;
+# dbm:    the zoo DBM recipe resumed on CUDA from its committed state for DBM_SECONDS (about 4.5 s per epoch on an H200;
+#         DBM_SECONDS=rest: until 15 s before the budget ends);
 # raise:  scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models on as many models as the time left allows.
 # A 15-minute lease leaves about 9 minutes of commands: e.g. PARTS="pytest dbm" DBM_SECONDS=400 to push the DBM on.
 # Everything it writes lands in $OUT (logs, JSON, tars of the advanced DBM and DBN runs: copy their contents back into
@@ -36,7 +37,7 @@ wants() { [[ " $parts " == *" $1 "* ]]; }
 
 if wants pytest; then
 log "pytest -m cuda"
-timeout 170 python3 -m pytest -m cuda -q -n 8 -p no:cacheprovider tests > "$out/pytest_cuda.log" 2>&1
+timeout "${PYTEST_SECONDS:-170}" python3 -m pytest -m cuda -q -n 8 -p no:cacheprovider tests > "$out/pytest_cuda.log" 2>&1
 log "pytest: $(tail -n 1 "$out/pytest_cuda.log")"
 fi
 
@@ -51,20 +52,21 @@ for case in poe_hais rbm_naive_mcmc rbm_ais dbm_ais rbm_raise rbm_ais_small rbm_
 done
 fi
 
-if wants dbm; then
-log "zoo DBM recipe on cuda, resumed from zoo/training/dbm-binarized_mnist"
-cp -r zoo/training/dbm-binarized_mnist /tmp/dbm-run
-timeout "${DBM_SECONDS:-110}" python3 scripts/train.py +experiment=zoo_dbm_500_1000 run_dir=/tmp/dbm-run resume=true device=cuda > "$out/dbm_train.log" 2>&1
-log "dbm: exit $? after $(grep -c . /tmp/dbm-run/metrics.jsonl) metric lines"
-tar -C /tmp -cf "$out/dbm-run.tar" dbm-run
-fi
-
 if wants dbn; then
 log "zoo DBN recipe on cuda, from zoo/training/dbn-binarized_mnist"
 mkdir -p /tmp/dbn-run && { [ -d zoo/training/dbn-binarized_mnist ] && cp -r zoo/training/dbn-binarized_mnist/. /tmp/dbn-run/; }
 timeout "${DBN_SECONDS:-110}" python3 scripts/train.py +experiment=zoo_dbn_500_2000 run_dir=/tmp/dbn-run resume=true device=cuda > "$out/dbn_train.log" 2>&1
 log "dbn: exit $? after $(cat /tmp/dbn-run/layer*/metrics.jsonl 2>/dev/null | grep -c .) epoch lines in the layers' metrics"
 tar -C /tmp -cf "$out/dbn-run.tar" dbn-run
+fi
+
+if wants dbm; then
+log "zoo DBM recipe on cuda, resumed from zoo/training/dbm-binarized_mnist"
+cp -r zoo/training/dbm-binarized_mnist /tmp/dbm-run
+dbm_seconds=${DBM_SECONDS:-110}; [ "$dbm_seconds" = rest ] && dbm_seconds=$(( $(left) - 15 ))
+timeout "$dbm_seconds" python3 scripts/train.py +experiment=zoo_dbm_500_1000 run_dir=/tmp/dbm-run resume=true device=cuda > "$out/dbm_train.log" 2>&1
+log "dbm: exit $? after $(grep -c . /tmp/dbm-run/metrics.jsonl) metric lines"
+tar -C /tmp -cf "$out/dbm-run.tar" dbm-run
 fi
 
 if wants raise; then

@@ -6,8 +6,9 @@ as ``ValueError`` (bad values, a model lacking what an estimator or trainer need
 (training diverged under the given settings), ``FileNotFoundError`` (a missing checkpoint or data file),
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
 instantiation errors (a ``-m`` sweep's included). All of them reach :func:`report_error` as :func:`one_line` of the
-error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. ``pfzoo-torchrun`` (``python -m pfzoo
-torchrun``, :func:`torchrun_main`) is ``torchrun`` keeping that promise when the workers exit 2. ``python -m pfzoo
+error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. Under ``torchrun`` the
+workers mark the error for the torchrun process (:mod:`pfzoo.torchrun`), which then exits 2 with the one line alone;
+``pfzoo-torchrun`` (``python -m pfzoo torchrun``, :func:`torchrun_main`) does the same without the installed entry point. ``python -m pfzoo
 --help`` lists the commands (:data:`COMMANDS`), ``--version`` names the version; a ``-m`` sweep ends with a table of its
 jobs (:mod:`pfzoo.app.sweep`), printed and written as ``summary.csv`` in the sweep's folder.
 """
@@ -36,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from pfzoo import app, distributed
+from pfzoo import torchrun as torchrun_promise
 from pfzoo.app import config_dir, sweep
 
 TASKS = ("train", "evaluate")
@@ -45,7 +47,7 @@ COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is th
     "torchrun": "torchrun with the one-line error promise kept: python -m pfzoo torchrun [options] scripts/train.py ...",
 }
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
-EXIT_USAGE = 2
+EXIT_USAGE = torchrun_promise.EXIT_USAGE  # what a user error exits with, under torchrun too
 
 logger = logging.getLogger("pfzoo")
 
@@ -130,6 +132,7 @@ def report_error(message: str) -> None:
     until it has (torchrun stops the other ranks as soon as one exits with an error)."""
     if distributed.rank() == 0:
         print(f"error: {message}", file=sys.stderr)
+    torchrun_promise.mark_user_error(message)
     distributed.synchronize()
 
 
@@ -286,36 +289,22 @@ def rank_overrides(task: str, argv: Sequence[str]) -> list[str]:
 
 
 def torchrun_main(argv: Sequence[str] | None = None) -> NoReturn:
-    """``pfzoo-torchrun [torchrun options] scripts/train.py [key=value ...]``: ``torchrun`` with the one-line promise kept.
-
-    torchrun raises ``ChildFailedError`` (a traceback and exit 1) whenever a worker exits non-zero, even one that exited
-    2 without raising, as every rank does on a user error after rank 0 printed its line (:func:`report_error`); no
-    worker can change that. Here a run whose first failed worker exited :data:`EXIT_USAGE` exits 2 without the
-    traceback, and the agent's own log line about that worker is dropped; any other failure keeps torchrun's report."""
+    """``pfzoo-torchrun [torchrun options] scripts/train.py [key=value ...]``: ``torchrun`` with the one-line promise
+    kept where pfzoo's ``torchrun.handlers`` entry point is not installed (:mod:`pfzoo.torchrun`, which keeps it under
+    plain ``torchrun`` otherwise): a run that failed with a user error the workers reported exits 2 without torchrun's
+    traceback and without the agent's notes on the stopped workers; any other failure keeps torchrun's report."""
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args
     from torch.distributed.run import run as torchrun
 
-    agent_log = logging.getLogger("torch.distributed.elastic.multiprocessing.api")
-    held: list[logging.LogRecord] = []
-
-    def hold_failure_notes(record: logging.LogRecord) -> bool:
-        """Hold back the agent's notes on a failed worker and its stopping of the others until the failure is known."""
-        if isinstance(record.msg, str) and record.msg.startswith(("failed (exitcode", "Sending process")):
-            held.append(record)
-            return False
-        return True
-
-    agent_log.addFilter(hold_failure_notes)
+    notes = torchrun_promise.keep_promise()
     try:
         torchrun(parse_args(list(sys.argv[1:] if argv is None else argv)))
     except ChildFailedError as failure:
-        _, first = failure.get_first_failure()
-        if first.exitcode == EXIT_USAGE:  # rank 0 has printed the one line
+        if torchrun_promise.is_user_error(failure):  # rank 0 has printed the one line
+            notes.drop()
             sys.exit(EXIT_USAGE)
-        agent_log.removeFilter(hold_failure_notes)
-        for record in held:
-            agent_log.handle(record)
+        notes.release()
         raise
     sys.exit(0)
 

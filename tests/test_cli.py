@@ -159,24 +159,28 @@ TORCHRUN = importlib.util.find_spec("torch.distributed.run") is not None and tor
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TORCHRUN, reason="torch.distributed (torchrun) is not available")
-def test_a_user_error_under_torchrun_is_one_line_and_exit_2_from_every_rank(tmp_path):
-    """Every rank meets the error, rank 0 prints it, all exit 2 together. torchrun itself turns any non-zero worker into
-    a ChildFailedError traceback and exit 1 (checked here, so that a torch that changes this is noticed);
-    ``python -m pfzoo torchrun`` (= ``pfzoo-torchrun``) exits 2 with the one line alone."""
+@pytest.mark.parametrize("launcher", [["-m", "torch.distributed.run"], ["-m", "pfzoo", "torchrun"]], ids=["torchrun", "pfzoo-torchrun"])
+def test_a_user_error_under_torchrun_is_one_line_and_exit_2_from_every_rank(launcher, tmp_path):
+    """Every rank meets the error, rank 0 prints it, all exit 2 together, and the torchrun process exits 2 with that
+    line alone: plain torchrun through pfzoo's ``torchrun.handlers`` entry point, ``pfzoo-torchrun`` by itself."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("HYDRA_FULL_ERROR", None)
     train = [str(REPO / "scripts" / "train.py"), f"run_dir={tmp_path / 'run'}", "trainer.epochs=0"]
-    launch = ["--standalone", "--nproc_per_node=2"]
-    plain = subprocess.run([sys.executable, "-m", "torch.distributed.run", *launch, *train], capture_output=True, text=True,
-                           cwd=tmp_path, env=env, timeout=120)
-    assert plain.returncode == 1 and "ChildFailedError" in plain.stderr, plain.stderr[-2000:]
-    assert plain.stderr.count("error: epochs must be a positive integer, got 0") == 1, plain.stderr[-2000:]
-    assert plain.stderr.count("exitcode  : 2") == 2, plain.stderr[-2000:]  # both ranks, neither stopped by a signal
+    result = subprocess.run([sys.executable, *launcher, "--standalone", "--nproc_per_node=2", *train], capture_output=True, text=True,
+                            cwd=tmp_path, env=env, timeout=120)
+    assert result.returncode == cli.EXIT_USAGE, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == ["error: epochs must be a positive integer, got 0"], result.stderr[-2000:]
 
-    wrapped = subprocess.run([sys.executable, "-m", "pfzoo", "torchrun", *launch, *train], capture_output=True, text=True,
-                             cwd=tmp_path, env=env, timeout=120)
-    assert wrapped.returncode == cli.EXIT_USAGE, wrapped.stderr[-2000:]
-    assert wrapped.stderr.strip().splitlines() == ["error: epochs must be a positive integer, got 0"], wrapped.stderr[-2000:]
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TORCHRUN, reason="torch.distributed (torchrun) is not available")
+def test_a_failure_that_is_no_user_error_keeps_torchruns_report(tmp_path):
+    """A worker that exits 2 without pfzoo's mark (another program's usage error) keeps torchrun's own report."""
+    script = tmp_path / "other.py"
+    script.write_text("import sys\nprint('usage: other.py', file=sys.stderr)\nsys.exit(2)\n")
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1", str(script)],
+                            capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
+    assert result.returncode == 1 and "ChildFailedError" in result.stderr and "exitcode  : 2" in result.stderr, result.stderr[-2000:]
 
 
 def command(*args: str) -> subprocess.CompletedProcess:

@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 LAYER_DIR = "layer{}"
 _LAYER_SEED_STRIDE = 4  # layer i trains with seeds seed + 4i … seed + 4i + 2 (Trainer's streams) …
 _MAPPING_SEED_OFFSET = 3  # … and maps its data up with seed + 4i + 3
+EXTRA_UNIT_SCALE = 0.1
+"""start_from_layer_below: the factor on the initial weights of the hidden units beyond the layer below's visible ones
+(0.01 → 0.001 for the default ``init_std``): too small to move the stack's log-likelihood by much, large enough to tell
+the units apart."""
 
 
 class GreedyTrainer(Trainer):
@@ -46,7 +50,9 @@ class GreedyTrainer(Trainer):
     for ``model=dbn``), with ``epochs`` counted *per layer*. It trains any model that declares
     :attr:`~pfzoo.models.Capability.RBM_STACK` (``model.rbms``, bottom first) and refuses others. For i = 0 … L-1:
 
-    1. if ``init_from_data``, ``rbms[i]``'s visible biases are set to the base-rate logits of its
+    1. if ``init_from_below`` and i > 0, ``rbms[i]`` starts as ``rbms[i-1]`` turned upside down
+       (:func:`start_from_layer_below`), so the stack starts as good as the one a layer lower; else, if
+       ``init_from_data``, ``rbms[i]``'s visible biases are set to the base-rate logits of its
        training input (:meth:`RBM.init_from_data <pfzoo.models.RBM.init_from_data>`);
     2. ``rbms[i]`` is trained on its input by ``Trainer(deepcopy(objective), …, run_dir=<run_dir>/layer<i>,
        seed=seed + 4i)`` (a fresh copy of the objective per layer, so e.g. PCD chains are per layer);
@@ -70,6 +76,8 @@ class GreedyTrainer(Trainer):
 
     Args:
         init_from_data: base-rate initialisation of each RBM's visible biases before training it.
+        init_from_below: start each trained RBM above the first from the one below it (:func:`start_from_layer_below`;
+            needs at least as many hidden units as the layer below has visible units).
         on_layer_end: optional ``callback(layer, metrics)`` after each layer is trained (or taken from a trained RBM).
         pretrained_layers: zoo names or checkpoint paths of trained RBMs for ``rbms[0]``, ``rbms[1]``, …; the rest are
             trained. ``None`` or empty: every layer is trained.
@@ -82,6 +90,7 @@ class GreedyTrainer(Trainer):
         optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
         *,
         init_from_data: bool = True,
+        init_from_below: bool = False,
         on_layer_end: Callable[[int, dict[str, Any]], None] | None = None,
         pretrained_layers: Sequence[str | os.PathLike] | None = None,
         **settings: Any,
@@ -90,6 +99,7 @@ class GreedyTrainer(Trainer):
         if on_layer_end is not None and not callable(on_layer_end):
             raise ValueError(f"on_layer_end must be callable or None, got {type(on_layer_end).__name__}")
         self.init_from_data = bool(init_from_data)
+        self.init_from_below = bool(init_from_below)
         self.on_layer_end = on_layer_end
         self.pretrained_layers = [(str(source), _load_trained_rbm(source, f"pretrained_layers[{i}]"))
                                   for i, source in enumerate(_as_sources(pretrained_layers))]
@@ -136,7 +146,9 @@ class GreedyTrainer(Trainer):
                 logger.info("layer %d/%d: RBM(%d, %d) taken from %s", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden, source)
                 metrics = {"pretrained": source}
             else:
-                if self.init_from_data:
+                if self.init_from_below and layer > 0:
+                    start_from_layer_below(rbm, model.rbms[layer - 1], name=f"init_from_below (layer {layer})")
+                elif self.init_from_data:
                     rbm.init_from_data(train)
                 splits = DataSplits(name=f"{data.name}-layer{layer}", train=train, test=test)
                 logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
@@ -191,6 +203,29 @@ class GreedyTrainer(Trainer):
         }
 
 
+def start_from_layer_below(rbm: nn.Module, below: nn.Module, *, name: str = "rbm") -> None:
+    """Set ``rbm`` (``[H_below, H]``, in place) to the RBM ``below`` (``[V, H_below]``) turned upside down (Hinton,
+    Osindero & Teh 2006, §4): ``W[:, :V] = W_belowᵀ`` and hidden biases ``[:V]`` = ``below``'s visible biases;
+    visible biases = ``below``'s hidden biases; the other ``H − V`` hidden units keep ``rbm``'s own initial weights
+    scaled by :data:`EXTRA_UNIT_SCALE`, with zero biases.
+
+    With those extra weights at zero, ``rbm``'s marginal on its visible units is ``below``'s marginal on its hidden
+    units, ``p(h) ∝ e^{c·h} Π_j (1 + e^{(W_below h + b)_j})`` (each extra unit multiplies every ``h`` by the same 2), so a
+    stack topped by it has exactly the log-likelihood of the stack topped by ``below``, and fitting ``rbm`` to
+    ``below``'s posterior samples raises the variational bound from there. The extra weights are small, not zero:
+    units that start alike get alike gradients and would stay copies of one another. Needs ``H ≥ V``."""
+    if rbm.num_visible != below.num_hidden or rbm.num_hidden < below.num_visible:
+        raise ValueError(f"{name}: an RBM({rbm.num_visible}, {rbm.num_hidden}) cannot start as RBM({below.num_visible}, {below.num_hidden}) "
+                         f"upside down; it needs {below.num_hidden} visible and at least {below.num_visible} hidden units")
+    size = below.num_visible
+    with torch.no_grad():
+        rbm.weight[:, size:] *= EXTRA_UNIT_SCALE
+        rbm.weight[:, :size] = below.weight.T
+        rbm.hidden_bias.zero_()
+        rbm.hidden_bias[:size] = below.visible_bias
+        rbm.visible_bias.copy_(below.hidden_bias)
+
+
 def _as_sources(pretrained_layers: Sequence[str | os.PathLike] | None) -> list[str | os.PathLike]:
     if pretrained_layers is None:
         return []
@@ -240,6 +275,8 @@ def train_greedy(
         seed: root of every random stream (initial weights, data order, Gibbs sampling, mapping up):
             the same seed gives bit-identical parameters.
         init_from_data: base-rate initialisation of each RBM's visible biases before training it.
+        init_from_below: start each trained RBM above the first from the one below it (:func:`start_from_layer_below`;
+            needs at least as many hidden units as the layer below has visible units).
         run_dir: where the per-layer checkpoints and metrics go (``<run_dir>/layer<i>``) and the DBN's
             ``checkpoint.pt``; ``None`` uses a temporary folder that is deleted afterwards.
         resume: continue an interrupted run in ``run_dir`` (see :class:`GreedyTrainer`).

@@ -13,7 +13,8 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits, digits
 from pfzoo.estimators import AIS
 from pfzoo.models import DBN, RBM
-from pfzoo.training import CD, PCD, GreedyTrainer, train_greedy
+from pfzoo.training import CD, PCD, GreedyTrainer, Trainer, train_greedy
+from pfzoo.training.greedy import start_from_layer_below
 from pfzoo.models import MissingCapability
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -209,3 +210,37 @@ def test_each_layer_trains_with_the_wrapped_objective_once(small_data, tmp_path,
     layer = trainer.layer_trainer(0)
     assert type(layer.objective) is wrapped and type(layer.objective.objective) is CD
     trainer.fit(DBN([64, 8, 4], generator=torch.Generator().manual_seed(0)), small_data)
+
+
+def test_an_rbm_started_from_the_layer_below_leaves_the_stacks_likelihood_exactly_as_it_was():
+    """Hinton, Osindero & Teh (2006) §4: the top RBM started as the one below turned upside down gives the stack the
+    lower stack's distribution (checked by enumeration), whatever the extra hidden units."""
+    g = torch.Generator().manual_seed(0)
+    below = RBM.from_tensors(torch.randn(6, 4, generator=g), torch.randn(6, generator=g), torch.randn(4, generator=g))
+    dbn = DBN.from_rbms([below, RBM(4, 9, init_std=0.0)])
+    start_from_layer_below(dbn.rbms[1], dbn.rbms[0])
+    states = torch.tensor([[(i >> bit) & 1 for bit in range(6)] for i in range(64)], dtype=torch.float32)
+    torch.testing.assert_close(dbn.log_prob(states), below.log_prob(states), atol=1e-5, rtol=0)
+    assert abs(dbn.log_prob(states).exp().sum().item() - 1.0) < 1e-5
+    with pytest.raises(ValueError, match=r"^rbm: an RBM\(4, 5\) cannot start as RBM\(6, 4\) upside down; it needs 4 visible and at least 6"):
+        start_from_layer_below(RBM(4, 5), below)
+
+
+def test_init_from_below_starts_each_upper_layer_from_the_trained_layer_below(small_data, tmp_path, monkeypatch):
+    starts = {}
+    original = Trainer.fit
+
+    def recording_fit(self, model, data, **kwargs):
+        starts[model.num_visible] = parameters(model)
+        return original(self, model, data, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", recording_fit)
+    dbn = DBN([64, 8, 70], generator=torch.Generator().manual_seed(0))
+    GreedyTrainer(CD(k=1), run_dir=tmp_path, epochs=1, batch_size=50, progress=False, seed=3, init_from_below=True).fit(dbn, small_data)
+    top, bottom = starts[8], dbn.rbms[0]
+    extra = top["weight"][:, 64:]  # the initial random weights, a tenth as large: small, and no two units alike
+    assert torch.equal(top["weight"][:, :64], bottom.weight.T) and 0 < extra.abs().max() < 0.01 and len({tuple(column) for column in extra.T.tolist()}) == 6
+    assert torch.equal(top["visible_bias"], bottom.hidden_bias) and torch.equal(top["hidden_bias"][:64], bottom.visible_bias)
+    with pytest.raises(ValueError, match=r"init_from_below \(layer 1\): an RBM\(8, 3\) cannot start"):
+        GreedyTrainer(CD(k=1), run_dir=tmp_path / "small", epochs=1, batch_size=50, progress=False, init_from_below=True).fit(
+            DBN([64, 8, 3]), small_data)

@@ -60,7 +60,8 @@ QUICK = {"steps": 100, "long_steps": 200, "ais_chains": 10, "posterior_samples":
 PAPER_SCALE = {"steps": 100_000, "long_steps": 0, "ais_chains": 5000, "raise_chains": 50, "raise_examples": 100}
 """RAISE Table 1's settings (Burda, Grosse & Salakhutdinov 2015), what ``--paper-scale`` puts over :data:`SETTINGS`; its single K, so no long K."""
 QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
-QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10]}
+QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10],
+                  "trainer.pretrained_layers": []}  # a quick run's 10-unit layers cannot take the zoo's trained ones
 
 
 def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch.device) -> Path:

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "raise_rbm_pcd_20"), "cd1-500": ("CD1(500)", "raise_rbm_cd1_500"),
           "pcd-500": ("PCD(500)", "raise_rbm_pcd_500"), "cd25-500": ("CD25(500)", "zoo_rbm_cd25_500"),
-          "dbm-500-1000": ("DBM (500–1000)", "raise_dbm_500_1000"), "dbn-500-1000": ("DBN (500–1000)", "raise_dbn_500_1000")}
+          "dbm-500-1000": ("DBM (500–1000)", "raise_dbm_500_1000"), "dbn-500-2000": ("DBN (500–2000)", "zoo_dbn_500_2000")}
 """Name → (table label, recipe in conf/experiment/)."""
 AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
 SECTIONS = ("models", "sweeps", "schedule_pilots", "heating")
@@ -316,21 +316,29 @@ KINDS = {"exact": BoundKind.EXACT, "csl": BoundKind.LIKELIHOOD_LOWER_BOUND, "rai
 
 
 def training_record(run_dir: Path, machine: str) -> dict | None:
-    """``{epochs, seconds, machine}`` of the training run in ``run_dir`` from its ``metrics.jsonl`` (the epochs' seconds
-    and diagnostics' seconds summed, so time spent paused between sessions does not count); ``None`` without one."""
-    metrics = run_dir / "metrics.jsonl"
-    if not metrics.is_file():
-        return None
-    lines = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+    """``{epochs, seconds, machine[, pretrained]}`` of the training run in ``run_dir`` from its ``metrics.jsonl`` (the
+    epochs' seconds and diagnostics' seconds summed, so time spent paused between sessions does not count); ``None``
+    without one. A greedy run (a DBN) keeps each layer's epochs in ``layer<i>/metrics.jsonl``: their times are summed,
+    ``epochs`` is the most any layer trained, and the layers taken from trained models are listed under ``pretrained``
+    (their training time is on their own cards)."""
+    histories = sorted(run_dir.glob("layer*/metrics.jsonl")) or [run_dir / "metrics.jsonl"]
+    lines = [json.loads(line) for history in histories if history.is_file() for line in history.read_text().splitlines() if line.strip()]
     if not lines:
         return None
     seconds = sum(line.get("seconds", 0.0) + line.get("evaluation_seconds", 0.0) for line in lines)
-    return {"epochs": max(line.get("epoch", 0) for line in lines), "seconds": round(seconds, 1), "machine": machine}
+    record = {"epochs": max(line.get("epoch", 0) for line in lines), "seconds": round(seconds, 1), "machine": machine}
+    top = run_dir / "metrics.jsonl"
+    pretrained = [line["pretrained"] for line in map(json.loads, top.read_text().splitlines() if top.is_file() else []) if "pretrained" in line]
+    return record | ({"pretrained": pretrained} if pretrained else {})
 
 
 def training_fact(training: dict) -> str:
-    """The card's training-time line, e.g. ``600 epochs, 5.20 h on a 2-core … CPU``."""
-    return f"{training['epochs']:,} epochs, {duration(training['seconds'])} (sum of the epochs' times in metrics.jsonl) on {training['machine']}"
+    """The card's training-time line, e.g. ``600 epochs, 5.20 h on a 2-core … CPU``; a greedy run's also names the
+    layers it took from trained models."""
+    fact = f"{training['epochs']:,} epochs, {duration(training['seconds'])} (sum of the epochs' times in metrics.jsonl) on {training['machine']}"
+    pretrained = training.get("pretrained")
+    return fact + (f"; the bottom layer{'s are' if len(pretrained) > 1 else ' is'} {', '.join(f'`{name}`' for name in pretrained)}, "
+                   "trained by its own recipe (its card gives its time)" if pretrained else "")
 
 
 def measurement(key: str, row: dict, s: dict, num_test: int) -> dict:

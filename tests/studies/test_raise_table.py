@@ -8,7 +8,7 @@ import pytest
 from pfzoo import zoo
 from pfzoo.models import RBM
 from pfzoo.studies.raise_table import (
-    MODELS, card_fields, cell, describe_schedule, duration, label, render_table, sweep_key, sweep_model, training_record,
+    MODELS, card_fields, cell, describe_schedule, duration, label, render_table, sweep_key, sweep_model, training_fact, training_record,
 )
 
 RESULTS = Path(__file__).resolve().parents[2] / "estimators" / "raise"
@@ -54,6 +54,18 @@ def test_a_runs_training_time_is_the_sum_of_its_epochs_times(tmp_path):
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert training_record(tmp_path, "a machine") == {"epochs": 2, "seconds": 23.5, "machine": "a machine"}
     assert training_record(tmp_path / "elsewhere", "a machine") is None
+
+
+def test_a_greedy_runs_training_time_sums_its_layers_and_names_the_layers_it_took_trained(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"layer": 0, "pretrained": "rbm-binarized_mnist-cd25-500"}) + "\n"
+                                            + json.dumps({"layer": 1, "epoch": 3, "seconds": 1.0}) + "\n")  # the final epoch, again
+    for layer, epochs in ((1, [4.0, 5.0, 6.0]), (2, [1.5])):
+        (tmp_path / f"layer{layer}").mkdir()
+        (tmp_path / f"layer{layer}" / "metrics.jsonl").write_text("".join(json.dumps({"epoch": e + 1, "seconds": s}) + "\n" for e, s in enumerate(epochs)))
+    record = training_record(tmp_path, "a machine")
+    assert record == {"epochs": 3, "seconds": 16.5, "machine": "a machine", "pretrained": ["rbm-binarized_mnist-cd25-500"]}
+    assert training_fact(record) == ("3 epochs, 16.5 s (sum of the epochs' times in metrics.jsonl) on a machine; the bottom layer is "
+                                     "`rbm-binarized_mnist-cd25-500`, trained by its own recipe (its card gives its time)")
 
 
 @pytest.mark.parametrize("name, headline", [("cd1-20", "exact"), ("cd25-500", "ais base rate, K = 10,000")])

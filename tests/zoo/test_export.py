@@ -18,7 +18,7 @@ RECIPES = sorted(path.stem for path in (REPO / "conf" / "experiment").glob("rais
 ZOO_RECIPES = {  # zoo folder → recipe that trained it
     "rbm-binarized_mnist-cd1-20": "raise_rbm_cd1_20", "rbm-binarized_mnist-pcd-20": "raise_rbm_pcd_20",
     "rbm-binarized_mnist-cd1-500": "raise_rbm_cd1_500", "rbm-binarized_mnist-pcd-500": "raise_rbm_pcd_500",
-    "rbm-binarized_mnist-cd25-500": "zoo_rbm_cd25_500", "dbm-binarized_mnist": "raise_dbm_500_1000", "dbn-binarized_mnist": "raise_dbn_500_1000",
+    "rbm-binarized_mnist-cd25-500": "zoo_rbm_cd25_500", "dbm-binarized_mnist": "raise_dbm_500_1000", "dbn-binarized_mnist": "zoo_dbn_500_2000",
 }
 
 
@@ -96,7 +96,7 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     # Older checkpoints predate these trainer keys; their values here are the defaults, which change nothing.
     for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None),
                          ("final_momentum", None), ("momentum_ramp_epochs", 0), ("centered", False), ("metrics_rows", None),
-                         ("track_partition", None), ("pretrained_layers", None)):
+                         ("track_partition", None), ("pretrained_layers", None), ("init_from_below", False)):
         if key in composed["trainer"]:
             stored["trainer"].setdefault(key, default)
     # ... and these objective keys (PCD's kernel: null is its block Gibbs chain).

@@ -211,14 +211,15 @@ def test_raise_stays_below_exact_on_samples_of_the_model(zoo_cd1_20, shared_data
 def test_power_schedule_shrinks_raise_excess_on_the_zoo_cd1_model(zoo_cd1_20, shared_data_root):
     """The annealing model of the zoo's CD1(20) RBM beats the RBM on test digits by ~3.8 nats with a linear schedule at
     K = 10⁴; spending the steps near β = 1 (β_k = 1 − (1 − k/K)^5) takes most of that away (1.4 nats on 300 digits,
-    `reports/raise_cd1`). Same digits, same seeds: the paired difference is the schedule's doing."""
+    `reports/raise_cd1`). Same digits, same seeds: the paired difference is the schedule's doing. At K = 5,000 on these
+    30 digits the excess measured 4.9 (linear) against 1.9 (power) nats with this seed, 4.5 against 2.5 with seed 2."""
     model = zoo_cd1_20.model
     data = binarized_mnist(shared_data_root)
     digits = data.test[torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(7))[:30]]
     exact = model.unnormalized_log_prob(digits).double() - zoo_cd1_20.log_z
     excess = {}
     for schedule in ("linear", "power:5"):
-        estimate = RAISE(num_chains=10, num_steps=10_000, schedule=schedule, base="base_rate").log_likelihood(
+        estimate = RAISE(num_chains=10, num_steps=5_000, schedule=schedule, base="base_rate").log_likelihood(
             model, digits, base_data=data.train, generator=torch.Generator().manual_seed(1))
         excess[schedule] = (estimate.per_example - exact).mean().item()
     assert excess["linear"] > 2.0, excess

@@ -293,19 +293,11 @@ def torchrun_main(argv: Sequence[str] | None = None) -> NoReturn:
     kept where pfzoo's ``torchrun.handlers`` entry point is not installed (:mod:`pfzoo.torchrun`, which keeps it under
     plain ``torchrun`` otherwise): a run that failed with a user error the workers reported exits 2 without torchrun's
     traceback and without the agent's notes on the stopped workers; any other failure keeps torchrun's report."""
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args
     from torch.distributed.run import run as torchrun
 
-    notes = torchrun_promise.keep_promise()
-    try:
-        torchrun(parse_args(list(sys.argv[1:] if argv is None else argv)))
-    except ChildFailedError as failure:
-        if torchrun_promise.is_user_error(failure):  # rank 0 has printed the one line
-            notes.drop()
-            sys.exit(EXIT_USAGE)
-        notes.release()
-        raise
+    torchrun_promise.keep_promise()  # its exception hook ends a failed run, as under plain torchrun
+    torchrun(parse_args(list(sys.argv[1:] if argv is None else argv)))
     sys.exit(0)
 
 

@@ -12,14 +12,8 @@ import textwrap
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from PIL import Image, ImageDraw, ImageFont  # noqa: E402
-from torchvision.transforms.functional import to_pil_image  # noqa: E402
-from torchvision.utils import make_grid  # noqa: E402
+import torch
+from PIL import Image, ImageDraw, ImageFont
 
 
 GRID_SIDE = 640
@@ -40,10 +34,10 @@ def save_image_grid(
     height, width = image_shape
     images = rows.detach().float().cpu().reshape(-1, 1, height, width)
     nrow = max(1, int(math.ceil(math.sqrt(images.shape[0]))))
-    grid = make_grid(images, nrow=nrow, padding=1, normalize=True, scale_each=per_image_contrast, pad_value=0.5)
+    grid = _make_grid(images, nrow=nrow, padding=1, normalize=True, scale_each=per_image_contrast, pad_value=0.5)
     upscale = max(1, math.ceil(GRID_SIDE / grid.shape[-1]))  # small images (8×8 digits) are enlarged to be seen
     grid = torch.nn.functional.interpolate(grid[None], scale_factor=upscale, mode="nearest")[0]
-    picture = to_pil_image(grid.clamp(0, 1))
+    picture = Image.fromarray(grid.clamp(0, 1).mul(255).to(torch.uint8).permute(1, 2, 0).cpu().numpy())
     if caption:
         picture = with_caption(picture, caption)
     path = Path(path)
@@ -72,12 +66,13 @@ def save_labelled_grids(grids: dict[str, torch.Tensor], image_shape: Sequence[in
     height, width = image_shape
     columns = min(4, len(grids))
     rows_of_panels = math.ceil(len(grids) / columns)
+    plt = _pyplot()
     figure, axes = plt.subplots(rows_of_panels, columns, figsize=(3.2 * columns, 3.4 * rows_of_panels), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, (name, rows) in zip(axes.flat, grids.items()):
         images = rows.detach().float().cpu().reshape(-1, 1, height, width)
-        grid = make_grid(images, nrow=max(1, int(math.ceil(math.sqrt(images.shape[0])))), padding=1, pad_value=0.5)
+        grid = _make_grid(images, nrow=max(1, int(math.ceil(math.sqrt(images.shape[0])))), padding=1, pad_value=0.5)
         ax.imshow(grid[0].numpy(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
         ax.set_title(name, fontsize=10)
     figure.tight_layout()
@@ -94,6 +89,7 @@ def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | N
     epochs = [record["epoch"] for record in records]
     panels = [["loss"], sorted({key for record in records for key in record if key.endswith("log_likelihood")})]
     panels = [keys for keys in panels if keys]
+    plt = _pyplot()
     figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.5), squeeze=False)
     for axis, keys in zip(axes[0], panels):
         for key in keys:
@@ -116,6 +112,7 @@ def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | N
 def save_path_diagnostics(diagnostics: dict, path: str | Path) -> Path:
     """Increment variance (≈ the symmetric KL between neighbouring distributions) and ESS along β, from the
     ``path_diagnostics`` an estimator with ``diagnostics=true`` reports."""
+    plt = _pyplot()
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(6, 5), sharex=True)
     top.semilogy(diagnostics["betas"], diagnostics["increment_var"])
     top.set_ylabel("Var Δ log w (≈ J_k)")
@@ -128,10 +125,28 @@ def save_path_diagnostics(diagnostics: dict, path: str | Path) -> Path:
     return _save(figure, path)
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported on first use: it and torchvision take seconds to import, and
+    every ``python -m pfzoo`` command (``--help`` included) imports this module."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _make_grid(images: torch.Tensor, **options) -> torch.Tensor:
+    """torchvision's ``make_grid``, imported on first use (see ``_pyplot``)."""
+    from torchvision.utils import make_grid
+
+    return make_grid(images, **options)
+
+
 def _save(figure, path: str | Path) -> Path:
     """Lay out, write and close ``figure``."""
     figure.tight_layout()
     path = Path(path)
     figure.savefig(path, dpi=100)
-    plt.close(figure)
+    _pyplot().close(figure)
     return path

@@ -4,7 +4,7 @@ from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
-from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm
+from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm, start_dbm_from_rbm
 from pfzoo.training.denoising_score_matching import DenoisingScoreMatching
 from pfzoo.training.early_stopping import EarlyStopping, UpdateLimit
 from pfzoo.training.em_hmc import EMHMC
@@ -72,6 +72,7 @@ __all__ = [
     "outer_product_rule",
     "perceptron_rule",
     "pretrain_dbm",
+    "start_dbm_from_rbm",
     "pseudo_log_likelihood",
     "reconstruction_error",
     "train_greedy",

@@ -1,6 +1,6 @@
 """Training deep Boltzmann machines (Salakhutdinov & Hinton 2009, AISTATS; Salakhutdinov & Larochelle 2010).
 
-Three pieces:
+Four pieces:
 
 * :class:`DBMPersistentMeanField`, the learning procedure of Salakhutdinov & Hinton 2009, Algorithm 1
   ("stochastic approximation" / PCD with a variational positive phase): the data-dependent statistics
@@ -9,12 +9,14 @@ Three pieces:
 * :class:`DBMParallelTempering`, the same with a parallel-tempering negative phase.
 * :func:`pretrain_dbm`, the greedy layer-wise initialisation of §3.1 from a stack of modified RBMs
   trained with CD-k.
+* :func:`start_dbm_from_rbm`, the other initialisation: a trained RBM with the layers above it all but detached.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from typing import Callable, Sequence
 
 import torch
@@ -30,6 +32,7 @@ from pfzoo.training.parallel_tempering import PT
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import allocating, check_generator, check_positive_int
+from pfzoo.zoo import load_model
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +234,8 @@ def pretrain_once(objective: DBMPersistentMeanField | DBMParallelTempering, mode
     if objective.pretrain is None or bool(objective.pretrained):
         return False
     _check_dbm(model)
-    logger.info("greedy pretraining of a DBM with layer sizes %s", model.layer_sizes)
+    initialiser = getattr(objective.pretrain, "func", objective.pretrain)  # a functools.partial's function
+    logger.info("initialising a DBM with layer sizes %s by %s", model.layer_sizes, getattr(initialiser, "__name__", type(initialiser).__name__))
     objective.pretrain(model, train, generator=generator)
     objective.pretrained.fill_(True)
     objective.chains = objective.chains.new_empty(0)
@@ -387,6 +391,53 @@ def compose_dbm(model: DBM, stack: list[tuple[torch.Tensor, torch.Tensor, torch.
     model.biases[num_rbms].copy_(stack[-1][2])
     for layer in range(1, num_rbms):
         model.biases[layer].copy_(0.5 * (stack[layer - 1][2] + stack[layer][1]))
+
+
+def start_dbm_from_rbm(
+    model: DBM,
+    data: torch.Tensor,
+    *,
+    rbm: str | os.PathLike | nn.Module,
+    upper_init_std: float = 0.001,
+    generator: torch.Generator | None = None,
+) -> None:
+    """Initialise ``model`` (layer sizes ``[V, H1, H2, …]``) as the trained RBM ``rbm`` (``[V, H1]``) with the layers
+    above ``H1`` all but detached: a ``pretrain`` for :class:`DBMPersistentMeanField` in place of :func:`pretrain_dbm`.
+
+    ``W_0``, ``b_0`` and ``b_1`` are the RBM's weight, visible and hidden biases; every weight above is drawn from
+    ``N(0, upper_init_std²)`` and every bias above is 0. With those upper weights at zero the DBM's marginal on ``(v, h¹)``
+    is the RBM's joint, ``p(v, h¹) ∝ e^{vᵀW h¹ + b·v + c·h¹}`` (each upper unit multiplies every state by the same 2),
+    so the DBM starts with the RBM's log-likelihood, its mean-field posterior over ``h¹`` is exact, and joint training
+    (Salakhutdinov & Hinton 2009, Algorithm 1) starts from there rather than from a greedy stack's composition, whose
+    log-likelihood is far lower. Small rather than zero upper weights: units that start alike would stay alike.
+
+    Args:
+        model: the :class:`~pfzoo.models.DBM` whose parameters are overwritten; at least two hidden layers.
+        data: the training data ``[N, V]`` (only checked: the RBM was trained already).
+        rbm: a trained RBM with ``V`` visible and ``H1`` hidden units, a zoo name or a checkpoint path.
+        upper_init_std: standard deviation of the weights above the first hidden layer (≥ 0).
+        generator: random generator on the model's device, for those weights.
+    """
+    _check_dbm(model)
+    model.check_visible(data, "data")
+    check_generator(generator, model.device)
+    if model.num_layers < 3:
+        raise ValueError(f"model must have at least two hidden layers to start from an RBM below them, got layer sizes {model.layer_sizes}")
+    if not (isinstance(upper_init_std, (int, float)) and math.isfinite(upper_init_std) and upper_init_std >= 0):
+        raise ValueError(f"upper_init_std must be a finite number ≥ 0, got {upper_init_std!r}")
+    source = load_model(rbm, name="rbm") if isinstance(rbm, (str, os.PathLike)) else rbm
+    shape = tuple(getattr(source, "weight", torch.empty(0)).shape)
+    if not hasattr(source, "visible_bias") or shape != tuple(model.layer_sizes[:2]):
+        raise ValueError(f"rbm must be a binary RBM with weight shape {tuple(model.layer_sizes[:2])} (the DBM's first two layers), "
+                         f"got {type(source).__name__} with weight shape {shape}")
+    with torch.no_grad():
+        model.weights[0].copy_(source.weight)
+        model.biases[0].copy_(source.visible_bias)
+        model.biases[1].copy_(source.hidden_bias)
+        for weight in model.weights[1:]:
+            weight.copy_(upper_init_std * torch.randn(weight.shape, generator=generator, device=weight.device, dtype=weight.dtype))
+        for bias in model.biases[2:]:
+            bias.zero_()
 
 
 class _TiedRBM(nn.Module):

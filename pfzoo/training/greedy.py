@@ -30,7 +30,7 @@ from pfzoo.sampling import bernoulli
 from pfzoo.training.contrastive import CD
 from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
 from pfzoo.validation import check_positive_int
-from pfzoo.zoo import list_pretrained, load, pretrained, save
+from pfzoo.zoo import load_model, save
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class GreedyTrainer(Trainer):
         self.init_from_data = bool(init_from_data)
         self.init_from_below = bool(init_from_below)
         self.on_layer_end = on_layer_end
-        self.pretrained_layers = [(str(source), _load_trained_rbm(source, f"pretrained_layers[{i}]"))
+        self.pretrained_layers = [(str(source), load_model(source, name=f"pretrained_layers[{i}]"))
                                   for i, source in enumerate(_as_sources(pretrained_layers))]
         # what each layer's Trainer shares with this one; the estimator runs once on the whole DBN, never per layer, and
         # self.objective is already Centered and wrapped in the natural gradient when those are set (each layer gets a copy)
@@ -232,18 +232,6 @@ def _as_sources(pretrained_layers: Sequence[str | os.PathLike] | None) -> list[s
     if isinstance(pretrained_layers, (str, os.PathLike)) or not isinstance(pretrained_layers, Sequence):
         raise ValueError(f"pretrained_layers must be a list of zoo names or checkpoint paths (bottom layer first), got {pretrained_layers!r}")
     return list(pretrained_layers)
-
-
-def _load_trained_rbm(source: str | os.PathLike, name: str) -> nn.Module:
-    """The model a zoo name or a checkpoint path holds (a path wins when a file of that name exists)."""
-    if not isinstance(source, (str, os.PathLike)):
-        raise ValueError(f"{name} must be a zoo name or a checkpoint path, got {type(source).__name__} {source!r}")
-    if Path(source).is_file():
-        return load(source)
-    if isinstance(source, str) and source in list_pretrained():
-        return pretrained(source)
-    raise ValueError(f"{name}={str(source)!r} is neither a checkpoint file nor a zoo model; give a path to a checkpoint.pt "
-                     f"or one of pfzoo.zoo.list_pretrained()")
 
 
 def train_greedy(

@@ -121,6 +121,19 @@ def pretrained(name: str, *, map_location: str | torch.device = "cpu", zoo_dir: 
     return load(pretrained_path(name, zoo_dir=zoo_dir), map_location=map_location)
 
 
+def load_model(source: str | os.PathLike, *, name: str = "source", map_location: str | torch.device = "cpu") -> EnergyModel:
+    """The model that ``source`` names: a checkpoint file's path (a path wins when a file of that name exists) or a zoo
+    name (one of :func:`list_pretrained`). ``name`` is the argument's name in the error for anything else."""
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"{name} must be a zoo name or a checkpoint path, got {type(source).__name__} {source!r}")
+    if Path(source).is_file():
+        return load(source, map_location=map_location)
+    if isinstance(source, str) and source in list_pretrained():
+        return pretrained(source, map_location=map_location)
+    raise ValueError(f"{name}={str(source)!r} is neither a checkpoint file nor a zoo model; give a path to a checkpoint.pt "
+                     f"or one of pfzoo.zoo.list_pretrained()")
+
+
 @dataclass(frozen=True)
 class PretrainedWeights:
     """One named zoo model as its card describes it: what :func:`pretrained` loads under :attr:`name`, what it is, what

@@ -9,18 +9,17 @@ import pytest
 import torch
 from factories import all_binary_states, random_dbm
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
+from pfzoo.cli import compose
 from pfzoo.data import DataSplits
 from pfzoo.models import DBM, RBM
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.training import CD, DBMPersistentMeanField, Trainer, compose_dbm, pretrain_dbm, reconstruction_error
+from pfzoo.training import CD, DBMPersistentMeanField, Trainer, compose_dbm, pretrain_dbm, reconstruction_error, start_dbm_from_rbm
 from pfzoo.training.dbm import _TiedRBM
 from pfzoo.training.metrics import pseudo_likelihood_is_affordable
 from pfzoo.models import MissingCapability
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 
 
 # ---- helpers --------------------------------------------------------------------------------------
@@ -293,6 +292,68 @@ def test_composition_keeps_outer_weights_halves_middle_ones_and_averages_interio
     torch.testing.assert_close(composed, (bottom_logits + top_logits) / 2)
 
 
+@pytest.mark.parametrize("sizes", [[6, 4, 3], [6, 4, 3, 2]])
+def test_a_dbm_started_from_an_rbm_has_the_rbms_exact_log_likelihood_and_mean_field_posterior(sizes):
+    from factories import random_rbm
+
+    rbm = random_rbm(6, 4, scale=1.5, seed=3)
+    states = all_binary_states(6, msb_first=True)
+    model = DBM(sizes).double()
+    start_dbm_from_rbm(model, states, rbm=rbm, upper_init_std=0.0, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(model.log_prob(states), rbm.log_prob(states))  # every visible state, by enumeration
+    means = model.mean_field(states)[0]
+    torch.testing.assert_close(means, torch.sigmoid(states @ rbm.weight + rbm.hidden_bias))  # q(h¹ | v) is exact
+    # Small upper weights move it a little and only a little; a fresh generator draws them alike.
+    nudged, again = DBM(sizes).double(), DBM(sizes).double()
+    for target in (nudged, again):
+        start_dbm_from_rbm(target, states, rbm=rbm, upper_init_std=0.01, generator=torch.Generator().manual_seed(5))
+    assert 0 < (nudged.log_prob(states) - rbm.log_prob(states)).abs().max() < 0.05
+    torch.testing.assert_close(nudged.weights[1], again.weights[1])
+
+
+def test_starting_from_an_rbm_refuses_mismatched_models_in_one_line(tmp_path):
+    from factories import random_rbm
+
+    data = random_batch(10, 6)
+    with pytest.raises(ValueError, match=r"rbm must be a binary RBM with weight shape \(6, 4\).*\(6, 5\)"):
+        start_dbm_from_rbm(DBM([6, 4, 3]).double(), data, rbm=random_rbm(6, 5))
+    with pytest.raises(ValueError, match="at least two hidden layers"):
+        start_dbm_from_rbm(DBM([6, 4]).double(), data, rbm=random_rbm(6, 4))
+    with pytest.raises(ValueError, match="upper_init_std must be a finite number ≥ 0, got -1"):
+        start_dbm_from_rbm(DBM([6, 4, 3]).double(), data, rbm=random_rbm(6, 4), upper_init_std=-1)
+    with pytest.raises(ValueError, match="rbm='nosuch' is neither a checkpoint file nor a zoo model"):
+        start_dbm_from_rbm(DBM([6, 4, 3]).double(), data, rbm="nosuch")
+
+
+def test_the_trainer_starts_a_dbm_from_a_saved_rbm_and_joint_training_goes_past_the_rbm(tmp_path):
+    from pfzoo import zoo
+
+    data = exact_samples(structured_dbm(), 500, seed=1)
+    rbm = RBM(6, 4, init_std=0.01, generator=torch.Generator().manual_seed(2)).double()
+    rbm.init_from_data(data)
+    sgd(rbm, CD(k=1), data, updates=200, lr=0.1, seed=1)
+    zoo.save(tmp_path / "rbm.pt", rbm)
+    model = DBM([6, 4, 3]).double()
+    objective = DBMPersistentMeanField(k=5, num_chains=50, pretrain=functools.partial(start_dbm_from_rbm, rbm=str(tmp_path / "rbm.pt")))
+    Trainer(objective, epochs=1, batch_size=50, optimizer=functools.partial(torch.optim.SGD, lr=1e-9), seed=3, run_dir=tmp_path / "run",
+            progress=False).fit(model, DataSplits("toy", train=data, test=data[:50]))
+    start = mean_log_likelihood(rbm, data)
+    assert abs(mean_log_likelihood(model, data) - start) < 1e-2  # the trainer's pretrain hook started it at the RBM
+    # The second layer then models what the RBM's 4 hidden units cannot (measured: 0.32–0.38 nats over 4 seeds).
+    sgd(model, DBMPersistentMeanField(k=5, num_chains=50), data, updates=300, lr=0.02, seed=4)
+    assert mean_log_likelihood(model, data) > start + 0.2
+
+
+def sgd(model, objective, data, *, updates, lr, seed, batch_size=50):
+    """``updates`` SGD steps (momentum 0.5) of ``objective`` on random minibatches of ``data``."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.5)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(updates):
+        optimizer.zero_grad()
+        objective.loss(model, data[torch.randint(data.shape[0], (batch_size,), generator=generator)], generator=generator).backward()
+        optimizer.step()
+
+
 def test_pretraining_beats_base_rate_initialisation_in_exact_log_likelihood():
     data = exact_samples(structured_dbm(), 500, seed=1)
     baseline = mean_log_likelihood(base_rate_dbm([6, 4, 3], data), data)
@@ -354,8 +415,7 @@ def test_trainer_logs_dbm_metrics(tmp_path, toy, sizes, has_pll):
 
 
 def test_dbm_pcd_config_instantiates_and_trains(tmp_path, toy):
-    cfg = OmegaConf.create({"seed": 3, "trainer": OmegaConf.load(CONF / "dbm_pcd.yaml")})
-    cfg.trainer.objective.pretrain.epochs_per_layer = 1
+    cfg = compose("train", ["trainer=dbm_pcd", "seed=3", "trainer.objective.pretrain.epochs_per_layer=1"])
     trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), epochs=1, progress=False)
     objective = trainer.objective
     assert type(objective) is DBMPersistentMeanField and objective.k == 5 and objective.num_chains == 100

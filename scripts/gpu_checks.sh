@@ -6,9 +6,12 @@
 # bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
 # dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_from_below; layer 1 on the zoo's CD25(500)) resumed on CUDA from
 #         zoo/training/DBN_STATE (default dbn-binarized_mnist-from_below), or started there when no state is committed yet, for DBN_SECONDS;
-# dbm:    the zoo DBM recipe resumed on CUDA from its committed state for DBM_SECONDS (about 4.5 s per epoch on an H200;
-#         DBM_SECONDS=rest: until 15 s before the budget ends);
-# raise:  scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models on as many models as the time left allows.
+# dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_from_rbm) resumed on CUDA from zoo/training/DBM_STATE (default
+#         dbm-binarized_mnist-from_rbm), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
+#         epoch on an H100; DBM_SECONDS=rest: until 15 s before the budget ends); a second call on the still-warm machine
+#         goes on from its own /tmp/dbm-run;
+# raise:  scripts/reproduce_raise.py with RAISE_ARGS (default: --paper-scale --from-zoo models on three models) on CUDA,
+#         for as much of the time left as RAISE_SECONDS allows (default: all of it).
 # A 15-minute lease leaves about 9 minutes of commands: e.g. PARTS="pytest dbm" DBM_SECONDS=400 to push the DBM on.
 # Everything it writes lands in $OUT (logs, JSON, tars of the advanced DBM and DBN runs: copy their contents back into
 # zoo/training/<name>/ and commit). WHEELS (optional) holds wheels of
@@ -62,19 +65,21 @@ tar -C /tmp -cf "$out/dbn-run.tar" dbn-run
 fi
 
 if wants dbm; then
-log "zoo DBM recipe on cuda, resumed from zoo/training/dbm-binarized_mnist"
-cp -r zoo/training/dbm-binarized_mnist /tmp/dbm-run
+dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist-from_rbm}
+if [ -d /tmp/dbm-run ]; then log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} on cuda, on from this machine's /tmp/dbm-run"
+else log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} on cuda, from $dbm_state"; mkdir -p /tmp/dbm-run && { [ -d "$dbm_state" ] && cp -r "$dbm_state"/. /tmp/dbm-run/; }; fi
 dbm_seconds=${DBM_SECONDS:-110}; [ "$dbm_seconds" = rest ] && dbm_seconds=$(( $(left) - 15 ))
-timeout "$dbm_seconds" python3 scripts/train.py +experiment=zoo_dbm_500_1000 run_dir=/tmp/dbm-run resume=true device=cuda > "$out/dbm_train.log" 2>&1
+timeout "$dbm_seconds" python3 scripts/train.py +experiment=${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} run_dir=/tmp/dbm-run resume=true device=cuda >> "$out/dbm_train.log" 2>&1
 log "dbm: exit $? after $(grep -c . /tmp/dbm-run/metrics.jsonl) metric lines"
 tar -C /tmp -cf "$out/dbm-run.tar" dbm-run
 fi
 
 if wants raise; then
-log "reproduce_raise --paper-scale on cuda ($(left) s left)"
-timeout $(( $(left) - 10 )) python3 scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models --models cd1-20 dbm-500-1000 pcd-500 \
-  --output /tmp/paper_scale > "$out/raise_paper_scale.log" 2>&1
+raise_seconds=$(( $(left) - 10 )); [ "${RAISE_SECONDS:-$raise_seconds}" -lt $raise_seconds ] && raise_seconds=$RAISE_SECONDS
+log "reproduce_raise on cuda for $raise_seconds s"
+timeout $raise_seconds python3 scripts/reproduce_raise.py ${RAISE_ARGS:---paper-scale --from-zoo models --models cd1-20 dbm-500-1000 pcd-500} \
+  --device cuda --output /tmp/raise_cuda > "$out/raise_cuda.log" 2>&1
 log "raise: exit $?"
-[ -d /tmp/paper_scale ] && tar -C /tmp -cf "$out/paper_scale.tar" paper_scale
+[ -d /tmp/raise_cuda ] && tar -C /tmp -cf "$out/raise_cuda.tar" raise_cuda
 fi
 log "done"

@@ -7,7 +7,7 @@
 # dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_from_below; layer 1 on the zoo's CD25(500)) resumed on CUDA from
 #         zoo/training/DBN_STATE (default dbn-binarized_mnist-from_below), or started there when no state is committed yet, for DBN_SECONDS;
 # dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_from_rbm) resumed on CUDA from zoo/training/DBM_STATE (default
-#         dbm-binarized_mnist-from_rbm), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
+#         dbm-binarized_mnist), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
 #         epoch on an H100; DBM_SECONDS=rest: until 15 s before the budget ends); a second call on the still-warm machine
 #         goes on from its own /tmp/dbm-run;
 # raise:  scripts/reproduce_raise.py with RAISE_ARGS (default: --paper-scale --from-zoo models on three models) on CUDA,
@@ -65,7 +65,7 @@ tar -C /tmp -cf "$out/dbn-run.tar" dbn-run
 fi
 
 if wants dbm; then
-dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist-from_rbm}
+dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist}
 if [ -d /tmp/dbm-run ]; then log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} on cuda, on from this machine's /tmp/dbm-run"
 else log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} on cuda, from $dbm_state"; mkdir -p /tmp/dbm-run && { [ -d "$dbm_state" ] && cp -r "$dbm_state"/. /tmp/dbm-run/; }; fi
 dbm_seconds=${DBM_SECONDS:-110}; [ "$dbm_seconds" = rest ] && dbm_seconds=$(( $(left) - 15 ))

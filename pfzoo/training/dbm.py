@@ -164,7 +164,7 @@ class DBMPersistentMeanField(Objective):
             return initial_particles(model, batch, owned_chains(self.num_chains), generator)
 
     def extra_repr(self) -> str:
-        pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)
+        pretrain = initialiser_name(self.pretrain)
         return f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
 
 
@@ -224,8 +224,14 @@ class DBMParallelTempering(PT):
         return mean_field_surrogate(model, batch, means, rbm, particles)
 
     def extra_repr(self) -> str:
-        pretrain = "None" if self.pretrain is None else getattr(self.pretrain, "__name__", type(self.pretrain).__name__)
+        pretrain = initialiser_name(self.pretrain)
         return f"{super().extra_repr()}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
+
+
+def initialiser_name(pretrain: Callable | None) -> str:
+    """The name of a DBM objective's ``pretrain`` (a ``functools.partial``'s function, e.g. ``pretrain_dbm``), or "None"."""
+    function = getattr(pretrain, "func", pretrain)
+    return "None" if pretrain is None else getattr(function, "__name__", type(function).__name__)
 
 
 def pretrain_once(objective: DBMPersistentMeanField | DBMParallelTempering, model: DBM, train: torch.Tensor, generator: torch.Generator | None) -> bool:
@@ -234,8 +240,7 @@ def pretrain_once(objective: DBMPersistentMeanField | DBMParallelTempering, mode
     if objective.pretrain is None or bool(objective.pretrained):
         return False
     _check_dbm(model)
-    initialiser = getattr(objective.pretrain, "func", objective.pretrain)  # a functools.partial's function
-    logger.info("initialising a DBM with layer sizes %s by %s", model.layer_sizes, getattr(initialiser, "__name__", type(initialiser).__name__))
+    logger.info("initialising a DBM with layer sizes %s by %s", model.layer_sizes, initialiser_name(objective.pretrain))
     objective.pretrain(model, train, generator=generator)
     objective.pretrained.fill_(True)
     objective.chains = objective.chains.new_empty(0)

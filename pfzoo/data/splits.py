@@ -15,6 +15,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+HELD_OUT_CHOICES = ("auto", "valid", "test")
+"""The values of :meth:`DataSplits.held_out`'s ``which`` (and the Trainer's ``held_out``)."""
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class DataSplits:
@@ -65,6 +68,18 @@ class DataSplits:
     def num_features(self) -> int:
         """The width ``D`` of every split."""
         return self.train.shape[1]
+
+    def held_out(self, which: str = "auto") -> tuple[str, Tensor]:
+        """The split that judges a model while it trains, as ``(name, [N, D])``: ``which="auto"`` takes ``valid`` where
+        the data set has one and ``test`` otherwise; ``"valid"`` and ``"test"`` name it. Choosing epochs or settings by
+        the test split would select on the numbers that are then reported, so a run with a validation split is judged
+        on it (ValueError for ``"valid"`` on a data set without one, or another ``which``)."""
+        if which not in HELD_OUT_CHOICES:
+            raise ValueError(f"held_out must be one of {', '.join(HELD_OUT_CHOICES)}, got {which!r}")
+        if which == "valid" and self.valid is None:
+            raise ValueError(f"held_out='valid' but data set {self.name!r} has no valid split; use 'test' or 'auto'")
+        name = "valid" if which == "valid" or (which == "auto" and self.valid is not None) else "test"
+        return name, getattr(self, name)
 
     @property
     def labelled(self) -> bool:

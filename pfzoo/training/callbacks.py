@@ -19,7 +19,7 @@ Under a process group every rank runs every callback alike on the same model; th
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 
@@ -45,9 +45,10 @@ class TrainingCallback(ABC):
     def on_step(self, model) -> None:
         """``model``'s parameters have just been updated (one optimiser step, then the projection onto its constraints)."""
 
-    def on_epoch_end(self, model, epoch: int, train: torch.Tensor, test: torch.Tensor) -> dict[str, float]:
-        """Numbers ``{name: float}`` for epoch ``epoch``'s record, given the rows ``train [N', V]`` and ``test [M', V]`` the
-        Trainer's per-epoch diagnostics read (its ``metrics_rows``). By default none."""
+    def on_epoch_end(self, model, epoch: int, splits: Mapping[str, torch.Tensor]) -> dict[str, float]:
+        """Numbers ``{name: float}`` for epoch ``epoch``'s record, given the rows the Trainer's per-epoch diagnostics read
+        (its ``metrics_rows``): ``splits = {"train": [N', V], <held>: [M', V]}`` with ``<held>`` the name of its held-out
+        split (``"valid"`` or ``"test"``), to name the numbers after. By default none."""
         return {}
 
     def stop_reason(self) -> str | None:

@@ -15,7 +15,7 @@ continues and a finished run's kept parameters are restored without training aga
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -78,7 +78,7 @@ class EarlyStopping(TrainingCallback):
         else:
             self._since_best += 1
 
-    def on_epoch_end(self, model, epoch: int, train: torch.Tensor, test: torch.Tensor) -> dict[str, float]:
+    def on_epoch_end(self, model, epoch: int, splits: Mapping[str, torch.Tensor]) -> dict[str, float]:
         return {"early_stopping_score": self.scores[-1][1], "early_stopping_best": self.best_score}
 
     def stop_reason(self) -> str | None:

@@ -56,7 +56,7 @@ class GreedyTrainer(Trainer):
        training input (:meth:`RBM.init_from_data <pfzoo.models.RBM.init_from_data>`);
     2. ``rbms[i]`` is trained on its input by ``Trainer(deepcopy(objective), …, run_dir=<run_dir>/layer<i>,
        seed=seed + 4i)`` (a fresh copy of the objective per layer, so e.g. PCD chains are per layer);
-    3. train and test inputs are mapped up, ``x_{i+1} ~ q(x_{i+1} | x_i) = Bernoulli(σ(x_i W_i + c_i))``,
+    3. the train, test and (where there is one) valid inputs are mapped up, ``x_{i+1} ~ q(x_{i+1} | x_i) = Bernoulli(σ(x_i W_i + c_i))``,
        with a generator on the model's device seeded ``seed + 4i + 3``.
 
     Everything is a deterministic function of ``seed``, so ``fit(…, resume=True)`` re-derives the
@@ -64,7 +64,7 @@ class GreedyTrainer(Trainer):
     After the last layer the whole DBN is saved to ``<run_dir>/checkpoint.pt`` (trainer state: the
     layer folders); ``<run_dir>/metrics.jsonl`` holds one line per finished layer (its last epoch's
     metrics with ``"layer": i``). With an ``estimator`` and ``evaluate_every > 0``, the finished DBN's
-    test log-likelihood is estimated once at the end (needs an exact DBN free energy, i.e.
+    held-out (``held_out``) log-likelihood is estimated once at the end (needs an exact DBN free energy, i.e.
     ``model.free_energy_cost ≤ max_enumeration_units``; otherwise skipped with a warning). Under a
     ``torch.distributed`` process group each layer's Trainer shards its minibatches across the ranks (see
     :class:`Trainer`) and rank 0 alone writes these files.
@@ -126,13 +126,14 @@ class GreedyTrainer(Trainer):
         """Greedily train every RBM of ``model`` (in place) on ``data.train [N, V]``; returns flat metrics.
 
         The result holds ``epoch`` (epochs per layer), ``layers`` (L), ``layer<i>_<metric>`` for each
-        layer's last-epoch metrics, and, when the estimator ran, ``test_log_likelihood``,
-        ``test_log_likelihood_stderr`` and ``log_z``.
+        layer's last-epoch metrics, and, when the estimator ran, ``<held>_log_likelihood``,
+        ``<held>_log_likelihood_stderr`` and ``log_z``, with ``<held>`` the ``held_out`` split (``valid`` or ``test``).
         """
         require(model, Capability.RBM_STACK, by="greedy layer-wise training")
         self._check_pretrained_layers(model)
-        train = self._prepare(model, data.train, "data.train")
-        test = self._prepare(model, data.test, "data.test")
+        # every split is mapped up the stack, so each layer's Trainer judges its RBM on the held-out split it is told to
+        splits = {name: self._prepare(model, getattr(data, name), f"data.{name}")
+                  for name in ("train", "test", "valid") if getattr(data, name) is not None}
         leader = distributed.rank() == 0  # under a process group one rank writes the run directory
         if leader:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -149,10 +150,10 @@ class GreedyTrainer(Trainer):
                 if self.init_from_below and layer > 0:
                     start_from_layer_below(rbm, model.rbms[layer - 1], name=f"init_from_below (layer {layer})")
                 elif self.init_from_data:
-                    rbm.init_from_data(train)
-                splits = DataSplits(name=f"{data.name}-layer{layer}", train=train, test=test)
+                    rbm.init_from_data(splits["train"])
+                layer_data = DataSplits(name=f"{data.name}-layer{layer}", **splits)
                 logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
-                metrics = self.layer_trainer(layer).fit(rbm, splits, resume=resume, config=config)
+                metrics = self.layer_trainer(layer).fit(rbm, layer_data, resume=resume, config=config)
             if leader:
                 with self.metrics_path.open("a") as file:
                     file.write(json.dumps({"layer": layer, **metrics}) + "\n")
@@ -162,8 +163,7 @@ class GreedyTrainer(Trainer):
             if layer < len(model.rbms) - 1:
                 generator = torch.Generator(model.device).manual_seed(self.seed + _LAYER_SEED_STRIDE * layer + _MAPPING_SEED_OFFSET)
                 with torch.no_grad():
-                    train = bernoulli(rbm.hidden_probs(train), generator=generator)
-                    test = bernoulli(rbm.hidden_probs(test), generator=generator)
+                    splits = {name: bernoulli(rbm.hidden_probs(split), generator=generator) for name, split in splits.items()}
         result.update(self._evaluate_dbn(model, data))
         if leader:
             save(self.checkpoint_path, model, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
@@ -182,23 +182,23 @@ class GreedyTrainer(Trainer):
                                  f"give a trained RBM of that class and size")
 
     def _evaluate_dbn(self, model: DBN, data: DataSplits) -> dict[str, Any]:
-        """The estimator's test log-likelihood of the finished DBN, when configured and affordable."""
+        """The estimator's log-likelihood of the finished DBN on the held-out split, when configured and affordable."""
         if self.estimator is None or not self.evaluate_every:
             return {}
         if model.free_energy_cost > model.max_enumeration_units:
             logger.warning(
-                "skipping the DBN's test log-likelihood: its exact free energy would enumerate 2^%d states "
+                "skipping the DBN's held-out log-likelihood: its exact free energy would enumerate 2^%d states "
                 "(max_enumeration_units=%d)", model.free_energy_cost, model.max_enumeration_units
             )
             return {}
         self.estimator.to(model.device)
         generator = torch.Generator(model.device).manual_seed(self.seed + 2)
         train = data.train.to(device=model.device, dtype=model.dtype)
-        test = data.test.to(device=model.device, dtype=model.dtype)
-        estimate = self.estimator.log_likelihood(model, test, base_data=train, generator=generator)
+        held_out_name, held_out = data.held_out(self.held_out)
+        estimate = self.estimator.log_likelihood(model, held_out.to(device=model.device, dtype=model.dtype), base_data=train, generator=generator)
         return {
-            "test_log_likelihood": estimate.mean,
-            "test_log_likelihood_stderr": estimate.stderr,
+            f"{held_out_name}_log_likelihood": estimate.mean,
+            f"{held_out_name}_log_likelihood_stderr": estimate.stderr,
             "log_z": None if estimate.partition is None else estimate.partition.log_z,
         }
 

@@ -25,7 +25,7 @@ covariance is the delta method over the C chain indices, levels jointly.
 The filter: predict ``m ← m + Δ``, ``P ← P + Q``; observe ``S = H P Hᵀ + R``, ``G = P Hᵀ S⁻¹``, ``m ← m + G (y − H m)``,
 ``P ← (I − G H) P (I − G H)ᵀ + G R Gᵀ`` (Joseph's form); it starts from the first observation alone
 (``m = H⁻¹ y``, ``P = H⁻¹ R H⁻ᵀ``). The tracked ``log Ẑ`` is ``m_K`` with stderr ``√P_KK``, and each epoch logs
-``{train,test}_tracked_log_likelihood = mean_n log f(v_n) − log Ẑ``.
+``{train,<held>}_tracked_log_likelihood = mean_n log f(v_n) − log Ẑ``.
 
 What the stderr leaves out. The filter takes every ``Δ_t`` and every ``y`` as independent, while the chains are Markov
 chains, so consecutive estimates share samples; ``log`` of a mean is biased by about ``−Var/2`` per estimate; and, the
@@ -144,7 +144,7 @@ class PartitionTracker(TrainingCallback):
     families with a path. It refuses other models in one line. Its sampling runs on its own generator, so the training is
     the same with or without it; its chains, filter and generator are checkpointed (:meth:`state_dict`).
 
-    Per epoch it logs ``log_z_tracked``, ``log_z_tracked_stderr``, ``{train,test}_tracked_log_likelihood`` (mean
+    Per epoch it logs ``log_z_tracked``, ``log_z_tracked_stderr``, ``{train,<held>}_tracked_log_likelihood`` (mean
     ``log f(v) = −F(v)`` of the Trainer's diagnostic rows minus ``log_z_tracked``) with their ``…_stderr`` (that of
     ``log Ẑ``: the data rows' own sampling error is not included), ``log_z_tracking_correction`` (the epoch's sum of the
     observations' corrections to ``log Ẑ``: consistently of one sign and above the stderr, the chains lag the training and
@@ -251,10 +251,10 @@ class PartitionTracker(TrainingCallback):
             self._observe()
 
     @torch.no_grad()
-    def on_epoch_end(self, model, epoch: int, train: torch.Tensor, test: torch.Tensor) -> dict[str, float]:
+    def on_epoch_end(self, model, epoch: int, splits: Mapping[str, torch.Tensor]) -> dict[str, float]:
         log_z, stderr = self._filter.mean[-1].item(), self._filter.covariance[-1, -1].clamp(min=0).sqrt().item()
         record = {"log_z_tracked": log_z, "log_z_tracked_stderr": stderr}
-        for split, rows in (("train", train), ("test", test)):
+        for split, rows in splits.items():
             record[f"{split}_tracked_log_likelihood"] = -model.free_energy(rows).double().mean().item() - log_z
             record[f"{split}_tracked_log_likelihood_stderr"] = stderr
         correction = self._filter.correction.item()

@@ -88,7 +88,7 @@ class Trainer:
             ``torch.no_grad`` and logged under ``name`` (e.g. the error of the learned parameters against a known
             truth); None = none.
         epochs, batch_size, weight_decay, learning_rate_decay, final_momentum, momentum_ramp_epochs, checkpoint_every,
-            evaluate_every, progress, seed, stop_tolerance, max_seconds, log_every, metrics_rows: the run's
+            evaluate_every, progress, seed, stop_tolerance, max_seconds, log_every, metrics_rows, held_out: the run's
             :class:`~pfzoo.training.trainer_settings.TrainerSettings`, also readable as attributes of the Trainer.
         centered: take every update in the model's centered parametrisation (:class:`~pfzoo.training.Centered`
             around ``objective``; models with :attr:`~pfzoo.models.Capability.CENTERING`).
@@ -99,7 +99,7 @@ class Trainer:
         callbacks: :class:`~pfzoo.training.TrainingCallback` objects run beside the training (:mod:`pfzoo.training.callbacks`):
             after every update, their numbers merged into every epoch's record, their state checkpointed.
         track_partition: None/False, True or the settings of a :class:`~pfzoo.training.PartitionTracker` added to
-            ``callbacks``: ``log Z`` followed update by update and the tracked train/test log-likelihoods logged every
+            ``callbacks``: ``log Z`` followed update by update and the tracked train/held-out log-likelihoods logged every
             epoch (Desjardins, Courville & Bengio 2011); from the command line ``trainer.track_partition=true`` or
             ``+trainer.track_partition.num_chains=100``.
         csv: also write every epoch's record to ``<run_dir>/metrics.csv`` (:class:`~pfzoo.training.metrics_log.MetricsLog`).
@@ -121,6 +121,7 @@ class Trainer:
     max_seconds = _setting("max_seconds")
     log_every = _setting("log_every")
     metrics_rows = _setting("metrics_rows")
+    held_out = _setting("held_out")
 
     def __init__(
         self,
@@ -144,6 +145,7 @@ class Trainer:
         epoch_metrics: Mapping[str, EpochMetric] | None = None,
         log_every: int | None = None,
         metrics_rows: int | None = None,
+        held_out: str = "auto",
         centered: bool = False,
         natural_gradient: Mapping[str, Any] | None = None,
         callbacks: Sequence[TrainingCallback] = (),
@@ -162,6 +164,7 @@ class Trainer:
             final_momentum=final_momentum, momentum_ramp_epochs=momentum_ramp_epochs,
             checkpoint_every=checkpoint_every, evaluate_every=evaluate_every, progress=progress, seed=seed,
             stop_tolerance=stop_tolerance, max_seconds=max_seconds, log_every=log_every, metrics_rows=metrics_rows,
+            held_out=held_out,
         )
         if estimator is not None and not isinstance(estimator, Estimator):
             raise ValueError(f"estimator must be a pfzoo.estimators.Estimator or None, got {type(estimator).__name__}")
@@ -192,7 +195,8 @@ class Trainer:
         return self._metrics.path
 
     def fit(self, model: EnergyModel, data, *, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
-        """Train ``model`` on ``data.train [N, V]`` (evaluating on ``data.test``); returns the last epoch's metrics.
+        """Train ``model`` on ``data.train [N, V]`` (judging it on the ``held_out`` split: ``data.valid`` where there is one
+        by default, else ``data.test``); returns the last epoch's metrics.
 
         ``data`` is a :class:`pfzoo.data.DataSplits`; its splits are moved to the model's device and
         dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
@@ -208,19 +212,19 @@ class Trainer:
         the objective's ``prepare``, a DBM's greedy pretraining in the first epoch included, and the updates),
         ``evaluation_seconds`` (the time of the diagnostics below, the estimator and the epoch metrics: with
         ``seconds`` and ``callback_seconds`` the epoch's wall time up to the checkpoint write),
-        ``{train,test}_reconstruction_error`` (models with ``hidden_probs`` / ``visible_probs``, and DBMs, where it is
+        ``{train,<held>}_reconstruction_error`` (``<held>``: ``valid`` or ``test``, the ``held_out`` split; models with ``hidden_probs`` / ``visible_probs``, and DBMs, where it is
         the squared error of ``σ(μ¹ W_0ᵀ + b_0)`` with ``μ¹`` the first hidden layer's mean-field posterior means: a
         cheap diagnostic, not a likelihood; see :func:`~pfzoo.training.reconstruction_error`),
-        ``{train,test}_pseudo_log_likelihood`` (binary models whose exact free energy is cheap: ``free_energy_cost``
+        ``{train,<held>}_pseudo_log_likelihood`` (binary models whose exact free energy is cheap: ``free_energy_cost``
         not ``None`` and at most :data:`~pfzoo.training.metrics.PSEUDO_LIKELIHOOD_MAX_UNITS` and the model's
         ``max_enumeration_units``; so RBMs always, DBMs only with few even hidden units), and, at estimator epochs,
-        ``test_log_likelihood``, ``test_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field lower bound on
+        ``<held>_log_likelihood``, ``<held>_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field lower bound on
         ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the likelihood. For honest
         likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny models, AIS otherwise). The
         objective's :meth:`~pfzoo.training.Objective.epoch_metrics` add theirs (e.g. parallel tempering's
         ``swap_acceptance``, NCE's ``nce_c``), and each name of ``epoch_metrics`` adds its value. With ``callbacks``,
         ``callback_seconds`` (their time, left out of ``seconds``) and whatever they report (e.g. the
-        :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,test}_tracked_log_likelihood``).
+        :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,<held>}_tracked_log_likelihood``).
         """
         self.objective.check(model)
         for callback in self.callbacks:
@@ -233,8 +237,9 @@ class Trainer:
                              f"({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)
-        train = self._prepare(model, data.train, "data.train")
-        test = self._prepare(model, data.test, "data.test")
+        held_out_name, held_out = data.held_out(self.held_out)
+        splits = {"train": self._prepare(model, data.train, "data.train"), held_out_name: self._prepare(model, held_out, f"data.{held_out_name}")}
+        train = splits["train"]
         self.objective.to(model.device)
         if self.estimator is not None:
             self.estimator.to(model.device)
@@ -272,12 +277,12 @@ class Trainer:
                 # DBM's exact pseudo-likelihood can take 20 times its epoch) but logged, so the wall time is accounted for
                 record = {"epoch": epoch, "loss": loss, "seconds": seconds, "evaluation_seconds": 0.0, **self.objective.epoch_metrics()}
                 began = time.perf_counter()
-                record.update(self._evaluate(model, train, test, epoch))
+                record.update(self._evaluate(model, splits, epoch))
                 with torch.no_grad():
                     record.update(self.objective.epoch_metrics())
                     record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
                     record["evaluation_seconds"] = ranks.slowest(time.perf_counter() - began, model.device)
-                    record.update(self._end_callbacks_epoch(model, epoch, train, test))
+                    record.update(self._end_callbacks_epoch(model, epoch, splits))
                 if ranks.leader:
                     self._metrics.append(record)
                 records.append(record)
@@ -287,7 +292,7 @@ class Trainer:
                     self._save(ranks, model, optimizer, generators, epoch, config)
                 bar.update()
                 bar.set_postfix(loss=f"{loss:.4g}")
-        return records[-1] if records else {"epoch": start, **self._evaluate(model, train, test, start)}
+        return records[-1] if records else {"epoch": start, **self._evaluate(model, splits, start)}
 
     def stop_reason(self, records: list[dict[str, Any]]) -> str | None:
         """Why training should stop after the epochs ``records`` (oldest first), or None to go on: the settings' rules
@@ -400,14 +405,14 @@ class Trainer:
                 callback.on_step(model)
         self._callback_seconds += time.perf_counter() - began
 
-    def _end_callbacks_epoch(self, model: EnergyModel, epoch: int, train: torch.Tensor, test: torch.Tensor) -> dict[str, float]:
+    def _end_callbacks_epoch(self, model: EnergyModel, epoch: int, splits: dict[str, torch.Tensor]) -> dict[str, float]:
         """The callbacks' numbers for ``epoch``'s record (on the diagnostic rows) and ``callback_seconds``, their time."""
         if not self.callbacks:
             return {}
         began, rows = time.perf_counter(), slice(self.metrics_rows)
         record: dict[str, float] = {}
         for callback in self.callbacks:
-            record.update(callback.on_epoch_end(model, epoch, train[rows], test[rows]))
+            record.update(callback.on_epoch_end(model, epoch, {name: split[rows] for name, split in splits.items()}))
         record["callback_seconds"] = self._callback_seconds + time.perf_counter() - began
         return record
 
@@ -417,20 +422,22 @@ class Trainer:
             f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
         )
 
-    def _evaluate(self, model: EnergyModel, train: torch.Tensor, test: torch.Tensor, epoch: int) -> dict[str, float | None]:
-        """Reconstruction error and (where cheap) pseudo-log-likelihood on both splits, plus the estimator at its epochs."""
+    def _evaluate(self, model: EnergyModel, splits: dict[str, torch.Tensor], epoch: int) -> dict[str, float | None]:
+        """Reconstruction error and (where cheap) pseudo-log-likelihood on ``splits`` (``{"train": [N, V], <held-out
+        name>: [M, V]}``), plus the estimator on the held-out split at its epochs (its base fitted to train)."""
         generator = torch.Generator(model.device).manual_seed(self.seed + _EVALUATION_SEED_OFFSET)
         record: dict[str, float | None] = {}
         rows = slice(self.metrics_rows)
-        for split, v in (("train", train[rows]), ("test", test[rows])):
+        for name, split in splits.items():
             if has_reconstruction(model):
-                record[f"{split}_reconstruction_error"] = reconstruction_error(model, v)
+                record[f"{name}_reconstruction_error"] = reconstruction_error(model, split[rows])
             if pseudo_likelihood_is_affordable(model):
-                record[f"{split}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, v, generator=generator)
+                record[f"{name}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, split[rows], generator=generator)
         if self.estimator is not None and self.settings.evaluates(epoch):
-            estimate = self.estimator.log_likelihood(model, test, base_data=train, generator=generator)
-            record["test_log_likelihood"] = estimate.mean
-            record["test_log_likelihood_stderr"] = estimate.stderr
+            held_out_name = next(name for name in splits if name != "train")
+            estimate = self.estimator.log_likelihood(model, splits[held_out_name], base_data=splits["train"], generator=generator)
+            record[f"{held_out_name}_log_likelihood"] = estimate.mean
+            record[f"{held_out_name}_log_likelihood_stderr"] = estimate.stderr
             record["log_z"] = None if estimate.partition is None else estimate.partition.log_z
         return record
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 from torch import nn
 
+from pfzoo.data.splits import HELD_OUT_CHOICES
 from pfzoo.validation import check_bool, check_finite_number, check_positive_int
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
@@ -62,6 +63,10 @@ class TrainerSettings:
             about half an epoch of training).
         log_every: log a line every this many epochs (and the first and last); ``None``: about
             :data:`LOGGED_EPOCHS` lines per run.
+        held_out: the split the per-epoch diagnostics, the estimator and the callbacks judge the model on
+            (:meth:`DataSplits.held_out <pfzoo.data.DataSplits.held_out>`): ``"auto"`` (default) the validation split
+            where the data set has one, else the test split; ``"valid"`` or ``"test"`` to name it. Its metrics carry
+            its name (``valid_log_likelihood``, ``test_reconstruction_error``, ...).
 
     Stopping early: a run ends before ``epochs`` when its recorded epochs meet a rule of :meth:`stop_reason`,
     checked before every epoch (so a resumed run that had already stopped trains no further): ``stop_tolerance``
@@ -85,6 +90,7 @@ class TrainerSettings:
     max_seconds: float | None = None
     log_every: int | None = None
     metrics_rows: int | None = None
+    held_out: str = "auto"
 
     def __post_init__(self) -> None:
         normalised = {
@@ -114,6 +120,8 @@ class TrainerSettings:
         normalised["max_seconds"] = None if self.max_seconds is None else float(self.max_seconds)
         if self.metrics_rows is not None:
             check_positive_int(self.metrics_rows, "metrics_rows")
+        if self.held_out not in HELD_OUT_CHOICES:
+            raise ValueError(f"held_out must be one of {', '.join(HELD_OUT_CHOICES)}, got {self.held_out!r}")
         normalised["log_every"] = (
             max(1, self.epochs // LOGGED_EPOCHS) if self.log_every is None else check_positive_int(self.log_every, "log_every")
         )

@@ -47,3 +47,15 @@ def test_labels_must_match_their_split():
         DataSplits("d", x, x, valid_labels=torch.arange(4))
     with pytest.raises(ValueError, match="test_labels must be an int64 tensor"):
         DataSplits("d", x, x, test_labels=torch.arange(4).float())
+
+
+def test_held_out_is_the_validation_split_where_there_is_one():
+    train, test, valid = torch.zeros(5, 3), torch.ones(4, 3), torch.full((2, 3), 0.5)
+    with_valid, without = DataSplits("d", train, test, valid=valid), DataSplits("d", train, test)
+    assert with_valid.held_out()[0] == "valid" and with_valid.held_out()[1] is valid
+    assert with_valid.held_out("test")[0] == "test" and with_valid.held_out("test")[1] is test
+    assert without.held_out()[0] == "test" and without.held_out("auto")[1] is test
+    with pytest.raises(ValueError, match="held_out='valid' but data set 'd' has no valid split; use 'test' or 'auto'"):
+        without.held_out("valid")
+    with pytest.raises(ValueError, match="held_out must be one of auto, valid, test, got 'train'"):
+        with_valid.held_out("train")

@@ -84,6 +84,20 @@ def test_every_layer_gets_its_own_objective_copy_and_mapped_binary_input(small_d
     assert all(binary for _, _, binary in seen)
 
 
+def test_greedy_trainer_judges_every_layer_and_the_dbn_on_the_validation_split(small_data, tmp_path):
+    valid = small_data.test[:40]
+    data = DataSplits("digits-small", train=small_data.train, test=small_data.test[40:], valid=valid)
+    dbn = DBN([64, 8, 4], generator=torch.Generator().manual_seed(0))
+    trainer = GreedyTrainer(CD(k=1), run_dir=tmp_path, epochs=1, batch_size=50, progress=False, seed=5,
+                            evaluate_every=1, estimator=AIS(num_chains=20, num_steps=50))
+    result = trainer.fit(dbn, data)
+    assert {"layer0_valid_pseudo_log_likelihood", "layer1_valid_reconstruction_error", "valid_log_likelihood"} <= set(result)
+    assert not any("test_" in key for key in result)
+    with torch.no_grad():
+        exact = dbn.log_prob(valid).mean().item()
+    assert abs(result["valid_log_likelihood"] - exact) < 3 * result["valid_log_likelihood_stderr"] + 1e-4
+
+
 def test_greedy_trainer_writes_layer_runs_metrics_and_a_loadable_dbn(small_data, tmp_path):
     dbn = DBN([64, 8, 4], generator=torch.Generator().manual_seed(0))
     trainer = GreedyTrainer(CD(k=1), run_dir=tmp_path, epochs=2, batch_size=50, progress=False, seed=5,

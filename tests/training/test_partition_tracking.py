@@ -253,7 +253,7 @@ def test_callbacks_see_every_update_and_report_every_epoch(tmp_path):
             assert not torch.is_grad_enabled()
             self.steps += 1
 
-        def on_epoch_end(self, model, epoch, train, test):
+        def on_epoch_end(self, model, epoch, splits):
             return {"updates_seen": float(self.steps)}
 
         def state_dict(self):

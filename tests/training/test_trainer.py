@@ -136,6 +136,29 @@ def test_metrics_file_has_one_json_object_per_epoch_with_estimates_at_evaluation
     assert final["test_log_likelihood"] == pytest.approx(model.log_prob(data.test).mean().item(), rel=1e-6)
 
 
+def test_a_data_set_with_a_validation_split_is_judged_on_it_and_never_on_the_test_split(tmp_path, data):
+    """Choosing epochs by the estimator's numbers must not select on the reported test split: with a valid split the
+    diagnostics, the estimator and the callbacks read valid (keys named so); held_out='test' asks for test."""
+    valid = data.test.flip(0)[:30]
+    with_valid = DataSplits("toy", train=data.train, test=torch.full_like(data.test, float("nan")), valid=valid)
+    model = rbm()
+    trainer = Trainer(CD(), run_dir=tmp_path / "valid", epochs=2, batch_size=32, evaluate_every=1, estimator=Exact(),
+                      progress=False, track_partition={"num_chains": 10, "num_temperatures": 4})
+    final = trainer.fit(model, with_valid)  # a NaN test split would poison any number read from it
+    assert not any(key.startswith("test_") for key in final)
+    assert final["valid_log_likelihood"] == pytest.approx(model.log_prob(valid).mean().item(), rel=1e-6)
+    assert final["valid_reconstruction_error"] == pytest.approx(reconstruction_error(model, valid), rel=1e-6)
+    assert math.isfinite(final["valid_tracked_log_likelihood"]) and math.isfinite(final["valid_pseudo_log_likelihood"])
+
+    asked = Trainer(CD(), run_dir=tmp_path / "test", epochs=1, evaluate_every=1, estimator=Exact(), progress=False, held_out="test")
+    final = asked.fit(rbm(), DataSplits("toy", train=data.train, test=data.test, valid=valid))
+    assert "test_log_likelihood" in final and not any(key.startswith("valid_") for key in final)
+    with pytest.raises(ValueError, match="held_out='valid' but data set 'toy' has no valid split"):
+        Trainer(CD(), run_dir=tmp_path / "none", epochs=1, progress=False, held_out="valid").fit(rbm(), data)
+    with pytest.raises(ValueError, match="held_out must be one of auto, valid, test, got 'train'"):
+        Trainer(CD(), run_dir=tmp_path / "bad", held_out="train")
+
+
 def test_checkpoint_round_trips_through_zoo_load(tmp_path, data):
     model = rbm()
     config = {"model": {"num_hidden": 8}, "seed": 0}

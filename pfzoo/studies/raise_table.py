@@ -225,8 +225,10 @@ def render_table(results: dict) -> str:
                  f"![{label(name, results)}: AIS and RAISE against K]({FIGURES}/{key}-against-K.png)", "", *markdown_table(
             ["K", "AIS", "log Ẑ (ESS)", "RAISE", "AIS − RAISE"], "rrrrr", [[f"{r['steps']:,}", pm(r, "ais"), f"{r['ais_log_z']:.2f} ({r['ais_ess']:.1f})",
                                                                             pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
-            f"AIS: {w['sweep_ais_chains']} chains, log f(v) " + ("exact (hidden units summed out)" if exact_f else f"by importance sampling with "
-                                                                 f"{w['posterior_samples']} proposals") + " on all test digits. RAISE: "
+            f"AIS: {w['sweep_ais_chains']} chains, log f(v) " + ("exact (hidden units summed out) on all test digits" if exact_f else
+                                                                 f"by importance sampling with {w['posterior_samples']} proposals on all test "
+                                                                 "digits (the log of an unbiased estimate, so biased low: that bias can put AIS "
+                                                                 "below RAISE)") + ". RAISE: "
             f"{w['raise_chains']} chains on the same {w['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
             "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small."
             + (f" Measured {sweep['measured_on']}, {duration(sum(r['seconds'] for r in sweep['rows']))} in all." if sweep.get("measured_on") else "")]

@@ -271,8 +271,8 @@ def heating_section(title: str, comparison: dict) -> list[str]:
              "and anneal them towards p(h | v) with the digit clamped (DBM.heat_clamped), T = 0 draws them from the mean-field posterior itself. "
              "Every T gives a valid stochastic lower bound (E[w] = p_ann(v) whatever the proposal), so the higher mean is the tighter bound; "
              "the ESS is that of the whole reverse chain's weights, whose spread the annealing dominates. The paired column is the mean "
-             f"per-digit difference with its standard error over the digits. Measured {comparison['measured_on']}; the wall times are of "
-             "runs that shared the machine with others, so compare them with care.")]
+             f"per-digit difference with its standard error over the digits. Measured {comparison['measured_on']}."
+             + (f" {comparison['note']}" if comparison.get("note") else ""))]
 
 
 def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:

@@ -365,16 +365,18 @@ class DBM(EnergyModel):
         """
         self.check_visible(v)
         check_positive_int(num_iterations, "num_iterations")
+        visible_drive = v @ self.weights[0]  # the first hidden layer's input from v, the same in every sweep
         means = [v]
         for i in range(1, self.num_layers):
             scale = 1.0 if i == self.num_layers - 1 else 2.0
-            means.append(torch.sigmoid(scale * (means[-1] @ self.weights[i - 1]) + self.biases[i]))
+            drive = visible_drive if i == 1 else means[-1] @ self.weights[i - 1]
+            means.append(torch.sigmoid(scale * drive + self.biases[i]))
         converged = torch.zeros((), dtype=torch.bool, device=v.device)
         for _ in range(num_iterations):
             change = torch.zeros((), dtype=v.dtype, device=v.device)
             for parity in (1, 2):
                 for i in range(parity, self.num_layers, 2):
-                    total = means[i - 1] @ self.weights[i - 1] + self.biases[i]
+                    total = (visible_drive if i == 1 else means[i - 1] @ self.weights[i - 1]) + self.biases[i]
                     if i + 1 < self.num_layers:
                         total = total + means[i + 1] @ self.weights[i].T
                     updated = torch.sigmoid(total)

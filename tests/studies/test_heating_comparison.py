@@ -32,4 +32,7 @@ def test_the_section_names_its_settings_and_marks_the_mean_field_row():
                                                        "rows": rows, "measured_on": "today, here"}))
     assert "| 0 (mean field) | -100.00 ± 0.50 | 2.50 of 10 | — | 30.0 s |" in text
     assert "| 100 | -99.00 ± 0.30 | 4.00 of 10 | +1.00 ± 0.20 | 33.0 s |" in text
-    assert "K = 10,000" in text and "same 20 random test digits" in text and "Measured today, here;" in text
+    assert "K = 10,000" in text and "same 20 random test digits" in text and text.endswith("Measured today, here.")
+    noted = heating_section("DBM", {"settings": {"steps": 10000, "raise_chains": 10, "heating_examples": 20}, "rows": rows,
+                                    "measured_on": "today, here", "note": "Runs beside it shared the machine."})
+    assert noted[-1].endswith("Measured today, here. Runs beside it shared the machine.")

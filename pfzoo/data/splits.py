@@ -19,6 +19,13 @@ HELD_OUT_CHOICES = ("auto", "valid", "test")
 """The values of :meth:`DataSplits.held_out`'s ``which`` (and the Trainer's ``held_out``)."""
 
 
+def check_held_out(which: object) -> str:
+    """``which`` if it is one of :data:`HELD_OUT_CHOICES`, else ValueError naming them."""
+    if which not in HELD_OUT_CHOICES:
+        raise ValueError(f"held_out must be one of {', '.join(HELD_OUT_CHOICES)}, got {which!r}")
+    return which
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class DataSplits:
     """Train ``[N_train, D]``, test ``[N_test, D]`` and optional valid ``[N_valid, D]`` splits, with their int64 class
@@ -74,9 +81,7 @@ class DataSplits:
         the data set has one and ``test`` otherwise; ``"valid"`` and ``"test"`` name it. Choosing epochs or settings by
         the test split would select on the numbers that are then reported, so a run with a validation split is judged
         on it (ValueError for ``"valid"`` on a data set without one, or another ``which``)."""
-        if which not in HELD_OUT_CHOICES:
-            raise ValueError(f"held_out must be one of {', '.join(HELD_OUT_CHOICES)}, got {which!r}")
-        if which == "valid" and self.valid is None:
+        if check_held_out(which) == "valid" and self.valid is None:
             raise ValueError(f"held_out='valid' but data set {self.name!r} has no valid split; use 'test' or 'auto'")
         name = "valid" if which == "valid" or (which == "auto" and self.valid is not None) else "test"
         return name, getattr(self, name)

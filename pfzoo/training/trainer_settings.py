@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 from torch import nn
 
-from pfzoo.data.splits import HELD_OUT_CHOICES
+from pfzoo.data.splits import check_held_out
 from pfzoo.validation import check_bool, check_finite_number, check_positive_int
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
@@ -120,8 +120,7 @@ class TrainerSettings:
         normalised["max_seconds"] = None if self.max_seconds is None else float(self.max_seconds)
         if self.metrics_rows is not None:
             check_positive_int(self.metrics_rows, "metrics_rows")
-        if self.held_out not in HELD_OUT_CHOICES:
-            raise ValueError(f"held_out must be one of {', '.join(HELD_OUT_CHOICES)}, got {self.held_out!r}")
+        check_held_out(self.held_out)
         normalised["log_every"] = (
             max(1, self.epochs // LOGGED_EPOCHS) if self.log_every is None else check_positive_int(self.log_every, "log_every")
         )

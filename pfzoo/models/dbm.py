@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 import torch
@@ -12,6 +13,7 @@ from pfzoo.kernels import run_chain
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.centering import center_chain_gradients
+from pfzoo.models.dbm_heating import bernoulli_log_prob, heat_clamped
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
@@ -416,6 +418,61 @@ class DBM(EnergyModel):
         """Set the visible biases ``b_0`` to the smoothed base-rate logits of ``data [N, V]`` (as :meth:`RBM.init_from_data`)."""
         self.biases[0].copy_(base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
 
+    # ---- construction from RBMs -----------------------------------------------------------
+
+    @torch.no_grad()
+    def compose_from_stack(self, stack: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
+        """Overwrite the parameters with the composition of a greedily trained RBM stack (S&H 2009 §3.1).
+
+        ``stack[i] = (weight [n_i, n_{i+1}], visible_bias [n_i], hidden_bias [n_{i+1}])`` is the RBM between layers ``i``
+        and ``i + 1``, trained with doubled upward input for ``i = 0`` and doubled downward input for ``i = L-1`` (when
+        ``L ≥ 2``), as :func:`~pfzoo.training.pretrain_dbm` does. Then ``W_i`` is copied for the bottom and top RBMs and
+        halved for the middle ones; ``b_0`` is ``stack[0]``'s visible bias, ``b_L`` is ``stack[L-1]``'s hidden bias, and
+        each interior ``b_i`` is the mean of ``stack[i-1]``'s hidden bias and ``stack[i]``'s visible bias. So every interior
+        layer's conditional log-odds are the average of the two RBMs' (doubled) inputs, and the DBM's prior over an
+        interior layer is the geometric mean of the two RBMs' priors over it.
+        """
+        num_rbms = self.num_layers - 1
+        if len(stack) != num_rbms:
+            raise ValueError(f"stack must hold {num_rbms} RBMs (one per weight matrix of layer sizes {self.layer_sizes}), got {len(stack)}")
+        for index, (weight, visible_bias, hidden_bias) in enumerate(stack):
+            lower, upper = self.layer_sizes[index], self.layer_sizes[index + 1]
+            shapes = (tuple(weight.shape), tuple(visible_bias.shape), tuple(hidden_bias.shape))
+            if shapes != ((lower, upper), (lower,), (upper,)):
+                raise ValueError(f"stack[{index}] must hold tensors of shapes ({lower}, {upper}), ({lower},), ({upper},); got {shapes}")
+        for index, (weight, _, _) in enumerate(stack):
+            self.weights[index].copy_((0.5 if 0 < index < num_rbms - 1 else 1.0) * weight)
+        self.biases[0].copy_(stack[0][1])
+        self.biases[num_rbms].copy_(stack[-1][2])
+        for layer in range(1, num_rbms):
+            self.biases[layer].copy_(0.5 * (stack[layer - 1][2] + stack[layer][1]))
+
+    @torch.no_grad()
+    def start_from_rbm(self, rbm: RBM, *, upper_init_std: float = 0.001, generator: torch.Generator | None = None) -> None:
+        """Overwrite the parameters with the binary ``rbm`` (``[V, H1]``) below layers that are all but detached.
+
+        ``W_0``, ``b_0`` and ``b_1`` are the RBM's weight, visible and hidden biases; every weight above is drawn from
+        ``N(0, upper_init_std²)`` and every bias above is 0. With the upper weights at zero the marginal on ``(v, h¹)`` is
+        the RBM's joint (each upper unit multiplies every state by the same 2), so the DBM has the RBM's log-likelihood
+        and an exact mean-field posterior over ``h¹``. Needs at least two hidden layers.
+        """
+        check_generator(generator, self.device)
+        if self.num_layers < 3:
+            raise ValueError(f"model must have at least two hidden layers to start from an RBM below them, got layer sizes {self.layer_sizes}")
+        if not (isinstance(upper_init_std, (int, float)) and math.isfinite(upper_init_std) and upper_init_std >= 0):
+            raise ValueError(f"upper_init_std must be a finite number ≥ 0, got {upper_init_std!r}")
+        shape = tuple(rbm.weight.shape) if isinstance(rbm, RBM) else None
+        if shape != tuple(self.layer_sizes[:2]):
+            raise ValueError(f"rbm must be a binary RBM with weight shape {tuple(self.layer_sizes[:2])} (the DBM's first two layers), "
+                             f"got {type(rbm).__name__} with weight shape {shape}")
+        self.weights[0].copy_(rbm.weight)
+        self.biases[0].copy_(rbm.visible_bias)
+        self.biases[1].copy_(rbm.hidden_bias)
+        for weight in self.weights[1:]:
+            weight.copy_(upper_init_std * torch.randn(weight.shape, generator=generator, device=weight.device, dtype=weight.dtype))
+        for bias in self.biases[2:]:
+            bias.zero_()
+
     # ---- annealing ----------------------------------------------------------------------
 
     def annealing_base(self, kind: str = "uniform", data: torch.Tensor | None = None, *, smoothing: float = 1.0) -> "DBM":
@@ -472,55 +529,25 @@ class DBM(EnergyModel):
         hidden_means = torch.cat([means[i - 1] for i in self.even_layers[1:]], dim=1).repeat_interleave(num_samples, dim=0)
         hidden = bernoulli(hidden_means, generator=generator)
         state = torch.cat([v, hidden], dim=1)
-        log_q = _bernoulli_log_prob(hidden.double(), hidden_means.double()).sum(-1)
+        log_q = bernoulli_log_prob(hidden.double(), hidden_means.double()).sum(-1)
         return PathStateProposal(state, -self.even_odd_rbm().free_energy(state).double() - log_q)
 
-
-    def _layer_drive(self, layers: list[torch.Tensor], i: int) -> torch.Tensor:
-        """Layer i's total input ``x_{i-1} W_{i-1} + x_{i+1} W_iᵀ + b_i`` ``[B, n_i]`` from its neighbours in ``layers``."""
-        drive = layers[i - 1] @ self.weights[i - 1] + self.biases[i]
-        return drive + layers[i + 1] @ self.weights[i].T if i + 1 < self.num_layers else drive
 
     @torch.no_grad()
     def heat_clamped(
         self, v: torch.Tensor, *, num_samples: int = 1, num_steps: int = 100, generator: torch.Generator | None = None
     ) -> PathStateProposal:
         """RAISE Algorithm 3's clamped heating chain: AIS over the hidden layers with ``v [B, V]`` clamped, from the
-        mean-field posterior ``q(h | v)`` to ``p(h | v)``, ``num_samples`` chains per example.
-
-        The chain runs along ``g_t(h) ∝ q(h)^{1 - α_t} exp(-α_t E(v, h))``, ``α_t = t / T``: ``h_0 ~ q``, then for
-        t = 1 … T it adds ``(α_t - α_{t-1}) [-E(v, h_{t-1}) - log q(h_{t-1})]`` to its log weight and takes an
-        odd-then-even block-Gibbs sweep that leaves ``g_t`` invariant (each layer's conditional logits are
-        ``(1 - α_t) logit(μ_i) + α_t`` times its input from its neighbours). As for any AIS run from the normalised
-        ``g_0 = q``, ``E[exp(log_weight)] = Σ_h exp(-E(v, h)) = f(v)``, the contract of :class:`PathStateProposal`,
-        and the final ``h_T`` is close to a draw of ``p(h | v)`` when T is large. The returned state keeps its even
-        layers, ``(v, h², h⁴, …) [B · num_samples, Σ n_even]``; dropping the odd ones is the exact reversal
-        ``p(h_odd | v, h_even)``, which changes no weight. The means are kept within ``[1e-6, 1 - 1e-6]`` so that
-        ``log q`` is finite (q is that clamped distribution, from which ``h_0`` is drawn).
+        mean-field posterior ``q(h | v)`` to ``p(h | v)``, ``num_samples`` chains per example, ``num_steps`` T sweeps
+        (:func:`pfzoo.models.dbm_heating.heat_clamped`: ``E[exp(log_weight)] = f(v)``, the contract of
+        :class:`PathStateProposal`; the state holds the even layers ``[B · num_samples, Σ n_even]``). The means are kept
+        within ``[1e-6, 1 - 1e-6]`` so that ``log q`` is finite (q is that clamped distribution, from which ``h_0`` is drawn).
         """
         self.check_visible(v)
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
-        means = [mean.clamp(_HEATING_MEAN_LIMIT, 1 - _HEATING_MEAN_LIMIT).repeat_interleave(num_samples, dim=0) for mean in self.mean_field(v)]
-        proposal_logits = [torch.logit(mean) for mean in means]
-        layers = [v.repeat_interleave(num_samples, dim=0)] + [bernoulli(mean, generator=generator) for mean in means]
-        log_weight = torch.zeros(layers[0].shape[0], dtype=torch.float64, device=v.device)
-        for step in range(1, num_steps + 1):
-            alpha = step / num_steps
-            log_q = sum(_bernoulli_log_prob(layer.double(), mean.double()).sum(-1) for layer, mean in zip(layers[1:], means))
-            # every weight joins an odd layer to an even one, so -E(v, h) = Σ_even b·x + Σ_odd x·drive(odd | even): the odd
-            # layers' drives serve both the weight increment and their own update, one product per weight
-            odd_drives = {i: self._layer_drive(layers, i) for i in range(1, self.num_layers, 2)}
-            even_bias_term = sum(layers[i] @ self.biases[i] for i in range(0, self.num_layers, 2))
-            negative_energy = even_bias_term + sum((layers[i] * drive).sum(-1) for i, drive in odd_drives.items())
-            log_weight += (negative_energy.double() - log_q) / num_steps
-            for i, drive in odd_drives.items():  # the odd hidden layers given the even ones (v included), then the even ones
-                layers[i] = bernoulli(torch.sigmoid((1 - alpha) * proposal_logits[i - 1] + alpha * drive), generator=generator)
-            for i in range(2, self.num_layers, 2):
-                drive = self._layer_drive(layers, i)
-                layers[i] = bernoulli(torch.sigmoid((1 - alpha) * proposal_logits[i - 1] + alpha * drive), generator=generator)
-        return PathStateProposal(torch.cat([layers[i] for i in self.even_layers], dim=1), log_weight)
+        return heat_clamped(self, v, num_samples=num_samples, num_steps=num_steps, generator=generator)
 
 
 def _interleave(even: list[torch.Tensor], odd: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -548,16 +575,5 @@ class _RBMView(RBM):
         return self.weight.dtype
 
 
-
-
 def _bernoulli_entropy(p: torch.Tensor) -> torch.Tensor:
     return -(torch.special.xlogy(p, p) + torch.special.xlogy(1 - p, 1 - p))
-
-
-_HEATING_MEAN_LIMIT = 1e-6  # q's means are kept this far from 0 and 1 so that log q stays finite
-
-
-def _bernoulli_log_prob(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """``log Bernoulli(x; p)`` elementwise, safe at p ∈ {0, 1}."""
-    return torch.where(x > 0.5, torch.log(p), torch.log1p(-p))
-

@@ -4,7 +4,7 @@ from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
-from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, compose_dbm, pretrain_dbm, start_dbm_from_rbm
+from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, pretrain_dbm, start_dbm_from_rbm
 from pfzoo.training.denoising_score_matching import DenoisingScoreMatching
 from pfzoo.training.early_stopping import EarlyStopping, UpdateLimit
 from pfzoo.training.em_hmc import EMHMC
@@ -64,7 +64,6 @@ __all__ = [
     "TrainingCallback",
     "UpdateLimit",
     "applicable_trainers",
-    "compose_dbm",
     "fit_mean_field",
     "mean_field_ising",
     "mpf_local_update",

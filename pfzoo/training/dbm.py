@@ -21,15 +21,14 @@ from typing import Callable, Sequence
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
+from pfzoo.models.tied_rbm import TiedRBM
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.objective import Objective
 from pfzoo.training.parallel_tempering import PT
-from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import allocating, check_generator, check_positive_int
 from pfzoo.zoo import load_model
@@ -37,7 +36,6 @@ from pfzoo.zoo import load_model
 logger = logging.getLogger(__name__)
 
 DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS = 10
-PRETRAIN_INIT_STD = 0.01
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -305,7 +303,7 @@ def pretrain_dbm(
     data are the posterior probabilities ``σ(u_i · x_i W_i + c_i)`` of RBM ``i`` (``u_i`` = 2 for the
     bottom RBM, else 1), computed once after it has been trained.
 
-    Composition (:func:`compose_dbm`): every hidden layer between two RBMs receives the *average* of the
+    Composition (:meth:`DBM.compose_from_stack <pfzoo.models.DBM.compose_from_stack>`): every hidden layer between two RBMs receives the *average* of the
     two RBMs' inputs, which is what the doubling compensates for. Hence ``W_0`` and ``W_{L-1}`` are
     copied, middle weights are halved, the visible bias is the bottom RBM's visible bias, the top
     layer's bias is the top RBM's hidden bias, and every interior layer's bias is the mean of the hidden
@@ -349,13 +347,13 @@ def pretrain_dbm(
     for index in range(num_rbms):
         up = 2 if index == 0 and num_rbms > 1 else 1
         down = 2 if index == num_rbms - 1 and num_rbms > 1 else 1
-        rbm = _TiedRBM(inputs, model.layer_sizes[index + 1], up=up, down=down, generator=generator)
+        rbm = TiedRBM(inputs, model.layer_sizes[index + 1], up=up, down=down, generator=generator)
         optimizer = torch.optim.SGD(rbm.parameters(), lr=lr, momentum=momentum)
         for epoch in range(epochs_per_layer):
             order = torch.randperm(inputs.shape[0], generator=generator, device=inputs.device)
             for rows in order.split(batch_size):
                 optimizer.zero_grad(set_to_none=True)
-                rbm.cd_loss(inputs[rows], k, generator=generator).backward()
+                tied_cd_loss(rbm, inputs[rows], k, generator=generator).backward()
                 optimizer.step()
             if progress is not None:
                 progress(index * epochs_per_layer + epoch + 1, total)
@@ -364,38 +362,7 @@ def pretrain_dbm(
         with torch.no_grad():
             inputs = rbm.upward_probs(inputs)
 
-    compose_dbm(model, [(rbm.weight, rbm.visible_bias, rbm.hidden_bias) for rbm in stack])
-
-
-@torch.no_grad()
-def compose_dbm(model: DBM, stack: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
-    """Overwrite ``model``'s parameters with the composition of a greedily trained RBM stack (S&H 2009 §3.1).
-
-    ``stack[i] = (weight [n_i, n_{i+1}], visible_bias [n_i], hidden_bias [n_{i+1}])`` is the RBM between
-    layers ``i`` and ``i + 1``, trained with doubled upward input for ``i = 0`` and doubled downward input
-    for ``i = L-1`` (when ``L ≥ 2``), as :func:`pretrain_dbm` does. Then ``W_i`` is copied for the
-    bottom and top RBMs and halved for the middle ones; ``b_0`` is ``stack[0]``'s visible bias, ``b_L``
-    is ``stack[L-1]``'s hidden bias, and each interior ``b_i`` is the mean of ``stack[i-1]``'s hidden bias
-    and ``stack[i]``'s visible bias. So every interior layer's conditional log-odds are the average of the
-    two RBMs' (doubled) inputs, and the DBM's prior over an interior layer is the geometric mean of the
-    two RBMs' priors over it.
-    """
-    _check_dbm(model)
-    num_rbms = model.num_layers - 1
-    if len(stack) != num_rbms:
-        raise ValueError(f"stack must hold {num_rbms} RBMs (one per weight matrix of layer sizes {model.layer_sizes}), got {len(stack)}")
-    for index, (weight, visible_bias, hidden_bias) in enumerate(stack):
-        lower, upper = model.layer_sizes[index], model.layer_sizes[index + 1]
-        shapes = (tuple(weight.shape), tuple(visible_bias.shape), tuple(hidden_bias.shape))
-        if shapes != ((lower, upper), (lower,), (upper,)):
-            raise ValueError(f"stack[{index}] must hold tensors of shapes ({lower}, {upper}), ({lower},), ({upper},); got {shapes}")
-    for index, (weight, _, _) in enumerate(stack):
-        scale = 0.5 if 0 < index < num_rbms - 1 else 1.0
-        model.weights[index].copy_(scale * weight)
-    model.biases[0].copy_(stack[0][1])
-    model.biases[num_rbms].copy_(stack[-1][2])
-    for layer in range(1, num_rbms):
-        model.biases[layer].copy_(0.5 * (stack[layer - 1][2] + stack[layer][1]))
+    model.compose_from_stack([(rbm.weight, rbm.visible_bias, rbm.hidden_bias) for rbm in stack])
 
 
 def start_dbm_from_rbm(
@@ -425,57 +392,14 @@ def start_dbm_from_rbm(
     """
     _check_dbm(model)
     model.check_visible(data, "data")
-    check_generator(generator, model.device)
-    if model.num_layers < 3:
-        raise ValueError(f"model must have at least two hidden layers to start from an RBM below them, got layer sizes {model.layer_sizes}")
-    if not (isinstance(upper_init_std, (int, float)) and math.isfinite(upper_init_std) and upper_init_std >= 0):
-        raise ValueError(f"upper_init_std must be a finite number ≥ 0, got {upper_init_std!r}")
     source = load_model(rbm, name="rbm") if isinstance(rbm, (str, os.PathLike)) else rbm
-    shape = tuple(getattr(source, "weight", torch.empty(0)).shape)
-    if not hasattr(source, "visible_bias") or shape != tuple(model.layer_sizes[:2]):
-        raise ValueError(f"rbm must be a binary RBM with weight shape {tuple(model.layer_sizes[:2])} (the DBM's first two layers), "
-                         f"got {type(source).__name__} with weight shape {shape}")
+    model.start_from_rbm(source, upper_init_std=upper_init_std, generator=generator)
+
+
+def tied_cd_loss(rbm: TiedRBM, x: torch.Tensor, k: int, *, generator: torch.Generator | None) -> torch.Tensor:
+    """CD-k surrogate ``mean F(x, …, x) − mean F(ṽ)`` of a :class:`~pfzoo.models.tied_rbm.TiedRBM` for ``x [B, n]``, ṽ
+    the copies' sum after k block-Gibbs sweeps from all copies at x."""
     with torch.no_grad():
-        model.weights[0].copy_(source.weight)
-        model.biases[0].copy_(source.visible_bias)
-        model.biases[1].copy_(source.hidden_bias)
-        for weight in model.weights[1:]:
-            weight.copy_(upper_init_std * torch.randn(weight.shape, generator=generator, device=weight.device, dtype=weight.dtype))
-        for bias in model.biases[2:]:
-            bias.zero_()
-
-
-class _TiedRBM(nn.Module):
-    """RBM with ``up`` tied copies of its visible layer and ``down`` tied copies of its hidden layer.
-
-    ``E = -Σ_{a,b} v^aᵀ W h^b - b·Σ_a v^a - c·Σ_b h^b`` for ``v^a [n]``, ``h^b [m]``; with all visible
-    copies equal to ``x``, ``p(h^b | x) = σ(up · xW + c)``. Visible states are ``[B, up, n]``.
-    """
-
-    def __init__(self, data: torch.Tensor, num_hidden: int, *, up: int, down: int, generator: torch.Generator | None) -> None:
-        super().__init__()
-        num_visible = data.shape[1]
-        self.up, self.down = up, down
-        weight = torch.randn(num_visible, num_hidden, generator=generator, device=data.device, dtype=data.dtype)
-        self.weight = nn.Parameter(PRETRAIN_INIT_STD * weight)
-        self.visible_bias = nn.Parameter(base_rate_visible_bias(data).to(data.dtype))
-        self.hidden_bias = nn.Parameter(data.new_zeros(num_hidden))
-
-    def free_energy(self, visible_sum: torch.Tensor) -> torch.Tensor:
-        """``F`` of visible copies given their sum ``Σ_a v^a [B, n]`` → ``[B]`` (hidden copies summed out)."""
-        return -visible_sum @ self.visible_bias - self.down * F.softplus(visible_sum @ self.weight + self.hidden_bias).sum(-1)
-
-    def upward_probs(self, x: torch.Tensor) -> torch.Tensor:
-        """``p(h = 1 | all visible copies = x) = σ(up · xW + c)``, ``[B, m]``."""
-        return torch.sigmoid(self.up * (x @ self.weight) + self.hidden_bias)
-
-    def cd_loss(self, x: torch.Tensor, k: int, *, generator: torch.Generator | None) -> torch.Tensor:
-        """CD-k surrogate ``mean F(x, …, x) - mean F(ṽ)`` for ``x [B, n]``, ṽ after k block-Gibbs sweeps from x."""
-        with torch.no_grad():
-            visible_sum = self.up * x
-            for _ in range(k):
-                hidden_probs = torch.sigmoid(visible_sum @ self.weight + self.hidden_bias)
-                hidden_sum = bernoulli(hidden_probs[:, None, :].expand(-1, self.down, -1).contiguous(), generator=generator).sum(1)
-                visible_probs = torch.sigmoid(hidden_sum @ self.weight.T + self.visible_bias)
-                visible_sum = bernoulli(visible_probs[:, None, :].expand(-1, self.up, -1).contiguous(), generator=generator).sum(1)
-        return self.free_energy(self.up * x).mean() - self.free_energy(visible_sum).mean()
+        kernel, target = rbm.gibbs_chain()
+        state, _ = run_chain(kernel, target, rbm.up * x, k, generator=generator)
+    return rbm.free_energy(rbm.up * x).mean() - rbm.free_energy(state.position).mean()

@@ -15,8 +15,9 @@ from pfzoo.data import DataSplits
 from pfzoo.models import DBM, RBM
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.training import CD, DBMPersistentMeanField, Trainer, compose_dbm, pretrain_dbm, reconstruction_error, start_dbm_from_rbm
-from pfzoo.training.dbm import _TiedRBM
+from pfzoo.training import CD, DBMPersistentMeanField, Trainer, pretrain_dbm, reconstruction_error, start_dbm_from_rbm
+from pfzoo.models.tied_rbm import TiedRBM
+from pfzoo.training.dbm import tied_cd_loss
 from pfzoo.training.metrics import pseudo_likelihood_is_affordable
 from pfzoo.models import MissingCapability
 
@@ -230,11 +231,11 @@ def test_tied_rbm_cd_is_the_cd_of_the_rbm_with_duplicated_units(up, down):
     """The modified RBMs of §3.1 are genuine RBMs whose duplicated units share weights: compare with pfzoo's CD-k."""
     g = torch.Generator().manual_seed(0)
     x = random_batch(30, 5)
-    tied = _TiedRBM(x, 3, up=up, down=down, generator=g)
+    tied = TiedRBM(x, 3, up=up, down=down, generator=g)
     with torch.no_grad():
         for parameter in tied.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=g, dtype=torch.float64))
-    loss = tied.cd_loss(x, 2, generator=torch.Generator().manual_seed(7))
+    loss = tied_cd_loss(tied, x, 2, generator=torch.Generator().manual_seed(7))
     grads = gradients_of(loss, tied)
 
     weight = tied.weight.detach().repeat(up, down)
@@ -275,7 +276,7 @@ def test_composition_keeps_outer_weights_halves_middle_ones_and_averages_interio
         for a, b in zip(sizes[:-1], sizes[1:])
     ]
     model = DBM(sizes).double()
-    compose_dbm(model, stack)
+    model.compose_from_stack(stack)
     for index, scale in enumerate([1.0, 0.5, 1.0]):
         torch.testing.assert_close(model.weights[index], scale * stack[index][0])
     torch.testing.assert_close(model.biases[0], stack[0][1])
@@ -284,7 +285,7 @@ def test_composition_keeps_outer_weights_halves_middle_ones_and_averages_interio
     torch.testing.assert_close(model.biases[3], stack[2][2])
     # Two hidden layers: the paper's p(h¹ | v, h²) = σ(vW¹ + W²h² + b¹) is the average of the doubled inputs.
     two = DBM([5, 4, 3]).double()
-    compose_dbm(two, [stack[0], (stack[1][0], stack[1][1], stack[1][2])])
+    two.compose_from_stack([stack[0], (stack[1][0], stack[1][1], stack[1][2])])
     v, h2 = random_batch(8, 5), random_batch(8, 3, seed=2)
     bottom_logits = 2 * v @ stack[0][0] + stack[0][2]  # p(h¹ | v) of the bottom RBM (doubled visible input)
     top_logits = 2 * h2 @ stack[1][0].T + stack[1][1]  # p(h¹ | h²) of the top RBM (doubled hidden input)
@@ -476,9 +477,9 @@ def test_pretrain_inputs_are_validated():
     with pytest.raises(ValueError, match="data must hold at least one example"):
         pretrain_dbm(random_dbm([6, 4, 3]), torch.zeros(0, 6, dtype=torch.float64))
     with pytest.raises(ValueError, match="stack must hold 2 RBMs"):
-        compose_dbm(random_dbm([6, 4, 3]), [])
+        random_dbm([6, 4, 3]).compose_from_stack([])
     with pytest.raises(ValueError, match=r"stack\[1\] must hold tensors"):
-        compose_dbm(DBM([6, 4, 3]), [(torch.zeros(6, 4), torch.zeros(6), torch.zeros(4)), (torch.zeros(4, 2), torch.zeros(4), torch.zeros(2))])
+        DBM([6, 4, 3]).compose_from_stack([(torch.zeros(6, 4), torch.zeros(6), torch.zeros(4)), (torch.zeros(4, 2), torch.zeros(4), torch.zeros(2))])
 
 
 def test_a_dbm_epoch_reports_its_diagnostics_time_as_evaluation_seconds(tmp_path, toy, monkeypatch):

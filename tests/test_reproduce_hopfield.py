@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pfzoo.studies import hopfield_capacity
+from pfzoo.studies.hopfield_report import pool_noisy
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_hopfield.py"
 TINY = ("--num-units 12 --pattern-counts 2 12 --trials 1 --recall-patterns 3 --recall-flips 0 2 --recall-trials 1 "
         "--noisy-copies 3 --noisy-patterns 2 --noisy-flip-probabilities 0 0.1 --noisy-pattern-counts 2 3 --mpf-iterations 20 "
@@ -20,8 +23,8 @@ def script(monkeypatch):
     spec = importlib.util.spec_from_file_location("pfzoo_reproduce_hopfield_script", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    monkeypatch.setattr(module, "LBFGS_BUDGETS", [1, 5])
-    monkeypatch.setattr(module, "EPOCH_BUDGETS", [1, 3])
+    monkeypatch.setattr(hopfield_capacity, "LBFGS_BUDGETS", [1, 5])
+    monkeypatch.setattr(hopfield_capacity, "EPOCH_BUDGETS", [1, 3])
     return module
 
 
@@ -51,13 +54,13 @@ def test_split_runs_render_into_one_report_with_every_section(script, monkeypatc
         assert (tmp_path / "a" / f"{plot}.png").stat().st_size > 1000
 
 
-def test_pooled_corrupted_sample_trials_are_the_trial_weighted_means(script):
+def test_pooled_corrupted_sample_trials_are_the_trial_weighted_means():
     first = {"conditions": [[2, 0.1]], "trials_done": 3, "stored": {"r": [1.0]}, "cleaned": {"r": [0.5]},
              "stored_in_every_trial": {"r": [True]}, "seconds_total": {"r": 2.0}}
     second = {"conditions": [[2, 0.1]], "trials_done": 1, "stored": {"r": [0.6]}, "cleaned": {"r": [0.1]},
               "stored_in_every_trial": {"r": [False]}, "seconds_total": {"r": 1.0}}
-    pooled = script.pool_noisy(first, second)
+    pooled = pool_noisy(first, second)
     assert pooled["trials_done"] == 4 and pooled["stored"]["r"] == [pytest.approx(0.9)] and pooled["cleaned"]["r"] == [pytest.approx(0.4)]
     assert pooled["stored_in_every_trial"]["r"] == [False] and pooled["seconds_total"]["r"] == 3.0
     with pytest.raises(ValueError, match="conditions"):
-        script.pool_noisy(first, {**second, "conditions": [[3, 0.1]]})
+        pool_noisy(first, {**second, "conditions": [[3, 0.1]]})

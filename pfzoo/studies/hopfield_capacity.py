@@ -15,6 +15,10 @@ patterns became fixed points; :func:`measure_convergence` traces the flow K and 
 wall time a rule spends. Patterns are float64. The draws come from one ``generator`` in a fixed order (per trial: per m,
 the patterns; per rule, nothing — rules must not draw from it; then, for recall, per k the cues), so a seed
 fixes every pattern and cue whatever the rules do.
+
+:func:`run_experiments` runs all four as ``scripts/reproduce_hopfield.py`` does, with the four rules of
+:func:`storage_rules`, and hands back each experiment's section of results.json (rendered by
+:mod:`pfzoo.studies.hopfield_report`).
 """
 
 from __future__ import annotations
@@ -22,13 +26,18 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Mapping, Sequence
 
 import torch
+from omegaconf import DictConfig
 from torch import Tensor
 
+from pfzoo.data import DataSplits
 from pfzoo.data.hopfield_patterns import corrupt, noisy_copies, random_patterns
+from pfzoo.training import mpf_online_rule, outer_product_rule, perceptron_rule
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
+from pfzoo.training.recipe import fit_recipe
 from pfzoo.validation import check_finite_number, check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -276,3 +285,113 @@ def half_capacity(pattern_counts: Sequence[int], fractions: Sequence[float]) -> 
         if f0 >= 0.5 > f1:
             return m0 + (f0 - 0.5) / (f0 - f1) * (m1 - m0)
     return None
+
+
+# -- the experiments of scripts/reproduce_hopfield.py, as results.json stores them --------------------------------------
+
+EXPERIMENTS = ("capacity", "recall", "noisy", "convergence")
+PATTERN_COUNTS = [1, 2, 4, 8, 12, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80, 90, 100, 110, 120]
+LBFGS_BUDGETS = [1, 2, 5, 10, 20, 50, 100, 200, 500]
+"""The convergence experiment's L-BFGS iteration budgets of MPF."""
+EPOCH_BUDGETS = [1, 2, 5, 10, 20, 50, 100, 200]
+"""The convergence experiment's epoch budgets of the MPF local rule and the perceptron."""
+MPF = "MPF (L-BFGS)"
+
+MpfRecipe = Callable[[int], DictConfig]  # L-BFGS iterations at most -> the composed recipe conf/experiment/hopfield_mpf.yaml
+
+
+def fit_mpf(cfg: DictConfig, patterns: Tensor) -> torch.nn.Module:
+    """A Hopfield network fitted to ``patterns [m, n]`` by the composed MPF recipe ``cfg`` in the patterns' dtype (float64)."""
+    return fit_recipe(cfg, DataSplits("hopfield_patterns", train=patterns, test=patterns), dtype=patterns.dtype).model
+
+
+def _local_rule(settings: Mapping, patterns: Tensor, *, learning_rate: float, max_epochs: int, stop_when_stored: bool = True):
+    # its own generator, seeded alike for every fit: rules must not draw from the study's generator
+    return mpf_online_rule(patterns, learning_rate=learning_rate, max_epochs=max_epochs, batch_size=settings["local_batch_size"],
+                           stop_when_stored=stop_when_stored, max_flip_rate=settings["local_max_flip_rate"],
+                           generator=torch.Generator().manual_seed(settings["seed"] + 1))
+
+
+def storage_rules(settings: Mapping, mpf_cfg: DictConfig, *, noisy: bool = False) -> dict[str, StorageRule]:
+    """The four rules the experiments compare, from a run's ``settings`` (results.json's): MPF by the recipe ``mpf_cfg``,
+    the MPF local rule, the outer product and the perceptron; ``noisy``: with the corrupted-sample experiment's epochs and
+    step (noisy copies are never all stable, so the perceptron and the local rule run their epochs out)."""
+    if noisy:
+        local = partial(_local_rule, settings, learning_rate=settings["noisy_local_learning_rate"],
+                        max_epochs=settings["noisy_local_epochs"], stop_when_stored=False)
+        perceptron_epochs = settings["noisy_perceptron_epochs"]
+    else:
+        local = partial(_local_rule, settings, learning_rate=settings["local_learning_rate"], max_epochs=settings["local_epochs"])
+        perceptron_epochs = settings["perceptron_epochs"]
+    return {MPF: partial(fit_mpf, mpf_cfg), "MPF local rule": local, "outer product": outer_product_rule,
+            "perceptron": partial(perceptron_rule, max_epochs=perceptron_epochs)}
+
+
+def run_experiments(settings: Mapping, mpf_recipe: MpfRecipe, *, on_section: Callable[[str, dict], None],
+                    on_progress: Callable[[str], None] = lambda line: None) -> None:
+    """Run the experiments ``settings["experiments"]`` names, in :data:`EXPERIMENTS` order, from one generator seeded with
+    ``settings["seed"]``; ``settings`` are a run's (results.json's; the arguments of scripts/reproduce_hopfield.py).
+
+    ``on_section(name, section)`` receives each experiment's section of results.json when it is done, and the
+    corrupted-sample section again after every trial (so a run stopped early still leaves its trials);
+    ``on_progress(line)`` a line after every capacity trial. ``mpf_recipe(max_iter)`` composes the MPF recipe; the
+    convergence experiment composes its budgets before timing, so a fit's seconds are the rule's, not Hydra's.
+    """
+    n, experiments = settings["num_units"], settings["experiments"]
+    mpf_cfg = mpf_recipe(settings["mpf_iterations"])
+    rules = storage_rules(settings, mpf_cfg)
+    generator = torch.Generator().manual_seed(settings["seed"])
+    if "capacity" in experiments:
+        counts = settings["pattern_counts"]
+        shown = (counts[len(counts) // 2], counts[-1])
+
+        def progress(trial: int, measured: CapacityMeasurement) -> None:
+            on_progress(f"trial {trial}/{settings['trials']}: " + ", ".join(
+                f"{name} m={m}: {measured.fractions[name][m][-1]:.2f}" for name in rules for m in shown))
+
+        capacity = measure_capacity(rules, n, counts, settings["trials"], generator=generator, progress=progress)
+        on_section("capacity", {
+            "fractions": {name: dict(zip(counts, fractions)) for name, fractions in capacity.mean().items()},
+            "stored_in_every_trial": {name: dict(zip(counts, flags)) for name, flags in capacity.stored_in_every_trial().items()},
+            "fit_seconds": {name: dict(zip(counts, seconds)) for name, seconds in capacity.mean_seconds().items()},
+            "seconds_total": capacity.seconds,
+        })
+    if "recall" in experiments:
+        flips = settings["recall_flips"]
+        recall = measure_recall(rules, n, settings["recall_patterns"], flips, settings["recall_trials"], generator=generator)
+        on_section("recall", {name: dict(zip(flips, fractions)) for name, fractions in recall.items()})
+    if "noisy" in experiments:
+        p_fixed = settings["noisy_flip_probability"]
+        conditions = [(settings["noisy_patterns"], p) for p in settings["noisy_flip_probabilities"]]
+        conditions += [(m, p_fixed) for m in settings["noisy_pattern_counts"] if (m, p_fixed) not in conditions]
+
+        def save_noisy(trial: int, noisy: NoisyStorageMeasurement) -> None:
+            on_section("noisy", {
+                "conditions": [list(c) for c in conditions],
+                "trials_done": trial,
+                "stored": noisy.mean("stored"),
+                "cleaned": noisy.mean("cleaned"),
+                "stored_in_every_trial": {name: [min(trials) == 1.0 for trials in by_c] for name, by_c in noisy.stored.items()},
+                "seconds_total": noisy.seconds,
+            })
+
+        measure_noisy_storage(storage_rules(settings, mpf_cfg, noisy=True), n, conditions, settings["noisy_copies"],
+                              settings["noisy_trials"] or settings["trials"], generator=generator, progress=save_noisy)
+    if "convergence" in experiments:
+        budget_cfgs = {steps: mpf_recipe(steps) for steps in LBFGS_BUDGETS}
+        fits = {
+            MPF: lambda patterns, steps: fit_mpf(budget_cfgs[steps], patterns),
+            "MPF local rule": lambda patterns, steps: _local_rule(settings, patterns, learning_rate=settings["local_learning_rate"],
+                                                                  max_epochs=steps, stop_when_stored=False),
+            "perceptron": lambda patterns, steps: perceptron_rule(patterns, max_epochs=steps),
+        }
+        budgets = {MPF: LBFGS_BUDGETS, "MPF local rule": EPOCH_BUDGETS, "perceptron": EPOCH_BUDGETS}
+        m = settings["convergence_patterns"] or n
+        points = measure_convergence(fits, budgets, n, m, settings["trials"], generator=generator)
+        on_section("convergence", {"num_patterns": m, "rules": {name: [
+            {"steps": p.steps, "seconds": _mean(p.seconds), "flow": _mean(p.flow), "stored": _mean(p.stored)} for p in by_budget]
+            for name, by_budget in points.items()}})
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)

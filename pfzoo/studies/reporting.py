@@ -6,12 +6,14 @@ They never print.
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
+import shlex
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Collection, Mapping, Sequence
 
 import torch
 
@@ -50,6 +52,19 @@ def cpu_name() -> str:
 def machine_description() -> str:
     """E.g. "2-core AMD EPYC ... CPU, Linux 6.x, Python 3.11.7"."""
     return f"{os.cpu_count()}-core {cpu_name()} CPU, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def run_header(argv: Sequence[str], threads: int) -> dict:
+    """What a reproduction's results.json says first about the run that made it: ``command`` (``python`` and ``argv``,
+    quoted for a shell), ``date`` (to the second), ``machine``, torch ``threads`` and ``load_average``."""
+    return {"command": "python " + shlex.join(argv), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "machine": machine_description(), "threads": threads, "load_average": load_average()}
+
+
+def settings_record(arguments: Mapping, *, leave_out: Collection[str] = ()) -> dict:
+    """A script's parsed ``arguments`` (``vars(args)``) as results.json stores its settings: paths as strings, the
+    arguments named in ``leave_out`` (where to write, what to render) left out."""
+    return {key: str(value) if isinstance(value, Path) else value for key, value in arguments.items() if key not in leave_out}
 
 
 def device_name(device: torch.device) -> str:

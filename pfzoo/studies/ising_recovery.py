@@ -9,18 +9,30 @@ for a fully visible binary model ``E(x) = -½ xᵀJx - b·x`` fitted to samples 
 Both average over *all* D(D−1)/2 pairs, so a lattice's non-neighbours (true coupling 0) count too. The true
 model of a spin-glass data set is :func:`pfzoo.data.spin_glass_model` with the data set's arguments.
 :class:`CorrelationTrace` follows ε_corr along training (Sohl-Dickstein et al. 2011, Fig. 2; thesis Fig. 3.2).
+
+:func:`recover_spin_glass` runs thesis Table 3.1 (or Figure 3.2) as ``scripts/reproduce_ising.py`` does: it samples a
+spin glass, fits every learner of :data:`LEARNERS` (recipes run by the Trainer) and :data:`CLOSED_FORM` to the sample and
+returns the errors and their traces as results.json stores them (rendered by :mod:`pfzoo.studies.ising_report`).
 """
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Sequence
+import time
+from functools import partial
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
 
 import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig
 from torch import Tensor
 
-from pfzoo.data import sample_spin_glass
+from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
+from pfzoo.kernels import SwendsenWang
 from pfzoo.models.capabilities import Capability, require
+from pfzoo.training import fit_mean_field
 from pfzoo.validation import check_matrix
 
 
@@ -112,3 +124,149 @@ class CorrelationTrace:
         self._next = max(self._next * self.growth, self._epoch + 1)
         samples = sample_spin_glass(model, self.num_samples, **self.sampling, generator=torch.Generator(model.device).manual_seed(self.seed))
         return correlation_error(samples, self.reference)
+
+
+# -- the learners of thesis Table 3.1 and Figure 3.2 on one spin glass (scripts/reproduce_ising.py) ----------------------
+
+LEARNERS = {
+    "MPF": ("ising_mpf", torch.float64, 0),
+    "pseudo-likelihood": ("ising_pseudolikelihood", torch.float64, 0),
+    "CD-1": ("ising_cd1", torch.float32, 2),
+    "CD-10": ("ising_cd10", torch.float32, 3),
+    "ratio matching": ("ising_ratio_matching", torch.float64, 0),
+    "GSM": ("ising_generalized_score_matching", torch.float64, 0),
+    "NCE": ("ising_nce", torch.float32, 4),
+    "PT-SML": ("ising_pt", torch.float32, 5),
+}
+"""Learner → (recipe in conf/experiment, dtype, offset of its trainer seed); CD's data order and Gibbs draws come from
+seed + offset."""
+L_BFGS_LEARNERS = ("MPF", "pseudo-likelihood", "ratio matching", "GSM")  # run until converged, at most max_lbfgs_steps epochs
+CLOSED_FORM = {"MFT+TAP": "tap", "nMF": "naive"}
+"""Learner → :func:`~pfzoo.training.fit_mean_field`'s correction (float64, no trainer)."""
+SAMPLER_NAMES = {"gibbs": "block-Gibbs", "swendsen_wang": "Swendsen–Wang"}
+
+Compose = Callable[[Sequence[str]], DictConfig]  # Hydra overrides -> the composed ``train`` config (pfzoo.cli.compose)
+Trace = list[tuple[float, float]]  # [(training seconds, error), ...]
+
+
+def describe_glass(kind: str, side: int, num_units: int) -> str:
+    """``"a 10×10 spin glass"`` or ``"a 40-unit fully connected spin glass"``."""
+    return f"a {side}×{side} spin glass" if kind == "lattice" else f"a {num_units}-unit fully connected spin glass"
+
+
+def recipe_overrides(settings: Mapping) -> list[str]:
+    """The Hydra overrides every learner's recipe takes from a run's ``settings`` (scripts/reproduce_ising.py's
+    arguments): the data set's spin glass and sampler settings, the seed, the weight decay."""
+    num_units = "null" if settings["num_units"] is None else settings["num_units"]
+    data = dict(kind=settings["kind"], side=settings["side"], num_units=num_units, coupling_std=settings["coupling_std"],
+                bias_std=settings["bias_std"], zero_field=settings["zero_field_biases"], burn_in=settings["burn_in"],
+                thin=settings["thin"], num_train=settings["num_samples"], seed=settings["seed"])
+    overrides = [f"dataset.{key}={value}" for key, value in data.items()] + [f"seed={settings['seed']}"]
+    return overrides + ([f"trainer.weight_decay={settings['weight_decay']}"] if settings["weight_decay"] else [])
+
+
+def learner_overrides(name: str, settings: Mapping) -> list[str]:
+    """Learner ``name``'s own overrides: an epoch cap for the L-BFGS learners, a time budget and step for the SGD ones."""
+    if name in L_BFGS_LEARNERS:
+        return [f"trainer.epochs={settings['max_lbfgs_steps']}"]
+    return [f"trainer.max_seconds={settings['cd_seconds']}", f"trainer.optimizer.lr={settings['cd_learning_rate']}"]
+
+
+def fit_learner(cfg: DictConfig, dtype: torch.dtype, train: Tensor, truth, run_dir: Path,
+                correlation_trace: CorrelationTrace | None = None) -> tuple[torch.nn.Module, Trace, Trace, int]:
+    """Train the learner of the composed recipe ``cfg`` in ``dtype`` on ``train [N, D]``; returns the model (float32), its
+    traces of ε_J from the start and of ε_corr at ``correlation_trace``'s epochs (empty without one), and its number of
+    epochs (L-BFGS steps or CD epochs)."""
+    model = instantiate(cfg.model, num_visible=train.shape[1]).to(dtype)
+    model.init_from_data(train.to(dtype))  # J = 0 and the independent-units biases: every learner's start
+    trace = [(0.0, coupling_error(model, truth))]
+    metrics = {"coupling_error": partial(coupling_error, truth=truth)}
+    if correlation_trace is not None:
+        metrics["correlation_error"] = correlation_trace
+    trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None, epoch_metrics=metrics)
+    trainer.fit(model, DataSplits("spin_glass", train=train, test=train[:1]))
+    records = [json.loads(line) for line in trainer.metrics_path.read_text().splitlines()]
+    correlations = []
+    for record in records:
+        trace.append((trace[-1][0] + record["seconds"], record["coupling_error"]))
+        if not math.isnan(record.get("correlation_error", math.nan)):
+            correlations.append((trace[-1][0], record["correlation_error"]))
+    return model.float(), trace, correlations, len(records)
+
+
+def fit_closed_form(name: str, train: Tensor, truth) -> tuple[torch.nn.Module, Trace, Trace, int]:
+    """Mean-field inversion ``name`` of :data:`CLOSED_FORM` on ``train [N, D]``, as :func:`fit_learner` returns it (one
+    step, no ε_corr trace). Raises ``ValueError`` when the method has no fit for these moments."""
+    began = time.perf_counter()
+    model = fit_mean_field(train.double(), correction=CLOSED_FORM[name])
+    seconds = time.perf_counter() - began
+    start = upper_pairs(truth.symmetric_coupling.detach()).pow(2).mean().item()  # ε_J of J = 0, every learner's start
+    return model.float(), [(0.0, start), (seconds, coupling_error(model, truth))], [], 1
+
+
+def recover_spin_glass(settings: Mapping, compose: Compose, runs_dir: Path, *,
+                       on_progress: Callable[[str], None] = lambda line: None) -> dict:
+    """Sample the spin glass of a run's ``settings`` (scripts/reproduce_ising.py's arguments), fit every learner of
+    :data:`LEARNERS` and :data:`CLOSED_FORM` to the sample and measure ε_J and ε_corr: results.json's record but for
+    the run's head (:func:`pfzoo.studies.reporting.run_header`).
+
+    ``compose`` composes a recipe from overrides; each learner's checkpoints and metrics go to ``runs_dir/<recipe>``.
+    Training states are drawn with seed + 1, ε_corr's floor (the true model's own samples) with seed + 9, the ε_corr
+    curves' samples with seed + 8 (the same draws at every point) and learner i's samples with seed + 10 + i.
+    ``on_progress(line)`` gets a line when the sample is drawn and after each learner.
+    """
+    seed, overrides = settings["seed"], recipe_overrides(settings)
+    mpf_recipe = compose(["+experiment=ising_mpf", *overrides])
+    dataset, trainer = mpf_recipe.dataset, mpf_recipe.trainer
+    lbfgs = {"lbfgs_iterations": trainer.optimizer.max_iter, "stop_tolerance": trainer.stop_tolerance}
+    truth = spin_glass_model(kind=dataset.kind, side=dataset.side, num_units=dataset.num_units, coupling_std=dataset.coupling_std,
+                             bias_std=dataset.bias_std, seed=dataset.seed, zero_field=dataset.zero_field)
+    gibbs = dict(num_chains=dataset.num_chains, burn_in=dataset.burn_in, thin=dataset.thin)
+    kernel = SwendsenWang() if settings["sampler"] == "swendsen_wang" else None  # None: block-Gibbs sweeps
+    began = time.perf_counter()
+    train = sample_spin_glass(truth, dataset.num_train, **gibbs, kernel=kernel, generator=torch.Generator().manual_seed(seed + 1))
+    sampling_seconds = time.perf_counter() - began
+    on_progress(f"sampled {settings['num_samples']} states of {describe_glass(settings['kind'], settings['side'], truth.num_units)} "
+                f"by {settings['sampler']} in {sampling_seconds:.1f} s")
+    # ε_corr's floor: block-Gibbs samples of the true model itself, drawn as each learned model's are
+    floor = correlation_error(sample_spin_glass(truth, settings["model_samples"], **gibbs, generator=torch.Generator().manual_seed(seed + 9)), train)
+    constant_units = nearly_constant_units(train)  # their couplings are hardly determined by the sample (README)
+    traced = settings["correlation_trace"]
+    trace_sampling = dict(num_samples=settings["trace_samples"], **gibbs, seed=seed + 8)  # every point of every curve: the same draws
+    trace_floor = CorrelationTrace(train, **trace_sampling)(truth) if traced else None
+    results, traces, correlation_traces = {}, {}, {}
+    for index, name in enumerate([*LEARNERS, *CLOSED_FORM]):
+        try:
+            if name in CLOSED_FORM:
+                model, trace, correlations, epochs = fit_closed_form(name, train, truth)
+            else:
+                recipe, dtype, seed_offset = LEARNERS[name]
+                cfg = compose([f"+experiment={recipe}", *overrides, *learner_overrides(name, settings), f"trainer.seed={seed + seed_offset}"])
+                model, trace, correlations, epochs = fit_learner(cfg, dtype, train, truth, runs_dir / recipe,
+                                                                 CorrelationTrace(train, **trace_sampling) if traced else None)
+        except FloatingPointError as error:  # e.g. GSM, whose loss may have no minimum on a finite sample
+            results[name] = {"diverged": str(error).split(";")[0]}
+            on_progress(f"{name:18s} diverged: {error}")
+            continue
+        except ValueError as error:  # mean-field inversion: moments the method cannot invert (no real TAP root)
+            if name not in CLOSED_FORM:
+                raise
+            results[name] = {"unusable": str(error)}
+            on_progress(f"{name:18s} unusable: {error}")
+            continue
+        samples = sample_spin_glass(model, settings["model_samples"], **gibbs, generator=torch.Generator().manual_seed(seed + 10 + index))
+        results[name] = {"coupling_error": coupling_error(model, truth), "correlation_error": correlation_error(samples, train),
+                         "seconds": trace[-1][0], "iterations_or_epochs": epochs}
+        if constant_units:
+            results[name]["coupling_error_without_constant_units"] = coupling_error(model, truth, excluding=constant_units)
+        traces[name] = trace
+        if traced:
+            correlation_traces[name] = correlations or [(trace[-1][0], correlation_error(samples, train))]
+        on_progress(f"{name:18s} ε_J {results[name]['coupling_error']:.4f}  ε_corr {results[name]['correlation_error']:.2e}  "
+                    f"{results[name]['seconds']:.1f} s")
+    record = {"settings": dict(settings) | lbfgs, "sampling_seconds": sampling_seconds, "truth_correlation_error": floor,
+              "nearly_constant_units": {unit: train[:, unit].mean().item() for unit in constant_units},
+              "results": results, "traces": traces}
+    if traced:
+        record |= {"correlation_traces": correlation_traces, "trace_correlation_floor": trace_floor}
+    return record

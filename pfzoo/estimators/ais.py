@@ -9,6 +9,7 @@ from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood, posterior_kernel
 from pfzoo.estimators.sharding import sharded_anneal
 from pfzoo.estimators.trust import schedule_warnings
+from pfzoo.kernels import Kernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -69,7 +70,7 @@ class AIS(PathPartitionEstimator):
         schedule: ScheduleSpec = "energy",
         base: str = "auto",
         base_smoothing: float = 1.0,
-        kernel=None,
+        kernel: Kernel | None = None,
         posterior_samples: int = 100,
         path: str = "geometric",
         diagnostics: bool = False,
@@ -127,7 +128,7 @@ class AIS(PathPartitionEstimator):
             info=info,
             warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas, log_weights=log_weights,
                                           remedy=self.remedy)
-            + schedule_warnings(path, betas, energy_scale) + tuple(getattr(path, "warnings", ())),
+            + schedule_warnings(path, betas, energy_scale) + path.warnings,
         )
 
     def log_likelihood(

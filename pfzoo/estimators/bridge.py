@@ -13,6 +13,7 @@ from pfzoo.estimators.base import MIN_TAIL_FIT_CHAINS, BoundKind, PartitionEstim
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import offset_progress, sharded_chains
 from pfzoo.estimators.trust import schedule_warnings
+from pfzoo.kernels import Kernel
 from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import make_betas
@@ -154,7 +155,7 @@ class BridgeSampling(PathPartitionEstimator):
         bridge: str = "optimal",
         base: str = "auto",
         base_smoothing: float = 1.0,
-        kernel=None,
+        kernel: Kernel | None = None,
         path: str = "geometric",
         posterior_samples: int = 100,
     ) -> None:
@@ -216,7 +217,7 @@ class BridgeSampling(PathPartitionEstimator):
         return PartitionEstimate(
             log_z=log_z0 + ratio.log_ratio, stderr=ratio.stderr, log_weights=None, ess=ratio.effective_target_draws,
             kind=BoundKind.CONSISTENT, info=info, warnings=bridge_warnings(ratio, self.num_chains, draws, mean_acceptance)
-            + schedule_warnings(path, burn_in_betas, steps="burn_in", energy_schedule=False) + tuple(getattr(path, "warnings", ())),
+            + schedule_warnings(path, burn_in_betas, steps="burn_in", energy_schedule=False) + path.warnings,
         )
 
 

@@ -11,6 +11,7 @@ from pfzoo.estimators.base import BoundKind, PartitionEstimate, ProgressCallback
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import sharded_chains
 from pfzoo.estimators.trust import schedule_warnings
+from pfzoo.kernels import Kernel
 from pfzoo.logmath import log_mean_exp, summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.base import AnnealingPath
@@ -57,7 +58,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
         schedule: ScheduleSpec = "linear",
         base: str = "auto",
         base_smoothing: float = 1.0,
-        kernel=None,
+        kernel: Kernel | None = None,
         path: str = "geometric",
         posterior_samples: int = 100,
     ) -> None:
@@ -97,7 +98,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
             info=info,
             warnings=reliability_warnings(ess, self.num_runs, log_weights=log_weights,
                                           remedy="use more levels (num_levels), states per level or runs")
-            + schedule_warnings(path, self.betas, steps="num_levels", energy_schedule=False) + tuple(getattr(path, "warnings", ())),
+            + schedule_warnings(path, self.betas, steps="num_levels", energy_schedule=False) + path.warnings,
         )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from pfzoo.estimators.base import PartitionEstimator
+from pfzoo.kernels import Kernel
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths import registry
 from pfzoo.validation import check_finite_number, check_generator, check_positive_int
@@ -29,7 +30,7 @@ class PathPartitionEstimator(PartitionEstimator):
             energy is intractable (DBM: mean-field proposal; DBN: recognition model).
     """
 
-    def __init__(self, *, base: str, base_smoothing: float, kernel: Any, path: str, posterior_samples: int) -> None:
+    def __init__(self, *, base: str, base_smoothing: float, kernel: Kernel | None, path: str, posterior_samples: int) -> None:
         super().__init__()
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")

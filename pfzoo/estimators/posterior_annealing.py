@@ -12,6 +12,7 @@ from pfzoo.estimators.base import (
 )
 from pfzoo.estimators.batching import example_batches
 from pfzoo.estimators.sharding import offset_progress, run_blocks
+from pfzoo.kernels import Kernel, ReflectingKernel, reflection_bounds
 from pfzoo.kernels.hmc import HMCKernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.paths.posterior import PosteriorPath
@@ -23,11 +24,11 @@ DEFAULT_LATENT_STEP_SIZE = 0.2
 """Leapfrog step of the default HMC kernel over a generative model's latents (HAIS's ε)."""
 
 
-def posterior_kernel(model, kernel=None):
+def posterior_kernel(model, kernel: Kernel | None = None) -> Kernel:
     """The kernel to anneal ``model``'s latents with: ``kernel``, or HMC with step :data:`DEFAULT_LATENT_STEP_SIZE` for
     ``None``; a kernel that reflects nowhere (``lower=None``) is given the model's latent bounds, keeping its settings."""
     kernel = HMCKernel(DEFAULT_LATENT_STEP_SIZE) if kernel is None else kernel
-    if getattr(kernel, "lower", "absent") is None and model.latent_lower is not None:
+    if isinstance(kernel, ReflectingKernel) and kernel.lower is None and model.latent_lower is not None:
         # reflect where the prior's support ends (e.g. the bilinear model's d ≥ 0)
         kernel = kernel.reflecting_at(model.latent_lower)
     return kernel
@@ -35,7 +36,7 @@ def posterior_kernel(model, kernel=None):
 
 def check_kernel_bounds(model, kernel) -> None:
     """Raise ``ValueError`` unless ``kernel`` reflects exactly at the model's latent bounds (``model.latent_lower``)."""
-    model_lower, kernel_lower = model.latent_lower, getattr(kernel, "lower", None)
+    model_lower, kernel_lower = model.latent_lower, reflection_bounds(kernel)
     if model_lower is None and kernel_lower is None:
         return
     if model_lower is None or kernel_lower is None:

@@ -11,6 +11,7 @@ import torch
 from pfzoo.estimators.base import Estimator, ProgressCallback, independent_examples_stderr, reliability_warnings
 from pfzoo.estimators.posterior_annealing import PerExampleAnnealing, anneal_examples, posterior_kernel
 from pfzoo.estimators.sharding import offset_progress
+from pfzoo.kernels import Kernel
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
@@ -98,7 +99,7 @@ class Sandwich(Estimator):
         num_chains: int = 20,
         num_steps: int | None = 1000,
         schedule: ScheduleSpec = "linear",
-        kernel=None,
+        kernel: Kernel | None = None,
         gap_threshold: float = 1.0,
     ) -> None:
         super().__init__()

@@ -12,7 +12,8 @@ target (Ising models, spin glasses); :func:`adaptive_chain` adapts an HMC step b
 from pfzoo.kernels.adaptation import AdaptedChain, adaptive_chain
 from pfzoo.kernels.base import (
     BINARY_ENERGY_VALUES, BLOCK_CONDITIONALS, CHAIN_BETAS, ENERGY_AND_GRADIENT, EXACT_DRAWS, PAIRWISE_BINARY, REAL_ENERGY_VALUES,
-    SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, Repeat, check_kernel, run_chain,
+    SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, ReflectingKernel, Repeat, Target, check_kernel,
+    reflection_bounds, run_chain,
 )
 from pfzoo.kernels.exact import ExactDraws, ExactInfo, ExactState, PerfectTransition
 from pfzoo.kernels.gibbs import BlockConditionals, BlockGibbs, GibbsInfo, GibbsState, ScanConditionals, ScanGibbs
@@ -27,7 +28,7 @@ from pfzoo.kernels.tempering import (
 
 __all__ = [
     "BINARY_ENERGY_VALUES", "BLOCK_CONDITIONALS", "ENERGY_AND_GRADIENT", "EXACT_DRAWS", "ExactDraws", "ExactInfo", "ExactState",
-    "PerfectTransition", "REAL_ENERGY_VALUES", "SCAN_CONDITIONALS", "check_kernel",
+    "PerfectTransition", "REAL_ENERGY_VALUES", "ReflectingKernel", "SCAN_CONDITIONALS", "Target", "check_kernel", "reflection_bounds",
     "AdaptedChain", "BitFlipMetropolis", "BlockConditionals", "BlockGibbs", "CompositeInfo", "Cycle", "EnergyTarget", "Evaluation",
     "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState", "Kernel", "MetropolisInfo", "MetropolisState", "PositionTarget",
     "RandomWalkMetropolis", "Repeat", "ScanConditionals", "ScanGibbs", "adaptive_chain", "hais_momentum_refresh", "leapfrog",

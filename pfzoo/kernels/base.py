@@ -53,6 +53,32 @@ class Kernel(Protocol):
         """One transition leaving ``p_β`` invariant → ``(state, info)``."""
 
 
+@runtime_checkable
+class Target(Protocol):
+    """What a kernel acts on: a distribution ``p_β`` at any β in one or more of the forms of this module's constants.
+    ``offers`` declares which (a kernel's ``needs`` must be among them; :data:`TEMPERED_LOG_DENSITY` for replica exchange,
+    :data:`CHAIN_BETAS` for a β per chain). The methods behind each form are the protocols of :mod:`pfzoo.kernels.gibbs`,
+    :mod:`pfzoo.kernels.hmc` and :mod:`pfzoo.kernels.swendsen_wang`."""
+
+    offers: frozenset[str]
+
+
+@runtime_checkable
+class ReflectingKernel(Kernel, Protocol):
+    """A kernel whose trajectories can reflect at lower bounds of the position (HMC on a prior with support ``x ≥ 0``)."""
+
+    lower: torch.Tensor | None
+    """Where trajectories reflect: float64 ``[D]`` or a scalar; ``None``: nowhere."""
+
+    def reflecting_at(self, lower: Any) -> ReflectingKernel:
+        """The same kernel reflecting at ``lower`` (a number or ``[D]``)."""
+
+
+def reflection_bounds(kernel: Kernel) -> torch.Tensor | None:
+    """The lower bounds ``kernel`` reflects at, or ``None`` for a kernel that reflects nowhere (or cannot reflect)."""
+    return kernel.lower if isinstance(kernel, ReflectingKernel) else None
+
+
 def check_kernel(kernel: Any, offered: frozenset[str] | set[str], where: str) -> Kernel:
     """``kernel`` if it is a kernel whose needs ``offered`` covers; else ``ValueError`` in one line naming both."""
     if not isinstance(kernel, Kernel):

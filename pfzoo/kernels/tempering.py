@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, check_kernel
+from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel
 from pfzoo.sampling import randint, uniform
 from pfzoo.validation import check_bool, check_choice, check_finite_number, check_positive_int
 
@@ -181,9 +181,9 @@ class ParallelTempering:
     def num_replicas(self) -> int:
         return len(self.betas)
 
-    def check_target(self, target: Any) -> None:
+    def check_target(self, target: Target) -> None:
         """``ValueError`` in one line unless ``target`` offers a tempered log density and what the inner kernel needs."""
-        offered = getattr(target, "offers", frozenset())
+        offered = target.offers if isinstance(target, Target) else frozenset()
         if TEMPERED_LOG_DENSITY not in offered:
             raise ValueError(f"ParallelTempering needs a target with {TEMPERED_LOG_DENSITY} (log_density(position, *, beta)) to "
                              f"exchange replicas; {type(target).__name__} offers {' and '.join(sorted(offered)) or 'no such declaration'}")

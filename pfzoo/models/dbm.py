@@ -547,7 +547,8 @@ class DBM(EnergyModel):
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
-        return heat_clamped(self, v, num_samples=num_samples, num_steps=num_steps, generator=generator)
+        return heat_clamped(list(self.weights), list(self.biases), v, self.mean_field(v), num_samples=num_samples, num_steps=num_steps,
+                            generator=generator)
 
 
 def _interleave(even: list[torch.Tensor], odd: list[torch.Tensor]) -> list[torch.Tensor]:

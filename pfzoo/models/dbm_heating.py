@@ -8,16 +8,11 @@ steps and this module only accumulates the AIS weights.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from pfzoo.kernels import ScanGibbs
+from pfzoo.kernels import SCAN_CONDITIONALS, ScanGibbs
 from pfzoo.models.base import PathStateProposal
 from pfzoo.sampling import bernoulli
-
-if TYPE_CHECKING:
-    from pfzoo.models.dbm import DBM
 
 HEATING_MEAN_LIMIT = 1e-6  # q's means are kept this far from 0 and 1 so that log q stays finite
 
@@ -37,15 +32,18 @@ class ClampedHeatingTarget:
     position are ``−E(v, h) − log q(h)`` float64 ``[N]``, the AIS increment per unit of α.
 
     Args:
-        model: the DBM.
+        weights: the DBM's ``[W_0 [n_0, n_1], …, W_{L−1}]``.
+        biases: the DBM's ``[b_0 [n_0], …, b_L [n_L]]``.
         means: the clamped mean-field means ``[μ¹ [N, n_1], …, μ^L [N, n_L]]``, each within ``[1e-6, 1 − 1e-6]``.
     """
 
-    def __init__(self, model: DBM, means: list[torch.Tensor]) -> None:
-        self.weights, self.biases = list(model.weights), list(model.biases)
+    offers = frozenset({SCAN_CONDITIONALS})
+
+    def __init__(self, weights: list[torch.Tensor], biases: list[torch.Tensor], means: list[torch.Tensor]) -> None:
+        self.weights, self.biases = weights, biases
         self.means = means
         self.proposal_logits = [torch.logit(mean) for mean in means]
-        sizes = list(model.layer_sizes)
+        sizes = [bias.shape[0] for bias in biases]
         starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
         self.bounds = [(starts[i], starts[i + 1]) for i in range(len(sizes))]
         device = means[0].device
@@ -80,9 +78,11 @@ class ClampedHeatingTarget:
 
 
 @torch.no_grad()
-def heat_clamped(model: DBM, v: torch.Tensor, *, num_samples: int, num_steps: int, generator: torch.Generator | None) -> PathStateProposal:
-    """RAISE Algorithm 3's clamped heating chain, ``num_samples`` chains per row of ``v [B, V]`` (inputs checked by the
-    caller, :meth:`DBM.heat_clamped <pfzoo.models.DBM.heat_clamped>`).
+def heat_clamped(weights: list[torch.Tensor], biases: list[torch.Tensor], v: torch.Tensor, means: list[torch.Tensor], *, num_samples: int,
+                 num_steps: int, generator: torch.Generator | None) -> PathStateProposal:
+    """RAISE Algorithm 3's clamped heating chain of the DBM with ``weights`` and ``biases`` (as
+    :class:`ClampedHeatingTarget`), ``num_samples`` chains per row of ``v [B, V]`` whose mean-field means are ``means``
+    (inputs checked by the caller, :meth:`DBM.heat_clamped <pfzoo.models.DBM.heat_clamped>`).
 
     ``h_0 ~ q``; then for t = 1 … T the log weight gains ``(α_t − α_{t−1}) [−E(v, h_{t−1}) − log q(h_{t−1})]`` and a
     :class:`~pfzoo.kernels.ScanGibbs` step of :class:`ClampedHeatingTarget` at ``α_t = t / T`` moves the hidden layers.
@@ -90,9 +90,9 @@ def heat_clamped(model: DBM, v: torch.Tensor, *, num_samples: int, num_steps: in
     even layers ``(v, h², h⁴, …) [B · num_samples, Σ n_even]``: dropping the odd ones is the exact reversal
     ``p(h_odd | v, h_even)``, which changes no weight.
     """
-    means = [mean.clamp(HEATING_MEAN_LIMIT, 1 - HEATING_MEAN_LIMIT).repeat_interleave(num_samples, dim=0) for mean in model.mean_field(v)]
+    means = [mean.clamp(HEATING_MEAN_LIMIT, 1 - HEATING_MEAN_LIMIT).repeat_interleave(num_samples, dim=0) for mean in means]
     layers = [v.repeat_interleave(num_samples, dim=0)] + [bernoulli(mean, generator=generator) for mean in means]
-    target, kernel = ClampedHeatingTarget(model, means), ScanGibbs()
+    target, kernel = ClampedHeatingTarget(weights, biases, means), ScanGibbs()
     state = kernel.init(torch.cat(layers, dim=1), target)
     log_weight = torch.zeros(layers[0].shape[0], dtype=torch.float64, device=v.device)
     for step in range(1, num_steps + 1):

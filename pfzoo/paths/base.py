@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from pfzoo.kernels import Kernel
+from pfzoo.kernels import Kernel, Target
 
 
 class AnnealingPath(ABC):
@@ -23,8 +23,11 @@ class AnnealingPath(ABC):
     computed once per state, by the kernel step that makes the state, and reused by the weight increment.
     """
 
-    target: Any
+    target: Target
     kernel: Kernel
+    warnings: tuple[str, ...] = ()
+    """One line per reason the path itself makes an estimate unreliable (e.g. a Gaussian base for a heavy-tailed
+    target); estimators add them to the estimate's warnings."""
     batches_chain_streams: bool = True
     """Whether every draw of the path (base and kernel) goes through :mod:`pfzoo.sampling` with the chains as its first
     dimension and a shape that does not depend on the other chains: then one batch of blocks drawing from a
@@ -42,6 +45,16 @@ class AnnealingPath(ABC):
     @abstractmethod
     def log_weight_increment(self, stats: Any, beta_from: float, beta_to: float) -> torch.Tensor:
         """``log f_{beta_to}(x) - log f_{beta_from}(x)`` per chain, float64 ``[N]``, from a state's statistics."""
+
+    def kl_sum(self, betas: torch.Tensor) -> torch.Tensor | None:
+        """``Σ_k KL(p_{β_{k−1}} ‖ p_{β_k})`` along ``betas [K+1]`` (float64 scalar), the bias of ``E[log Ẑ]`` under perfect
+        transitions, where the path has it in closed form (Gaussian paths); ``None`` otherwise."""
+        return None
+
+    def symmetric_divergences(self, betas: torch.Tensor) -> torch.Tensor | None:
+        """Exact ``J_j = KL(p_j‖p_{j+1}) + KL(p_{j+1}‖p_j)`` between neighbours of ``betas [J+1]`` → float64 ``[J]``, where
+        the path has them in closed form (Gaussian paths); ``None`` otherwise."""
+        return None
 
     def init(self, position: torch.Tensor, *, generator: torch.Generator | None = None) -> Any:
         """Chains at ``position [N, D]`` as kernel states (with their statistics)."""

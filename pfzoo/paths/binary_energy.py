@@ -26,6 +26,8 @@ class BinaryPathStatistics(NamedTuple):
 class BinaryGeometricEnergy:
     """``E_β = (1−β) E_0 + β E_1`` over binary states, as a :class:`~pfzoo.kernels.PositionTarget` without gradients."""
 
+    offers = frozenset({BINARY_ENERGY_VALUES})
+
     def __init__(self, target, base_bias: torch.Tensor) -> None:
         self.target = target
         self.base_bias = base_bias
@@ -48,7 +50,7 @@ class BinaryGeometricPath(AnnealingPath):
         if base.num_units != target.num_visible:
             raise ValueError(f"base has {base.num_units} units, target {target.num_visible}")
         self.base_bias = base.bias.detach().to(target.dtype)
-        self.kernel = BitFlipMetropolis() if kernel is None else check_kernel(kernel, {BINARY_ENERGY_VALUES}, "a path over binary energies")
+        self.kernel = BitFlipMetropolis() if kernel is None else check_kernel(kernel, BinaryGeometricEnergy.offers, "a path over binary energies")
         self.target = BinaryGeometricEnergy(target, self.base_bias)
 
     def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:

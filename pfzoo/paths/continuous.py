@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import torch
 
-from pfzoo.kernels import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, Evaluation, HMCKernel, Kernel, check_kernel
+from pfzoo.kernels import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, Evaluation, HMCKernel, Kernel, check_kernel, reflection_bounds
 from pfzoo.models.gaussian import Gaussian
 from pfzoo.models.poe import student_t_responses
 from pfzoo.paths.base import AnnealingPath
@@ -58,6 +58,8 @@ class GeometricEnergyTarget:
     gradients are ``∇_z E = ∇_x E · mixingᵀ``. The map is linear, so its Jacobian is constant and cancels in every AIS
     increment (evaluated at one point for two β); what changes is the geometry the kernel steps in.
     """
+
+    offers = frozenset({ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES})
 
     def __init__(self, target, base, location: torch.Tensor | None = None, mixing: torch.Tensor | None = None) -> None:
         self.target = target
@@ -260,12 +262,12 @@ class ContinuousGeometricPath(AnnealingPath):
     """
 
     def __init__(self, target, base, kernel: Kernel) -> None:
-        check_kernel(kernel, {ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES}, "a continuous path")
+        check_kernel(kernel, GeometricEnergyTarget.offers, "a continuous path")
         if base.num_visible != target.num_visible:
             raise ValueError(f"base has {base.num_visible} dimensions, target {target.num_visible}")
         self.base = base
         self.kernel = kernel
-        frame = base_frame(base) if getattr(kernel, "lower", None) is None else (None, None)
+        frame = base_frame(base) if reflection_bounds(kernel) is None else (None, None)
         self.target = GeometricEnergyTarget(target, base, *frame)
         # a Student-t base draws its Gamma variates by rejection in rounds over the whole batch: not per block
         self.batches_chain_streams = not isinstance(base, StudentTBase)

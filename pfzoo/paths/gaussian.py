@@ -100,7 +100,7 @@ class GaussianPath(AnnealingPath):
         self.dtype = target.mean.dtype
         self._cache: dict[float, GaussianParameters] = {}
         self.target = GaussianPathDraws(self)
-        self.kernel = PerfectTransition() if kernel is None else check_kernel(kernel, {EXACT_DRAWS}, "a Gaussian path")
+        self.kernel = PerfectTransition() if kernel is None else check_kernel(kernel, self.target.offers, "a Gaussian path")
 
     @abstractmethod
     def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -174,6 +174,8 @@ class GaussianPath(AnnealingPath):
 class GaussianPathDraws:
     """A :class:`GaussianPath` at β as a target of perfect transitions (:class:`~pfzoo.kernels.ExactDraws`); a state's
     statistics are its positions."""
+
+    offers = frozenset({EXACT_DRAWS})
 
     def __init__(self, path: GaussianPath) -> None:
         self.path = path
@@ -267,7 +269,7 @@ register_family("gaussian", bases=("fitted", "isotropic"), make_base=gaussian_ba
 def gaussian_geometric_path(model, base, kernel) -> GaussianPath | ContinuousGeometricPath:
     """Perfect transitions (exact draws of each intermediate Gaussian); with a position-space ``kernel`` (e.g. HMC) the
     generic continuous path instead, which is how kernels are checked against a closed form."""
-    if kernel is not None and getattr(kernel, "needs", None) != EXACT_DRAWS:
+    if kernel is not None and kernel.needs != EXACT_DRAWS:
         return ContinuousGeometricPath(target=model, base=base, kernel=kernel)
     return GaussianGeometricPath(target=model, base=base, kernel=kernel)
 

@@ -22,6 +22,8 @@ class PosteriorPathStatistics(NamedTuple):
 class PosteriorEnergyTarget:
     """``E_β(z) = −log p(z) − β log p(x_n | z)`` per chain as a :class:`~pfzoo.kernels.PositionTarget`."""
 
+    offers = frozenset({ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES})
+
     def __init__(self, model, rows: torch.Tensor) -> None:
         self.model = model
         self.rows = rows
@@ -53,7 +55,7 @@ class PosteriorPath(AnnealingPath):
     def __init__(self, model, rows: torch.Tensor, kernel) -> None:
         self.model = model
         self.rows = rows
-        self.kernel = check_kernel(kernel, {ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES}, "a posterior path over latents")
+        self.kernel = check_kernel(kernel, PosteriorEnergyTarget.offers, "a posterior path over latents")
         self.target = PosteriorEnergyTarget(model, rows)
 
     def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:

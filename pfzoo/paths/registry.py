@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import torch
 
+from pfzoo.kernels import Kernel
 from pfzoo.models.capabilities import MissingCapability, describe, require
 from pfzoo.validation import check_matrix
 
@@ -136,7 +137,7 @@ def build(
     base: str = "auto",
     data: torch.Tensor | None = None,
     smoothing: float = 1.0,
-    kernel=None,
+    kernel: Kernel | None = None,
     by: str = "annealing",
     **options,
 ) -> tuple[Any, str]:
@@ -164,7 +165,7 @@ def make_base(model, *, base: str = "auto", data: torch.Tensor | None = None, sm
     return entry.make_base(model, name, data, smoothing), name
 
 
-def build_from_base(model, base_model, *, kind: str = "geometric", kernel=None, by: str = "annealing", **options) -> Any:
+def build_from_base(model, base_model, *, kind: str = "geometric", kernel: Kernel | None = None, by: str = "annealing", **options) -> Any:
     """The annealing path of ``kind`` from ``base_model`` (made by :func:`make_base` for a model of ``model``'s shape)
     to ``model`` as its parameters are now; refuses (one line) a model with infinite Z or a kind its family lacks."""
     return _buildable_family(model, kind, by).kinds[kind](model, base_model, kernel, **options)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import torch
 
+from pfzoo.paths.base import AnnealingPath
 from pfzoo.validation import check_finite_number, check_positive_int
 
 
@@ -123,12 +124,13 @@ class OptimalSchedule(Schedule):
     @classmethod
     def for_path(cls, path, knots: Sequence[float] | torch.Tensor | int = 100) -> "OptimalSchedule":
         """From a path's exact ``symmetric_divergences(knots)``; ``knots`` an int J means J equal segments of β."""
-        if not hasattr(path, "symmetric_divergences"):
-            raise ValueError(f"{type(path).__name__} has no exact symmetric_divergences; use OptimalSchedule.from_diagnostics with a pilot run")
         if isinstance(knots, int):
             knots = torch.linspace(0.0, 1.0, knots + 1, dtype=torch.float64)
         knots = torch.as_tensor(knots, dtype=torch.float64).flatten().cpu()
-        return cls(knots, path.symmetric_divergences(knots))
+        divergences = path.symmetric_divergences(knots) if isinstance(path, AnnealingPath) else None
+        if divergences is None:
+            raise ValueError(f"{type(path).__name__} has no exact symmetric_divergences; use OptimalSchedule.from_diagnostics with a pilot run")
+        return cls(knots, divergences)
 
     @classmethod
     def from_diagnostics(cls, diagnostics) -> "OptimalSchedule":

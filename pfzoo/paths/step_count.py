@@ -15,6 +15,7 @@ import math
 
 import torch
 
+from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.schedules import ScheduleSpec, make_betas
 from pfzoo.validation import check_positive_int
 
@@ -41,7 +42,7 @@ def steps_for_bias(path, schedule: ScheduleSpec, accuracy: float, *, max_steps: 
     Doubles K until the bias is small enough, then bisects between the last two K (the bias falls with K for
     the schedules in :mod:`pfzoo.paths.schedules`). Raises ``RuntimeError`` beyond ``max_steps``.
     """
-    if not callable(getattr(path, "kl_sum", None)):
+    if not isinstance(path, AnnealingPath) or path.kl_sum(torch.tensor([0.0, 1.0], dtype=torch.float64)) is None:
         raise ValueError(f"path must compute its perfect-transition bias (kl_sum), got {type(path).__name__}")
     if not accuracy > 0 or math.isinf(accuracy):
         raise ValueError(f"accuracy must be a positive finite number of nats, got {accuracy}")

@@ -10,20 +10,20 @@ bring their states down to β = 1, so the negative phase keeps sampling every mo
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 
 from pfzoo import distributed
-from pfzoo.kernels import SWAP_SCHEMES, TEMPERED_LOG_DENSITY, ParallelTempering, adapt_ladder, check_ladder, temperature_ladder
+from pfzoo.kernels import SWAP_SCHEMES, TEMPERED_LOG_DENSITY, ParallelTempering, Target, adapt_ladder, check_ladder, temperature_ladder
 from pfzoo.training.contrastive import _free_energy_gap, _missing_gibbs_chain, owned_chains
 from pfzoo.training.objective import Objective
 from pfzoo.validation import allocating, check_bool, check_choice, check_positive_int
 
 
-def _offers_density(target: Any) -> bool:
+def _offers_density(target: Target) -> bool:
     """Whether a Gibbs target declares its tempered log density (what exchanges need)."""
-    return TEMPERED_LOG_DENSITY in getattr(target, "offers", frozenset())
+    return TEMPERED_LOG_DENSITY in target.offers
 
 
 class PT(Objective):

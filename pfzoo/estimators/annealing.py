@@ -92,11 +92,11 @@ def anneal(
     ``path.kernel`` on ``path.target``, whose new state carries the statistics the next increment reads.
     The transition after the last increment would not change the weights and is skipped.
     ``betas`` (float64 ``[K + 1]``) may run in either direction: RAISE anneals from 1 down to 0.
-    Log weights accumulate in float64. The kernels' acceptance probabilities are summed per stretch
-    of steps on the device and reported once at the end (no host sync in the loop). With
-    ``diagnostics`` the result also carries :class:`AnnealingDiagnostics` (a few reductions over the
-    chains per step, kept on the device until the end; the weights and the random stream are the same
-    either way). With :class:`~pfzoo.sampling.ChainStreams` for ``generator`` the chains are its blocks' rows and the
+    Log weights accumulate in float64. Observers watch every step without touching the chains or the random stream
+    (:class:`AcceptanceBySegment`, always; :class:`StepDiagnostics` with ``diagnostics``; the ``progress`` callback):
+    the kernels' acceptance probabilities are summed per stretch of steps on the device and reported once at the end
+    (no host sync in the loop), and with ``diagnostics`` the result also carries :class:`AnnealingDiagnostics`.
+    With :class:`~pfzoo.sampling.ChainStreams` for ``generator`` the chains are its blocks' rows and the
     acceptance and diagnostics are per block (:class:`AnnealingResult`); ``group_size`` is then refused.
     With ``compile`` the step's increment and transition run under ``torch.compile`` (:func:`compiled_step`); the numbers
     are those of the eager loop to rounding (a compiled kernel may fuse and reorder floating-point operations).
@@ -106,49 +106,95 @@ def anneal(
         raise ValueError("group_size must be None when generator is a ChainStreams (its blocks are the groups of chains)")
     betas_list = betas.tolist()
     num_steps = len(betas_list) - 1
-    log_weights = None
-    report_every = max(1, num_steps // _PROGRESS_UPDATES)
-    per_step = [] if diagnostics else None
-    num_segments = max(1, min(ACCEPTANCE_SEGMENTS, num_steps - 1))
-    acceptance_sums, acceptance_counts = None, [0] * num_segments
+    acceptance = AcceptanceBySegment(betas_list, blocks)
+    step_diagnostics = StepDiagnostics(betas, blocks, group_size) if diagnostics else None
+    observers = [observer for observer in (acceptance, step_diagnostics, progress and ProgressReport(progress, num_steps)) if observer]
     increment_of, transition = compiled_step() if compile else (_increment, _transition)
+    log_weights = None
     for k in range(1, num_steps + 1):
         increment = increment_of(path, state, betas_list[k - 1], betas_list[k])
         log_weights = increment if log_weights is None else log_weights + increment
-        if per_step is not None:
-            if blocks is not None:
-                per_step.append(torch.stack([_chain_summary(part, weights) for part, weights in
-                                             zip(increment.split(blocks), log_weights.split(blocks))], -1))
-            elif group_size is None:
-                per_step.append(_chain_summary(increment, log_weights))
-            else:
-                per_step.append(torch.stack([increment.mean(), increment.var(), _effective_sample_size(log_weights.view(-1, group_size)).mean()]))
+        info = None
         if k < num_steps:
             state, info = transition(path, state, betas_list[k], generator=generator)
-            if info.accept_prob is not None:
-                segment = min(num_segments - 1, (k - 1) * num_segments // max(1, num_steps - 1))
-                if acceptance_sums is None:
-                    # per chain under ChainStreams (one add a step; reduced per block once at the end), else the mean
-                    shape = (num_segments,) if blocks is None else (num_segments, info.accept_prob.shape[0])
-                    acceptance_sums = torch.zeros(shape, dtype=torch.float64, device=info.accept_prob.device)
-                acceptance_sums[segment] += info.accept_prob.double().mean() if blocks is None else info.accept_prob.double()
-                acceptance_counts[segment] += 1
-        if progress is not None and (k % report_every == 0 or k == num_steps):
-            progress(k, num_steps)
-    summary = None
-    if per_step is not None:
-        columns = torch.stack(per_step).double().cpu()
-        summary = AnnealingDiagnostics(betas.double().cpu()[1:], columns[:, 0], columns[:, 1], columns[:, 2],
-                                       columns[:, 3] if group_size is None else None)
-    acceptance = segment_betas = None
-    if acceptance_sums is not None:
-        counts = torch.tensor(acceptance_counts, dtype=torch.float64)
-        if blocks is not None:  # [S, N] per-chain sums → [S, B] per-block means
-            acceptance_sums = torch.stack([part.mean(-1) for part in acceptance_sums.split(blocks, dim=-1)], -1)
-        acceptance = acceptance_sums.cpu() / (counts.clamp(min=1) if blocks is None else counts.clamp(min=1)[:, None])
-        ends = [min(num_steps - 1, (s + 1) * max(1, num_steps - 1) // num_segments) for s in range(num_segments)]
-        segment_betas = torch.tensor([betas_list[max(1, e)] for e in ends], dtype=torch.float64)
-    return AnnealingResult(log_weights, state, summary, acceptance, segment_betas)
+        for observer in observers:
+            observer.observe(k, increment, log_weights, info)
+    summary = None if step_diagnostics is None else step_diagnostics.result()
+    return AnnealingResult(log_weights, state, summary, *acceptance.result())
+
+
+class AcceptanceBySegment:
+    """The kernel's mean acceptance probability in each of up to :data:`ACCEPTANCE_SEGMENTS` equal stretches of the
+    transitions, summed on the device (one add a step) and read once by :meth:`result`; per block of chains under
+    :class:`~pfzoo.sampling.ChainStreams` (``blocks``: the blocks' sizes)."""
+
+    def __init__(self, betas: list[float], blocks: list[int] | None) -> None:
+        self.betas, self.blocks = betas, blocks
+        self.num_steps = len(betas) - 1
+        self.num_segments = max(1, min(ACCEPTANCE_SEGMENTS, self.num_steps - 1))
+        self.sums: torch.Tensor | None = None
+        self.counts = [0] * self.num_segments
+
+    def observe(self, k: int, increment: torch.Tensor, log_weights: torch.Tensor, info: Any) -> None:
+        if info is None or info.accept_prob is None:
+            return
+        segment = min(self.num_segments - 1, (k - 1) * self.num_segments // max(1, self.num_steps - 1))
+        if self.sums is None:
+            # per chain under ChainStreams (reduced per block once at the end), else the mean
+            shape = (self.num_segments,) if self.blocks is None else (self.num_segments, info.accept_prob.shape[0])
+            self.sums = torch.zeros(shape, dtype=torch.float64, device=info.accept_prob.device)
+        self.sums[segment] += info.accept_prob.double().mean() if self.blocks is None else info.accept_prob.double()
+        self.counts[segment] += 1
+
+    def result(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """``(acceptance [S] or [S, b], segment_betas [S])`` float64 CPU, or ``(None, None)`` for moves that always accept."""
+        if self.sums is None:
+            return None, None
+        counts = torch.tensor(self.counts, dtype=torch.float64).clamp(min=1)
+        sums = self.sums
+        if self.blocks is not None:  # [S, N] per-chain sums → [S, B] per-block means
+            sums = torch.stack([part.mean(-1) for part in sums.split(self.blocks, dim=-1)], -1)
+        acceptance = sums.cpu() / (counts if self.blocks is None else counts[:, None])
+        span = max(1, self.num_steps - 1)
+        ends = [min(self.num_steps - 1, (s + 1) * span // self.num_segments) for s in range(self.num_segments)]
+        return acceptance, torch.tensor([self.betas[max(1, end)] for end in ends], dtype=torch.float64)
+
+
+class StepDiagnostics:
+    """Collects :class:`AnnealingDiagnostics`: each step's ``[mean Δ, var Δ, ESS, log Σ w]`` over the chains, per block
+    of chains under ``blocks`` (sizes) or with ESS per group of ``group_size`` consecutive chains (then no ``log Σ w``);
+    kept on the device until :meth:`result`."""
+
+    def __init__(self, betas: torch.Tensor, blocks: list[int] | None, group_size: int | None) -> None:
+        self.betas, self.blocks, self.group_size = betas, blocks, group_size
+        self.per_step: list[torch.Tensor] = []
+
+    def observe(self, k: int, increment: torch.Tensor, log_weights: torch.Tensor, info: Any) -> None:
+        if self.blocks is not None:
+            self.per_step.append(torch.stack([_chain_summary(part, weights) for part, weights in
+                                              zip(increment.split(self.blocks), log_weights.split(self.blocks))], -1))
+        elif self.group_size is None:
+            self.per_step.append(_chain_summary(increment, log_weights))
+        else:
+            ess = _effective_sample_size(log_weights.view(-1, self.group_size)).mean()
+            self.per_step.append(torch.stack([increment.mean(), increment.var(), ess]))
+
+    def result(self) -> AnnealingDiagnostics:
+        columns = torch.stack(self.per_step).double().cpu()
+        return AnnealingDiagnostics(self.betas.double().cpu()[1:], columns[:, 0], columns[:, 1], columns[:, 2],
+                                    columns[:, 3] if self.group_size is None else None)
+
+
+class ProgressReport:
+    """Calls ``progress(k, K)`` about :data:`_PROGRESS_UPDATES` times over a run of K steps, and after the last."""
+
+    def __init__(self, progress: ProgressCallback, num_steps: int) -> None:
+        self.progress, self.num_steps = progress, num_steps
+        self.every = max(1, num_steps // _PROGRESS_UPDATES)
+
+    def observe(self, k: int, increment: torch.Tensor, log_weights: torch.Tensor, info: Any) -> None:
+        if k % self.every == 0 or k == self.num_steps:
+            self.progress(k, self.num_steps)
 
 
 def _increment(path: AnnealingPath, state: Any, beta_from: float, beta_to: float) -> torch.Tensor:

@@ -27,65 +27,38 @@ by default, so the default table stays. The default settings (:data:`SETTINGS`) 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import datetime
 import json
 import logging
 import os
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 from pfzoo import app, zoo
 from pfzoo.cli import compose
-from pfzoo.data import DataSplits, binarized_mnist
+from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.paths import schedule_from_name
-from pfzoo.studies.bracket_sweep import bracket_sweep
-from pfzoo.studies.heating_comparison import compare_heating
-from pfzoo.studies.raise_figures import sweep_figure
-from pfzoo.studies.raise_table import (
-    AIS_CHAINS, FIGURES, MODELS, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, label, measure, model_card, point_row, render_table, schedule_pilot, seeded,
-    sweep_key, sweep_model, training_record, zoo_folder,
-)
-from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
-from pfzoo.zoo.cards import ACCURACY_METRIC, with_accuracy_section
+from pfzoo.studies.raise_results import RaiseRun, export_model, on_device, repo_relative, write_table
+from pfzoo.studies.raise_table import AIS_CHAINS, MODELS, PAPER_SCALE, QUICK, QUICK_PILOT, SETTINGS, SWEEP_BASES, quick_recipe, schedule_name, zoo_folder
+from pfzoo.studies.reporting import machine_description
 
 REPO = Path(__file__).resolve().parents[1]
-SETTINGS = {"steps": 10_000, "long_steps": 100_000, "ais_chains": 100, "posterior_samples": 100, "raise_chains": 10,
-            "raise_examples": 50, "long_raise_examples": 20, "csl_chains": 10, "csl_samples": 1000, "csl_burn_in": 100}
-QUICK = {"steps": 100, "long_steps": 200, "ais_chains": 10, "posterior_samples": 5, "raise_chains": 2, "raise_examples": 10,
-         "long_raise_examples": 5, "csl_samples": 20, "csl_burn_in": 5}
-PAPER_SCALE = {"steps": 100_000, "long_steps": 0, "ais_chains": 5000, "raise_chains": 50, "raise_examples": 100}
-"""RAISE Table 1's settings (Burda, Grosse & Salakhutdinov 2015), what ``--paper-scale`` puts over :data:`SETTINGS`; its single K, so no long K."""
-QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
-QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10],
-                  "trainer.pretrained_layers": []}  # a quick run's 10-unit layers cannot take the zoo's trained ones
 
 
 def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch.device) -> Path:
     """Train (or resume to completion) model ``name`` in ``<runs_dir>/<name>`` on ``device``; quick: tiny layers, one epoch."""
     cfg = compose("train", [f"+experiment={MODELS[name][1]}", "trainer.progress=false", f"run_dir={runs_dir / name}", f"data.root={data_root}",
                             "resume=true", f"device={device}"])
-    for key, value in QUICK_TRAINING.items() if quick else ():
-        if OmegaConf.select(cfg, key) is not None:
-            OmegaConf.update(cfg, key, value)
-    return Path(app.train(cfg)["checkpoint"])
+    return Path(app.train(quick_recipe(cfg) if quick else cfg)["checkpoint"])
 
 
-def store(results_file: Path, results: dict, section: str, name: str, entry: dict, fresh: bool) -> None:
-    """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile.
-    A sweep with the same settings as the stored one adds its K's rows to the stored rows (replacing those at the same K)."""
-    latest = json.loads(results_file.read_text()) if results_file.is_file() and not fresh else {}
-    if comparable(latest, results):
-        results.update({key: {**latest.get(key, {}), **results[key]} for key in SECTIONS})
-    stored = results[section].get(name)
-    if section == "sweeps" and stored is not None and stored["settings"] == entry["settings"]:
-        new_steps = {row["steps"] for row in entry["rows"]}
-        entry = {**entry, "rows": sorted([row for row in stored["rows"] if row["steps"] not in new_steps] + entry["rows"], key=lambda row: row["steps"])}
-    results[section][name] = entry
-    results_file.write_text(json.dumps(results, indent=2) + "\n")
+def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
+    """Write ``<output>/table.md`` and its figures; with ``zoo_dir`` also each model's card there (the checkpoints stay)."""
+    table = write_table(results, output)
+    print(f"wrote {table}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
+    for name in results["models"] if zoo_dir is not None else ():
+        folder = zoo_folder(name, zoo_dir)
+        export_model(name, results, folder / zoo.CHECKPOINT_FILE, folder, repo=REPO)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,109 +109,38 @@ def main(argv: list[str] | None = None) -> None:
     output = args.output or (REPO / "reports" / "raise" / "quick" if args.quick else REPO / "estimators" / "raise" / ("paper_scale" if args.paper_scale else ""))
     runs_dir = args.runs_dir or REPO / "runs" / "reproduce_raise" / ("quick" if args.quick else "")
     settings = {key: getattr(args, key) for key in SETTINGS} | (QUICK if args.quick else PAPER_SCALE if args.paper_scale else {})
-    data, results_file = on_device(binarized_mnist(data_root), device), output / "results.json"
+    data = on_device(binarized_mnist(data_root), device)
     output.mkdir(parents=True, exist_ok=True)
-    previous = json.loads(results_file.read_text()) if results_file.is_file() and not args.quick else {}
-    results = {"machine": machine_description(), "gpu": device_name(device) if device.type == "cuda" else None, "settings": settings, "seed": args.seed,
-               "csl_stderr": "shared chains"}
-    results |= {key: previous.get(key, {}) if comparable(previous, results) else {} for key in SECTIONS}
-    measured_on = f"{datetime.date.today().isoformat()}, {hardware(results)}"
+    run = RaiseRun.start(output, settings, seed=args.seed, device=device, fresh=args.quick)
 
-    def checkpoint_of(name: str) -> Path:
+    def model_of(name: str) -> tuple[Path, torch.nn.Module]:
         if args.from_zoo is not None:
-            return zoo_folder(name, args.from_zoo) / zoo.CHECKPOINT_FILE
-        print(f"{name}: training (or resuming) in {runs_dir / name}", flush=True)
-        return train(name, runs_dir, data_root, args.quick, device)
+            checkpoint = zoo_folder(name, args.from_zoo) / zoo.CHECKPOINT_FILE
+        else:
+            print(f"{name}: training (or resuming) in {runs_dir / name}", flush=True)
+            checkpoint = train(name, runs_dir, data_root, args.quick, device)
+        return checkpoint, zoo.load(checkpoint, map_location=device)
 
     for name in args.models:
-        checkpoint = checkpoint_of(name)
-        model = zoo.load(checkpoint, map_location=device)
+        checkpoint, model = model_of(name)
         print(f"{name}: measuring", flush=True)
-        estimates = measure(model, data, settings, seeded(device, args.seed), ais_chains={} if args.quick else AIS_CHAINS.get(name, {}),
-                            only=args.only)
-        if args.only is not None:  # re-measured cells replace their old values; the others are kept
-            estimates = {**results["models"].get(name, {}).get("estimates", {}), **estimates}
         kept = zoo_folder(name, args.export_zoo) / zoo.CHECKPOINT_FILE if args.export_zoo is not None else checkpoint  # not a scratch run's
-        # a training run's metrics.jsonl lies beside its checkpoint; a zoo folder's does not, so its earlier record stays
-        training = training_record(checkpoint.parent, args.trained_on or machine_description()) or results["models"].get(name, {}).get("training")
-        store(results_file, results, "models", name, {"checkpoint": repo_relative(kept), "config": model.config(), "estimates": estimates,
-                                                      "trained_on": measured_on, "load_average": load_average(), "training": training}, args.quick)
+        run.measure_model(name, model, data, checkpoint, ais_chains={} if args.quick else AIS_CHAINS.get(name, {}), only=args.only,
+                          kept=repo_relative(kept, REPO), trained_on=args.trained_on or machine_description())
         if args.export_zoo is not None:
-            export(name, results, checkpoint, zoo_folder(name, args.export_zoo))
+            export_model(name, run.results, checkpoint, zoo_folder(name, args.export_zoo), repo=REPO)
     for name in args.sweep_models if args.sweep_steps else ():
-        s = {**settings, "sweep_ais_chains": args.sweep_ais_chains, "sweep_raise_examples": args.sweep_raise_examples}
         print(f"{name}: AIS and RAISE against K ({SWEEP_BASES[args.sweep_base]})", flush=True)
-        points = bracket_sweep(zoo.load(checkpoint_of(name), map_location=device), data.test, num_steps=args.sweep_steps,
-                               ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"], raise_examples=s["sweep_raise_examples"],
-                               posterior_samples=s["posterior_samples"], base=args.sweep_base,
-                               base_data=data.train if args.sweep_base == "base_rate" else None,
-                               generator=seeded(device, args.seed + 1), raise_generator=seeded(device, args.seed + 2))
-        store(results_file, results, "sweeps", sweep_key(name, args.sweep_base),
-              {"settings": s, "rows": [point_row(p) for p in points], "measured_on": measured_on}, args.quick)
+        run.measure_sweep(name, model_of(name)[1], data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
+                          raise_examples=args.sweep_raise_examples)
     for name in args.pilot_models if args.schedule_pilot else ():
-        s = {**settings, "pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
-        pilot = schedule_pilot(zoo.load(checkpoint_of(name), map_location=device), data, args.schedule_pilot, s, args.seed)
-        store(results_file, results, "schedule_pilots", name, {**pilot, "settings": s, "measured_on": measured_on}, args.quick)
+        pilot = {"pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})
+        run.measure_pilot(name, model_of(name)[1], data, args.schedule_pilot, pilot)
     for name in args.heating_models if args.heating else ():
-        s = {"steps": settings["steps"], "raise_chains": settings["raise_chains"], "heating_examples": args.heating_examples}
         print(f"{name}: RAISE with the mean-field proposal and the clamped heating chain", flush=True)
-        digits = data.test[torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(args.seed + 4))[: args.heating_examples].to(device)]
-        model = zoo.load(checkpoint_of(name), map_location=device)
-        rows = compare_heating(model, digits, args.heating, num_steps=s["steps"], num_chains=s["raise_chains"], base_data=data.train, seed=args.seed + 5)
-        store(results_file, results, "heating", name, {"settings": s, "config": model.config(), "rows": rows, "measured_on": measured_on}, args.quick)
-    render(results, output, None)
-
-
-def on_device(data: DataSplits, device: torch.device) -> DataSplits:
-    return dataclasses.replace(data, **{split: getattr(data, split).to(device) for split in ("train", "valid", "test")})
-
-
-def schedule_name(spec: str) -> str:
-    """``--schedule-pilot``'s argument type: a name :func:`pfzoo.paths.schedule_from_name` reads (``linear``, ``power:5``, …)."""
-    try:
-        schedule_from_name(spec)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return spec
-
-
-def repo_relative(path: Path) -> str:
-    """``path`` relative to the repository when it lies inside it (results.json must not name local folders)."""
-    resolved = path.resolve()
-    return str(resolved.relative_to(REPO) if resolved.is_relative_to(REPO) else path)
-
-
-def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
-    """Write ``<output>/table.md``; with ``zoo_dir`` also each model's card there (the checkpoints are left as they are)."""
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "table.md").write_text(render_table(results))
-    for key, sweep in results.get("sweeps", {}).items():
-        (name, base), w = sweep_model(key), sweep["settings"]
-        exact = results["models"].get(name, {}).get("estimates", {}).get("exact")
-        sweep_figure(f"{label(name, results)}: AIS and RAISE against K ({SWEEP_BASES[base]})", sweep["rows"],
-                     output / FIGURES / f"{key}-against-K.png",
-                     exact=None if exact is None else exact["mean"],
-                     note=f"AIS {w['sweep_ais_chains']} chains; RAISE {w['raise_chains']} chains × the same {w['sweep_raise_examples']} test digits")
-    print(f"wrote {output / 'table.md'}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
-    for name in results["models"] if zoo_dir is not None else ():
-        folder = zoo_folder(name, zoo_dir)
-        export(name, results, folder / zoo.CHECKPOINT_FILE, folder)
-
-
-def export(name: str, results: dict, checkpoint: Path, folder: Path) -> None:
-    """Put model ``name`` of ``checkpoint`` into zoo ``folder`` with its README.md and card.json. The linear-classifier
-    section (``scripts/feature_card.py``) is kept only while the folder's checkpoint stays the same: a new model's
-    features are not the old one's, so it is measured again."""
-    model, config = zoo.load(checkpoint), zoo.load_checkpoint(checkpoint)["config"]
-    same_model = checkpoint.resolve() == (folder / zoo.CHECKPOINT_FILE).resolve()
-    data = folder / zoo.CARD_DATA_FILE
-    previous = json.loads(data.read_text()) if data.is_file() and same_model else {}
-    kept = [row for row in previous.get("measurements", []) if row.get("metric") == ACCURACY_METRIC]
-    fields = card_fields(name, results, model, config, git_commit=previous.get("git_commit") if same_model else git_commit(REPO), kept=kept)
-    fields["notes"] = previous.get("notes") or fields["notes"]  # what was noted about this checkpoint still holds
-    text = model_card(name, results, model, repo_relative(folder)).render()
-    zoo.export(checkpoint, folder, card=with_accuracy_section(text, fields), card_data=fields)
+        run.measure_heating(name, model_of(name)[1], data, args.heating, examples=args.heating_examples)
+    render(run.results, output, None)
 
 
 if __name__ == "__main__":

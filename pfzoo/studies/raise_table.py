@@ -2,14 +2,18 @@
 and the table and model cards rendered from the results (what ``scripts/reproduce_raise.py`` stores in results.json).
 
 :func:`measure` returns one model's estimates (exact, CSL, RAISE and AIS from uniform and base-rate initial
-distributions), :func:`schedule_pilot` the schedule with the smallest |AIS − RAISE| on validation digits and the test
-set measured with it, :func:`render_table` the markdown of ``table.md``, :func:`model_card` a model's zoo card and
-:func:`card_fields` its ``card.json``; the renderers read nothing but the results dict, so a table re-renders without
-re-measuring. :func:`training_record` reads a run's training time from its ``metrics.jsonl``.
+distributions) with the settings of :data:`SETTINGS` (or :data:`QUICK`, :data:`PAPER_SCALE`), :func:`schedule_pilot`
+the schedule with the smallest |AIS − RAISE| on validation digits and the test set measured with it, :func:`sweep_rows`
+AIS and RAISE against K, :func:`heating_rows` RAISE with and without the clamped heating chain, :func:`render_table`
+the markdown of ``table.md``, :func:`model_card` a model's zoo card and :func:`card_fields` its ``card.json``; the
+renderers read nothing but the results dict, so a table re-renders without re-measuring. :func:`training_record` reads a
+run's training time from its ``metrics.jsonl``. How a run stores them in results.json, and the files written from it:
+:mod:`pfzoo.studies.raise_results`.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import logging
@@ -18,6 +22,7 @@ import time
 from pathlib import Path
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 import pfzoo
 from pfzoo import zoo
@@ -25,7 +30,8 @@ from pfzoo.estimators.base import BoundKind
 from pfzoo.estimators import AIS, CSL, RAISE, Bracket
 from pfzoo.models import Capability
 from pfzoo.paths import schedule_from_name
-from pfzoo.studies.bracket_sweep import BracketPoint
+from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep
+from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.schedule_pilot import pilot_schedule
 
 logger = logging.getLogger(__name__)
@@ -39,7 +45,27 @@ SECTIONS = ("models", "sweeps", "schedule_pilots", "heating")
 SWEEP_BASES = {"base_rate": "base-rate initialisation", "uniform": "uniform initialisation"}
 """The initial distributions a sweep against K may anneal from, with the words the table uses for them."""
 FIGURES = "figures"  # beside table.md: <name>-against-K.png for every sweep
+SETTINGS = {"steps": 10_000, "long_steps": 100_000, "ais_chains": 100, "posterior_samples": 100, "raise_chains": 10,
+            "raise_examples": 50, "long_raise_examples": 20, "csl_chains": 10, "csl_samples": 1000, "csl_burn_in": 100}
+"""The default measurement settings: scaled down from RAISE Table 1's so that a CPU run can afford them."""
+QUICK = {"steps": 100, "long_steps": 200, "ais_chains": 10, "posterior_samples": 5, "raise_chains": 2, "raise_examples": 10,
+         "long_raise_examples": 5, "csl_samples": 20, "csl_burn_in": 5}
+"""What a smoke run (``--quick``) puts over :data:`SETTINGS`."""
+PAPER_SCALE = {"steps": 100_000, "long_steps": 0, "ais_chains": 5000, "raise_chains": 50, "raise_examples": 100}
+"""RAISE Table 1's settings (Burda, Grosse & Salakhutdinov 2015), what ``--paper-scale`` puts over :data:`SETTINGS`; its single K, so no long K."""
+QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
+QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10],
+                  "trainer.pretrained_layers": []}  # a quick run's 10-unit layers cannot take the zoo's trained ones
+"""What a smoke run sets in a model's recipe, where the recipe has the key: one epoch, 10-unit layers."""
 """The parts of results.json that runs on other models add to rather than replace."""
+
+
+def quick_recipe(cfg: DictConfig) -> DictConfig:
+    """The composed recipe ``cfg`` shrunk for a smoke run: :data:`QUICK_TRAINING` set where ``cfg`` has the key (in place)."""
+    for key, value in QUICK_TRAINING.items():
+        if OmegaConf.select(cfg, key) is not None:
+            OmegaConf.update(cfg, key, value)
+    return cfg
 
 
 def label(name: str, results: dict) -> str:
@@ -138,6 +164,34 @@ def schedule_pilot(model, data, schedules: list[str], s: dict, seed: int) -> dic
             "raise": estimate.lower.mean, "raise_stderr": estimate.lower.stderr}
     logger.info("  test set: AIS %s, RAISE %s", pm(test, "ais"), pm(test, "raise"))
     return {"rows": [point_row(point) for point in pilot.points], "chosen": pilot.chosen, "test": test, "exact": exact}
+
+
+def sweep_rows(model, data, num_steps: list[int], s: dict, *, base: str, seed: int) -> list[dict]:
+    """AIS and RAISE against K (:func:`~pfzoo.studies.bracket_sweep.bracket_sweep`) on the test digits from the initial
+    distribution ``base`` (:data:`SWEEP_BASES`), as results.json rows, one per K of ``num_steps``; ``s``: the run's
+    settings with the sweep's ``sweep_ais_chains`` and ``sweep_raise_examples``."""
+    points = bracket_sweep(model, data.test, num_steps=num_steps, ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"],
+                           raise_examples=s["sweep_raise_examples"], posterior_samples=s["posterior_samples"], base=base,
+                           base_data=data.train if base == "base_rate" else None,
+                           generator=seeded(model.device, seed + 1), raise_generator=seeded(model.device, seed + 2))
+    return [point_row(point) for point in points]
+
+
+def heating_rows(model, data, heating_steps: list[int], s: dict, seed: int) -> list[dict]:
+    """RAISE with the mean-field proposal and with each number T of ``heating_steps`` clamped-heating sweeps (RAISE
+    Algorithm 3; :func:`~pfzoo.studies.heating_comparison.compare_heating`) on ``s["heating_examples"]`` random test digits."""
+    chosen = torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(seed + 4))[: s["heating_examples"]]
+    digits = data.test[chosen.to(data.test.device)]
+    return compare_heating(model, digits, heating_steps, num_steps=s["steps"], num_chains=s["raise_chains"], base_data=data.train, seed=seed + 5)
+
+
+def schedule_name(spec: str) -> str:
+    """An argparse type: a schedule name :func:`pfzoo.paths.schedule_from_name` reads (``linear``, ``power:5``, …)."""
+    try:
+        schedule_from_name(spec)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return spec
 
 
 def seeded(device: torch.device, seed: int) -> torch.Generator:

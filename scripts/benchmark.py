@@ -6,21 +6,21 @@
     python scripts/benchmark.py --only rbm_ais dbm_ais [--output FILE] [--threads N]   # merged: each result keeps its machine block
 
 The cases, what each measures and the sizes they run at are in :mod:`pfzoo.studies.benchmark`; this script picks the
-sizes, runs the cases, prints a line per case and writes their results under a ``machine`` block (the device's name,
-the GPU or the CPU model, torch's version and its threads).
+sizes, runs the cases, prints a line per case and writes their results under a ``machine`` block
+(:mod:`pfzoo.studies.benchmark.results`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 from pathlib import Path
 
 import torch
 
-from pfzoo.studies.benchmark import BENCHMARKS, CPU_SIZES, QUICK_SIZES
-from pfzoo.studies.reporting import device_name, load_average
+from pfzoo.studies.benchmark.results import machine_block, merged
+from pfzoo.studies.benchmark.suite import BENCHMARKS, CPU_SIZES, QUICK_SIZES
+from pfzoo.studies.reporting import load_average
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,19 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     device = torch.device(args.device)
     output = args.output or Path("benchmark_results", *(["quick"] if args.quick else []), f"benchmark-{device.type}.json")
     sizes = QUICK_SIZES if args.quick else CPU_SIZES if device.type == "cpu" else {}
-    results = {
-        "machine": {
-            "device": str(device),
-            "device_name": device_name(device),
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "torch": torch.__version__,
-            "cuda": torch.version.cuda,
-            "threads": torch.get_num_threads(),
-            "sizes": "quick" if args.quick else "cpu" if device.type == "cpu" else "full",
-        },
-        "benchmarks": [],
-    }
+    results = {"machine": machine_block(device, "quick" if args.quick else "cpu" if device.type == "cpu" else "full"), "benchmarks": []}
     for name, (run, summary) in BENCHMARKS.items():
         if args.only and name not in args.only:
             continue
@@ -58,11 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         print(summary(result), flush=True)
     results["machine"]["load_average"] = load_average()  # at the end: the 1- and 5-minute averages span the run
     if args.only and output.is_file():  # keep the other benchmarks' last results, each with the machine it ran on
-        earlier = json.loads(output.read_text())
-        ran = {result["name"] for result in results["benchmarks"]}
-        kept = [{**result, "machine": result.get("machine", earlier.get("machine"))}
-                for result in earlier.get("benchmarks", []) if result.get("name") not in ran]
-        results["benchmarks"] = kept + [{**result, "machine": results["machine"]} for result in results["benchmarks"]]
+        results = merged(results, json.loads(output.read_text()))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results written to {output}")

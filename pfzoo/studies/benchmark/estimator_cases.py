@@ -1,0 +1,181 @@
+"""The estimator cases: how fast AIS, RAISE and HAIS run on the models of :mod:`pfzoo.studies.benchmark.workloads`.
+
+AIS on a 784×500 binary RBM (``rbm_ais``) at 1,000 and at 10,000 chains: chain-steps per second, each against the
+device's own matmul throughput for the same shapes measured in the same run (the matmul bound of
+:mod:`pfzoo.studies.benchmark.timing`). The issue's aim: at least 0.5 of the bound at 10,000 chains on a GPU.
+
+AIS on a 784–500–1000 DBM with random weights (``dbm_ais``), 1,000 chains from data base rates: chain-steps per
+second against the same bound for its even/odd RBM (:meth:`pfzoo.models.DBM.even_odd_rbm`, weight ``[784 + 1000, 500]``),
+whose two products are what one block-Gibbs step of the DBM's path needs with the odd layer summed out.
+
+AIS on a 784×20 RBM in float64 (``rbm_ais_small``, 200 chains × 2,000 linear steps): a step there is bound by the
+784 Bernoulli draws per chain rather than by the products; seconds, chain-steps per second and the same matmul
+ratio, and the seconds of the ``rbms`` package's ``compute_partition_function_ais`` on the same RBM and settings
+in the same run when ``import rbms`` works (an optional comparison, not a dependency; ``null`` otherwise), the two timed
+in alternation (the least of three runs each, and the ratio in each pair), with both estimates' errors against the
+exact log Z (the 2²⁰ hidden states summed).
+
+RAISE on the RBM of ``rbm_ais`` (``rbm_raise``): test examples per second with M reverse chains each and K steps, all
+examples × chains annealed as one batch, and the chain-steps per second that amounts to.
+
+HAIS on a complete 36-dimensional Student-t product of experts (``poe_hais``) with 200 particles and N = 10⁵
+intermediate distributions: wall seconds (the HAIS paper reports 170 s for this setting) and particle-steps per second.
+
+Per-example HAIS of a generative model (``generative_hais``): 100 test vectors × 200 particles of a complete
+36-dimensional Laplace-prior linear generative model, annealed from the prior to each posterior as one
+20,000-row batch (HAIS eqs. 27–29) at N = 10⁴ distributions: examples per second and particle-steps per second.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Callable
+
+import torch
+
+from pfzoo.estimators import AIS, HAIS, RAISE
+from pfzoo.models import DBM, RBM, LinearGenerative
+from pfzoo.studies.benchmark.timing import ais_rates, best_seconds, matmul_seconds_per_step, timed
+from pfzoo.studies.benchmark.workloads import random_rbm, student_t_poe
+
+
+def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=(1000, 10_000), num_steps=1000, repeats=2) -> dict:
+    """One run per chain count in ``num_chains``, each with its own matmul bound: ``runs[i]`` holds ``num_chains`` and
+    :func:`ais_rates`' fields."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).float()
+    runs = []
+    for chains in num_chains:
+        estimator = AIS(num_chains=chains, num_steps=num_steps, base="base_rate").to(device)
+        ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+        matmul_seconds = matmul_seconds_per_step(model.weight.detach(), chains, g, device, repeats)
+        runs.append({"num_chains": chains, **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, chains, num_steps)})
+    return {
+        "name": "rbm_ais",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": list(num_chains), "num_steps": num_steps},
+        "runs": runs,
+    }
+
+
+def benchmark_dbm_ais(device: torch.device, layer_sizes=(784, 500, 1000), num_chains=1000, num_steps=1000, repeats=2) -> dict:
+    """AIS from data base rates on a DBM with weights N(0, 0.05²) and biases N(0, 1), against its even/odd RBM's matmul bound."""
+    g = torch.Generator(device).manual_seed(0)
+    weights = [torch.randn(lower, upper, generator=g, device=device) * 0.05 for lower, upper in zip(layer_sizes[:-1], layer_sizes[1:])]
+    model = DBM.from_tensors(weights, [torch.randn(size, generator=g, device=device) for size in layer_sizes])
+    data = (torch.rand(500, layer_sizes[0], generator=g, device=device) < 0.2).float()
+    estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
+    ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)
+    even_odd_weight = model.even_odd_rbm().weight.detach()  # [Σ n_even, Σ n_odd]
+    matmul_seconds = matmul_seconds_per_step(even_odd_weight, num_chains, g, device, repeats)
+    return {
+        "name": "dbm_ais",
+        "shape": {"layer_sizes": list(layer_sizes), "even_odd_weight": list(even_odd_weight.shape), "num_chains": num_chains, "num_steps": num_steps},
+        **ais_rates(ais_seconds, matmul_seconds, *even_odd_weight.shape, num_chains, num_steps),
+    }
+
+
+def rbms_ais(model: RBM, num_chains: int, num_steps: int) -> tuple[Callable[[], float], str] | None:
+    """A call of the ``rbms`` package's AIS (``num_steps + 1`` β's, its own base: the target's visible biases, W = 0,
+    c = 0) on ``model``'s float64 parameters, returning its log Z, and the package's version; None when ``rbms`` does not
+    import. It draws from torch's global generator, which is seeded here once."""
+    try:
+        from rbms.bernoulli_bernoulli import BBRBM
+        from rbms.partition_function.ais import compute_partition_function_ais
+    except ImportError:
+        return None
+    params = BBRBM(model.weight.detach().double(), model.visible_bias.detach().double(), model.hidden_bias.detach().double())
+    torch.manual_seed(0)
+    return (lambda: float(compute_partition_function_ais(num_chains=num_chains, num_beta=num_steps + 1, params=params))), \
+        importlib.metadata.version("rbms")
+
+
+def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20, num_chains=200, num_steps=2000, repeats=3) -> dict:
+    """pfzoo's AIS and, when installed, ``rbms``'s, timed in alternation (``repeats`` pairs after a warm-up of pfzoo's):
+    on shared cores whose speed drifts over a minute, both see the same drift. Ratios of the least times and per pair."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device).double()
+    data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).double()
+    estimator = AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate").to(device)
+    estimate = estimator(model, data=data, generator=g)  # also the warm-up
+    exact_log_z = model.log_partition().item()  # 2^20 hidden states summed
+    rbms_run = rbms_ais(model, num_chains, num_steps)
+    ours, theirs, rbms_log_z = [], [], None
+    for _ in range(repeats):
+        ours.append(timed(lambda: estimator(model, data=data, generator=g), device)[1])
+        if rbms_run is not None:
+            log_z, seconds = timed(rbms_run[0], device)
+            rbms_log_z = log_z if rbms_log_z is None else rbms_log_z
+            theirs.append(seconds)
+    ais_seconds = min(ours)
+    matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, repeats)
+    return {
+        "name": "rbm_ais_small",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_chains": num_chains, "num_steps": num_steps,
+                  "dtype": "float64", "schedule": "linear"},
+        **ais_rates(ais_seconds, matmul_seconds, num_visible, num_hidden, num_chains, num_steps),
+        "exact_log_z": exact_log_z,
+        "log_z_error": estimate.log_z - exact_log_z,
+        "log_z_stderr": estimate.stderr,
+        "rbms_seconds": min(theirs) if theirs else None,
+        "rbms_log_z_error": None if rbms_log_z is None else rbms_log_z - exact_log_z,
+        "rbms_version": None if rbms_run is None else rbms_run[1],
+        "speedup_over_rbms": min(theirs) / ais_seconds if theirs else None,
+        "speedup_per_pair": [their / our for our, their in zip(ours, theirs)] if theirs else None,
+    }
+
+
+def benchmark_rbm_raise(device: torch.device, num_visible=784, num_hidden=500, num_examples=100, num_chains=10, num_steps=1000) -> dict:
+    """RAISE's log-likelihood of ``num_examples`` random binary vectors ``[B, V]`` under the RBM of ``rbm_ais``, one timed
+    run (the case is long enough that a warm-up would be a negligible part)."""
+    g = torch.Generator(device).manual_seed(0)
+    model = random_rbm(num_visible, num_hidden, g, device)
+    data = (torch.rand(num_examples, num_visible, generator=g, device=device) < 0.2).float()
+    estimator = RAISE(num_chains=num_chains, num_steps=num_steps).to(device)
+    seconds = best_seconds(lambda: estimator.log_likelihood(model, data, generator=g), device, repeats=1)
+    return {
+        "name": "rbm_raise",
+        "shape": {"num_visible": num_visible, "num_hidden": num_hidden, "num_examples": num_examples,
+                  "num_chains": num_chains, "num_steps": num_steps},
+        "seconds": seconds,
+        "examples_per_second": num_examples / seconds,
+        "chain_steps_per_second": num_examples * num_chains * num_steps / seconds,
+    }
+
+
+def benchmark_poe_hais(device: torch.device, dim=36, num_chains=200, num_steps=100_000) -> dict:
+    """One HAIS run on the Student-t product of experts (:func:`~pfzoo.studies.benchmark.workloads.student_t_poe`) and its
+    log Z error against the model's exact log Z."""
+    g = torch.Generator(device).manual_seed(0)
+    model = student_t_poe(g, device, dim)
+    estimator = HAIS(num_chains, num_steps, 0.2, base="isotropic").to(device)
+    estimate, seconds = timed(lambda: estimator(model, generator=g), device)
+    return {
+        "name": "poe_hais",
+        "shape": {"dim": dim, "num_chains": num_chains, "num_steps": num_steps},
+        "seconds": seconds,
+        "paper_seconds": 170.0,
+        "particle_steps_per_second": num_chains * num_steps / seconds,
+        "log_z_error": estimate.log_z - model.log_partition().item(),
+        "log_z_stderr": estimate.stderr,
+    }
+
+
+def benchmark_generative_hais(device: torch.device, dim=36, num_examples=100, num_particles=200, num_steps=10_000) -> dict:
+    """Per-example HAIS over the latents of a complete Laplace-prior linear generative model (HAIS eqs. 27–29):
+    all examples × particles (20,000 rows) annealed as one batch."""
+    g = torch.Generator(device).manual_seed(0)
+    basis = torch.eye(dim, device=device) + 0.3 * torch.randn(dim, dim, generator=g, device=device) / dim**0.5
+    model = LinearGenerative.from_tensors(basis, prior="laplace", noise_std=0.1)
+    data = model.sample(num_examples, generator=g)
+    estimator = HAIS(num_particles, num_steps, 0.05).to(device)
+    estimate, seconds = timed(lambda: estimator.log_likelihood(model, data, generator=g), device)
+    return {
+        "name": "generative_hais",
+        "shape": {"dim": dim, "num_examples": num_examples, "num_particles": num_particles, "num_steps": num_steps},
+        "seconds": seconds,
+        "examples_per_second": num_examples / seconds,
+        "particle_steps_per_second": num_examples * num_particles * num_steps / seconds,
+        "mean_log_likelihood": estimate.mean,
+        "stderr": estimate.stderr,
+    }

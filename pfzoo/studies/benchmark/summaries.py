@@ -1,0 +1,85 @@
+"""A benchmark case's result in one line, as ``scripts/benchmark.py`` reports it: :data:`SUMMARIES` maps a case's name
+to its summary, ``summary(result: dict) -> str``."""
+
+from __future__ import annotations
+
+
+def compiled_summary(r: dict) -> str:
+    """A compiled case's seconds compiled and eager, their ratio and the two estimates' difference."""
+    shape = ", ".join(f"{key} {value}" for key, value in r["shape"].items())
+    return (f"{r['name']} ({shape}): compiled {r['compiled_seconds']:.2f} s, eager {r['eager_seconds']:.2f} s (compiled/eager "
+            f"{r['compiled_over_eager']:.2f}; first compiled call {r['compiled_first_call_seconds']:.1f} s); estimates differ by "
+            f"{r['estimate_difference']:+.2e} (stderr {r['stderr']:.2e})")
+
+
+def rbm_ais_summary(r: dict) -> str:
+    """``rbm_ais``'s rate at each chain count, against the matmul bound."""
+    return "rbm_ais: " + "; ".join(
+        f"{run['num_chains']} chains {run['chain_steps_per_second']:.3g} chain-steps/s ({run['fraction_of_matmul_bound']:.2f} of the "
+        f"matmul bound, {run['matmul_gflops']:.1f} GFLOP/s matmul)" for run in r["runs"])
+
+
+SUMMARIES = {
+    "rbm_ais": rbm_ais_summary,
+    "dbm_ais": lambda r: f"dbm_ais: {'–'.join(map(str, r['shape']['layer_sizes']))}, {r['shape']['num_chains']} chains: "
+        f"{r['chain_steps_per_second']:.3g} chain-steps/s ({r['fraction_of_matmul_bound']:.2f} of the matmul bound)",
+    "rbm_ais_small": lambda r: f"rbm_ais_small: {r['shape']['num_visible']}x{r['shape']['num_hidden']} float64, {r['shape']['num_chains']} chains x "
+        f"{r['shape']['num_steps']} steps in {r['seconds']:.2f} s ({r['chain_steps_per_second']:.3g} chain-steps/s, "
+        f"{r['fraction_of_matmul_bound']:.2f} of the matmul bound), log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}; "
+        + ("rbms not installed" if r["rbms_seconds"] is None else
+           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s, log Z error {r['rbms_log_z_error']:+.4f} ({r['speedup_over_rbms']:.2f}x; "
+           f"pairs {', '.join(f'{x:.2f}' for x in r['speedup_per_pair'])})"),
+    "rbm_ais_compiled": compiled_summary,
+    "poe_hais_compiled": compiled_summary,
+    "rbm_raise_compiled": compiled_summary,
+    "rbm_raise": lambda r: f"rbm_raise: {r['examples_per_second']:.3g} examples/s at M = {r['shape']['num_chains']} chains, "
+        f"K = {r['shape']['num_steps']} ({r['chain_steps_per_second']:.3g} chain-steps/s)",
+    "poe_hais": lambda r: f"poe_hais: N = {r['shape']['num_steps']:.0e}, {r['shape']['num_chains']} particles in {r['seconds']:.1f} s "
+        f"({r['particle_steps_per_second']:.3g} particle-steps/s; paper: {r['paper_seconds']:.0f} s at N = 1e5); "
+        f"log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}",
+    "generative_hais": lambda r: f"generative_hais: {r['shape']['num_examples']} examples × {r['shape']['num_particles']} particles, N = {r['shape']['num_steps']}: "
+        f"{r['examples_per_second']:.3g} examples/s ({r['particle_steps_per_second']:.3g} particle-steps/s, {r['seconds']:.0f} s)",
+    "ising_mpf": lambda r: f"ising_mpf: {r['evaluations_per_second']:.3g} loss+gradient evaluations/s on {r['shape']['num_samples']} samples "
+        f"(float64); L-BFGS {r['lbfgs_iterations_per_second']:.3g} iterations/s "
+        f"({r['lbfgs_evaluations_per_iteration']:.2f} evaluations each), ε_J {r['coupling_error']:.4f} after "
+        f"{r['shape']['lbfgs_iterations']} iterations in {r['lbfgs_seconds']:.1f} s (thesis: {r['thesis_coupling_error']} in ~{r['thesis_seconds']:.0f} s)",
+    "ising_gibbs": lambda r: f"ising_gibbs: {r['shape']['num_chains']} chains, lattice {r['lattice']['chain_sweeps_per_second']:.3g} chain-sweeps/s "
+        f"({r['lattice']['num_blocks']} blocks), dense D={r['fully_connected']['num_units']} "
+        f"{r['fully_connected']['chain_sweeps_per_second']:.3g} chain-sweeps/s ({r['fully_connected']['num_blocks']} blocks)",
+    "rbm_mpf": lambda r: f"rbm_mpf: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, batch {r['shape']['batch_size']}: "
+        f"all flips {r['all_flips']['examples_per_second']:.3g} examples/s, "
+        f"{r['shape']['num_flips']} sampled flips {r['num_flips_' + str(r['shape']['num_flips'])]['examples_per_second']:.3g} examples/s",
+    "rbm_pcd": lambda r: f"rbm_pcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_pt": lambda r: f"rbm_pt: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PT-{r['shape']['k']} with {r['shape']['num_replicas']} "
+        f"replicas, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_fpcd": lambda r: f"rbm_fpcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, FPCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_naive_mcmc": lambda r: f"rbm_naive_mcmc: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, burn-in {r['shape']['burn_in']}, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_nce": lambda r: f"rbm_nce: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, ν = {r['shape']['noise_ratio']}, batch "
+        f"{r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_self_contrastive": lambda r: f"rbm_self_contrastive: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_chains']} chains, "
+        f"k = {r['shape']['k']}, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, "
+        f"{r['examples_per_second']:.3g} examples/s",
+    "rbm_ratio_matching": lambda r: f"rbm_ratio_matching: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, all flips, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_stochastic_ratio_matching": lambda r: f"rbm_stochastic_ratio_matching: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, {r['shape']['num_units']} units, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_generalized_score_matching": lambda r: f"rbm_generalized_score_matching: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "rbm_generalized_pseudolikelihood": lambda r: f"rbm_generalized_pseudolikelihood: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, blocks of {r['shape']['size']}, "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "poe_score_matching": lambda r: f"poe_score_matching: {r['shape']['dim']}-d Student-t PoE, {'analytic' if r['shape']['analytic'] else 'autograd'} "
+        f"Laplacian, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "poe_denoising_score_matching": lambda r: f"poe_denoising_score_matching: {r['shape']['dim']}-d Student-t PoE, σ = 0.1, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "poe_sliced_score_matching": lambda r: f"poe_sliced_score_matching: {r['shape']['dim']}-d Student-t PoE, {r['shape']['num_projections']} projection(s), "
+        f"batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "poe_nce": lambda r: f"poe_nce: {r['shape']['dim']}-d Student-t PoE, ν = {r['shape']['noise_ratio']}, batch {r['shape']['batch_size']}: "
+        f"{r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
+    "distributed_ais": lambda r: f"distributed_ais: {r['shape']['num_chains']} chains x {r['shape']['num_steps']} steps, CPU ranks on 1 thread each: "
+        f"1 rank {r['one_rank']['chain_steps_per_second']:.3g} chain-steps/s, 2 ranks {r['two_ranks']['chain_steps_per_second']:.3g} "
+        f"({r['speedup']:.2f}x); log Z {r['one_rank']['log_z']:.4f}, {'identical' if r['identical_estimates'] else 'DIFFERENT'} on both",
+}
+"""Case name → its one-line summary of a result."""

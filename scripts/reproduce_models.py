@@ -16,7 +16,7 @@ HAIS (a stochastic lower bound) for the generative models; HAIS log Ẑ from N(0
 POEs (biased upward). Two
 in-run checks evaluate models with known likelihoods by the same procedure. HAIS's ε, its β-scaling and the schedule
 come per model from pfzoo.studies.step_size_pilot on training patches (the largest lower bound wins). The training and
-evaluation are :class:`pfzoo.studies.model_comparison.ModelComparison`; this script composes the recipes and writes the files.
+evaluation are :class:`pfzoo.studies.model_comparison.comparison.ModelComparison`; this script composes the recipes and writes the files.
 """
 
 from __future__ import annotations
@@ -38,29 +38,24 @@ import pfzoo
 from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
 from pfzoo.studies import reporting
-from pfzoo.studies.model_comparison import SETTINGS, SWEEP_SIZES, ModelComparison, convergence_figure, describe_data, ordering, readme, sweep_figure
+from pfzoo.studies.model_comparison.comparison import ModelComparison
+from pfzoo.studies.model_comparison.data_description import describe_data
+from pfzoo.studies.model_comparison.figures import convergence_figure, sweep_figure
+from pfzoo.studies.model_comparison.paired_differences import ordering
+from pfzoo.studies.model_comparison.report import readme
+from pfzoo.studies.model_comparison.settings import SETTINGS, SWEEP_SIZES
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def plot_sweep(path: Path, sweep: list[dict], references: dict, meta: dict) -> None:
+def save_figure(path: Path, draw) -> None:
+    """Save the figure ``draw()`` returns to ``path``, drawn off screen (Agg, chosen before the figure imports pyplot)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure = sweep_figure(sweep, references, meta)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-
-
-def plot_convergence(path: Path, rows: list[dict], meta: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure = convergence_figure(rows, meta)
+    figure = draw()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
@@ -95,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
         payload = json.loads((out_dir / "results.json").read_text())
         (out_dir / "README.md").write_text(readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")))
         if payload.get("sweep") and args.sweep:
-            plot_sweep(out_dir / "size_sweep.png", payload["sweep"], payload["sweep_references"], payload["meta"])
+            save_figure(out_dir / "size_sweep.png", lambda: sweep_figure(payload["sweep"], payload["sweep_references"], payload["meta"]))
         if has_convergence(payload["models"]):
-            plot_convergence(out_dir / "convergence.png", payload["models"], payload["meta"])
+            save_figure(out_dir / "convergence.png", lambda: convergence_figure(payload["models"], payload["meta"]))
         return print(f"rewrote {out_dir}/README.md from results.json")
 
     torch.set_num_threads(args.threads)
@@ -131,9 +126,9 @@ def main(argv: list[str] | None = None) -> None:
                                                      indent=1, default=float) + "\n")
     (out_dir / "README.md").write_text(readme(meta, rows, order, sweep))
     if sweep is not None:
-        plot_sweep(out_dir / "size_sweep.png", sweep, references, meta)
+        save_figure(out_dir / "size_sweep.png", lambda: sweep_figure(sweep, references, meta))
     if has_convergence(rows):
-        plot_convergence(out_dir / "convergence.png", rows, meta)
+        save_figure(out_dir / "convergence.png", lambda: convergence_figure(rows, meta))
     print(f"wrote {out_dir}/README.md, results.json" + (", size_sweep.png" if sweep is not None else "")
           + (", convergence.png" if has_convergence(rows) else "") + f" ({meta['total_seconds']:.0f} s in all)")
 

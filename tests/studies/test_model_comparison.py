@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pfzoo.studies.model_comparison import ordering, readme, routes_section
+from pfzoo.studies.model_comparison.paired_differences import ordering
+from pfzoo.studies.model_comparison.report import readme, routes_section
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports" / "models"
 

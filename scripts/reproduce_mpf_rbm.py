@@ -10,18 +10,16 @@ same initial weights from the seed, visible biases at the data's base rates, SGD
 - MPF: :class:`pfzoo.training.BitFlipMPF`, single-bit-flip connectivity with the hidden units summed out,
   ``--num-flips`` flips sampled per digit (an unbiased estimate of the flow K), minimising log K (scale-free steps);
 - CD-1: :class:`pfzoo.training.CD`.
-Each is then evaluated by AIS (base-rate base, ``--ais-steps`` intermediate distributions, ``--ais-chains`` chains) on
-the 10,000 test digits; samples are the visible probabilities after ``--gibbs-sweeps`` block-Gibbs sweeps of 100 chains
+Each is then evaluated (:func:`pfzoo.studies.mpf_rbm.evaluate`) by AIS (base-rate base, ``--ais-steps`` intermediate distributions, ``--ais-chains`` chains) on
+the 10,000 test digits; samples are the visible probabilities after ``--gibbs-sweeps`` sweeps of the model's block-Gibbs chain, 100 chains
 started from uniform noise. Data from ``data.root`` (``--data-root``, else ``$PFZOO_DATA``, else ``../shared/data``).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -32,38 +30,10 @@ from pfzoo import app, zoo
 from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.estimators import AIS
-from pfzoo.sampling import bernoulli
-from pfzoo.studies.reporting import load_average, machine_description
+from pfzoo.studies.mpf_rbm import RECIPES, evaluate, readme, samples_figure
+from pfzoo.studies.reporting import run_header, settings_record
 
 REPO = Path(__file__).resolve().parents[1]
-RECIPES = {"MPF": "mpf_rbm_mpf", "CD-1": "mpf_rbm_cd1"}
-
-
-@torch.no_grad()
-def gibbs_samples(model, sweeps: int, generator: torch.Generator) -> torch.Tensor:
-    """Visible probabilities ``[100, 784]`` after ``sweeps`` block-Gibbs sweeps from uniform noise."""
-    v = bernoulli(torch.full((100, 784), 0.5), generator=generator)
-    for _ in range(sweeps - 1):
-        v = model.draw_visible(model.draw_hidden(v, generator=generator), generator=generator)
-    return model.visible_probs(model.draw_hidden(v, generator=generator))
-
-
-def plot_samples(samples: dict, path: Path, sweeps: int) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, axes = plt.subplots(1, len(samples), figsize=(5 * len(samples), 5.3))
-    for ax, (name, images) in zip(axes, samples.items()):
-        grid = images.reshape(10, 10, 28, 28).permute(0, 2, 1, 3).reshape(280, 280)
-        ax.imshow(grid.numpy(), cmap="gray", vmin=0, vmax=1)
-        ax.set_title(f"{name}: 100 chains, {sweeps} Gibbs sweeps")
-        ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def main() -> None:
@@ -106,31 +76,15 @@ def main() -> None:
         began = time.perf_counter()
         model = zoo.load(app.train(cfg)["checkpoint"])
         seconds = time.perf_counter() - began
-        generator = torch.Generator().manual_seed(args.seed + 10 + index)
-        estimator = AIS(num_chains=args.ais_chains, num_steps=args.ais_steps, base="base_rate")
-        began = time.perf_counter()
-        estimate = estimator.log_likelihood(model, data.test, base_data=data.train, generator=generator)
-        results[name] = {
-            "learning_rate": cfg.trainer.optimizer.lr,
-            "momentum": cfg.trainer.optimizer.momentum,
-            "train_seconds": seconds,
-            "test_log_likelihood": estimate.mean,
-            "stderr": estimate.stderr,
-            "log_z": estimate.partition.log_z,
-            "log_z_stderr": estimate.partition.stderr,
-            "ais_seconds": time.perf_counter() - began,
-        }
-        samples[name] = gibbs_samples(model, args.gibbs_sweeps, generator)
-        print(f"{name}: test log-likelihood {estimate.mean:.2f} ± {estimate.stderr:.2f} (train {seconds:.0f} s)", flush=True)
+        measured, samples[name] = evaluate(model, data, ais_chains=args.ais_chains, ais_steps=args.ais_steps, gibbs_sweeps=args.gibbs_sweeps,
+                                           generator=torch.Generator().manual_seed(args.seed + 10 + index))
+        results[name] = {"learning_rate": cfg.trainer.optimizer.lr, "momentum": cfg.trainer.optimizer.momentum, "train_seconds": seconds, **measured}
+        print(f"{name}: test log-likelihood {measured['test_log_likelihood']:.2f} ± {measured['stderr']:.2f} (train {seconds:.0f} s)", flush=True)
 
-    plot_samples(samples, out / "samples.png", args.gibbs_sweeps)
+    samples_figure(samples, out / "samples.png", args.gibbs_sweeps)
     record = {
-        "command": "python " + shlex.join(sys.argv),
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": machine_description(),
-        "threads": args.threads,
-        "load_average": load_average(),
-        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("out", "data_root", "render")},
+        **run_header(sys.argv, args.threads),
+        "settings": settings_record(vars(args), leave_out=("out", "data_root", "render")),
         "num_train": data.train.shape[0],
         "num_test": data.test.shape[0],
         "results": results,
@@ -140,27 +94,7 @@ def main() -> None:
 
 
 def write_report(record: dict, out: Path) -> None:
-    """``README.md`` in ``out`` from a run's ``record`` (what results.json holds)."""
-    settings = record["settings"]
-    rows = [
-        f"| {name} | {r['learning_rate']} (momentum {r['momentum']}) | {r['train_seconds']:.0f} | {r['test_log_likelihood']:.2f} ± {r['stderr']:.2f} "
-        f"| {r['log_z']:.2f} ± {r['log_z_stderr']:.2f} |"
-        for name, r in record["results"].items()
-    ]
-    (out / "README.md").write_text(
-        f"# MPF and CD-1 RBMs (784 × {settings['hidden']}) on binarized MNIST\n\n"
-        f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {record['threads']} threads, "
-        f"load average {record['load_average']}).\n\n"
-        f"Both trained {settings['epochs']} epochs on {record['num_train']:,} digits with SGD (batch 100, learning rate lr/(1 + "
-        f"{settings['learning_rate_decay']}·(epoch − 1))) from the same start. MPF: "
-        f"single-bit-flip connectivity, hidden units summed out (thesis appendix F), {settings['num_flips']} flips sampled per digit, "
-        "log K minimised. "
-        f"Test log-likelihood: AIS, base-rate base, {settings['ais_steps']:,} intermediate distributions, {settings['ais_chains']} chains, "
-        f"on {record['num_test']:,} test digits (± is the stderr of log Ẑ; AIS is a stochastic lower bound on log Z, so "
-        "these are upper-biased).\n\n"
-        "| objective | learning rate | train seconds | test log-likelihood (nats) | log Z |\n|---|---|---|---|---|\n"
-        + "\n".join(rows) + "\n\n![samples](samples.png)\n"
-    )
+    (out / "README.md").write_text(readme(record))
     print(f"wrote {out}/README.md")
 
 

@@ -24,48 +24,17 @@ import time
 from pathlib import Path
 
 import torch
-from hydra.utils import instantiate
 
 import pfzoo
 from pfzoo.cli import compose
-from pfzoo.data import DataSplits, binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS
 from pfzoo.models import RBM
 from pfzoo.studies import reporting
-from pfzoo.studies.ais_card import BASES, SCHEDULES, SEED_STRIDE, CardProblem, random_problem, render_card, row_summary, run_row
+from pfzoo.studies.ais_card import BASES, RANDOM_SPECS, SCHEDULES, SEED_STRIDE, mnist_problem, random_problem, render_card, row_summary, run_row
 from pfzoo.studies.reporting import load_average, machine_description
-from pfzoo.training.recipe import fit_recipe
 
 REPO = Path(__file__).resolve().parents[1]
-RANDOM_SPECS = [(20, 10, 0.3, 0), (40, 15, 1.0, 1), (20, 25, 1.5, 2), (25, 12, 2.0, 3)]  # (V, H, weight scale, seed)
-MNIST_TRAIN, MNIST_TEST, MNIST_MODEL_SEED = 10_000, 1000, 1  # the subset (drawn with seed 0) and the weights' seed
-
-
-def mnist_problem(root: Path, repeats: int) -> CardProblem:
-    """The recipe card_mnist_cd1 trained on ``MNIST_TRAIN`` random binarised-MNIST training digits (deterministic)."""
-    cfg = compose("train", ["+experiment=card_mnist_cd1", f"data.root={root}"])
-    splits = binarized_mnist(root)
-    g = torch.Generator().manual_seed(0)
-    train = splits.train[torch.randperm(splits.train.shape[0], generator=g)[:MNIST_TRAIN]]
-    test = splits.test[torch.randperm(splits.test.shape[0], generator=g)[:MNIST_TEST]]
-    model = instantiate(cfg.model, num_visible=784, generator=torch.Generator().manual_seed(MNIST_MODEL_SEED))
-    model.init_from_data(train)
-    fit_recipe(cfg, DataSplits("binarized_mnist_subset", train=train, test=test), model=model)
-    model.requires_grad_(False)
-    trainer, optimizer = cfg.trainer, cfg.trainer.optimizer
-    return CardProblem(
-        name=f"mnist-784x{cfg.model.num_hidden}-cd1",
-        description=(
-            f"784×{cfg.model.num_hidden} RBM trained with CD-1 (SGD lr {optimizer.lr}, momentum {optimizer.momentum}, batch "
-            f"{trainer.batch_size}, {trainer.epochs} epochs) on {MNIST_TRAIN:,} random binarised-MNIST training images "
-            "(Larochelle & Murray), seeds fixed"
-        ),
-        model=model,
-        base_data=train,
-        base_data_description=f"the {MNIST_TRAIN:,} training images",
-        repeats=repeats,
-    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -103,7 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         mnist_skipped = f"no binarised MNIST under {data_root}"
     else:
         began = time.perf_counter()
-        problems.append(mnist_problem(data_root, args.mnist_repeats or (2 if args.quick else 4)))
+        cfg = compose("train", ["+experiment=card_mnist_cd1", f"data.root={data_root}"])
+        problems.append(mnist_problem(cfg, data_root, args.mnist_repeats or (2 if args.quick else 4)))
         print(f"trained {problems[-1].name} in {time.perf_counter() - began:.1f} s", flush=True)
     if mnist_skipped:
         print(f"skipping MNIST: {mnist_skipped}", flush=True)

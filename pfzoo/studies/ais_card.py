@@ -2,7 +2,7 @@
 
 A *reference problem* is a binary RBM small enough that ``model.log_partition()`` enumerates its smaller layer
 exactly, with the data its ``base_rate`` base is fitted to (:class:`CardProblem`; random RBMs by
-:func:`random_problem`, trained ones by the caller). :func:`run_row` estimates log Z with
+:func:`random_problem` of :data:`RANDOM_SPECS`, a 784×20 RBM trained on binarised MNIST by :func:`mnist_problem`). :func:`run_row` estimates log Z with
 :class:`~pfzoo.estimators.AIS` from one base along one schedule at one K, repeated over generator seeds, and
 records each run's error against the exact value in units of its own reported standard error; :func:`row_summary`
 and the card's calibration table pool those errors (an honest stderr gives RMS(error/stderr) ≈ 1). :func:`render_card`
@@ -16,18 +16,25 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig
 from torch.nn import functional as F
 
+from pfzoo.data import DataSplits, binarized_mnist
 from pfzoo.estimators.ais import AIS
 from pfzoo.models.rbm import RBM
+from pfzoo.training.recipe import fit_recipe
 
 BASES = ("uniform", "base_rate")
 SCHEDULES = ("linear", "sigmoid")
 NUM_BASE_SAMPLES = 1000  # exact model samples the base rates of a random RBM are fitted to
 SEED_STRIDE = 1000  # row c uses generator seeds 1000·c + r, r < repeats: no two estimates share a random stream
 UNDER_REPORT = 1.5  # a row "under-reports" when its RMSE over seeds exceeds this multiple of its mean stderr
+RANDOM_SPECS = [(20, 10, 0.3, 0), (40, 15, 1.0, 1), (20, 25, 1.5, 2), (25, 12, 2.0, 3)]  # (V, H, weight scale, seed)
+MNIST_TRAIN, MNIST_TEST, MNIST_MODEL_SEED = 10_000, 1000, 1  # the subset (drawn with seed 0) and the weights' seed
 
 
 @dataclass
@@ -93,6 +100,32 @@ def random_problem(num_visible: int, num_hidden: int, scale: float, seed: int, *
         model=model,
         base_data=samples,
         base_data_description=f"{NUM_BASE_SAMPLES} exact samples of the model",
+        repeats=repeats,
+    )
+
+
+def mnist_problem(cfg: DictConfig, root: Path, repeats: int) -> CardProblem:
+    """The recipe card_mnist_cd1 (composed as ``cfg``) trained on ``MNIST_TRAIN`` random binarised-MNIST training digits
+    from ``root`` (deterministic), each configuration repeated over ``repeats`` seeds."""
+    splits = binarized_mnist(root)
+    g = torch.Generator().manual_seed(0)
+    train = splits.train[torch.randperm(splits.train.shape[0], generator=g)[:MNIST_TRAIN]]
+    test = splits.test[torch.randperm(splits.test.shape[0], generator=g)[:MNIST_TEST]]
+    model = instantiate(cfg.model, num_visible=784, generator=torch.Generator().manual_seed(MNIST_MODEL_SEED))
+    model.init_from_data(train)
+    fit_recipe(cfg, DataSplits("binarized_mnist_subset", train=train, test=test), model=model)
+    model.requires_grad_(False)
+    trainer, optimizer = cfg.trainer, cfg.trainer.optimizer
+    return CardProblem(
+        name=f"mnist-784x{cfg.model.num_hidden}-cd1",
+        description=(
+            f"784×{cfg.model.num_hidden} RBM trained with CD-1 (SGD lr {optimizer.lr}, momentum {optimizer.momentum}, batch "
+            f"{trainer.batch_size}, {trainer.epochs} epochs) on {MNIST_TRAIN:,} random binarised-MNIST training images "
+            "(Larochelle & Murray), seeds fixed"
+        ),
+        model=model,
+        base_data=train,
+        base_data_description=f"the {MNIST_TRAIN:,} training images",
         repeats=repeats,
     )
 

@@ -103,6 +103,11 @@ class TemperingState(NamedTuple):
         """Every replica's positions ``[R, N, D]``, β ascending (a view)."""
         return self.replicas.position.unflatten(0, (-1, self.num_chains))
 
+    def replica(self, index: int) -> Any:
+        """Replica ``index``'s chains (β ascending) as an inner kernel state: rows ``index·N … (index+1)·N − 1``."""
+        rows = self.replicas.position.shape[0]
+        return _take(self.replicas, slice(index * self.num_chains, (index + 1) * self.num_chains), rows)
+
 
 class TemperingInfo(NamedTuple):
     """inner: the inner kernel's info for each replica, β ascending; swap_accept_prob ``[R − 1, N]`` float64: the exchange

@@ -17,10 +17,11 @@ base (``log Z_0`` exact and fixed), and combines two sources of information by a
   difference matrix and ``v`` of the delta-method covariance ``R``.
 
 The samples come from the tracker's own parallel tempering over the ladder (so it works whatever the objective is): level
-0 is redrawn exactly from the base at every sweep, every other level takes one step of the path's kernel at its β, then
-one round of exchanges between neighbours (even pairs and odd pairs in turn) moves states up and down the ladder. Chains
-of the same index are coupled through the exchanges and chains of different indices are independent, so every
-covariance is the delta method over the C chain indices, levels jointly.
+0 is redrawn exactly from the base at every sweep, and the levels above it take one step of
+:class:`~pfzoo.kernels.ParallelTempering` around the path's kernel (:class:`~pfzoo.paths.tempered.TemperedPathTarget`):
+one kernel step of every level at its β, then one round of exchanges between neighbours (even pairs and odd pairs in
+turn) that moves states up and down the ladder. Chains of the same index are coupled through the exchanges and chains of
+different indices are independent, so every covariance is the delta method over the C chain indices, levels jointly.
 
 The filter: predict ``m ← m + Δ``, ``P ← P + Q``; observe ``S = H P Hᵀ + R``, ``G = P Hᵀ S⁻¹``, ``m ← m + G (y − H m)``,
 ``P ← (I − G H) P (I − G H)ᵀ + G R Gᵀ`` (Joseph's form); it starts from the first observation alone
@@ -54,11 +55,10 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from pfzoo.hamiltonian import select
-from pfzoo.kernels import check_ladder
+from pfzoo.kernels import ParallelTempering, check_ladder
 from pfzoo.models.capabilities import Capability, MissingCapability, describe
 from pfzoo.paths import build_from_base, is_annealable, make_base, path_kinds
-from pfzoo.sampling import uniform
+from pfzoo.paths.tempered import TemperedPathTarget
 from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.validation import allocating, check_positive_int
 
@@ -152,8 +152,8 @@ class PartitionTracker(TrainingCallback):
     between neighbouring levels over the epoch (small values: the ladder needs more levels).
 
     Cost per update, for C chains per level and K levels: one kernel step of each level at the new parameters, the
-    statistics of the K·C states under them (for an RBM one ``[K·C, V] × [V, H]`` product), and float64 work of order
-    K·C (plus K³ for the filter); the Trainer logs the time spent as ``callback_seconds``.
+    statistics of the K·C states under them (for an RBM one ``[K·C, V] × [V, H]`` product) and once more for the exchanges,
+    and float64 work of order K²·C (plus K³ for the filter); the Trainer logs the time spent as ``callback_seconds``.
 
     Args:
         num_chains: C ≥ 2, persistent chains per level.
@@ -215,14 +215,18 @@ class PartitionTracker(TrainingCallback):
         self._path = build_from_base(model, self._base, kind=PATH_KIND, by="PartitionTracker")
         self._generator = torch.Generator(model.device).manual_seed(seed)
         self._filter = LogPartitionFilter(self._path.base_log_partition().to(model.device))
-        self._accept_sum = torch.zeros(self.num_levels - 1, dtype=torch.float64, device=model.device)
+        ladder = self.betas[1:]
+        self._tempering = ParallelTempering(self._path.kernel, ladder) if len(ladder) > 1 else None
+        self._accept_sum = torch.zeros(len(ladder), dtype=torch.float64, device=model.device)
         self._accept_count = torch.zeros_like(self._accept_sum)
-        self._updates = self._swap_round = 0
+        self._updates = 0
         if state is not None:
             self._load(state, model.device)
             return
         with allocating("num_chains", self.num_chains):
-            self._states = [self._path.sample_base(self.num_chains, generator=self._generator) for _ in self.betas]
+            self._base_state = self._path.sample_base(self.num_chains, generator=self._generator)
+            positions = torch.stack([self._path.draw_base(self.num_chains, generator=self._generator) for _ in ladder])
+            self._chains = self._init_chains(positions, swap_round=0, generator=self._generator)
         for _ in range(self.burn_in):
             self._sweep()
         self._observe()
@@ -232,15 +236,16 @@ class PartitionTracker(TrainingCallback):
     def on_step(self, model) -> None:
         """Predict the change of every level's log Z over the update (importance sampling on the chains, drawn at the old
         parameters), advance the chains ``sweeps`` sweeps at the new ones and observe every ``anchor_every`` updates."""
-        old_path, old_states = self._path, self._states
+        old_path, old_levels = self._path, self._levels()
         self._path = build_from_base(model, self._base, kind=PATH_KIND, by="PartitionTracker")
         # level 0 is redrawn from the base at the next sweep; the others get their statistics at the new parameters
-        self._states = [old_states[0], *(self._path.init(state.position, generator=self._generator) for state in old_states[1:])]
+        positions = torch.stack([level.position for level in old_levels[1:]])
+        self._chains = self._init_chains(positions, swap_round=self._swap_round(), generator=self._generator)
         # log f_{β,θ_{t+1}}(x) − log f_{β,θ_t}(x) = [log f_β − log f_0](x) at θ_{t+1} minus the same at θ_t: the base is shared
         log_ratios = torch.stack([
             self._path.log_weight_increment(self._path.statistics(new), 0.0, beta)
             - old_path.log_weight_increment(old_path.statistics(old), 0.0, beta)
-            for new, old, beta in zip(self._states[1:], old_states[1:], self.betas[1:])
+            for new, old, beta in zip(self._levels()[1:], old_levels[1:], self.betas[1:])
         ])  # [K, C]
         change, noise = log_mean_and_covariance(log_ratios)
         self._filter.predict(change, noise)
@@ -292,40 +297,53 @@ class PartitionTracker(TrainingCallback):
     # ---- sampling and observation -----------------------------------------------------------------
 
     def _sweep(self) -> None:
-        """Level 0 redrawn from the base, every other level one kernel step at its β, then one round of exchanges between
-        the neighbours ``(k, k+1)`` with ``k`` of this round's parity, accepted with probability
-        ``min(1, f_{β_k}(x_{k+1}) f_{β_{k+1}}(x_k) / (f_{β_k}(x_k) f_{β_{k+1}}(x_{k+1})))``. An exchange moves positions and
-        their (β-free) statistics; a kernel's auxiliary variables (momenta) stay with their level, which keeps the product
-        of the levels' distributions invariant since they have the same law at every level."""
+        """Level 0 redrawn from the base; the levels above it one step of :class:`~pfzoo.kernels.ParallelTempering` over
+        their ladder (each level one kernel step at its β, then one round of exchanges between neighbours), or one kernel
+        step when there is one level. The base's draws are fresh at every sweep, so level 1 exchanges with none of them;
+        the acceptance such an exchange would have, ``min(1, f_{β_1}(x_0) f_0(x_1) / (f_0(x_0) f_{β_1}(x_1)))``, is
+        recorded beside the ladder's as the overlap of the first pair."""
         path, generator = self._path, self._generator
-        states = [path.sample_base(self.num_chains, generator=generator)]
-        states += [path.transition(state, beta, generator=generator)[0] for state, beta in zip(self._states[1:], self.betas[1:])]
-        for low in range(self._swap_round % 2, self.num_levels - 1, 2):
-            lower, upper = states[low], states[low + 1]
-            beta_low, beta_high = self.betas[low], self.betas[low + 1]
-            log_ratio = (path.log_weight_increment(path.statistics(lower), beta_low, beta_high)
-                         - path.log_weight_increment(path.statistics(upper), beta_low, beta_high))
-            accept_prob = torch.exp(log_ratio.clamp(max=0.0))
-            swap = uniform(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64) < accept_prob
-            states[low] = lower._replace(position=select(swap, upper.position, lower.position),
-                                         stats=select(swap, path.statistics(upper), path.statistics(lower)))
-            states[low + 1] = upper._replace(position=select(swap, lower.position, upper.position),
-                                             stats=select(swap, path.statistics(lower), path.statistics(upper)))
-            self._accept_sum[low] += accept_prob.mean()
-            self._accept_count[low] += 1
-        self._states = states
-        self._swap_round += 1
+        self._base_state = path.sample_base(self.num_chains, generator=generator)
+        if self._tempering is None:
+            self._chains, _ = path.transition(self._chains, 1.0, generator=generator)
+            first = self._chains
+        else:
+            self._chains, info = self._tempering.step(self._chains, self._target, generator=generator)
+            self._accept_sum[1:] += torch.where(info.attempted, info.swap_accept_prob.mean(-1), 0.0)
+            self._accept_count[1:] += info.attempted
+            first = self._chains.replica(0)
+        log_ratio = (path.log_weight_increment(path.statistics(self._base_state), 0.0, self.betas[1])
+                     - path.log_weight_increment(path.statistics(first), 0.0, self.betas[1]))
+        self._accept_sum[0] += torch.exp(log_ratio.clamp(max=0.0)).mean()
+        self._accept_count[0] += 1
+
+    def _init_chains(self, positions: torch.Tensor, *, swap_round: int, generator: torch.Generator) -> Any:
+        """The levels above the base at ``positions [K, C, D]`` (β ascending) as the ladder's kernel state, with their
+        statistics at the current parameters."""
+        if self._tempering is None:
+            return self._path.init(positions[0], generator=generator)
+        self._target = TemperedPathTarget(self._path, self.betas[1:])
+        return self._tempering.init_replicas(positions, self._target, swap_round=swap_round, generator=generator)
+
+    def _levels(self) -> list[Any]:
+        """Every level's chains as a kernel state of the path, β ascending from the base."""
+        if self._tempering is None:
+            return [self._base_state, self._chains]
+        return [self._base_state, *(self._chains.replica(index) for index in range(len(self.betas) - 1))]
+
+    def _swap_round(self) -> int:
+        return 0 if self._tempering is None else self._chains.swap_round
 
     def _observe(self) -> None:
         """Bridge-sampling estimates of ``ζ_{k+1} − ζ_k`` for every neighbouring pair, folded into the filter: for pair k
         the log ratios ``½[log f_{β_{k+1}} − log f_{β_k}]`` at level k's states and ``½[log f_{β_k} − log f_{β_{k+1}}]`` at
         level k+1's, their log means and joint covariance over the chain indices, then their difference."""
-        path = self._path
+        path, levels = self._path, self._levels()
         rows = []
         for low in range(self.num_levels - 1):
             beta_low, beta_high = self.betas[low], self.betas[low + 1]
-            rows.append(0.5 * path.log_weight_increment(path.statistics(self._states[low]), beta_low, beta_high))
-            rows.append(0.5 * path.log_weight_increment(path.statistics(self._states[low + 1]), beta_high, beta_low))
+            rows.append(0.5 * path.log_weight_increment(path.statistics(levels[low]), beta_low, beta_high))
+            rows.append(0.5 * path.log_weight_increment(path.statistics(levels[low + 1]), beta_high, beta_low))
         log_means, covariance = log_mean_and_covariance(torch.stack(rows))  # [2K], [2K, 2K]: (forward, backward) per pair
         size = self.num_levels - 1
         combine = torch.zeros(size, 2 * size, dtype=torch.float64, device=log_means.device)
@@ -341,10 +359,10 @@ class PartitionTracker(TrainingCallback):
         the exchange round, the epoch's acceptance sums, and the ladder (checked on resume)."""
         return {
             "betas": list(self.betas),
-            "positions": torch.stack([state.position for state in self._states]).cpu(),
+            "positions": torch.stack([level.position for level in self._levels()]).cpu(),
             "mean": self._filter.mean.cpu(), "covariance": self._filter.covariance.cpu(),
             "generator": self._generator.get_state(),
-            "updates": self._updates, "swap_round": self._swap_round,
+            "updates": self._updates, "swap_round": self._swap_round(),
             "accept_sum": self._accept_sum.cpu(), "accept_count": self._accept_count.cpu(),
             "correction": self._filter.correction.cpu(),
         }
@@ -358,10 +376,12 @@ class PartitionTracker(TrainingCallback):
             raise ValueError(f"the checkpoint's tracker state has betas {state['betas']} and {positions.shape[1]} chains per level; "
                              f"this tracker has betas {list(self.betas)} and {self.num_chains} (resume with the same settings)")
         throwaway = torch.Generator(device).manual_seed(0)
-        self._states = [self._path.init(level.to(device), generator=throwaway) for level in positions]
+        positions = positions.to(device)
+        self._base_state = self._path.init(positions[0], generator=throwaway)
+        self._chains = self._init_chains(positions[1:], swap_round=int(state["swap_round"]), generator=throwaway)
         self._filter.mean, self._filter.covariance = state["mean"].to(device), state["covariance"].to(device)
         self._generator.set_state(state["generator"])
-        self._updates, self._swap_round = int(state["updates"]), int(state["swap_round"])
+        self._updates = int(state["updates"])
         self._accept_sum.copy_(state["accept_sum"])
         self._accept_count.copy_(state["accept_count"])
         self._filter.correction.copy_(state["correction"])

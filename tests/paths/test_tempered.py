@@ -1,0 +1,55 @@
+"""A path's target with a tempered log density: replica exchange over the levels of any annealing path."""
+
+import pytest
+import torch
+from factories import all_binary_states, random_rbm
+
+from pfzoo.kernels import TEMPERED_LOG_DENSITY, ParallelTempering
+from pfzoo.models import Ising
+from pfzoo.paths import build
+from pfzoo.paths.tempered import TemperedPathTarget
+
+LEVELS = (0.25, 0.5, 1.0)
+
+
+def paths():
+    rbm = random_rbm(5, 3, scale=1.5, seed=1)
+    ising = Ising(4, generator=torch.Generator().manual_seed(2)).double()
+    return {"rbm": build(rbm, kind="geometric", base="uniform")[0], "ising": build(ising, kind="geometric", base="uniform")[0]}
+
+
+@pytest.mark.parametrize("name", ["rbm", "ising"])
+def test_the_tempered_density_gives_the_paths_increments_at_every_level(name):
+    path = paths()[name]
+    target = TemperedPathTarget(path, LEVELS)
+    assert TEMPERED_LOG_DENSITY in target.offers and path.target.offers <= target.offers
+    x = path.draw_base(7, generator=torch.Generator().manual_seed(0))
+    stats = path.target.statistics(x)
+    for low, high in zip(LEVELS[:-1], LEVELS[1:]):  # what an exchange reads: differences across β at fixed positions
+        difference = target.log_density(x, beta=high) - target.log_density(x, beta=low)
+        torch.testing.assert_close(difference, path.log_weight_increment(stats, low, high))
+    rows = torch.tensor([[0.25, 1.0], [0.5, 0.25], [1.0, 1.0], [0.25, 0.5], [0.5, 0.5], [1.0, 0.25], [0.25, 0.25]], dtype=torch.float64)
+    columns = target.log_density(x, beta=rows)
+    expected = torch.stack([torch.stack([target.log_density(x[i:i + 1], beta=b.item())[0] for b in row]) for i, row in enumerate(rows)])
+    torch.testing.assert_close(columns, expected)
+
+
+def test_parallel_tempering_on_a_path_target_samples_each_level_exactly():
+    """By enumeration: the β = 1 replica's visible frequencies over 250 PT steps of 400 chains on the RBM path match p_1
+    within 0.02 (the chains' own error is about 0.003), and the levels do exchange."""
+    path = paths()["rbm"]
+    target = TemperedPathTarget(path, LEVELS)
+    tempering = ParallelTempering(path.kernel, LEVELS)
+    generator = torch.Generator().manual_seed(3)
+    state = tempering.init_replicas(torch.stack([path.draw_base(400, generator=generator) for _ in LEVELS]), target, generator=generator)
+    counts = torch.zeros(32, dtype=torch.float64)
+    powers = 2 ** torch.arange(4, -1, -1, dtype=torch.float64)
+    for step in range(300):
+        state, info = tempering.step(state, target, generator=generator)
+        if step >= 50:
+            counts += torch.bincount((state.position.double() @ powers).long(), minlength=32).double()
+    states = all_binary_states(5, msb_first=True)
+    frequencies = counts / counts.sum()
+    reference = torch.softmax(-random_rbm(5, 3, scale=1.5, seed=1).free_energy(states).double(), 0)
+    assert (frequencies - reference).abs().max() < 0.02
+    assert info.swap_accept_prob.max() > 0

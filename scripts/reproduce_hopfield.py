@@ -87,6 +87,7 @@ def parse_args():
 
 
 def write_report(record: dict, out: Path) -> None:
+    """``README.md`` and its plots in ``out`` from a run's ``record`` (what results.json holds)."""
     (out / "README.md").write_text(report(record, out))
     print(f"wrote {out}/README.md and its plots")
 

@@ -60,6 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def write_report(record: dict, out: Path) -> None:
+    """``README.md``, ``convergence.png`` (and ``correlation.png``) in ``out`` from a run's ``record`` (what results.json holds)."""
     (out / "README.md").write_text(report(record, out))
     print(f"wrote {out}/README.md, convergence.png" + (", correlation.png" if "correlation_traces" in record else ""))
 

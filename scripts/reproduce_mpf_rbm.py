@@ -94,6 +94,7 @@ def main() -> None:
 
 
 def write_report(record: dict, out: Path) -> None:
+    """``README.md`` in ``out`` from a run's ``record`` (what results.json holds; samples.png stays)."""
     (out / "README.md").write_text(readme(record))
     print(f"wrote {out}/README.md")
 

@@ -170,3 +170,97 @@ def test_kernels_import_no_model_family():
         if imported.startswith(("pfzoo.models", "pfzoo.paths", "pfzoo.estimators", "pfzoo.training", "pfzoo.data"))
     ]
     assert offenders == []
+
+
+PROTOCOL_OWNERS = {"path": ("paths",), "kernel": ("kernels",), "target": ("models", "paths")}
+"""An object named like a path, kernel or target, and the packages that define such objects: only there may code ask
+whether one happens to have an attribute; everywhere else the protocols declare it (``path.warnings``, ``target.offers``,
+:func:`pfzoo.kernels.reflection_bounds`)."""
+
+
+def test_no_probes_of_paths_kernels_or_targets_outside_their_packages():
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        package = path.relative_to(PACKAGE).parts[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr") and node.args:
+                subject = node.args[0]
+                name = (subject.id if isinstance(subject, ast.Name) else getattr(subject, "attr", "")).lower()
+                for word, owners in PROTOCOL_OWNERS.items():
+                    if word in name and package not in owners:
+                        offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.func.id}({name}, ...)")
+    assert offenders == []
+
+
+DRAWS = {"bernoulli", "bernoulli_", "draw_hidden", "draw_visible", "draw_block", "draw_odd", "draw_even", "leapfrog", "uniform"}
+"""Calls that draw a state from a conditional, move it along a trajectory or decide a Metropolis or exchange move: the
+inside of a Markov transition."""
+ANCESTRAL_PASSES = {"pfzoo/models/dbn.py:_recognize_top_visible"}
+"""Loops that draw each layer once from the one below (a DBN's recognition pass): ancestral sampling, not a chain."""
+
+
+def _markov_loops(path: Path, root: Path) -> list[str]:
+    """``file:function`` (relative to ``root``) of the ``for``/``while`` loops in ``path`` that draw a state from a
+    conditional and feed it back into the next draw: a loop whose body assigns a name that a draw's arguments read
+    (``x = bernoulli(σ(x W))``)."""
+    found = set()
+    for function in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for loop in ast.walk(function):
+            if not isinstance(loop, (ast.For, ast.While)):
+                continue
+            assignments = [(_names(node.targets[0] if isinstance(node, ast.Assign) else node.target), node.value) for node in ast.walk(loop)
+                           if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None]
+            draws = [node for node in ast.walk(loop) if isinstance(node, ast.Call) and _called(node) in DRAWS]
+            # names that hold a drawn state, or anything computed from one in the loop (a fixed point over the assignments)
+            tainted = {name for names, value in assignments if any(_called(call) in DRAWS for call in ast.walk(value) if isinstance(call, ast.Call)) for name in names}
+            while True:
+                grown = tainted | {name for names, value in assignments if _names(value) & tainted for name in names}
+                if grown == tainted:
+                    break
+                tainted = grown
+            if any(_names(argument) & tainted for draw in draws for argument in draw.args):
+                found.add(f"{path.relative_to(root).as_posix()}:{function.name}")
+    return sorted(found)
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {name.id for name in ast.walk(node) if isinstance(name, ast.Name)}
+
+
+def _called(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+
+
+def test_the_loop_detector_finds_a_written_out_gibbs_loop(tmp_path):
+    source = tmp_path / "chain.py"
+    source.write_text("def chain(v, w, k, g):\n    for _ in range(k):\n        p = sigmoid(v @ w)\n        h = bernoulli(p, generator=g)\n"
+                      "        v = bernoulli(sigmoid(h @ w.T), generator=g)\n    return v\n\n\n"
+                      "def ancestral(layers, g):\n    for w in weights:\n        logits = layers[-1] @ w\n"
+                      "        layers.append(bernoulli(sigmoid(logits), generator=g))\n    return layers\n")
+    assert _markov_loops(source, tmp_path) == ["chain.py:chain"]
+
+
+def test_no_sampling_loop_outside_the_kernels():
+    """Every Markov transition runs through a :class:`pfzoo.kernels.Kernel`: no Gibbs, HMC or exchange loop is written
+    out anywhere else in the package or the scripts."""
+    root = PACKAGE.parent
+    files = [path for path in PACKAGE.rglob("*.py") if not path.is_relative_to(PACKAGE / "kernels")] + sorted((root / "scripts").glob("*.py"))
+    offenders = [loop for path in files for loop in _markov_loops(path, root) if loop not in ANCESTRAL_PASSES]
+    assert offenders == []
+
+
+MAX_MODULE_LINES = 600
+MAX_SCRIPT_LINES = 150
+
+
+def test_modules_and_scripts_stay_short():
+    """A module past 600 lines holds more than one concept; a script past 150 holds research code that belongs in
+    :mod:`pfzoo.studies` (scripts parse arguments, call the library and render)."""
+    root = PACKAGE.parent
+    long_modules = [f"{path.relative_to(root)}: {lines}" for path in sorted(PACKAGE.rglob("*.py"))
+                    if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
+    long_scripts = [f"{path.relative_to(root)}: {lines}" for path in sorted((root / "scripts").glob("*.py"))
+                    if (lines := len(path.read_text().splitlines())) > MAX_SCRIPT_LINES]
+    assert long_modules + long_scripts == []

@@ -22,7 +22,7 @@ def test_recipe_composes_and_instantiates(name, tmp_path):
     model = instantiate(cfg.model, num_visible=36, generator=torch.Generator().manual_seed(0))
     assert isinstance(model, EnergyModel) and model.num_visible == 36
     trainer = instantiate(cfg.trainer, run_dir=tmp_path, estimator=None)
-    assert isinstance(trainer, Trainer) and trainer.seed == 3
+    assert isinstance(trainer, Trainer) and trainer.settings.seed == 3
 
 
 @pytest.mark.parametrize("name", ["hais_poe_laplace", "hais_poe_student"])

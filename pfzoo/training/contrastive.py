@@ -86,7 +86,7 @@ class CD(Objective):
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the CD-k update."""
-        self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
+        self.check_outside_fit(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         with torch.no_grad():
             state, _ = run_chain(*model.gibbs_chain(), batch, self.k, generator=generator)
@@ -135,7 +135,7 @@ class PCD(Objective):
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for binary ``batch [B, V]`` (scalar) whose gradient is the PCD-k update; advances the chains."""
-        self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
+        self.check_outside_fit(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         self.chains = persistent_chains(self.chains, batch, self.num_chains, generator=generator)
         default, target = model.gibbs_chain()

@@ -30,7 +30,7 @@ stops every rank at the same epoch). The checkpoint then holds every rank's obje
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 import torch
 from torch import nn
@@ -66,14 +66,22 @@ class DistributedStrategy:
         share = distributed.owned_share(rows.shape[0])
         return rows[share.start : share.stop]
 
-    def weighted(self, loss: torch.Tensor, shard_size: int, batch_size: int) -> torch.Tensor:
-        """``loss`` (a shard's mean) times the shard's share ``B_r / B`` of the minibatch, so the ranks' sum is the
-        minibatch mean ``Σ_r B_r/B · mean_r``."""
-        return loss * (shard_size / batch_size) if self.group else loss
-
-    def sum_gradients(self, parameters: list[nn.Parameter], loss: torch.Tensor, batch_size: int) -> torch.Tensor:
-        """Sum every rank's weighted ``.grad`` of ``parameters`` and ``loss`` (scalar) in place; returns the summed loss.
-        A minibatch smaller than the world size leaves some ranks without rows, hence without gradients."""
+    def minibatch_loss(
+        self, shard_loss: Callable[[], torch.Tensor], shard_size: int, batch_size: int, parameters: list[nn.Parameter]
+    ) -> torch.Tensor:
+        """The minibatch's mean loss (a detached scalar), its gradient in the ``.grad`` of ``parameters`` (the model's
+        first): this rank's ``shard_loss()``, the mean over its ``shard_size`` rows ``B_r``, weighted by their share
+        ``B_r / B`` of the ``batch_size`` rows ``B`` and backpropagated, then summed with the other ranks' (gradients and
+        losses in one ``all_reduce``), so the sum is the minibatch mean ``Σ_r B_r/B · mean_r``. A minibatch smaller than
+        the world size leaves some ranks without rows: they never call ``shard_loss`` and add no gradient."""
+        if shard_size == 0:
+            loss = torch.zeros((), dtype=parameters[0].dtype, device=parameters[0].device)
+        else:
+            loss = shard_loss()
+            if self.group:
+                loss = loss * (shard_size / batch_size)
+            loss.backward()
+            loss = loss.detach()
         if not self.group:
             return loss
         return distributed.all_reduce_gradients(parameters, loss, structure_may_differ=batch_size < self.world_size)
@@ -89,9 +97,12 @@ class DistributedStrategy:
             distributed.broadcast_module_state(model)
         return changed
 
-    def slowest(self, seconds: float, device: torch.device) -> float:
-        """The most ``seconds`` of any rank: one record for all ranks, or the ``max_seconds`` rule could stop some only."""
-        return distributed.max_over_ranks(seconds, device) if self.group else seconds
+    def slowest(self, seconds: Sequence[float], device: torch.device) -> tuple[float, ...]:
+        """Each of ``seconds`` (e.g. an epoch's training and evaluation times), the most any rank took: one record for
+        all ranks, or the ``max_seconds`` rule could stop some only."""
+        if not self.group:
+            return tuple(seconds)
+        return tuple(distributed.max_over_ranks(value, device) for value in seconds)
 
     def broadcast_model(self, model: nn.Module) -> None:
         """Copy rank 0's parameters and buffers to every rank, as DDP does at the start: ranks that were initialised

@@ -82,7 +82,7 @@ class FPCD(Objective):
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """The linear surrogate (scalar) for ``batch [B, V]`` whose value is ``L`` and gradient the FPCD update; advances
         the chains under ``θ + θ_f`` and then updates ``θ_f``."""
-        self.check(model)
+        self.check_outside_fit(model)
         model.check_visible(batch, "batch")
         names, parameters = zip(*model.named_parameters())
         sizes = [parameter.numel() for parameter in parameters]

@@ -166,7 +166,7 @@ class GeneralizedPseudoLikelihood(Objective):
 
     def example_losses(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Each row's ``−Σ_i log p(x_n,S_i | x_n,−S_i)`` (scaled by ``D/size`` for ``random_per_example``), ``batch [B, D]`` → ``[B]``."""
-        self.check(model)  # binary states with an exact free energy, refused in one line otherwise
+        self.check_outside_fit(model)  # binary states with an exact free energy, refused in one line otherwise
         model.check_visible(batch, "batch")
         num_rows, width = batch.shape
         if self.sets == "random_per_example":

@@ -50,7 +50,7 @@ class GeneralizedScoreMatching(Objective):
 
     def example_losses(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Each row's loss ``Σ_j [½ e^{−2g_nj} − e^{g_nj} − 3/2]`` for binary ``batch [B, D]`` → float64 ``[B]``."""
-        self.check(model)  # binary states with an exact free energy, refused in one line otherwise
+        self.check_outside_fit(model)  # binary states with an exact free energy, refused in one line otherwise
         model.check_visible(batch, "batch")
         gaps = model.flip_free_energy_gaps(batch).double()
         return (0.5 * torch.exp(-2 * gaps) - torch.exp(gaps) - 1.5).sum(1)

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from pfzoo.estimators.base import ProgressCallback
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbn import DBN
 from pfzoo.sampling import bernoulli
+from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.contrastive import CD
 from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
 from pfzoo.validation import check_positive_int
@@ -81,7 +82,8 @@ class GreedyTrainer(Trainer):
         on_layer_end: optional ``callback(layer, metrics)`` after each layer is trained (or taken from a trained RBM).
         pretrained_layers: zoo names or checkpoint paths of trained RBMs for ``rbms[0]``, ``rbms[1]``, …; the rest are
             trained. ``None`` or empty: every layer is trained.
-        (the rest): as for :class:`Trainer`; each layer's Trainer shares them but never runs the estimator.
+        (the rest): as for :class:`Trainer`; each layer's Trainer shares them, with its own seed and without the
+            estimator.
     """
 
     def __init__(
@@ -93,9 +95,11 @@ class GreedyTrainer(Trainer):
         init_from_below: bool = False,
         on_layer_end: Callable[[int, dict[str, Any]], None] | None = None,
         pretrained_layers: Sequence[str | os.PathLike] | None = None,
-        **settings: Any,
+        callbacks: Sequence[TrainingCallback] = (),
+        track_partition: bool | Mapping[str, Any] | None = None,
+        **trainer_arguments: Any,
     ) -> None:
-        super().__init__(objective, optimizer, **settings)
+        super().__init__(objective, optimizer, callbacks=callbacks, track_partition=track_partition, **trainer_arguments)
         if on_layer_end is not None and not callable(on_layer_end):
             raise ValueError(f"on_layer_end must be callable or None, got {type(on_layer_end).__name__}")
         self.init_from_data = bool(init_from_data)
@@ -103,23 +107,28 @@ class GreedyTrainer(Trainer):
         self.on_layer_end = on_layer_end
         self.pretrained_layers = [(str(source), load_model(source, name=f"pretrained_layers[{i}]"))
                                   for i, source in enumerate(_as_sources(pretrained_layers))]
-        # what each layer's Trainer shares with this one; the estimator runs once on the whole DBN, never per layer, and
-        # self.objective is already Centered and wrapped in the natural gradient when those are set (each layer gets a copy)
-        self.layer_settings = {key: value for key, value in settings.items()
-                               if key not in ("run_dir", "seed", "estimator", "evaluate_every", "centered", "natural_gradient")}
+        # each layer's Trainer gets its own tracker built from track_partition; self.callbacks holds this one's
+        self.layer_callbacks = list(callbacks)
+        self.track_partition = track_partition
 
     def layer_run_dir(self, layer: int) -> Path:
         """``<run_dir>/layer<i>``: where the Trainer of ``rbms[i]`` keeps its checkpoint and metrics."""
         return self.run_dir / LAYER_DIR.format(layer)
 
     def layer_trainer(self, layer: int) -> Trainer:
-        """The :class:`Trainer` that fits ``rbms[layer]``: these settings, a fresh copy of the objective, its own seeds."""
+        """The :class:`Trainer` that fits ``rbms[layer]``: these settings with its own seeds and no estimator (it runs
+        once, on the whole DBN), a fresh copy of the objective (already centered and wrapped in the natural gradient when
+        those are asked for)."""
         return Trainer(
             copy.deepcopy(self.objective),
             self.make_optimizer,
-            **self.layer_settings,
             run_dir=self.layer_run_dir(layer),
-            seed=self.seed + _LAYER_SEED_STRIDE * layer,
+            settings=self.settings,
+            seed=self.settings.seed + _LAYER_SEED_STRIDE * layer,
+            evaluate_every=0,
+            epoch_metrics=self.epoch_metrics,
+            callbacks=self.layer_callbacks,
+            track_partition=self.track_partition,
         )
 
     def fit(self, model: DBN, data: DataSplits, *, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
@@ -138,7 +147,7 @@ class GreedyTrainer(Trainer):
         if leader:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self.metrics_path.write_text("")
-        result: dict[str, Any] = {"epoch": self.epochs, "layers": len(model.rbms)}
+        result: dict[str, Any] = {"epoch": self.settings.epochs, "layers": len(model.rbms)}
         for layer, rbm in enumerate(model.rbms):
             if layer < len(self.pretrained_layers):
                 source, trained = self.pretrained_layers[layer]
@@ -161,7 +170,7 @@ class GreedyTrainer(Trainer):
             if self.on_layer_end is not None:
                 self.on_layer_end(layer, metrics)
             if layer < len(model.rbms) - 1:
-                generator = torch.Generator(model.device).manual_seed(self.seed + _LAYER_SEED_STRIDE * layer + _MAPPING_SEED_OFFSET)
+                generator = torch.Generator(model.device).manual_seed(self.settings.seed + _LAYER_SEED_STRIDE * layer + _MAPPING_SEED_OFFSET)
                 with torch.no_grad():
                     splits = {name: bernoulli(rbm.hidden_probs(split), generator=generator) for name, split in splits.items()}
         result.update(self._evaluate_dbn(model, data))
@@ -183,7 +192,7 @@ class GreedyTrainer(Trainer):
 
     def _evaluate_dbn(self, model: DBN, data: DataSplits) -> dict[str, Any]:
         """The estimator's log-likelihood of the finished DBN on the held-out split, when configured and affordable."""
-        if self.estimator is None or not self.evaluate_every:
+        if self.estimator is None or not self.settings.evaluate_every:
             return {}
         if model.free_energy_cost > model.max_enumeration_units:
             logger.warning(
@@ -192,9 +201,9 @@ class GreedyTrainer(Trainer):
             )
             return {}
         self.estimator.to(model.device)
-        generator = torch.Generator(model.device).manual_seed(self.seed + 2)
+        generator = torch.Generator(model.device).manual_seed(self.settings.seed + 2)
         train = data.train.to(device=model.device, dtype=model.dtype)
-        held_out_name, held_out = data.held_out(self.held_out)
+        held_out_name, held_out = data.held_out(self.settings.held_out)
         estimate = self.estimator.log_likelihood(model, held_out.to(device=model.device, dtype=model.dtype), base_data=train, generator=generator)
         return {
             f"{held_out_name}_log_likelihood": estimate.mean,

@@ -6,7 +6,6 @@ import torch
 
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.objective import Objective
-from pfzoo.validation import checking_values
 
 
 class ExactMaximumLikelihood(Objective):
@@ -23,6 +22,5 @@ class ExactMaximumLikelihood(Objective):
         return None if Capability.CLOSED_FORM_LOG_Z in model.capabilities else Capability.CLOSED_FORM_LOG_Z.value
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        if checking_values():  # inside the Trainer's steps the model was checked by fit; a filter rank read per step would stall a GPU
-            self.check(model)
+        self.check_outside_fit(model)
         return model.energy(batch).mean() + model.log_partition().to(batch.dtype)

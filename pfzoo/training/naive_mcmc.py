@@ -49,7 +49,7 @@ class NaiveMCMC(Objective):
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Surrogate loss for ``batch [B, V]`` (scalar) whose gradient is the naive MCMC update."""
-        self.check(model)
+        self.check_outside_fit(model)
         model.check_visible(batch, "batch")
         with torch.no_grad(), allocating("num_chains", self.num_chains):
             fresh = self.fresh_chains(model, batch, owned_chains(self.num_chains), generator=generator)

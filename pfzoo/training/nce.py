@@ -38,7 +38,7 @@ from torch.nn import functional as F
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.noise import NOISE_KINDS, FittedNoise, UserNoise, auto_kind, kind_of_state
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_bool, check_finite_number, check_positive_int, checking_values
+from pfzoo.validation import check_bool, check_finite_number, check_positive_int
 
 INITIAL_DRAWS = 1000
 """Noise draws of the importance-sampling estimate of −log Z that c starts from (:meth:`NCE.prepare`)."""
@@ -137,8 +137,7 @@ class NCE(Objective):
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
         """The NCE loss (module docstring) of ``batch [B, V]`` against ``ν B`` noise draws (float64 scalar): fresh ones,
         or without ``resample_noise`` the fixed draws of the batch's rows ``indices [B]`` of the prepared training set."""
-        if checking_values():  # inside the Trainer's steps the model was checked by fit; a POE's check reads its filters
-            self.check(model)
+        self.check_outside_fit(model)
         model.check_visible(batch, "batch")
         if self.noise is None or not self.noise.fitted:
             raise ValueError("NCE's noise is fitted by prepare(model, train) before the first loss (the Trainer calls it); call it first")

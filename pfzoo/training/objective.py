@@ -1,12 +1,13 @@
 """What every training objective shares: the loss, the epoch hook, a config name, what it needs of a model, and the
 one-line refusal.
 
-The :class:`~pfzoo.training.Trainer` calls :meth:`Objective.check` once, before the first epoch; a
+The :class:`~pfzoo.training.Trainer` calls :meth:`Objective.check` once per fit, before the first epoch; a
 model that lacks what the objective needs is refused with a :class:`~pfzoo.models.MissingCapability`
 naming the trainer configs that do apply ("CD needs a Gibbs chain over its visible units ...; ICA is an
 energy over real vectors without latents — use trainer=ml, mpf or mpf_adam"), and :meth:`Objective.attach_data` with the
 data set. It then calls :meth:`Objective.prepare` at the start of every epoch, :meth:`Objective.loss` on every minibatch
-and :meth:`Objective.epoch_metrics` after every epoch.
+and :meth:`Objective.epoch_metrics` once after every epoch. A ``loss`` begins with :meth:`Objective.check_outside_fit`,
+so a direct call is refused in one line while the Trainer's steps check nothing again.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from torch import nn
 
 from pfzoo.models.capabilities import MissingCapability, describe, join_alternatives
+from pfzoo.validation import checking_values
 
 _OBJECTIVES: dict[str, type["Objective"]] = {}
 
@@ -76,7 +78,7 @@ class Objective(nn.Module, metaclass=ABCMeta):
     def epoch_metrics(self) -> dict[str, float]:
         """Diagnostics of the epoch just trained, ``{name: float}``, merged into the epoch's record of ``metrics.jsonl`` by
         the Trainer (outside the timed region, under ``torch.no_grad``; e.g. parallel tempering's swap acceptance, NCE's
-        learned normaliser); called on every rank after every epoch. By default there are none."""
+        learned normaliser); called once on every rank after every epoch. By default there are none."""
         return {}
 
     def attach_data(self, data) -> None:
@@ -101,6 +103,12 @@ class Objective(nn.Module, metaclass=ABCMeta):
         others = [f"trainer={name}" for name in applicable_trainers(model)]
         raise MissingCapability(message + (f" — use {join_alternatives(others)}" if others else ""))
 
+    def check_outside_fit(self, model) -> None:
+        """:meth:`check`, except inside the Trainer's steps (:func:`~pfzoo.validation.values_checked`), whose ``fit``
+        checked ``model`` once before the first epoch: a check per minibatch would repeat it thousands of times, and
+        some read parameters back to the host (a POE's filters). :meth:`loss` calls it first."""
+        if checking_values():
+            self.check(model)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
         resize_to_saved(self, state_dict, prefix, self.lazy_buffers)

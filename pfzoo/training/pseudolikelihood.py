@@ -42,7 +42,7 @@ class PseudoLikelihood(Objective):
 
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Negative log pseudo-likelihood per example of binary ``batch [B, D]`` (scalar)."""
-        self.check(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
+        self.check_outside_fit(model)  # the objective's capabilities, refused in one line (real-valued models have no bit flips)
         model.check_visible(batch, "batch")
         units = sampled_units(batch, self.num_units, generator=generator)
         terms = F.softplus(-model.flip_free_energy_gaps(batch, units))

@@ -99,7 +99,7 @@ class RatioMatching(Objective):
 
     def example_losses(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Each row's loss ``Σ_j σ(F(x_n) − F(x_n⁽ʲ⁾))²`` (or its importance-sampled estimate) for binary ``batch [B, D]`` → ``[B]``."""
-        self.check(model)  # binary states with an exact free energy, refused in one line otherwise
+        self.check_outside_fit(model)  # binary states with an exact free energy, refused in one line otherwise
         model.check_visible(batch, "batch")
         if self.num_units is None:
             return torch.sigmoid(-model.flip_free_energy_gaps(batch)).square().sum(1)

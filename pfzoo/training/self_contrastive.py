@@ -45,7 +45,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.nce import contrastive_loss, normaliser
 from pfzoo.training.objective import Objective
-from pfzoo.validation import allocating, check_finite_number, check_positive_int, checking_values
+from pfzoo.validation import allocating, check_finite_number, check_positive_int
 
 
 class SelfContrastive(Objective):
@@ -164,8 +164,7 @@ class SelfContrastive(Objective):
         """NCE's loss of ``batch [B, V]`` against the copy's ``num_chains`` draws (float64 scalar); refreshes the copy
         first when due (every ``refresh_every`` updates, or before the first update ever) and advances the chains.
         ``indices`` (the Trainer passes them to objectives with a ``prepare``) are not needed."""
-        if checking_values():  # inside the Trainer's steps the model was checked by fit; a POE's check reads its filters
-            self.check(model)
+        self.check_outside_fit(model)
         model.check_visible(batch, "batch")
         if self.frozen.numel() == 0 or (self.refresh_every and self._updates % self.refresh_every == 0):
             self.refresh(model)

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -37,11 +38,6 @@ _EVALUATION_SEED_OFFSET = 2
 _CALLBACK_SEED_OFFSET = 3  # callback i draws from seed + 3 + i
 
 
-def _setting(name: str) -> property:
-    """A read-only view of ``settings.<name>``, so a Trainer's settings read as its attributes."""
-    return property(lambda self: getattr(self.settings, name), doc=f"``settings.{name}`` (:class:`TrainerSettings`).")
-
-
 def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
     """The parameters the L2 penalty ``weight_decay`` acts on: those whose name ends in ``weight`` (an RBM's ``weight``,
     a DBN's ``rbms.<i>.weight``, an mcRBM's ``mean_weight``), the members of a parameter list named ``weights`` (a
@@ -55,18 +51,33 @@ def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
     return chosen
 
 
+@dataclass
+class _Run:
+    """What one :meth:`Trainer.fit` works with, handed from phase to phase of its epochs."""
+
+    model: EnergyModel
+    ranks: DistributedStrategy
+    splits: dict[str, torch.Tensor]  # {"train": [N, V], <held-out split's name>: [M, V]}, on the model's device and dtype
+    weights: list[nn.Parameter]  # decayed_weights(model)
+    optimizer: torch.optim.Optimizer
+    generators: dict[str, torch.Generator]  # "shuffle" (CPU) and "sampling" (the model's device)
+    config: dict | None
+    bars: bool  # tqdm bars: asked for, on a terminal, on the leader
+    callback_seconds: float = 0.0  # time in the callbacks during the current epoch
+
+
 class Trainer:
     """Fits any :class:`~pfzoo.models.EnergyModel` by minibatch descent on an :class:`~pfzoo.training.Objective`'s loss.
 
     Each epoch starts with ``objective.prepare`` on the whole training set, reshuffles it and takes one optimiser step
     per minibatch on ``objective.loss(model, batch, generator=...)`` plus the L2 penalty ``weight_decay / 2 · Σ ||W||²``
-    over the weight matrices only (:func:`decayed_weights`: parameters whose name ends in ``weight``, and the members of
-    a parameter list ``weights``; biases, filters, couplings and bases excluded), then projects the model back onto its
-    constraint set (:meth:`EnergyModel.project_parameters <pfzoo.models.EnergyModel.project_parameters>`). After the
-    epoch it appends one JSON line of metrics to ``<run_dir>/metrics.jsonl`` (:mod:`pfzoo.training.metrics_log`) and,
-    every ``checkpoint_every`` epochs and after the last, writes ``<run_dir>/checkpoint.pt`` atomically, enough to
-    resume bit for bit (:mod:`pfzoo.training.checkpoints`). Under a ``torch.distributed`` process group the ranks share
-    every minibatch (:mod:`pfzoo.training.distributed_strategy`).
+    over :func:`decayed_weights`: the weight matrices and pair couplings, never biases, filters or bases. It then projects
+    the model back onto its constraint set (:meth:`EnergyModel.project_parameters
+    <pfzoo.models.EnergyModel.project_parameters>`). After the epoch it appends one JSON line of metrics to
+    ``<run_dir>/metrics.jsonl`` (:mod:`pfzoo.training.metrics_log`) and, every ``checkpoint_every`` epochs and after the
+    last, writes ``<run_dir>/checkpoint.pt`` atomically, enough to resume bit for bit (:mod:`pfzoo.training.checkpoints`).
+    Under a ``torch.distributed`` process group the ranks share every minibatch
+    (:mod:`pfzoo.training.distributed_strategy`, called once per phase of an epoch: training, evaluation, recording).
 
     Random streams: the data order comes from a CPU generator seeded with ``seed``, the objective's sampling from a
     generator on the model's device seeded with ``seed + 1``. Evaluation (pseudo-likelihood bit flips, the estimator)
@@ -82,46 +93,28 @@ class Trainer:
             batch's row numbers ``[B]`` in the training set.
         optimizer: ``params -> torch.optim.Optimizer``; default SGD(lr=0.05, momentum=0.5).
         run_dir: directory for ``checkpoint.pt`` and ``metrics.jsonl``.
+        settings: the run's :class:`~pfzoo.training.trainer_settings.TrainerSettings` (epochs, batch_size,
+            weight_decay, seed, ...), kept as ``trainer.settings``; None: the defaults. Its fields may also be given as
+            keyword arguments (``epochs=5``, as a ``conf/trainer`` config gives them), which replace those of
+            ``settings``; the result is validated once, here.
         estimator: log-likelihood estimator run every ``evaluate_every`` epochs and after the last, fitted with
             ``base_data`` = train.
         epoch_metrics: ``{name: model -> float}`` evaluated after every epoch, outside the timed region, under
             ``torch.no_grad`` and logged under ``name`` (e.g. the error of the learned parameters against a known
             truth); None = none.
-        epochs, batch_size, weight_decay, learning_rate_decay, final_momentum, momentum_ramp_epochs, checkpoint_every,
-            evaluate_every, progress, seed, stop_tolerance, max_seconds, log_every, metrics_rows, held_out: the run's
-            :class:`~pfzoo.training.trainer_settings.TrainerSettings`, also readable as attributes of the Trainer.
-        centered: take every update in the model's centered parametrisation (:class:`~pfzoo.training.Centered`
-            around ``objective``; models with :attr:`~pfzoo.models.Capability.CENTERING`).
+        callbacks: :class:`~pfzoo.training.TrainingCallback` objects run beside the training (:mod:`pfzoo.training.callbacks`):
+            after every update, their numbers merged into every epoch's record, their state checkpointed.
+        centered: take every update in the model's centered parametrisation (``trainer.objective`` becomes
+            :class:`~pfzoo.training.Centered` around ``objective``; models with :attr:`~pfzoo.models.Capability.CENTERING`).
         natural_gradient: None (default: plain updates) or the settings of a
             :class:`~pfzoo.training.NaturalGradient` wrapped around the (possibly centered) objective, e.g.
             ``{"metric": "model_fisher", "damping": 1e-4, "structure": "block"}``; from the command line
             ``+trainer.natural_gradient.metric=relative`` (with an optimiser other than L-BFGS).
-        callbacks: :class:`~pfzoo.training.TrainingCallback` objects run beside the training (:mod:`pfzoo.training.callbacks`):
-            after every update, their numbers merged into every epoch's record, their state checkpointed.
         track_partition: None/False, True or the settings of a :class:`~pfzoo.training.PartitionTracker` added to
             ``callbacks``: ``log Z`` followed update by update and the tracked train/held-out log-likelihoods logged every
             epoch (Desjardins, Courville & Bengio 2011); from the command line ``trainer.track_partition=true`` or
             ``+trainer.track_partition.num_chains=100``.
-        csv: also write every epoch's record to ``<run_dir>/metrics.csv`` (:class:`~pfzoo.training.metrics_log.MetricsLog`).
-        tensorboard: also log every epoch's numbers as TensorBoard scalars in ``<run_dir>/tensorboard/``; needs the
-            ``tensorboard`` package (refused in one line without it).
     """
-
-    epochs = _setting("epochs")
-    batch_size = _setting("batch_size")
-    weight_decay = _setting("weight_decay")
-    learning_rate_decay = _setting("learning_rate_decay")
-    final_momentum = _setting("final_momentum")
-    momentum_ramp_epochs = _setting("momentum_ramp_epochs")
-    checkpoint_every = _setting("checkpoint_every")
-    evaluate_every = _setting("evaluate_every")
-    progress = _setting("progress")
-    seed = _setting("seed")
-    stop_tolerance = _setting("stop_tolerance")
-    max_seconds = _setting("max_seconds")
-    log_every = _setting("log_every")
-    metrics_rows = _setting("metrics_rows")
-    held_out = _setting("held_out")
 
     def __init__(
         self,
@@ -129,62 +122,39 @@ class Trainer:
         optimizer: OptimizerFactory = DEFAULT_OPTIMIZER,
         *,
         run_dir: str | os.PathLike,
-        epochs: int = 10,
-        batch_size: int = 100,
-        weight_decay: float = 0.0,
-        learning_rate_decay: float = 0.0,
-        final_momentum: float | None = None,
-        momentum_ramp_epochs: int = 0,
-        checkpoint_every: int = 1,
-        evaluate_every: int = 0,
+        settings: TrainerSettings | None = None,
         estimator: Estimator | None = None,
-        progress: bool = True,
-        seed: int = 0,
-        stop_tolerance: float = 0.0,
-        max_seconds: float | None = None,
         epoch_metrics: Mapping[str, EpochMetric] | None = None,
-        log_every: int | None = None,
-        metrics_rows: int | None = None,
-        held_out: str = "auto",
+        callbacks: Sequence[TrainingCallback] = (),
         centered: bool = False,
         natural_gradient: Mapping[str, Any] | None = None,
-        callbacks: Sequence[TrainingCallback] = (),
         track_partition: bool | Mapping[str, Any] | None = None,
-        csv: bool = True,
-        tensorboard: bool = False,
+        **setting_values: Any,
     ) -> None:
         if not isinstance(objective, Objective):
             raise ValueError(f"objective must be a pfzoo.training.Objective (loss(model, batch, *, generator)), got {type(objective).__name__}")
         if check_bool(centered, "centered"):
             objective = Centered(objective)
-        objective = natural_gradient_from_settings(objective, natural_gradient)
+        self.objective = natural_gradient_from_settings(objective, natural_gradient)
         self.make_optimizer = check_optimizer_factory(optimizer)
-        self.settings = TrainerSettings(
-            epochs=epochs, batch_size=batch_size, weight_decay=weight_decay, learning_rate_decay=learning_rate_decay,
-            final_momentum=final_momentum, momentum_ramp_epochs=momentum_ramp_epochs,
-            checkpoint_every=checkpoint_every, evaluate_every=evaluate_every, progress=progress, seed=seed,
-            stop_tolerance=stop_tolerance, max_seconds=max_seconds, log_every=log_every, metrics_rows=metrics_rows,
-            held_out=held_out,
-        )
+        self.settings = TrainerSettings.build(settings, **setting_values)
         if estimator is not None and not isinstance(estimator, Estimator):
             raise ValueError(f"estimator must be a pfzoo.estimators.Estimator or None, got {type(estimator).__name__}")
-        epoch_metrics = dict(epoch_metrics or {})
-        for name, metric in epoch_metrics.items():
+        self.estimator = estimator
+        self.epoch_metrics = dict(epoch_metrics or {})
+        for name, metric in self.epoch_metrics.items():
             if not isinstance(name, str) or not callable(metric):
                 raise ValueError(f"epoch_metrics must map names to callables model -> float, got {name!r}: {type(metric).__name__}")
-        callbacks = list(callbacks)
-        for callback in callbacks:
+        self.callbacks = list(callbacks)
+        for callback in self.callbacks:
             if not isinstance(callback, TrainingCallback):
                 raise ValueError(f"callbacks must hold pfzoo.training.TrainingCallback objects, got {type(callback).__name__}")
         tracker = tracker_from_settings(track_partition)
-        self.callbacks = callbacks + ([tracker] if tracker is not None else [])
-        self.objective = objective
-        self.estimator = estimator
-        self.epoch_metrics = epoch_metrics
+        if tracker is not None:
+            self.callbacks.append(tracker)
         self.run_dir = Path(run_dir)
         self._checkpoints = CheckpointStore(self.run_dir)
-        self._metrics = MetricsLog(self.run_dir, csv=check_bool(csv, "csv"), tensorboard=check_bool(tensorboard, "tensorboard"))
-        self._callback_seconds = 0.0  # time in the callbacks during the current epoch
+        self._metrics = MetricsLog(self.run_dir, csv=self.settings.csv, tensorboard=self.settings.tensorboard)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -226,20 +196,52 @@ class Trainer:
         ``callback_seconds`` (their time, left out of ``seconds``) and whatever they report (e.g. the
         :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,<held>}_tracked_log_likelihood``).
         """
+        run = self._start(model, data, config)
+        start, callback_states = self._restore(run) if resume else (0, None)
+        run.ranks.broadcast_model(model)
+        self._start_callbacks(model, run.splits["train"], callback_states)
+        records = run.ranks.from_leader(lambda: self._metrics.rewrite_through(start))
+        reason = self.stop_reason(records)  # a resumed run that had already stopped trains no further
+        epochs = self.settings.epochs
+        # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
+        with contextlib.closing(self._metrics), logging_redirect_tqdm(), tqdm(total=epochs, initial=start, desc="epochs", unit="epoch", disable=not run.bars) as bar:
+            for epoch in range(start + 1, epochs + 1):
+                if reason is not None:
+                    if run.ranks.leader:
+                        logger.info("stopping after epoch %d of %d: %s", epoch - 1, epochs, reason)
+                    break
+                loss, seconds = self._train_epoch(run, epoch)
+                records.append(self._evaluate_epoch(run, epoch, loss, seconds))
+                reason = self.stop_reason(records)
+                self._record(run, records[-1], stopping=reason is not None)
+                bar.update()
+                bar.set_postfix(loss=f"{loss:.4g}")
+        return records[-1] if records else {"epoch": start, **self._evaluate(model, run.splits, start)}
+
+    def stop_reason(self, records: list[dict[str, Any]]) -> str | None:
+        """Why training should stop after the epochs ``records`` (oldest first), or None to go on: the settings' rules
+        (:meth:`TrainerSettings.stop_reason <pfzoo.training.trainer_settings.TrainerSettings.stop_reason>`), then each
+        callback's :meth:`~pfzoo.training.TrainingCallback.stop_reason`."""
+        reasons = [self.settings.stop_reason(records), *(callback.stop_reason() for callback in self.callbacks)]
+        return next((reason for reason in reasons if reason is not None), None)
+
+    def _start(self, model: EnergyModel, data, config: dict | None) -> _Run:
+        """What ``fit`` checks and builds before its first epoch. The objective's, the callbacks' and the estimator's
+        capabilities are checked here, once per fit (inside the steps, under :func:`~pfzoo.validation.values_checked`,
+        the objectives skip their own checks), and the data splits once, before they are trained on."""
         self.objective.check(model)
         for callback in self.callbacks:
             callback.check(model)
         self.objective.attach_data(data)
         weights = decayed_weights(model)
-        if self.weight_decay and not weights:
+        if self.settings.weight_decay and not weights:
             raise ValueError(f"weight_decay must be 0 for {type(model).__name__}: it decays weight matrices (parameters named "
                              f"'*weight', 'weights.<i>' or 'coupling') and {type(model).__name__} has none "
                              f"({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)
-        held_out_name, held_out = data.held_out(self.held_out)
+        held_out_name, held_out = data.held_out(self.settings.held_out)
         splits = {"train": self._prepare(model, data.train, "data.train"), held_out_name: self._prepare(model, held_out, f"data.{held_out_name}")}
-        train = splits["train"]
         self.objective.to(model.device)
         if self.estimator is not None:
             self.estimator.to(model.device)
@@ -249,57 +251,14 @@ class Trainer:
             raise ValueError(f"optimizer must take preconditioned steps (SGD, Adam, ...), not LBFGS, whose line search needs the "
                              f"loss's own gradient: {type(self.objective).__name__} changes its gradients")
         generators = {
-            "shuffle": torch.Generator().manual_seed(self.seed),
-            "sampling": ranks.sampling_generator(self.seed + _SAMPLING_SEED_OFFSET, model.device),
+            "shuffle": torch.Generator().manual_seed(self.settings.seed),
+            "sampling": ranks.sampling_generator(self.settings.seed + _SAMPLING_SEED_OFFSET, model.device),
         }
         if ranks.leader:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._checkpoints.remove_stale_temporaries()
-        start, callback_states = self._restore(ranks, model, optimizer, generators, config) if resume else (0, None)
-        ranks.broadcast_model(model)
-        self._start_callbacks(model, train, callback_states)
-        records = ranks.from_leader(lambda: self._metrics.rewrite_through(start))
-        # Bars only on a terminal (the per-epoch log line reports progress elsewhere); log lines go through tqdm.
-        bars = self.progress and sys.stderr.isatty() and ranks.leader
-        with contextlib.closing(self._metrics), logging_redirect_tqdm(), tqdm(total=self.epochs, initial=start, desc="epochs", unit="epoch", disable=not bars) as bar:
-            for epoch in range(start + 1, self.epochs + 1):
-                reason = self.stop_reason(records)
-                if reason is not None:
-                    if ranks.leader:
-                        logger.info("stopping after epoch %d of %d: %s", epoch - 1, self.epochs, reason)
-                    break
-                self._set_learning_rate(optimizer, epoch)
-                self.objective.start_epoch(epoch)
-                began, self._callback_seconds = time.perf_counter(), 0.0
-                loss = self._train_epoch(ranks, model, train, optimizer, weights, generators, epoch)
-                seconds = ranks.slowest(time.perf_counter() - began - self._callback_seconds, model.device)
-                # evaluation_seconds: the per-epoch diagnostics, estimator and epoch metrics, outside ``seconds`` (a
-                # DBM's exact pseudo-likelihood can take 20 times its epoch) but logged, so the wall time is accounted for
-                record = {"epoch": epoch, "loss": loss, "seconds": seconds, "evaluation_seconds": 0.0, **self.objective.epoch_metrics()}
-                began = time.perf_counter()
-                record.update(self._evaluate(model, splits, epoch))
-                with torch.no_grad():
-                    record.update(self.objective.epoch_metrics())
-                    record.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
-                    record["evaluation_seconds"] = ranks.slowest(time.perf_counter() - began, model.device)
-                    record.update(self._end_callbacks_epoch(model, epoch, splits))
-                if ranks.leader:
-                    self._metrics.append(record)
-                records.append(record)
-                if ranks.leader and self.settings.logs(epoch):
-                    logger.info("epoch %d/%d  %s", epoch, self.epochs, format_record(record))
-                if self.settings.checkpoints(epoch, stopping=self.stop_reason(records) is not None):
-                    self._save(ranks, model, optimizer, generators, epoch, config)
-                bar.update()
-                bar.set_postfix(loss=f"{loss:.4g}")
-        return records[-1] if records else {"epoch": start, **self._evaluate(model, splits, start)}
-
-    def stop_reason(self, records: list[dict[str, Any]]) -> str | None:
-        """Why training should stop after the epochs ``records`` (oldest first), or None to go on: the settings' rules
-        (:meth:`TrainerSettings.stop_reason <pfzoo.training.trainer_settings.TrainerSettings.stop_reason>`), then each
-        callback's :meth:`~pfzoo.training.TrainingCallback.stop_reason`."""
-        reasons = [self.settings.stop_reason(records), *(callback.stop_reason() for callback in self.callbacks)]
-        return next((reason for reason in reasons if reason is not None), None)
+        bars = self.settings.progress and sys.stderr.isatty() and ranks.leader  # redirected to a file, a bar writes a line per refresh
+        return _Run(model, ranks, splits, weights, optimizer, generators, config, bars)
 
     def _prepare(self, model: EnergyModel, split: torch.Tensor, name: str) -> torch.Tensor:
         """``split`` on the model's device and dtype, checked to be ``[N ≥ 1, V]`` (binary for binary models)."""
@@ -314,36 +273,20 @@ class Trainer:
         """What the optimiser updates: the model's parameters, then the objective's own (e.g. NCE's normaliser c)."""
         return [*model.parameters(), *self.objective.parameters()]
 
-    def _set_learning_rate(self, optimizer: torch.optim.Optimizer, epoch: int) -> None:
-        """Epoch ``epoch``'s rate (and momentum, with ``final_momentum``) in every parameter group, from its
-        ``initial_lr`` (``initial_momentum``), kept in the optimiser's state so a resumed run continues the schedule."""
-        for group in optimizer.param_groups:
-            group.setdefault("initial_lr", group["lr"])
-            group["lr"] = self.settings.learning_rate(group["initial_lr"], epoch)
-            if self.final_momentum is not None:
-                if "momentum" not in group:
-                    raise ValueError(f"final_momentum needs an optimizer with a momentum setting (SGD, RMSprop), got {type(optimizer).__name__}")
-                group.setdefault("initial_momentum", group["momentum"])
-                group["momentum"] = self.settings.momentum(group["initial_momentum"], epoch)
-
-    def _train_epoch(
-        self,
-        ranks: DistributedStrategy,
-        model: EnergyModel,
-        train: torch.Tensor,
-        optimizer: torch.optim.Optimizer,
-        weights: list[nn.Parameter],
-        generators: dict[str, torch.Generator],
-        epoch: int,
-    ) -> float:
-        """One pass over ``train [N, V]`` in a fresh random order, after the objective's ``prepare``; returns the
-        example-weighted mean loss. Each rank computes the loss of its shard of every minibatch and the ranks'
-        gradients are summed (:mod:`pfzoo.training.distributed_strategy`)."""
+    def _train_epoch(self, run: _Run, epoch: int) -> tuple[float, float]:
+        """Epoch ``epoch``'s training phase: the objective's ``prepare``, then one pass over ``train [N, V]`` in a fresh
+        random order; returns the example-weighted mean loss and this rank's seconds (the callbacks' time left out).
+        Each rank computes the loss of its shard of every minibatch and the ranks' gradients are summed
+        (:meth:`DistributedStrategy.minibatch_loss <pfzoo.training.distributed_strategy.DistributedStrategy.minibatch_loss>`)."""
+        model, ranks, optimizer, train = run.model, run.ranks, run.optimizer, run.splits["train"]
+        sampling = run.generators["sampling"]
+        self.settings.apply_schedule(optimizer, epoch)
+        self.objective.start_epoch(epoch)
+        began, run.callback_seconds = time.perf_counter(), 0.0
         parameters = self._parameters(model)
-        changed = self.objective.prepare(model, train, generator=generators["sampling"])
-        if ranks.agree_on_change(changed, model):
+        if ranks.agree_on_change(self.objective.prepare(model, train, generator=sampling), model):
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
-        order = torch.randperm(train.shape[0], generator=generators["shuffle"]).to(train.device)
+        order = torch.randperm(train.shape[0], generator=run.generators["shuffle"]).to(train.device)
         # The loss sum and the first non-finite loss stay on the device and are read once, after the epoch: a read per
         # batch would stall a GPU's queue at every step. L-BFGS reads every loss itself (its line search), so there the
         # closure checks at no cost and stops before a NaN reaches its curvature pairs.
@@ -351,26 +294,25 @@ class Trainer:
         first_bad_batch = torch.full((), -1, dtype=torch.long, device=train.device)
         first_bad_loss = torch.zeros((), dtype=torch.float64, device=train.device)
         check_each_loss = isinstance(optimizer, torch.optim.LBFGS)
-        batches = order.split(self.batch_size)
-        batch_bars = self.progress and sys.stderr.isatty()  # redirected to a file, a bar writes a line per refresh
-        for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not batch_bars)):
+        batches = order.split(self.settings.batch_size)
+        for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not run.bars)):
             shard = ranks.shard(rows)  # [B_r]: this rank's contiguous part of the minibatch
             batch = train[shard]
             row_indices = {"indices": shard} if self.objective.epoch_stateful else {}
 
+            def shard_loss() -> torch.Tensor:
+                """This rank's shard's mean loss; the rows, the row numbers (from randperm) and the model's capabilities
+                were checked in ``fit``, so the objective checks none of them again."""
+                with values_checked():
+                    return self.objective.loss(model, batch, generator=sampling, **row_indices)
+
             def closure() -> torch.Tensor:
-                """The minibatch's loss, its gradient in ``.grad``: this rank's shard's weighted by its share and summed
-                over the ranks; then the L2 penalty's, the same on every rank, added once."""
+                """The minibatch's loss, its gradient in ``.grad``: the ranks' sum, then the L2 penalty's, the same on every
+                rank, added once; preconditioned as the objective asks."""
                 optimizer.zero_grad(set_to_none=True)
-                loss = torch.zeros((), dtype=model.dtype, device=model.device)
-                if shard.numel():  # a minibatch smaller than the world size leaves some ranks without rows
-                    with values_checked():  # rows of the split checked in fit, and row numbers from randperm
-                        loss = self.objective.loss(model, batch, generator=generators["sampling"], **row_indices)
-                    loss = ranks.weighted(loss, shard.shape[0], rows.shape[0])
-                    loss.backward()
-                loss = ranks.sum_gradients(parameters, loss.detach(), rows.shape[0])
-                if self.weight_decay:
-                    penalty = self.weight_decay / 2 * sum(w.pow(2).sum() for w in weights)
+                loss = ranks.minibatch_loss(shard_loss, shard.shape[0], rows.shape[0], parameters)
+                if self.settings.weight_decay:
+                    penalty = self.settings.weight_decay / 2 * sum(w.pow(2).sum() for w in run.weights)
                     penalty.backward()
                     loss = loss + penalty.detach()
                 self.objective.precondition(model)
@@ -384,36 +326,63 @@ class Trainer:
             first_bad_loss = torch.where(newly_bad, loss.double(), first_bad_loss)
             total += loss * rows.shape[0]
             model.project_parameters()
-            self._step_callbacks(model)
+            self._step_callbacks(run)
         if first_bad_batch.item() >= 0:
             raise self._non_finite(first_bad_loss.item(), epoch, first_bad_batch.item())
-        return total.item() / train.shape[0]
+        return total.item() / train.shape[0], time.perf_counter() - began - run.callback_seconds
+
+    def _evaluate_epoch(self, run: _Run, epoch: int, loss: float, train_seconds: float) -> dict[str, Any]:
+        """Epoch ``epoch``'s record (``fit``'s docstring): its ``loss``, the diagnostics (:meth:`_evaluate`), the
+        objective's epoch metrics and ``epoch_metrics`` (timed together as ``evaluation_seconds``, outside ``seconds``:
+        a DBM's exact pseudo-likelihood can take 20 times its epoch), both times the slowest rank's, then the callbacks'."""
+        model = run.model
+        began = time.perf_counter()
+        diagnostics = self._evaluate(model, run.splits, epoch)
+        with torch.no_grad():
+            diagnostics.update(self.objective.epoch_metrics())
+            diagnostics.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
+        seconds, evaluation_seconds = run.ranks.slowest((train_seconds, time.perf_counter() - began), model.device)
+        record = {"epoch": epoch, "loss": loss, "seconds": seconds, "evaluation_seconds": evaluation_seconds, **diagnostics}
+        with torch.no_grad():
+            record.update(self._end_callbacks_epoch(run, epoch))
+        return record
+
+    def _record(self, run: _Run, record: dict[str, Any], *, stopping: bool) -> None:
+        """An epoch's recording phase: the leader appends ``record`` to the metrics files and logs it (at its epochs);
+        at checkpoint epochs, and after the epoch that ends a run early (``stopping``), the checkpoint is written."""
+        epoch = record["epoch"]
+        if run.ranks.leader:
+            self._metrics.append(record)
+            if self.settings.logs(epoch):
+                logger.info("epoch %d/%d  %s", epoch, self.settings.epochs, format_record(record))
+        if self.settings.checkpoints(epoch, stopping=stopping):
+            self._save(run, epoch)
 
     def _start_callbacks(self, model: EnergyModel, train: torch.Tensor, states: list | None) -> None:
         """Start callback i with its own seed (``seed + 3 + i``) and its state from the checkpoint resumed (if any)."""
         for index, callback in enumerate(self.callbacks):
             state = states[index] if states is not None and index < len(states) else None
-            callback.start(model, train, seed=self.seed + _CALLBACK_SEED_OFFSET + index, state=state)
+            callback.start(model, train, seed=self.settings.seed + _CALLBACK_SEED_OFFSET + index, state=state)
 
-    def _step_callbacks(self, model: EnergyModel) -> None:
-        """Every callback's ``on_step`` after an update, timed into ``_callback_seconds``."""
+    def _step_callbacks(self, run: _Run) -> None:
+        """Every callback's ``on_step`` after an update, timed into ``run.callback_seconds``."""
         if not self.callbacks:
             return
         began = time.perf_counter()
         with torch.no_grad():
             for callback in self.callbacks:
-                callback.on_step(model)
-        self._callback_seconds += time.perf_counter() - began
+                callback.on_step(run.model)
+        run.callback_seconds += time.perf_counter() - began
 
-    def _end_callbacks_epoch(self, model: EnergyModel, epoch: int, splits: dict[str, torch.Tensor]) -> dict[str, float]:
+    def _end_callbacks_epoch(self, run: _Run, epoch: int) -> dict[str, float]:
         """The callbacks' numbers for ``epoch``'s record (on the diagnostic rows) and ``callback_seconds``, their time."""
         if not self.callbacks:
             return {}
-        began, rows = time.perf_counter(), slice(self.metrics_rows)
+        began, rows = time.perf_counter(), slice(self.settings.metrics_rows)
         record: dict[str, float] = {}
         for callback in self.callbacks:
-            record.update(callback.on_epoch_end(model, epoch, {name: split[rows] for name, split in splits.items()}))
-        record["callback_seconds"] = self._callback_seconds + time.perf_counter() - began
+            record.update(callback.on_epoch_end(run.model, epoch, {name: split[rows] for name, split in run.splits.items()}))
+        record["callback_seconds"] = run.callback_seconds + time.perf_counter() - began
         return record
 
     def _non_finite(self, loss: float, epoch: int, batch: int) -> FloatingPointError:
@@ -425,9 +394,9 @@ class Trainer:
     def _evaluate(self, model: EnergyModel, splits: dict[str, torch.Tensor], epoch: int) -> dict[str, float | None]:
         """Reconstruction error and (where cheap) pseudo-log-likelihood on ``splits`` (``{"train": [N, V], <held-out
         name>: [M, V]}``), plus the estimator on the held-out split at its epochs (its base fitted to train)."""
-        generator = torch.Generator(model.device).manual_seed(self.seed + _EVALUATION_SEED_OFFSET)
+        generator = torch.Generator(model.device).manual_seed(self.settings.seed + _EVALUATION_SEED_OFFSET)
         record: dict[str, float | None] = {}
-        rows = slice(self.metrics_rows)
+        rows = slice(self.settings.metrics_rows)
         for name, split in splits.items():
             if has_reconstruction(model):
                 record[f"{name}_reconstruction_error"] = reconstruction_error(model, split[rows])
@@ -441,38 +410,34 @@ class Trainer:
             record["log_z"] = None if estimate.partition is None else estimate.partition.log_z
         return record
 
-    def _save(
-        self, ranks: DistributedStrategy, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator],
-        epoch: int, config: dict | None,
-    ) -> None:
+    def _save(self, run: _Run, epoch: int) -> None:
         """Write the checkpoint after ``epoch``: every rank sends its objective state and sampling stream to it, and
         the leader alone writes."""
-        gathered = ranks.gather(lambda: rank_state(self.objective, generators["sampling"]))
-        if ranks.leader:
+        gathered = run.ranks.gather(lambda: rank_state(self.objective, run.generators["sampling"]))
+        if run.ranks.leader:
             callbacks = [callback.state_dict() for callback in self.callbacks]
-            self._checkpoints.write(model, trainer_state(epoch, optimizer, self.objective, generators, gathered, callbacks), config)
+            state = trainer_state(epoch, run.optimizer, self.objective, run.generators, gathered, callbacks)
+            self._checkpoints.write(run.model, state, run.config)
 
-    def _restore(
-        self, ranks: DistributedStrategy, model: EnergyModel, optimizer: torch.optim.Optimizer, generators: dict[str, torch.Generator],
-        config: dict | None,
-    ) -> tuple[int, list | None]:
+    def _restore(self, run: _Run) -> tuple[int, list | None]:
         """Load ``checkpoint.pt`` (read by the leader for every rank) into the model, optimiser, objective and
         generators once it passes the resume checks; returns its epoch (0 if there is none) and the callbacks' saved
         states (``None`` if it holds none)."""
+        ranks, epochs = run.ranks, self.settings.epochs
         checkpoint = ranks.from_leader(self._checkpoints.read)
         if checkpoint is None:
             if ranks.leader:
                 logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
             return 0, None
-        self._checkpoints.check_resumable(checkpoint, model, config, ranks.world_size)
+        self._checkpoints.check_resumable(checkpoint, run.model, run.config, ranks.world_size)
         saved = checkpoint["trainer_state"]["epoch"]
-        if saved > self.epochs:  # the loop would run no epoch and the run end as if it had trained to epochs
+        if saved > epochs:  # the loop would run no epoch and the run end as if it had trained to epochs
             raise ValueError(f"resume=true refused: {self.checkpoint_path} is at epoch {saved}, past "
-                             f"trainer.epochs={self.epochs}; ask for trainer.epochs > {saved} to train on, or start a new run_dir")
-        if saved == self.epochs and ranks.leader:
+                             f"trainer.epochs={epochs}; ask for trainer.epochs > {saved} to train on, or start a new run_dir")
+        if saved == epochs and ranks.leader:
             logger.warning("%s is already at epoch %d = trainer.epochs: no epoch to train (ask for trainer.epochs > %d to train on)",
                            self.checkpoint_path, saved, saved)
-        epoch = restore_trainer_state(checkpoint, model, optimizer, self.objective, generators, ranks.rank)
+        epoch = restore_trainer_state(checkpoint, run.model, run.optimizer, self.objective, run.generators, ranks.rank)
         if ranks.leader:
             logger.info("resuming from %s after epoch %d", self.checkpoint_path, epoch)
         return epoch, checkpoint["trainer_state"].get("callbacks")

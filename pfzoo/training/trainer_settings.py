@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
@@ -35,8 +35,12 @@ def check_optimizer_factory(optimizer: Any) -> OptimizerFactory:
 
 @dataclass(frozen=True)
 class TrainerSettings:
-    """How long and how a :class:`~pfzoo.training.Trainer` trains, validated on construction (``ValueError`` naming
-    the field); the Trainer's keyword arguments of the same names.
+    """How long and how a :class:`~pfzoo.training.Trainer` trains and what it writes, validated on construction
+    (``ValueError`` naming the field): ``Trainer(..., settings=TrainerSettings(...))``, or the same names as the
+    Trainer's keyword arguments (a ``conf/trainer`` config's), which :meth:`build` turns into one of these. The Trainer
+    keeps it as ``trainer.settings``. What the constructor turns into objects (the ``centered`` and
+    ``natural_gradient`` wrappers of the objective, ``track_partition``'s callback) is not a setting: the objects are
+    the Trainer's (``trainer.objective``, ``trainer.callbacks``).
 
     Attributes:
         epochs: total number of epochs (a resumed run continues up to it).
@@ -62,11 +66,14 @@ class TrainerSettings:
             rows of each split; ``None``: every row (a DBM's mean-field reconstruction of all 50,000 MNIST digits costs
             about half an epoch of training).
         log_every: log a line every this many epochs (and the first and last); ``None``: about
-            :data:`LOGGED_EPOCHS` lines per run.
+            :data:`LOGGED_EPOCHS` lines per run, whatever ``epochs`` is.
         held_out: the split the per-epoch diagnostics, the estimator and the callbacks judge the model on
             (:meth:`DataSplits.held_out <pfzoo.data.DataSplits.held_out>`): ``"auto"`` (default) the validation split
             where the data set has one, else the test split; ``"valid"`` or ``"test"`` to name it. Its metrics carry
             its name (``valid_log_likelihood``, ``test_reconstruction_error``, ...).
+        csv: also write every epoch's record to ``<run_dir>/metrics.csv`` (:class:`~pfzoo.training.metrics_log.MetricsLog`).
+        tensorboard: also log every epoch's numbers as TensorBoard scalars in ``<run_dir>/tensorboard/``; needs the
+            ``tensorboard`` package (the Trainer refuses it in one line without).
 
     Stopping early: a run ends before ``epochs`` when its recorded epochs meet a rule of :meth:`stop_reason`,
     checked before every epoch (so a resumed run that had already stopped trains no further): ``stop_tolerance``
@@ -91,12 +98,16 @@ class TrainerSettings:
     log_every: int | None = None
     metrics_rows: int | None = None
     held_out: str = "auto"
+    csv: bool = True
+    tensorboard: bool = False
 
     def __post_init__(self) -> None:
         normalised = {
             "weight_decay": check_finite_number(self.weight_decay, "weight_decay", minimum=0.0),
             "learning_rate_decay": check_finite_number(self.learning_rate_decay, "learning_rate_decay", minimum=0.0),
             "progress": check_bool(self.progress, "progress"),
+            "csv": check_bool(self.csv, "csv"),
+            "tensorboard": check_bool(self.tensorboard, "tensorboard"),
         }
         if self.final_momentum is not None:
             normalised["final_momentum"] = check_finite_number(self.final_momentum, "final_momentum", minimum=0.0)
@@ -120,12 +131,23 @@ class TrainerSettings:
         normalised["max_seconds"] = None if self.max_seconds is None else float(self.max_seconds)
         if self.metrics_rows is not None:
             check_positive_int(self.metrics_rows, "metrics_rows")
+        if self.log_every is not None:
+            check_positive_int(self.log_every, "log_every")
         check_held_out(self.held_out)
-        normalised["log_every"] = (
-            max(1, self.epochs // LOGGED_EPOCHS) if self.log_every is None else check_positive_int(self.log_every, "log_every")
-        )
         for name, value in normalised.items():
             object.__setattr__(self, name, value)  # frozen: the validated values replace the given ones once
+
+    @classmethod
+    def build(cls, base: TrainerSettings | None = None, **values: Any) -> TrainerSettings:
+        """``base`` (None: the defaults) with the fields named in ``values`` replaced, validated as a whole; a name that
+        is no field is refused in one line (the Trainer's keyword arguments come here, a config's misspelt key too)."""
+        if base is not None and not isinstance(base, cls):
+            raise ValueError(f"settings must be a TrainerSettings or None, got {type(base).__name__}")
+        names = [field.name for field in fields(cls)]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(f"unknown trainer setting {', '.join(unknown)}: expected TrainerSettings fields ({', '.join(names)})")
+        return cls(**values) if base is None else replace(base, **values)
 
     def learning_rate(self, initial_lr: float, epoch: int) -> float:
         """Epoch ``epoch``'s rate ``initial_lr / (1 + learning_rate_decay · (epoch − 1))``."""
@@ -138,9 +160,24 @@ class TrainerSettings:
         progress = 1.0 if self.momentum_ramp_epochs == 0 else min(1.0, (epoch - 1) / self.momentum_ramp_epochs)
         return initial_momentum + (self.final_momentum - initial_momentum) * progress
 
+    def apply_schedule(self, optimizer: torch.optim.Optimizer, epoch: int) -> None:
+        """Set epoch ``epoch``'s rate (and momentum, with ``final_momentum``) in every parameter group of ``optimizer``,
+        from its ``initial_lr`` (``initial_momentum``), kept in the optimiser's state so a resumed run continues the
+        schedule."""
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+            group["lr"] = self.learning_rate(group["initial_lr"], epoch)
+            if self.final_momentum is not None:
+                if "momentum" not in group:
+                    raise ValueError(f"final_momentum needs an optimizer with a momentum setting (SGD, RMSprop), got {type(optimizer).__name__}")
+                group.setdefault("initial_momentum", group["momentum"])
+                group["momentum"] = self.momentum(group["initial_momentum"], epoch)
+
     def logs(self, epoch: int) -> bool:
-        """Whether ``epoch`` gets a log line: every ``log_every``-th, the first and the last."""
-        return epoch % self.log_every == 0 or epoch in (1, self.epochs)
+        """Whether ``epoch`` gets a log line: every ``log_every``-th (by default every ``epochs // LOGGED_EPOCHS``-th, at
+        least every one), the first and the last."""
+        every = self.log_every or max(1, self.epochs // LOGGED_EPOCHS)
+        return epoch % every == 0 or epoch in (1, self.epochs)
 
     def evaluates(self, epoch: int) -> bool:
         """Whether the estimator runs after ``epoch``: every ``evaluate_every``-th and the last (never when 0)."""

@@ -150,16 +150,20 @@ def test_cd_sweeps_grow_on_schedule():
 def test_momentum_ramps_to_its_final_value(tmp_path):
     train = exact_samples(random_rbm(4, 2), 60, seed=0)
     data = DataSplits("known-rbm", train, train, None, None)
-    seen = []
-    trainer = Trainer(CD(), partial(torch.optim.SGD, lr=0.01, momentum=0.5), run_dir=tmp_path, epochs=5, batch_size=60, progress=False,
-                      final_momentum=0.9, momentum_ramp_epochs=2)
-    original = trainer._train_epoch
+    seen, optimizers = [], []
 
-    def spy(ranks, model, train, optimizer, *args):
-        seen.append(optimizer.param_groups[0]["momentum"])
-        return original(ranks, model, train, optimizer, *args)
+    class Spy(CD):
+        """CD that records the momentum its epoch's one step takes."""
 
-    trainer._train_epoch = spy
+        def loss(self, model, batch, *, generator=None):
+            seen.append(optimizers[0].param_groups[0]["momentum"])
+            return super().loss(model, batch, generator=generator)
+
+    def make(parameters):
+        optimizers.append(torch.optim.SGD(parameters, lr=0.01, momentum=0.5))
+        return optimizers[0]
+
+    trainer = Trainer(Spy(), make, run_dir=tmp_path, epochs=5, batch_size=60, progress=False, final_momentum=0.9, momentum_ramp_epochs=2)
     trainer.fit(RBM(4, 2).double(), data)
     assert seen == pytest.approx([0.5, 0.7, 0.9, 0.9, 0.9])
     with pytest.raises(ValueError, match="final_momentum needs an optimizer with a momentum setting"):

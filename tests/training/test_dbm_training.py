@@ -421,7 +421,7 @@ def test_dbm_pcd_config_instantiates_and_trains(tmp_path, toy):
     objective = trainer.objective
     assert type(objective) is DBMPersistentMeanField and objective.k == 5 and objective.num_chains == 100
     assert isinstance(objective.pretrain, functools.partial) and objective.pretrain.func is pretrain_dbm
-    assert trainer.seed == 3
+    assert trainer.settings.seed == 3
     model = DBM([16, 6, 4], generator=torch.Generator().manual_seed(0))
     initial = model.weights[1].detach().clone()
     final = trainer.fit(model, toy)

@@ -15,19 +15,17 @@ def test_the_one_rank_trains_on_every_row_at_full_weight():
     ranks = DistributedStrategy()
     rows = torch.tensor([4, 1, 3])
     assert torch.equal(ranks.shard(rows), rows)
-    loss = torch.tensor(2.5)
-    assert ranks.weighted(loss, 3, 3) is loss
-    parameter = torch.nn.Parameter(torch.ones(2))
-    parameter.grad = torch.tensor([0.5, -1.0])
-    assert ranks.sum_gradients([parameter], loss, 3) is loss
-    assert torch.equal(parameter.grad, torch.tensor([0.5, -1.0]))
+    parameter = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    loss = ranks.minibatch_loss(lambda: (parameter * torch.tensor([0.5, 0.25])).sum(), 3, 3, [parameter])
+    assert loss.item() == 0.0 and not loss.requires_grad
+    assert torch.equal(parameter.grad, torch.tensor([0.5, 0.25]))  # the shard's own gradient, unweighted and unsummed
 
 
 def test_the_one_rank_agrees_with_itself_and_keeps_no_rank_copies():
     ranks = DistributedStrategy()
     model = torch.nn.Linear(2, 1)
     assert ranks.agree_on_change(True, model) is True and ranks.agree_on_change(False, model) is False
-    assert ranks.slowest(1.25, torch.device("cpu")) == 1.25
+    assert ranks.slowest((1.25, 0.5), torch.device("cpu")) == (1.25, 0.5)
     calls = []
     assert ranks.gather(lambda: calls.append("made")) is None and calls == []
     assert ranks.from_leader(lambda: {"read": 1}) == {"read": 1}

@@ -207,8 +207,8 @@ def test_the_dbn_config_makes_any_trainer_greedy(small_data, tmp_path, trainer):
     assert isinstance(model, DBN) and model.layer_sizes == [64, 8, 4]
     model.init_from_data(small_data.train)
     greedy = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=None)
-    assert type(greedy) is GreedyTrainer and greedy.epochs == 1 and greedy.init_from_data
-    assert type(greedy.objective).__name__ == trainer.upper() and greedy.layer_trainer(1).batch_size == cfg.trainer.batch_size
+    assert type(greedy) is GreedyTrainer and greedy.settings.epochs == 1 and greedy.init_from_data
+    assert type(greedy.objective).__name__ == trainer.upper() and greedy.layer_trainer(1).settings.batch_size == cfg.trainer.batch_size
     greedy.fit(model, small_data)
     assert zoo.load(greedy.checkpoint_path).config() == {"layer_sizes": [64, 8, 4], "max_enumeration_units": 25}
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2

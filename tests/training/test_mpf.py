@@ -267,7 +267,7 @@ def test_trainer_prepares_every_epoch_passes_row_indices_and_resets_the_optimize
 def test_mpf_config_instantiates_and_trains(tmp_path):
     cfg = OmegaConf.create({"seed": 3, "trainer": OmegaConf.load(CONF / "mpf.yaml")})
     trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), estimator=None, epochs=2, progress=False)
-    assert type(trainer.objective.continuous) is PersistentMPF and trainer.seed == 3 and trainer.batch_size >= 10**6
+    assert type(trainer.objective.continuous) is PersistentMPF and trainer.settings.seed == 3 and trainer.settings.batch_size >= 10**6
     model = ICA(4, generator=torch.Generator().manual_seed(0))
     assert isinstance(trainer.make_optimizer(model.parameters()), torch.optim.LBFGS)
     truth = ICA(4, generator=torch.Generator().manual_seed(1))

@@ -1,14 +1,16 @@
 """The Trainer: learning, metrics file, checkpoints, exact resume, weight decay, errors; and the metrics it logs."""
 
+import dataclasses
 import json
 import sys
 import math
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
-from factories import random_rbm
+from factories import random_ising, random_rbm
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from torch.nn import functional as F
@@ -16,8 +18,14 @@ from torch.nn import functional as F
 from pfzoo import zoo
 from pfzoo.data import DataSplits, digits
 from pfzoo.estimators import AIS, Exact
-from pfzoo.models import RBM
-from pfzoo.training import CD, PCD, Objective, Trainer, pseudo_log_likelihood, reconstruction_error
+from pfzoo.models import ICA, RBM, MissingCapability
+from pfzoo.training import (
+    CD, FPCD, NCE, PCD, GeneralizedPseudoLikelihood, GeneralizedScoreMatching, NaiveMCMC, Objective, PseudoLikelihood, RatioMatching,
+    SelfContrastive, Trainer, pseudo_log_likelihood, reconstruction_error,
+)
+from pfzoo.training.distributed_strategy import DistributedStrategy
+from pfzoo.training.trainer import decayed_weights
+from pfzoo.training.trainer_settings import TrainerSettings
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "trainer"
 
@@ -224,6 +232,20 @@ def test_nan_loss_raises_and_keeps_the_last_good_checkpoint(tmp_path, data):
     assert [r["epoch"] for r in read_metrics(tmp_path)] == [1]
 
 
+def test_weight_decay_shrinks_couplings_as_documented_and_not_fields(tmp_path):
+    """The Trainer's docstring once listed couplings among the parameters weight decay leaves alone, while
+    decayed_weights (which the Trainer applies) decays them on purpose: the behaviour, and the docstring that says it."""
+    model = random_ising(6)
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    rows = torch.bernoulli(torch.full((40, 6), 0.5, dtype=torch.float64), generator=torch.Generator().manual_seed(0))
+    sgd = partial(torch.optim.SGD, lr=0.1)
+    Trainer(NullObjective(), sgd, run_dir=tmp_path, epochs=1, batch_size=20, weight_decay=0.5, progress=False).fit(model, DataSplits("spins", rows, rows[:5]))
+    torch.testing.assert_close(model.coupling, initial["coupling"] * (1 - 0.1 * 0.5) ** 2)  # 2 steps of J -= lr λ J
+    assert all(torch.equal(p, initial[name]) for name, p in model.named_parameters() if name != "coupling")
+    assert "over :func:`decayed_weights`: the weight matrices and pair couplings, never biases" in " ".join(Trainer.__doc__.split())
+    assert "couplings named ``coupling``" in decayed_weights.__doc__
+
+
 def test_weight_decay_shrinks_weights_only(tmp_path, data):
     model = rbm()
     with torch.no_grad():
@@ -250,6 +272,10 @@ def test_weight_decay_shrinks_weights_only(tmp_path, data):
         dict(seed="0"),
         dict(estimator="ais"),
         dict(optimizer="sgd"),
+        dict(csv="yes"),
+        dict(centered="yes"),
+        dict(epoch=3),  # no such setting: TrainerSettings has epochs
+        dict(settings={"epochs": 3}),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_them(tmp_path, bad):
@@ -284,7 +310,7 @@ def test_trainer_configs_instantiate_and_train(tmp_path, data, name, objective):
     cfg = OmegaConf.create({"seed": 7, "trainer": OmegaConf.load(CONF / f"{name}.yaml")})
     trainer = instantiate(cfg.trainer, run_dir=str(tmp_path), estimator=None)
     assert type(trainer.objective) is objective and trainer.objective.k == 1
-    assert trainer.seed == 7 and trainer.estimator is None and trainer.evaluate_every == 0
+    assert trainer.settings.seed == 7 and trainer.estimator is None and trainer.settings.evaluate_every == 0
     optimizer = trainer.make_optimizer(rbm().parameters())
     assert isinstance(optimizer, torch.optim.SGD)
     assert optimizer.defaults["lr"] == 0.05 and optimizer.defaults["momentum"] == 0.5
@@ -370,3 +396,75 @@ def test_weight_decay_acts_on_every_weight_matrix_and_on_nothing_else():
     assert names(random_mcrbm()) == ["mean_weight"]
     assert names(random_ising(4)) == ["coupling"]
     assert names(random_hopfield(4)) == ["coupling"]
+
+
+# ---- one settings object, one call per phase, checks once -----------------------------------------
+
+
+def test_the_trainer_holds_one_validated_settings_object_and_no_mirrors(tmp_path):
+    settings = TrainerSettings(epochs=4, batch_size=20, seed=5)
+    assert Trainer(CD(), run_dir=tmp_path, settings=settings).settings == settings
+    keyworded = Trainer(CD(), run_dir=tmp_path, settings=settings, seed=6, csv=False)
+    assert keyworded.settings == dataclasses.replace(settings, seed=6, csv=False)
+    assert Trainer(CD(), run_dir=tmp_path, epochs=4).settings == TrainerSettings(epochs=4)
+    assert not any(hasattr(keyworded, field.name) for field in dataclasses.fields(TrainerSettings))
+
+
+class CountingCD(CD):
+    """CD whose epoch metric counts the calls of ``epoch_metrics``."""
+
+    def __init__(self):
+        super().__init__()
+        self.epoch_metric_calls = 0
+
+    def epoch_metrics(self):
+        self.epoch_metric_calls += 1
+        return {"epoch_metric_calls": float(self.epoch_metric_calls)}
+
+
+def test_the_objective_epoch_metrics_run_once_per_epoch(tmp_path, data):
+    """They ran twice per epoch (the record kept the second call's values under the first call's keys)."""
+    objective = CountingCD()
+    Trainer(objective, run_dir=tmp_path, epochs=3, batch_size=50, progress=False).fit(rbm(), data)
+    assert objective.epoch_metric_calls == 3
+    assert [record["epoch_metric_calls"] for record in read_metrics(tmp_path)] == [1.0, 2.0, 3.0]
+
+
+# objectives whose loss checks the model's capabilities (all but NCE and SelfContrastive did so on every minibatch)
+PER_MINIBATCH_CHECKERS = [
+    CD, PCD, FPCD, PseudoLikelihood, RatioMatching, GeneralizedScoreMatching, GeneralizedPseudoLikelihood, NCE,
+    partial(NaiveMCMC, burn_in=2, num_chains=10), partial(SelfContrastive, num_chains=10),
+]
+
+
+@pytest.mark.parametrize("make", PER_MINIBATCH_CHECKERS, ids=lambda make: getattr(make, "func", make).__name__)
+def test_the_capabilities_are_checked_once_per_fit_not_per_minibatch(tmp_path, data, make):
+    objective = make()
+    checks = []
+    missing = objective.missing
+    objective.missing = lambda model: checks.append(type(model).__name__) or missing(model)
+    Trainer(objective, run_dir=tmp_path, epochs=2, batch_size=50, progress=False).fit(rbm(), data)  # 8 minibatches
+    assert checks == ["RBM"]
+
+
+@pytest.mark.parametrize("make", [CD, PCD, FPCD, PseudoLikelihood, RatioMatching, GeneralizedScoreMatching], ids=lambda make: make.__name__)
+def test_a_direct_loss_call_still_refuses_a_model_the_objective_does_not_apply_to(make):
+    with pytest.raises(MissingCapability, match=rf"^{make.__name__} needs .*; ICA is"):
+        make().loss(ICA(4), torch.zeros(2, 4))
+
+
+def test_each_epoch_phase_makes_one_call_into_the_distributed_strategy(tmp_path, data, monkeypatch):
+    """fit walked trainer → strategy → distributed several times per epoch (two timings, a loss weighting and a gradient
+    sum per step); now: training (one agreement on the objective's change, per minibatch its shard and its loss),
+    evaluation (one reduction of both times), recording (one gather of the ranks' states at a checkpoint)."""
+    calls = Counter()
+    for name, method in vars(DistributedStrategy).items():
+        if callable(method) and not name.startswith("_"):
+            def counted(self, *args, method=method, name=name, **kwargs):
+                calls[name] += 1
+                return method(self, *args, **kwargs)
+            monkeypatch.setattr(DistributedStrategy, name, counted)
+    Trainer(CD(), run_dir=tmp_path, epochs=2, batch_size=50, checkpoint_every=2, progress=False).fit(rbm(), data)  # 4 minibatches an epoch
+    once_per_fit = {"sampling_generator": 1, "broadcast_model": 1, "from_leader": 1}
+    per_epoch = {"agree_on_change": 1, "shard": 4, "minibatch_loss": 4, "slowest": 1}
+    assert calls == Counter({**once_per_fit, **{name: 2 * count for name, count in per_epoch.items()}, "gather": 1})

@@ -269,7 +269,7 @@ register_family("gaussian", bases=("fitted", "isotropic"), make_base=gaussian_ba
 def gaussian_geometric_path(model, base, kernel) -> GaussianPath | ContinuousGeometricPath:
     """Perfect transitions (exact draws of each intermediate Gaussian); with a position-space ``kernel`` (e.g. HMC) the
     generic continuous path instead, which is how kernels are checked against a closed form."""
-    if kernel is not None and kernel.needs != EXACT_DRAWS:
+    if kernel is not None and not (isinstance(kernel, Kernel) and kernel.needs == EXACT_DRAWS):
         return ContinuousGeometricPath(target=model, base=base, kernel=kernel)
     return GaussianGeometricPath(target=model, base=base, kernel=kernel)
 

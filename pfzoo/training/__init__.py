@@ -31,6 +31,7 @@ from pfzoo.training.score_matching import ScoreMatching
 from pfzoo.training.self_contrastive import SelfContrastive
 from pfzoo.training.sliced_score_matching import SlicedScoreMatching
 from pfzoo.training.trainer import Trainer
+from pfzoo.training.trainer_settings import TrainerSettings
 
 __all__ = [
     "BitFlipMPF",
@@ -61,6 +62,7 @@ __all__ = [
     "SelfContrastive",
     "SlicedScoreMatching",
     "Trainer",
+    "TrainerSettings",
     "TrainingCallback",
     "UpdateLimit",
     "applicable_trainers",

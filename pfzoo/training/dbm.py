@@ -141,7 +141,7 @@ class DBMPersistentMeanField(Objective):
 
         ``indices`` (the batch's rows in the training set, passed by the Trainer) is ignored.
         """
-        _check_dbm(model)
+        self.check_outside_fit(model)
         model.check_visible(batch, "batch")
         check_generator(generator, model.device)
         if self.chains.numel() == 0:
@@ -210,7 +210,7 @@ class DBMParallelTempering(PT):
 
     def loss(self, model: DBM, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None) -> torch.Tensor:
         """Surrogate loss (scalar) for binary ``batch [B, V]``; advances every replica ``k`` PT steps first. ``indices`` is not used."""
-        _check_dbm(model)
+        self.check_outside_fit(model)
         model.check_visible(batch, "batch")
         check_generator(generator, model.device)
         means = model.mean_field(batch, num_iterations=self.mean_field_iterations)

@@ -483,10 +483,10 @@ class DBM(EnergyModel):
         of its mean-field posterior means averaged over the data (at most
         ``BASE_RATE_MEAN_FIELD_ROWS`` evenly spaced rows). The hidden rates matter: a DBM can have
         a spurious mode that uniform hidden units fall into and never leave, so AIS from hidden
-        biases 0 can miss the mode the data live in. On the 784–500–1000 MNIST DBM of
-        ``models/dbm-binarized_mnist`` (K = 10³, 100 chains), AIS from visible-only base rates ends
-        in a mode with ~436 of 1000 top units on and gives log Ẑ = 738.2; from these base rates it ends
-        with ~22 on (like the data's posterior) and gives 776.9. Both are stochastic lower bounds on
+        biases 0 can miss the mode the data live in. On a greedily pretrained
+        784–500–1000 MNIST DBM (``reports/raise_dbm_greedy``; K = 10³, 100 chains), AIS from visible-only base rates
+        ended in a mode with ~436 of 1000 top units on and gave log Ẑ = 738.2; from these base rates it ended with ~22
+        on (like the data's posterior) and gave 776.9. Both are stochastic lower bounds on
         log Z, so the larger one is the better estimate.
         """
         weights = [torch.zeros_like(weight) for weight in self.weights]

@@ -13,11 +13,19 @@ connects ``x`` to its D neighbours ``x⁽ⁱ⁾``, and ``F(x) - F(x⁽ⁱ⁾)`` 
 (appendix E.2) lets flow escape between far-apart modes. Neighbours that are themselves data states
 are kept in the sum, as in the thesis's reference code; they contribute equal and opposite flows in
 expectation, so the fixed point of the objective is unchanged.
+
+A general connectivity ``g_ij`` (thesis §2.8) replaces the bit flips when given: with ``g_ij`` the weight of the
+connection from ``x_j`` to ``x_i`` (not necessarily symmetric, ``g_ij > 0 ⇔ g_ji > 0``), eq. 2.20's rates make the flow
+
+    K(θ; g) = (1/N) Σ_n Σ_{x' ∈ C(x_n)} g(x'|x_n) (g(x_n|x') / g(x'|x_n))^½ exp( ½ [F(x_n; θ) - F(x'; θ)] )   (eq. 2.21)
+
+summed over the states the connectivity lists (data states among them kept, as above).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
@@ -53,19 +61,35 @@ class BitFlipMPF(Objective):
             rate serves the whole run, and a single large sampled term cannot blow up a step: the choice for
             minibatch SGD on wide RBMs (a ratio estimate on minibatches, biased by O(1/B)). Same minimiser as K
             on a fixed data set, but none at all when K → 0 (storable Hopfield patterns): keep K there.
+        connectivity: ``None`` (the default) for the bit flips above; otherwise a general connectivity (eq. 2.21,
+            module docstring) that replaces them: a deterministic callable mapping ``batch [B, D]`` to
+            ``(connected [B, K, D], log_forward [B, K], log_backward [B, K])``, the K states each row connects to and
+            ``log g(x'|x)``, ``log g(x|x')`` (``-inf`` for no connection). Rows list states other than their own (a
+            listed ``x`` itself adds the θ-independent ``g(x|x)``, outside eq. 2.20's ``i ≠ j``). Costs one free energy
+            per connected state; not with ``all_bits_flipped`` or ``num_flips``.
     """
 
-    def __init__(self, all_bits_flipped: bool = False, num_flips: int | None = None, log_flow: bool = False) -> None:
+    def __init__(
+        self, all_bits_flipped: bool = False, num_flips: int | None = None, log_flow: bool = False,
+        connectivity: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None = None,
+    ) -> None:
         super().__init__()
         self.all_bits_flipped = check_bool(all_bits_flipped, "all_bits_flipped")
         self.log_flow = check_bool(log_flow, "log_flow")
         self.num_flips = None if num_flips is None else check_positive_int(num_flips, "num_flips")
+        if connectivity is not None and not callable(connectivity):
+            raise ValueError(f"connectivity must be None or a callable batch -> (connected, log_forward, log_backward), got {connectivity!r}")
+        if connectivity is not None and (self.all_bits_flipped or self.num_flips is not None):
+            raise ValueError("connectivity replaces the bit flips: give it without all_bits_flipped or num_flips")
+        self.connectivity = connectivity
 
     def log_flows(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """``log Σ_{x' ∈ C(x_n)} exp(½ [F(x_n) - F(x')])`` for each row of binary ``batch [B, D]`` → ``[B]``."""
         if not model.binary_visible:  # real-valued states have no bit flips
             raise ValueError(f"BitFlipMPF needs a model over binary states; {type(model).__name__} is real-valued (use MPF's continuous branch)")
         model.check_visible(batch, "batch")
+        if self.connectivity is not None:
+            return self._connected_log_flows(model, batch)
         units = sampled_units(batch, self.num_flips, generator=generator)
         exponents = -0.5 * model.flip_free_energy_gaps(batch, units)
         if units is not None:
@@ -75,6 +99,19 @@ class BitFlipMPF(Objective):
             exponents = torch.cat([exponents, complement.unsqueeze(1)], dim=1)
         return torch.logsumexp(exponents, dim=1)
 
+    def _connected_log_flows(self, model, batch: torch.Tensor) -> torch.Tensor:
+        """Eq. 2.21's inner sum for each row of ``batch [B, D]`` under :attr:`connectivity` → ``[B]``."""
+        connected, log_forward, log_backward = self.connectivity(batch)
+        num_rows, num_connected = log_forward.shape
+        if connected.shape != (num_rows, num_connected, batch.shape[1]) or log_backward.shape != log_forward.shape:
+            raise ValueError(
+                f"connectivity must return connected [{num_rows}, K, {batch.shape[1]}] and log_forward, log_backward [{num_rows}, K]; "
+                f"got {tuple(connected.shape)}, {tuple(log_forward.shape)}, {tuple(log_backward.shape)}"
+            )
+        gaps = model.free_energy(batch).unsqueeze(1) - model.free_energy(connected.reshape(-1, batch.shape[1])).reshape(num_rows, num_connected)
+        # g_ij (g_ji / g_ij)^½ = (g_ij g_ji)^½: in logs, half the sum, with no 0/0 for unconnected pairs (-inf + -inf)
+        return torch.logsumexp(0.5 * (log_forward + log_backward) + 0.5 * gaps, dim=1)
+
     def loss(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """The flow ``K(θ) = (1/B) Σ_n exp(log_flows_n)`` over ``batch [B, D]``, or its log with ``log_flow`` (float64 scalar)."""
         log_flows = self.log_flows(model, batch, generator=generator).double()
@@ -82,4 +119,5 @@ class BitFlipMPF(Objective):
         return log_k if self.log_flow else torch.exp(log_k)
 
     def extra_repr(self) -> str:
-        return f"all_bits_flipped={self.all_bits_flipped}, num_flips={self.num_flips}, log_flow={self.log_flow}"
+        text = f"all_bits_flipped={self.all_bits_flipped}, num_flips={self.num_flips}, log_flow={self.log_flow}"
+        return text if self.connectivity is None else f"{text}, connectivity={self.connectivity!r}"

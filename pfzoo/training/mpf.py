@@ -23,7 +23,8 @@ class MPF(Objective):
     persistent MPF needs it; for binary models ``prepare`` does nothing and returns ``False``.
 
     Args:
-        binary: the bit-flip objective (default ``BitFlipMPF()``: all single flips).
+        binary: the bit-flip objective (default ``BitFlipMPF()``: all single flips; ``BitFlipMPF(connectivity=g)`` for a
+            general connectivity g_ij, thesis eq. 2.21).
         continuous: the persistent-HMC objective (default ``PersistentMPF()``).
         branches: the branches this configuration is meant for; a model of another branch is refused rather
             than trained with default settings that appear nowhere in its config (``trainer=mpf_sgd`` sets up

@@ -24,6 +24,23 @@ expected Hessian there is ``¼ E[∇_θ Δ ∇_θ Δᵀ]`` with ``Δ = E(x; θ) 
 detailed balance trivially), ``∇K(θ_old)`` is minus half the log-likelihood gradient,
 ``½ (⟨∇_θ E⟩_data − ⟨∇_θ E⟩_model)``, so the fixed point of refreshing θ_old ← θ is the
 maximum-likelihood fit even when the model family does not contain the data distribution.
+
+Relation to the thesis's eq. 2.25. §2.9.4 takes a connectivity ``g_i = p(x_i; θ_old)`` that does not depend on the
+source state (eq. 2.22), which factors the objective into a product of two separate averages, over the data and over
+the samples ``S`` (all ``N·|S|`` pairs):
+
+    K^n(θ) = ( (1/N) Σ_{x ∈ D} exp(½ [E(x; θ) − E(x; θ_old)]) ) · ( (1/|S|) Σ_{x ∈ S} exp(−½ [E(x; θ) − E(x; θ_old)]) ).   (2.25)
+
+:class:`PersistentMPF` by default minimises a variant: the mean over the N pairs ``(x_n, x'_n)`` of the product of the
+two terms (the K above), which is eq. 2.21 sampled with one connected state per data point from a connectivity
+``g(x'|x)`` reversible under ``p(x; θ_old)`` (its ``(g_ji/g_ij)^½`` is the θ_old term). The two agree at θ = θ_old
+(both 1, with the gradient of eq. 2.26) and have the same expectation, eq. 2.24 summed over every state, when the
+``x'_n`` are independent exact draws from ``p(x; θ_old)``; they differ away from θ_old (so in the steps an optimiser takes
+between refreshes), and while the particles are still k moves of one reversible kernel T from the data (the first
+refresh) only the paired form is a flow objective: in expectation eq. 2.21 with ``g = T^k``, plus the θ-independent mass
+``T^k(x_n|x_n)`` of particles that stay at their data point, outside eq. 2.20's ``i ≠ j``. ``factored=True`` minimises ``log`` of eq. 2.25 as written. Two
+more departures from §2.9.4: the particles start at the data rather than at draws from a Gaussian (its step 2), and the
+loss is ``log K`` (same minimiser).
 """
 
 from __future__ import annotations
@@ -37,7 +54,7 @@ from pfzoo import distributed
 from pfzoo.kernels import HMCKernel, adaptive_chain, run_chain
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.training.objective import Objective
-from pfzoo.validation import check_finite_number, check_generator, check_positive_int, checking_values
+from pfzoo.validation import check_bool, check_finite_number, check_generator, check_positive_int, checking_values
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +91,8 @@ class PersistentMPF(Objective):
     (a product of Student-t experts on patches does). ā pools N chains, so each transition is, to
     within that shared statistic, a fixed kernel that leaves ``p(x; θ_old)`` invariant.
 
-    The loss is ``log K(θ) = log (1/B) Σ_n exp(a_n)``, ``a_n = ½ [E(x_n; θ) − E(x'_n; θ)] − ½ [E(x_n; θ_old) −
-    E(x'_n; θ_old)]``, computed with ``logsumexp``: it has the same minimiser as K and, at θ = θ_old where
+    The loss (by default; ``factored`` gives eq. 2.25's, module docstring) is ``log K(θ) = log (1/B) Σ_n exp(a_n)``,
+    ``a_n = ½ [E(x_n; θ) − E(x'_n; θ)] − ½ [E(x_n; θ_old) − E(x'_n; θ_old)]``, computed with ``logsumexp``: it has the same minimiser as K and, at θ = θ_old where
     ``K = 1``, the same gradient, and unlike K it cannot overflow when a line search tries a long step.
     At the start of each refresh θ = θ_old, so the loss is 0 exactly: the loss an L-BFGS Trainer logs
     (its first evaluation) is 0, and progress shows in an estimator's test log-likelihood instead.
@@ -100,9 +117,12 @@ class PersistentMPF(Objective):
         resample_every: calls of :meth:`prepare` (Trainer epochs) between refreshes of θ_old (≥ 1).
         target_acceptance: mean acceptance probability ε adapts to, in (0, 1); ``None`` keeps ε fixed.
         num_gibbs_sweeps: block-Gibbs sweeps of the particles per refresh, for binary models (≥ 1).
+        factored: minimise ``log`` of eq. 2.25 as written (module docstring), the product of the data average and the
+            particle average, instead of the paired mean; adds the buffer ``reference_free_energies [N, 2]``
+            (``E(x_n; θ_old)``, ``E(x'_n; θ_old)``).
     """
 
-    lazy_buffers = ("connected", "reference_gap")
+    lazy_buffers = ("connected", "reference_gap", "reference_free_energies")
 
     connected: torch.Tensor
     reference_gap: torch.Tensor
@@ -116,9 +136,11 @@ class PersistentMPF(Objective):
         resample_every: int = 1,
         target_acceptance: float | None = 0.8,
         num_gibbs_sweeps: int = 1,
+        factored: bool = False,
     ) -> None:
         super().__init__()
         self.num_gibbs_sweeps = check_positive_int(num_gibbs_sweeps, "num_gibbs_sweeps")
+        self.factored = check_bool(factored, "factored")
         self.num_hmc_steps = check_positive_int(num_hmc_steps, "num_hmc_steps")
         check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True)
         self.num_leapfrog = check_positive_int(num_leapfrog, "num_leapfrog")
@@ -130,6 +152,8 @@ class PersistentMPF(Objective):
         self.register_buffer("connected", torch.empty(0))
         self.register_buffer("reference_gap", torch.empty(0))
         self.register_buffer("num_prepared", torch.zeros((), dtype=torch.long))
+        if self.factored:  # only then, so the default's state_dict keeps its keys
+            self.register_buffer("reference_free_energies", torch.empty(0))
         self.adaptation: list[tuple[float, float]] = []
 
     @torch.no_grad()
@@ -161,7 +185,10 @@ class PersistentMPF(Objective):
         if len(share):
             mine = reversible_gibbs(model, mine, self.num_gibbs_sweeps, generator=generator) if binary else self._advance_hmc(model, mine, generator)
         self.connected = distributed.gather_rows(mine) if distributed.is_active() else mine
-        self.reference_gap = model.free_energy(data) - model.free_energy(self.connected)
+        data_energy, connected_energy = model.free_energy(data), model.free_energy(self.connected)
+        self.reference_gap = data_energy - connected_energy
+        if self.factored:
+            self.reference_free_energies = torch.stack([data_energy, connected_energy], 1)
         return True
 
     def _advance_hmc(self, model, start: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -182,7 +209,8 @@ class PersistentMPF(Objective):
     def loss(
         self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None, indices: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """``log K(θ)`` (scalar, class docstring) over ``batch [B, M]``, rows ``indices [B]`` of the data given to :meth:`prepare`.
+        """``log K(θ)`` (scalar, class docstring; with ``factored``, eq. 2.25 over the batch's rows and their particles) over
+        ``batch [B, M]``, rows ``indices [B]`` of the data given to :meth:`prepare`.
 
         ``indices=None`` means the whole prepared data set in order (B = N). Draws nothing: the
         ``x'_n`` and θ_old terms are the stored buffers, and ``generator`` is accepted only for the
@@ -204,6 +232,12 @@ class PersistentMPF(Objective):
             if indices.numel() and checking_values() and (indices.min() < 0 or indices.max() >= num_prepared):
                 raise ValueError(f"indices must lie in [0, {num_prepared}) (rows of the prepared data)")
             connected, reference_gap = self.connected[indices], self.reference_gap[indices]
+        if self.factored:
+            reference = self.reference_free_energies if indices is None else self.reference_free_energies[indices]
+            log_n = math.log(batch.shape[0])
+            data_average = torch.logsumexp(0.5 * (model.free_energy(batch) - reference[:, 0]), 0) - log_n
+            particle_average = torch.logsumexp(-0.5 * (model.free_energy(connected) - reference[:, 1]), 0) - log_n
+            return data_average + particle_average  # log of eq. 2.25's product
         exponents = 0.5 * (model.free_energy(batch) - model.free_energy(connected) - reference_gap)
         return torch.logsumexp(exponents, 0) - math.log(batch.shape[0])
 
@@ -211,4 +245,4 @@ class PersistentMPF(Objective):
         return (
             f"num_hmc_steps={self.num_hmc_steps}, step_size={self.step_size.item():.4g}, num_leapfrog={self.num_leapfrog}, "
             f"resample_every={self.resample_every}, target_acceptance={self.target_acceptance}"
-        )
+        ) + (", factored=True" if self.factored else "")

@@ -1,6 +1,6 @@
 """MPF with bit-flip connectivity and pseudo-likelihood for binary models: objective and gradient against
 finite differences and the state-space definition, stationarity at the generating model, consistency,
-sampled connectivity, the MPF router, and CD on Ising models."""
+sampled connectivity, a general connectivity (eq. 2.21), the MPF router, and CD on Ising models."""
 
 import math
 from functools import partial
@@ -12,6 +12,7 @@ from factories import all_binary_states, random_ising, random_rbm
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM, EnergyModel, Ising
 from pfzoo.training import CD, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
+from pfzoo.training.mpf_theory import flow_matrix
 
 LBFGS = partial(torch.optim.LBFGS, lr=1.0, max_iter=50, history_size=20, line_search_fn="strong_wolfe")
 
@@ -96,6 +97,65 @@ def test_mpf_objective_equals_the_state_space_definition(all_bits_flipped):
     if all_bits_flipped:
         closed = closed + torch.exp(0.5 * (model.energy(data) - model.energy(1 - data)))
     assert objective.loss(model, data).item() == pytest.approx(closed.mean().item(), rel=1e-12)
+
+
+class WeightedFlips:
+    """A proposal over single flips that depends on the state, ``g(x⁽ⁿ⁾|x) = softmax_n(a_n + c (2x_n − 1))`` (columns sum
+    to one, eq. 2.18), so ``g(x⁽ⁿ⁾|x) ≠ g(x|x⁽ⁿ⁾)``: a connectivity for ``BitFlipMPF(connectivity=...)``."""
+
+    def __init__(self, logits: torch.Tensor, contrast: float) -> None:
+        self.logits, self.contrast = logits, contrast
+
+    def log_probs(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log_softmax(self.logits + self.contrast * (2 * x - 1), -1)
+
+    def __call__(self, x: torch.Tensor):
+        num_rows, num_units = x.shape
+        connected = x.unsqueeze(1) + torch.eye(num_units, dtype=x.dtype) * (1 - 2 * x).unsqueeze(1)  # row n: unit n flipped
+        back = self.log_probs(connected.reshape(-1, num_units)).reshape(num_rows, num_units, num_units)
+        return connected, self.log_probs(x), back.diagonal(dim1=1, dim2=2)  # g(x|x⁽ⁿ⁾): flipping n back
+
+    def matrix(self, states: torch.Tensor) -> torch.Tensor:
+        """``g [S, S]`` over ``states`` (msb first), ``g[i, j] = g(state i | state j)``."""
+        connected, log_forward, _ = self(states)
+        weights = 2 ** torch.arange(states.shape[1] - 1, -1, -1, dtype=states.dtype)
+        rows = (connected @ weights).long()  # [S, D]: the index of each flipped state
+        g = torch.zeros(states.shape[0], states.shape[0], dtype=states.dtype)
+        g[rows, torch.arange(states.shape[0]).unsqueeze(1).expand_as(rows)] = log_forward.exp()
+        return g
+
+
+@pytest.mark.parametrize("make", [partial(random_ising, 5, seed=2), partial(random_rbm, 5, 3, seed=2)], ids=["ising", "rbm"])
+def test_general_connectivity_is_eq_2_21_by_enumeration(make):
+    """``BitFlipMPF(connectivity=g)`` is eq. 2.21: ``(1/|D|) Σ_{j ∈ D} Σ_{i ∉ D} g_ij (g_ji/g_ij)^½ exp(½ (E_j − E_i))``,
+    built from the full ``2^D × 2^D`` matrices of eq. 2.20 (:func:`~pfzoo.training.mpf_theory.flow_matrix`), for an
+    asymmetric g and data states that connect to no other (so ``i ∉ D`` and ``i ≠ j`` agree); with g = 1 on every single
+    flip it is the default bit-flip objective."""
+    model = make()
+    states = all_states(5)
+    data = torch.tensor([[0, 0, 0, 0, 0], [1, 1, 1, 0, 0], [0, 0, 1, 1, 1], [1, 1, 0, 1, 1]], dtype=torch.float64)
+    connectivity = WeightedFlips(torch.tensor([0.5, -1.0, 0.0, 1.5, 0.2], dtype=torch.float64), contrast=0.8)
+    g = connectivity.matrix(states)
+    torch.testing.assert_close(g.sum(0), torch.ones(32, dtype=torch.float64))
+    assert (g - g.T).abs().max() > 0.1
+    rates = flow_matrix(model.free_energy(states).detach(), g)
+    is_data = (states.unsqueeze(1) == data.unsqueeze(0)).all(-1).any(-1)
+    eq_2_21 = rates[~is_data][:, is_data].sum() / is_data.sum()
+    objective = BitFlipMPF(connectivity=connectivity)
+    assert objective.loss(model, data).item() == pytest.approx(eq_2_21.item(), rel=1e-12)
+    torch.testing.assert_close(BitFlipMPF(connectivity=connectivity, log_flow=True).loss(model, data), eq_2_21.log())
+
+    def every_flip(x):
+        connected, log_forward, log_backward = connectivity(x)
+        return connected, torch.zeros_like(log_forward), torch.zeros_like(log_backward)
+
+    torch.testing.assert_close(BitFlipMPF(connectivity=every_flip).loss(model, data), BitFlipMPF().loss(model, data), rtol=1e-13, atol=0)
+    with pytest.raises(ValueError, match="connectivity"):
+        BitFlipMPF(connectivity=every_flip, all_bits_flipped=True)
+    with pytest.raises(ValueError, match="connectivity"):
+        BitFlipMPF(connectivity="single flips")
+    with pytest.raises(ValueError, match="connectivity must return"):
+        BitFlipMPF(connectivity=lambda x: (x, x, x)).loss(model, data)
 
 
 @pytest.mark.parametrize(

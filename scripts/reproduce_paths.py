@@ -50,6 +50,7 @@ def main(argv=None) -> None:
     parser.add_argument("--part", choices=("a", "b", "all"), default="all", help="a: two Gaussians; b: MNIST RBMs")
     parser.add_argument("--rbm-steps", type=int, nargs="+", default=[100, 1000, 10000], help="part (b): K values")
     parser.add_argument("--rbm-chains", type=int, default=100, help="part (b): AIS chains")
+    parser.add_argument("--uniform", nargs="*", default=[], choices=sorted(RBM_MODELS), help="part (b): also from a uniform base")
     parser.add_argument("--data-root", type=Path, default=None, help="part (b): folder holding binarized_mnist/")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
@@ -80,9 +81,13 @@ def main(argv=None) -> None:
         if not (data_root / "binarized_mnist").is_dir():
             parser.error(f"part (b) needs {data_root}/binarized_mnist; pass --data-root or set PFZOO_DATA")
         steps = [10, 100] if args.quick else args.rbm_steps
-        results.update(rbm_settings={"steps": steps, "chains": args.rbm_chains, "seed": args.seed},
-                       rbms=rbm_experiment({name: zoo.load(REPO / "models" / folder / "checkpoint.pt") for name, folder in RBM_MODELS.items()},
-                                           binarized_mnist(data_root).train, steps, args.rbm_chains, args.seed))
+        models = {name: zoo.load(REPO / "models" / folder / "checkpoint.pt") for name, folder in RBM_MODELS.items()}
+        settings, train = {"steps": steps, "chains": args.rbm_chains, "seed": args.seed}, binarized_mnist(data_root).train
+        if args.uniform:  # runs from a uniform base join the results of (b) beside the base-rate ones
+            results.update(rbms_uniform=rbm_experiment({name: models[name] for name in args.uniform}, train, steps, args.rbm_chains,
+                                                       args.seed, base="uniform"), rbm_uniform_settings=settings)
+        else:
+            results.update(rbm_settings=settings, rbms=rbm_experiment(models, train, steps, args.rbm_chains, args.seed))
     if "gaussians" not in results:
         parser.error("no part (a) results to render: run with --part a (or all) first")
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -102,6 +107,8 @@ def write_report(results: dict, out: Path) -> None:
         figure.savefig(out / name, dpi=120)
         plt.close(figure)
     text = gaussians_markdown(results) + (rbms_markdown(results["rbms"], results["rbm_settings"]) if results.get("rbms") else "")
+    if results.get("rbms_uniform"):
+        text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
     (out / "README.md").write_text(text)
     print(f"written to {out}")
 

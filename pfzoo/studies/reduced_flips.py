@@ -25,6 +25,10 @@ from pfzoo.sampling import normal, uniform
 from pfzoo.validation import check_finite_number, check_positive_int
 
 FLIPS = ("standard", "reduced")
+THESIS = {"scale": 100.0, "step_size": 0.1, "num_leapfrog": 1, "num_steps": 100_000}
+"""The thesis's settings (§6.1.3, eq. 6.12): E = 100 log² |x|, leapfrog step ε = 0.1, one leapfrog step per transition and
+100,000 sampling steps per sampler; its momentum corruption refreshes half the momentum per unit simulation time
+(:func:`half_per_unit_time`). It does not state a number of chains."""
 AUTOCOVARIANCE_CUTOFF = 0.05
 """The integrated autocorrelation time sums the autocovariance up to its first lag below this (its noisy tail aside)."""
 
@@ -102,9 +106,16 @@ def run_chains(energy: RingEnergy, kernel: HMCKernel, start: torch.Tensor, num_s
             "flip_rate": flipped.item() / num_steps, "seconds": time.perf_counter() - began}
 
 
-def compare_flips(*, scale: float = 100.0, step_size: float = 0.1, momentum_refresh: float = 0.05, num_leapfrog: int = 1,
+def half_per_unit_time(step_size: float, num_leapfrog: int = 1) -> float:
+    """The refresh γ that replaces half the momentum power per unit simulation time, for transitions of ``num_leapfrog``
+    steps of size ``step_size``: ``(1 − γ)^(1/(εL)) = ½``, so ``γ = 1 − 0.5^(εL)`` (HAIS's rule; thesis §§5, 6.1.3)."""
+    return 1.0 - 0.5 ** (step_size * num_leapfrog)
+
+
+def compare_flips(*, scale: float = 100.0, step_size: float = 0.1, momentum_refresh: float | None = None, num_leapfrog: int = 1,
                   num_chains: int = 500, num_steps: int = 4000, max_lag: int = 1000, seed: int = 0) -> dict:
-    """Standard and reduced flips on the 2-D ring ``E = s log² |x|``, both from the same exact samples and seed.
+    """Standard and reduced flips on the 2-D ring ``E = s log² |x|``, both from the same exact samples and seed;
+    ``momentum_refresh`` γ, or ``None`` for :func:`half_per_unit_time` (recorded as ``refresh_rule``).
 
     Per flip rule: ``acceptance``, ``flip_rate`` (transitions that negated the momentum), ``gradient_evaluations``
     per transition (L, plus L for the reverse trajectory of each rejected reduced-flip transition),
@@ -112,11 +123,13 @@ def compare_flips(*, scale: float = 100.0, step_size: float = 0.1, momentum_refr
     (:func:`integrated_autocorrelation_time`, the latter times the evaluations per transition), and the sample moments of
     ``log |x|`` over all states (``log_radius_mean`` / ``_variance``) beside their exact values in ``exact``."""
     energy = RingEnergy(scale)
+    rule = momentum_refresh is None
+    momentum_refresh = half_per_unit_time(step_size, num_leapfrog) if rule else momentum_refresh
     start = exact_ring_samples(energy, check_positive_int(num_chains, "num_chains"), generator=torch.Generator().manual_seed(seed))
     exact_mean, exact_variance = energy.log_radius_moments()
     results = {"settings": {"scale": scale, "dim": 2, "step_size": step_size, "momentum_refresh": momentum_refresh,
                             "num_leapfrog": num_leapfrog, "num_chains": num_chains, "num_steps": num_steps, "max_lag": max_lag,
-                            "seed": seed},
+                            "seed": seed, **({"refresh_rule": "half the momentum power per unit time"} if rule else {})},
                "exact": {"log_radius_mean": exact_mean, "log_radius_variance": exact_variance}}
     for flip in FLIPS:
         kernel = HMCKernel(step_size, num_leapfrog=num_leapfrog, momentum_refresh=momentum_refresh, flip=flip)
@@ -146,11 +159,43 @@ def flips_markdown(runs: list[dict]) -> str:
             r = run[flip]
             ratio = r["iat_gradient_evaluations"] / run["standard"]["iat_gradient_evaluations"] if flip == "reduced" else math.nan
             lines.append(
-                f"| {s['step_size']:g} | {s['momentum_refresh']:g} | {flip} | {r['acceptance']:.3f} | {r['flip_rate']:.3f} "
+                f"| {s['step_size']:g} | {s['momentum_refresh']:.4g} | {flip} | {r['acceptance']:.3f} | {r['flip_rate']:.3f} "
                 f"| {r['gradient_evaluations']:.2f} | {_time(r['iat_transitions'])} | {_time(r['iat_gradient_evaluations'])} "
                 f"| {'—' if math.isnan(ratio) else f'{ratio:.2f}'} | {r['log_radius_mean']:.4f}, {r['log_radius_variance']:.5f} "
                 f"({exact['log_radius_mean']:.4f}, {exact['log_radius_variance']:.5f}) |")
     return "\n".join(lines)
+
+
+def refresh_text(settings: dict) -> str:
+    """The momentum refresh of a run's ``settings``: the thesis's rule (``γ = 1 − 0.5^ε``) or the fixed ``γ = …``."""
+    if settings.get("refresh_rule"):
+        return "γ = 1 − 0.5^ε" if settings["num_leapfrog"] == 1 else "γ = 1 − 0.5^(εL)"
+    return f"γ = {settings['momentum_refresh']:g}"
+
+
+def against_thesis(runs: list[dict]) -> str:
+    """The README's paragraph on the thesis's settings (:data:`THESIS`) and which of the ``runs``' settings differ."""
+    settings = [run["settings"] for run in runs]
+    s = settings[0]
+
+    def other(key: str) -> list[float]:
+        return sorted({run[key] for run in settings if run[key] != THESIS[key]})
+
+    differences = [f"the step sizes {', '.join(f'{e:g}' for e in other('step_size'))} beside the thesis's 0.1, chosen so that "
+                   "acceptance spans the range where the flip rule matters"] if other("step_size") else []
+    differences += [f"{what}: {', '.join(f'{value:,g}' for value in other(key))} rather than {THESIS[key]:,g}" for key, what in
+                    (("scale", "the scale s"), ("num_leapfrog", "leapfrog steps per transition"), ("num_steps", "transitions per chain"))
+                    if other(key)]
+    fixed = sorted({run["momentum_refresh"] for run in settings if not run.get("refresh_rule")})
+    differences += [f"a fixed refresh γ = {', '.join(f'{value:g}' for value in fixed)} whatever ε, where the thesis's rule gives "
+                    f"γ = {half_per_unit_time(THESIS['step_size']):.4f} at ε = 0.1"] if fixed else []
+    return ("Settings from the thesis (§6.1.3): the energy E = 100 log² √(x₁² + x₂²) (eq. 6.12), leapfrog step ε = 0.1, one leapfrog "
+            "step per sampling step, the momentum corruption rate set to corrupt half the momentum per unit simulation time, and "
+            "100,000 sampling steps for each sampler. We read \"half the momentum\" as half its power, as the thesis words HAIS's "
+            f"refresh (§5): γ = 1 − 0.5^ε, {half_per_unit_time(THESIS['step_size']):.4f} at ε = 0.1. Ours: {s['num_chains']} chains "
+            "(the thesis does not state how many) started at exact samples; the autocovariance also against gradient evaluations and "
+            "the integrated autocorrelation time τ (the thesis's Figure 6.3 plots the autocovariance against sampling steps)"
+            + ("; and, unlike the thesis, " + "; ".join(differences) if differences else "") + ".")
 
 
 def _time(value: float) -> str:
@@ -177,7 +222,7 @@ def flips_figure(runs: list[dict], path) -> None:
     axis.set_xlabel("gradient evaluations (lag × evaluations per transition)")
     axis.set_ylabel("autocovariance of x (normalised)")
     settings = runs[0]["settings"]
-    axis.set_title(f"HMC on the ring E = {settings['scale']:g} log² |x| (2-D), γ = {settings['momentum_refresh']:g}, "
+    axis.set_title(f"HMC on the ring E = {settings['scale']:g} log² |x| (2-D), {refresh_text(settings)}, "
                    f"L = {settings['num_leapfrog']}")
     axis.legend(fontsize=7)
     axis.grid(alpha=0.3)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pfzoo.studies.reduced_flips import (
-    RingEnergy, autocovariance, compare_flips, exact_ring_samples, integrated_autocorrelation_time,
+    THESIS, RingEnergy, against_thesis, autocovariance, compare_flips, exact_ring_samples, half_per_unit_time, integrated_autocorrelation_time,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,7 +81,7 @@ def test_quick_run_writes_the_report_and_renders_it_again(tmp_path):
     script = load_script()
     script.main(["--quick", "--out", str(tmp_path), "--step-sizes", "0.1"])
     written = (tmp_path / "README.md").read_text()
-    assert "| 0.1 | 0.05 | reduced |" in written and (tmp_path / "autocovariance.png").stat().st_size > 10_000
+    assert "| 0.1 | 0.06697 | reduced |" in written and (tmp_path / "autocovariance.png").stat().st_size > 10_000  # the thesis's γ
     script.main(["--render", str(tmp_path / "results.json")])
     assert (tmp_path / "README.md").read_text() == written
 
@@ -94,3 +94,17 @@ def test_committed_report_renders_from_its_results_and_shows_the_claim(tmp_path)
     # where rejections are neither rare nor the rule, reduced flips decorrelate in fewer gradient evaluations
     middling = [run for run in results["runs"] if 0.5 < run["standard"]["acceptance"] < 0.9]
     assert middling and all(run["reduced"]["iat_gradient_evaluations"] < run["standard"]["iat_gradient_evaluations"] for run in middling)
+
+
+def test_the_defaults_are_the_theses_settings_and_the_report_names_what_differs():
+    """Thesis §6.1.3: E = 100 log² r, ε = 0.1, one leapfrog step, half the momentum corrupted per unit time, 10⁵ steps."""
+    assert THESIS == {"scale": 100.0, "step_size": 0.1, "num_leapfrog": 1, "num_steps": 100_000}
+    assert half_per_unit_time(0.1) == pytest.approx(1 - 0.5**0.1) and (1 - half_per_unit_time(0.1)) ** 10 == pytest.approx(0.5)
+    thesis = {"settings": {**THESIS, "momentum_refresh": half_per_unit_time(0.1), "refresh_rule": "half", "num_chains": 7}}
+    text = against_thesis([thesis])
+    assert "ε = 0.1" in text and "100,000 sampling steps" in text and "7 chains (the thesis does not state how many)" in text
+    assert "unlike the thesis" not in text
+    ours = {"settings": {**THESIS, "step_size": 0.2, "momentum_refresh": 0.05, "num_steps": 20_000, "num_chains": 7}}
+    text = against_thesis([thesis, ours])
+    assert "unlike the thesis, the step sizes 0.2 beside the thesis's 0.1" in text and "transitions per chain: 20,000 rather than 100,000" in text
+    assert "a fixed refresh γ = 0.05 whatever ε" in text

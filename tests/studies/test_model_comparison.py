@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pfzoo.studies.model_comparison.paired_differences import ordering
-from pfzoo.studies.model_comparison.report import readme, routes_section
+from pfzoo.studies.model_comparison.report import paper_ranks, readme, routes_section
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports" / "models"
 
@@ -43,3 +43,14 @@ def test_training_routes_pair_the_mpf_rows_with_their_references_on_the_same_pat
     # MPF − ML = [−1, 0, −2]: mean −1, variance 1 → stderr √(1/3); the failed overcomplete row is left out
     assert [line for line in lines if line.startswith("- ")] == [f"- Laplace MPF − ICA: -1.00 ± {3 ** -0.5:.2f} nats per patch (exact against exact)."]
     assert routes_section({"ica": rows["ica"]}) == []
+
+
+def test_the_verdict_ranks_the_papers_models_beside_their_ranks_in_its_table_1():
+    """Every pairwise inequality holding does not make the paper's ranking: the verdict says where each model came."""
+    payload = json.loads((RESULTS / "results.json").read_text())
+    verdict = next(line for line in readme(payload["meta"], payload["models"], payload["ordering"], None).splitlines() if "Verdict" in line)
+    assert "reproduces" not in verdict and "same 100 patches" in verdict
+    assert "3rd Bilinear generative (1st in the paper, its best)" in verdict and "1st mcRBM (3rd in the paper)" in verdict
+    assert paper_ranks([{"name": "gaussian", "label": "G", "subset_mean": -5.0}, {"name": "ica", "label": "I", "subset_mean": -3.0},
+                        {"name": "mcrbm", "label": "M", "failed": "diverged", "subset_mean": None}], 10) == (
+        "ranked by their means on the same 10 patches, the paper's models come 1st I (4th in the paper), 2nd G (6th in the paper)")

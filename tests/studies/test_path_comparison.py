@@ -13,6 +13,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "reports" / "paths"
 def test_the_stored_readme_re_renders_from_its_results_json():
     results = json.loads((RESULTS / "results.json").read_text())
     text = gaussians_markdown(results) + rbms_markdown(results["rbms"], results["rbm_settings"])
+    text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
     assert text == (RESULTS / "README.md").read_text()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Iterator
 
 import torch
@@ -14,6 +13,7 @@ from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.centering import center_chain_gradients
 from pfzoo.models.dbm_heating import bernoulli_log_prob, heat_clamped
+from pfzoo.models.dbm_surgery import LayerSurgery
 from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
@@ -31,7 +31,7 @@ BASE_RATE_MEAN_FIELD_ROWS = 10_000  # data rows whose mean-field posteriors set 
 
 
 @register_model("dbm")
-class DBM(EnergyModel):
+class DBM(LayerSurgery, EnergyModel):
     """Binary DBM over layers ``x_0 = v, x_1 = h¹, …, x_L = h^L`` (any depth L ≥ 1):
 
         E(x) = -Σ_{i<L} x_iᵀ W_i x_{i+1} - Σ_i b_i·x_i          (RAISE eq. 1 for L = 2)
@@ -417,61 +417,6 @@ class DBM(EnergyModel):
     def init_from_data(self, data: torch.Tensor, *, smoothing: float = 1.0) -> None:
         """Set the visible biases ``b_0`` to the smoothed base-rate logits of ``data [N, V]`` (as :meth:`RBM.init_from_data`)."""
         self.biases[0].copy_(base_rate_visible_bias(self.check_visible(data, "data"), smoothing))
-
-    # ---- construction from RBMs -----------------------------------------------------------
-
-    @torch.no_grad()
-    def compose_from_stack(self, stack: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> None:
-        """Overwrite the parameters with the composition of a greedily trained RBM stack (S&H 2009 §3.1).
-
-        ``stack[i] = (weight [n_i, n_{i+1}], visible_bias [n_i], hidden_bias [n_{i+1}])`` is the RBM between layers ``i``
-        and ``i + 1``, trained with doubled upward input for ``i = 0`` and doubled downward input for ``i = L-1`` (when
-        ``L ≥ 2``), as :func:`~pfzoo.training.pretrain_dbm` does. Then ``W_i`` is copied for the bottom and top RBMs and
-        halved for the middle ones; ``b_0`` is ``stack[0]``'s visible bias, ``b_L`` is ``stack[L-1]``'s hidden bias, and
-        each interior ``b_i`` is the mean of ``stack[i-1]``'s hidden bias and ``stack[i]``'s visible bias. So every interior
-        layer's conditional log-odds are the average of the two RBMs' (doubled) inputs, and the DBM's prior over an
-        interior layer is the geometric mean of the two RBMs' priors over it.
-        """
-        num_rbms = self.num_layers - 1
-        if len(stack) != num_rbms:
-            raise ValueError(f"stack must hold {num_rbms} RBMs (one per weight matrix of layer sizes {self.layer_sizes}), got {len(stack)}")
-        for index, (weight, visible_bias, hidden_bias) in enumerate(stack):
-            lower, upper = self.layer_sizes[index], self.layer_sizes[index + 1]
-            shapes = (tuple(weight.shape), tuple(visible_bias.shape), tuple(hidden_bias.shape))
-            if shapes != ((lower, upper), (lower,), (upper,)):
-                raise ValueError(f"stack[{index}] must hold tensors of shapes ({lower}, {upper}), ({lower},), ({upper},); got {shapes}")
-        for index, (weight, _, _) in enumerate(stack):
-            self.weights[index].copy_((0.5 if 0 < index < num_rbms - 1 else 1.0) * weight)
-        self.biases[0].copy_(stack[0][1])
-        self.biases[num_rbms].copy_(stack[-1][2])
-        for layer in range(1, num_rbms):
-            self.biases[layer].copy_(0.5 * (stack[layer - 1][2] + stack[layer][1]))
-
-    @torch.no_grad()
-    def start_from_rbm(self, rbm: RBM, *, upper_init_std: float = 0.001, generator: torch.Generator | None = None) -> None:
-        """Overwrite the parameters with the binary ``rbm`` (``[V, H1]``) below layers that are all but detached.
-
-        ``W_0``, ``b_0`` and ``b_1`` are the RBM's weight, visible and hidden biases; every weight above is drawn from
-        ``N(0, upper_init_std²)`` and every bias above is 0. With the upper weights at zero the marginal on ``(v, h¹)`` is
-        the RBM's joint (each upper unit multiplies every state by the same 2), so the DBM has the RBM's log-likelihood
-        and an exact mean-field posterior over ``h¹``. Needs at least two hidden layers.
-        """
-        check_generator(generator, self.device)
-        if self.num_layers < 3:
-            raise ValueError(f"model must have at least two hidden layers to start from an RBM below them, got layer sizes {self.layer_sizes}")
-        if not (isinstance(upper_init_std, (int, float)) and math.isfinite(upper_init_std) and upper_init_std >= 0):
-            raise ValueError(f"upper_init_std must be a finite number ≥ 0, got {upper_init_std!r}")
-        shape = tuple(rbm.weight.shape) if isinstance(rbm, RBM) else None
-        if shape != tuple(self.layer_sizes[:2]):
-            raise ValueError(f"rbm must be a binary RBM with weight shape {tuple(self.layer_sizes[:2])} (the DBM's first two layers), "
-                             f"got {type(rbm).__name__} with weight shape {shape}")
-        self.weights[0].copy_(rbm.weight)
-        self.biases[0].copy_(rbm.visible_bias)
-        self.biases[1].copy_(rbm.hidden_bias)
-        for weight in self.weights[1:]:
-            weight.copy_(upper_init_std * torch.randn(weight.shape, generator=generator, device=weight.device, dtype=weight.dtype))
-        for bias in self.biases[2:]:
-            bias.zero_()
 
     # ---- annealing ----------------------------------------------------------------------
 

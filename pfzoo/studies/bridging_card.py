@@ -13,8 +13,6 @@ import platform
 import time
 
 import torch
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
 from pfzoo import zoo
 from pfzoo.estimators import AIS, BridgeSampling, ImportanceSampling, LinkedImportanceSampling
@@ -56,10 +54,7 @@ def timed(estimator, model, data: torch.Tensor, seed: int) -> tuple[PartitionEst
 def problem_data(model_name: str, data_root: str | None) -> torch.Tensor:
     """The training split ``[N, V]`` of zoo model ``model_name``'s data set (its card's config, read from ``data_root``):
     the estimators' base data."""
-    dataset = OmegaConf.create(zoo.pretrained_card(model_name)["dataset_config"])
-    if "root" in dataset:
-        dataset.root = data_root
-    return instantiate(dataset).train
+    return zoo.pretrained_dataset(model_name, data_root).train
 
 
 def measure_estimator(name: str, model, data: torch.Tensor, estimator_name: str, known: tuple[float, float, str], *,

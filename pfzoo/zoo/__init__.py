@@ -33,6 +33,7 @@ from pfzoo.zoo.registry import (
     load_model,
     pretrained,
     pretrained_card,
+    pretrained_dataset,
     pretrained_path,
     pretrained_weights,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "portable_config",
     "pretrained",
     "pretrained_card",
+    "pretrained_dataset",
     "pretrained_path",
     "pretrained_weights",
     "render_card",

@@ -37,7 +37,8 @@ CARD_FIELDS = {
 """card.json's keys; ``title``, ``summary``, ``notes`` (a list of sentences) and ``measurements`` (further rows like
 ``log_likelihood``, each with a ``label``) are optional. A measurement with ``"metric": "test accuracy"`` is a linear
 classifier on the model's hidden features (``value``, beside ``pixels``, ``chance``, ``num_features``, ``num_train``,
-``num_test``, ``data``, ``settings``; ``scripts/feature_card.py``) and has its own section."""
+``num_test``, ``data``, ``settings``; ``scripts/feature_card.py``) and has its own section; so has a DBM's ``depth``
+(:func:`pfzoo.studies.dbm_depth.depth_diagnostic`, ``scripts/dbm_depth.py``)."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +122,43 @@ def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
 ACCURACY_HEADING = "Linear classifier on hidden features"
 
 
+DEPTH_HEADING = "Depth: what the top layer contributes"
+
+
+def _depth_section(depth: Mapping[str, Any]) -> str:
+    """A DBM card's ``depth`` (:func:`pfzoo.studies.dbm_depth.depth_diagnostic`) as markdown."""
+    full, short = depth["model"], depth["without_top"]
+    rows = ["| | mean test log-likelihood (nats) | log Z |", "|---|---:|---:|",
+            f"| the DBM | {full['value']:.2f} ± {full['stderr']:.2f} | {full['log_z']:.2f} |",
+            f"| without its top layer (its average input folded into the bias below) | {short['value']:.2f} ± {short['stderr']:.2f} | "
+            f"{short['log_z']:.2f} |"]
+    return ("\n".join(rows) + f"\n\nThe top layer adds {depth['loss']:+.2f} ± {depth['loss_stderr']:.2f} nats per test digit; its share "
+            f"of the posterior's activity (variance of the top-down input to the layer below against that plus the bottom-up "
+            f"one, over the test digits) is {depth['top_layer_share']:.2g}. Estimator `{depth['estimator']}` with "
+            f"`{json.dumps(depth['settings'])}` on {depth['num_test']:,} test digits ({depth['machine']}, {depth['date']}); "
+            f"measured by `{depth['command']}`.")
+
+
+def with_card_sections(readme: str, card: Mapping[str, Any]) -> str:
+    """``readme`` (a card's markdown from any renderer) with the sections ``card`` owns set from it: the linear classifier's
+    (:func:`with_accuracy_section`) and a DBM's depth diagnostic (``card["depth"]``)."""
+    readme = with_accuracy_section(readme, card)
+    return _with_section(readme, DEPTH_HEADING, _depth_section(card["depth"]) if card.get("depth") else "")
+
+
 def with_accuracy_section(readme: str, card: Mapping[str, Any]) -> str:
     """``readme`` (a card's markdown from any renderer) with its ``## Linear classifier on hidden features`` section set
     to ``card``'s accuracy measurements: replaced where it is, else put before ``## Notes`` or at the end; removed
     when ``card`` has none. How a README that another script renders (e.g. ``scripts/reproduce_raise.py``) keeps it."""
     accuracies = [m for m in card.get("measurements") or [] if m.get("metric") == ACCURACY_METRIC]
-    section = f"## {ACCURACY_HEADING}\n\n{_accuracy_section(accuracies)}\n\n" if accuracies else ""
-    heading = f"\n## {ACCURACY_HEADING}\n"
+    return _with_section(readme, ACCURACY_HEADING, _accuracy_section(accuracies) if accuracies else "")
+
+
+def _with_section(readme: str, title: str, body: str) -> str:
+    """``readme`` with its ``## title`` section's body set to ``body`` (removed when empty): replaced where it is, else put
+    before ``## Notes`` or at the end."""
+    section = f"## {title}\n\n{body}\n\n" if body else ""
+    heading = f"\n## {title}\n"
     start = readme.find(heading)
     if start >= 0:
         end = readme.find("\n## ", start + len(heading))
@@ -176,6 +207,8 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     sections = [("Measured log-likelihood", body)]
     if accuracies:
         sections.append((ACCURACY_HEADING, _accuracy_section(accuracies)))
+    if card.get("depth"):
+        sections.append((DEPTH_HEADING, _depth_section(card["depth"])))
     if card.get("notes"):
         sections.append(("Notes", "\n".join(f"- {note}" for note in card["notes"])))
     summary = card.get("summary") or ("Generated from `card.json` by `pfzoo.zoo.render_card`; the machine-readable card "

@@ -98,6 +98,17 @@ def pretrained_card(name: str, *, zoo_dir: str | os.PathLike | None = None) -> d
     return card
 
 
+def pretrained_dataset(name: str, data_root: str | os.PathLike | None = None, *, zoo_dir: str | os.PathLike | None = None):
+    """The data set (:class:`~pfzoo.data.DataSplits`) zoo model ``name`` was trained and measured on, built from its card's
+    ``dataset_config`` with ``root`` set to ``data_root`` (for data sets read from files; ``None``: their default root)."""
+    from hydra.utils import instantiate  # Hydra's import costs a second; only the data-set builders need it
+
+    config = dict(pretrained_card(name, zoo_dir=zoo_dir)["dataset_config"])
+    if "root" in config:
+        config["root"] = None if data_root is None else str(data_root)
+    return instantiate(config)
+
+
 def pretrained_path(name: str, *, zoo_dir: str | os.PathLike | None = None) -> Path:
     """``checkpoint.pt`` of the zoo model ``name`` after checking its SHA-256 against its card; a mismatch raises
     ``ValueError`` naming the file."""

@@ -165,3 +165,43 @@ def test_base_rate_base_puts_every_layer_at_its_data_rate():
     expected = [data.mean(0) * 40] + [means.sum(0) for means in dbm.mean_field(data)]
     for bias, total in zip(base.biases, expected):
         torch.testing.assert_close(torch.sigmoid(bias), (total + 0.5) / 41.0)
+
+
+# ---- the depth diagnostic: the DBM without its top layer -------------------------------------------
+
+
+@pytest.mark.parametrize("sizes", [[6, 4, 3], [5, 3, 4, 2]])
+def test_removing_the_top_layer_keeps_the_lower_layers_and_folds_the_top_ones_average_input_into_the_bias(sizes):
+    model = random_dbm(sizes, scale=1.0, seed=4)
+    v = all_binary_states(sizes[0], msb_first=True)
+    short = model.without_top_layer(v)
+    assert short.layer_sizes == sizes[:-1]
+    top_means = model.mean_field(v)[-1].mean(0)
+    torch.testing.assert_close(short.biases[-1], model.biases[-2] + model.weights[-1] @ top_means)
+    for kept, original in zip(short.weights, model.weights[:-1]):
+        torch.testing.assert_close(kept, original)
+    assert short.log_prob(v).exp().sum().item() == pytest.approx(1.0, abs=1e-10)  # a normalised model, by enumeration
+
+
+def test_a_dbm_whose_top_layer_is_detached_loses_nothing_without_it_and_its_share_is_zero():
+    """Upper weights 0: the top layer multiplies every state by the same factor, so the shorter model is the DBM's
+    marginal exactly (by enumeration) and sends no example-dependent input down."""
+    from factories import random_rbm
+
+    rbm = random_rbm(6, 4, scale=1.5, seed=3)
+    v = all_binary_states(6, msb_first=True)
+    model = DBM([6, 4, 3]).double()
+    model.start_from_rbm(rbm, upper_init_std=0.0)
+    torch.testing.assert_close(model.without_top_layer(v).log_prob(v), model.log_prob(v))
+    assert model.top_layer_share(v) == 0.0
+    coupled = random_dbm([6, 4, 3], scale=3.0, seed=0)
+    loss = (coupled.log_prob(v).exp() * (coupled.log_prob(v) - coupled.without_top_layer(v).log_prob(v))).sum()
+    assert loss.item() > 0.1  # KL(p_DBM ‖ p_short) over all states (measured 0.25): a coupled top layer is lost when cut
+    assert 0.05 < coupled.top_layer_share(v) < 1  # measured 0.13
+
+
+def test_the_depth_diagnostic_refuses_a_dbm_without_two_hidden_layers():
+    with pytest.raises(ValueError, match="at least two hidden layers"):
+        DBM([6, 4]).without_top_layer(torch.zeros(2, 6))
+    with pytest.raises(ValueError, match="at least two hidden layers"):
+        DBM([6, 4]).top_layer_share(torch.zeros(2, 6))

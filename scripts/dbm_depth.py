@@ -1,0 +1,68 @@
+"""Measure what a zoo DBM's top layer contributes and record it on its card (issue 48's depth diagnostic).
+
+    python scripts/dbm_depth.py                                  # models/dbm-binarized_mnist: AIS K = 10⁴, 100 chains
+    python scripts/dbm_depth.py --name dbm-digits --num-steps 1000
+
+The DBM and the DBM without its top layer (the top layer's average input over the test digits folded into the bias
+below, :meth:`pfzoo.models.DBM.without_top_layer`) are measured by AIS from the data base rates with the same settings
+and seed (:func:`pfzoo.studies.dbm_depth.depth_diagnostic`); the result goes into the card's ``depth`` and its README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from pfzoo import zoo
+from pfzoo.data.root import resolve_data_root
+from pfzoo.estimators import AIS
+from pfzoo.studies.dbm_depth import depth_diagnostic
+from pfzoo.studies.reporting import machine_description
+from pfzoo.zoo.cards import with_card_sections
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--name", default="dbm-binarized_mnist", help="the zoo DBM (a folder of models/)")
+    parser.add_argument("--num-steps", type=int, default=10_000, help="AIS intermediate distributions K")
+    parser.add_argument("--num-chains", type=int, default=100, help="AIS chains")
+    parser.add_argument("--posterior-samples", type=int, default=100, help="mean-field proposals per digit for the DBM's log f(v)")
+    parser.add_argument("--data-root", type=Path, default=None, help="folder holding the card's data set")
+    parser.add_argument("--zoo", type=Path, default=REPO / "models", help="the zoo folder holding --name")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    folder = args.zoo / args.name
+    card = json.loads((folder / zoo.CARD_DATA_FILE).read_text())
+    if card["family"] != "dbm":
+        parser.error(f"--name must name a DBM of the zoo, got {args.name} (family {card['family']})")
+    root = resolve_data_root(args.data_root or os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
+    data = zoo.pretrained_dataset(args.name, root, zoo_dir=args.zoo)
+    model = zoo.pretrained(args.name, zoo_dir=args.zoo)
+    settings = {"num_chains": args.num_chains, "num_steps": args.num_steps, "schedule": "linear", "base": "base_rate",
+                "posterior_samples": args.posterior_samples}
+    estimator = AIS(**settings)
+    began = time.perf_counter()
+    depth = depth_diagnostic(model, data.test.to(model.dtype), data.train.to(model.dtype), estimator, seed=args.seed)
+    command = "python scripts/dbm_depth.py" + "".join(f" {arg}" for arg in (argv if argv is not None else sys.argv[1:]))
+    card["depth"] = {**depth, "estimator": "ais", "settings": settings, "seed": args.seed, "machine": machine_description(),
+                     "date": datetime.date.today().isoformat(), "seconds": round(time.perf_counter() - began, 1), "command": command}
+    readme = (folder / zoo.CARD_FILE).read_text()
+    (folder / zoo.CARD_DATA_FILE).write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    (folder / zoo.CARD_FILE).write_text(with_card_sections(readme, card))
+    print(f"{args.name}: DBM {depth['model']['value']:.2f}, without its top layer {depth['without_top']['value']:.2f}, "
+          f"top layer {depth['loss']:+.2f} ± {depth['loss_stderr']:.2f} nats; share {depth['top_layer_share']:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -15,6 +15,8 @@ closes their gap on validation digits (:func:`pfzoo.studies.schedule_pilot.pilot
 with it. Writes ``<output>/table.md`` and ``results.json``; ``--export-zoo DIR`` puts each model and its card into
 ``DIR/<family>-binarized_mnist[-<name>]`` (:func:`pfzoo.zoo.export`). Each table row states the wall time of its
 estimates, on the device named under the table (``--device cpu`` or ``cuda``: models, data and random streams live there).
+Every entry of results.json records its checkpoint's path and SHA-256; rendering refuses an entry whose checkpoint is no
+longer the file its model loads (:func:`pfzoo.studies.raise_results.check_checkpoints`): measure it again.
 
 ``--paper-scale`` measures with RAISE Table 1's own settings (:data:`PAPER_SCALE`): K = 10⁵ intermediate
 distributions, AIS with 5,000 chains, RAISE with 50 reverse chains on each of 100 random test digits and
@@ -38,7 +40,7 @@ from pfzoo import app, zoo
 from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.studies.raise_results import RaiseRun, export_model, on_device, repo_relative, write_table
+from pfzoo.studies.raise_results import RaiseRun, export_model, on_device, write_table
 from pfzoo.studies.raise_table import AIS_CHAINS, MODELS, PAPER_SCALE, QUICK, QUICK_PILOT, SETTINGS, SWEEP_BASES, quick_recipe, schedule_name, zoo_folder
 from pfzoo.studies.reporting import machine_description
 
@@ -54,7 +56,7 @@ def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch
 
 def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     """Write ``<output>/table.md`` and its figures; with ``zoo_dir`` also each model's card there (the checkpoints stay)."""
-    table = write_table(results, output)
+    table = write_table(results, output, repo=REPO)
     print(f"wrote {table}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
     for name in results["models"] if zoo_dir is not None else ():
         folder = zoo_folder(name, zoo_dir)
@@ -111,35 +113,34 @@ def main(argv: list[str] | None = None) -> None:
     settings = {key: getattr(args, key) for key in SETTINGS} | (QUICK if args.quick else PAPER_SCALE if args.paper_scale else {})
     data = on_device(binarized_mnist(data_root), device)
     output.mkdir(parents=True, exist_ok=True)
-    run = RaiseRun.start(output, settings, seed=args.seed, device=device, fresh=args.quick)
+    run = RaiseRun.start(output, settings, seed=args.seed, device=device, fresh=args.quick, repo=REPO)
 
-    def model_of(name: str) -> tuple[Path, torch.nn.Module]:
+    def model_of(name: str) -> tuple[torch.nn.Module, Path]:
         if args.from_zoo is not None:
             checkpoint = zoo_folder(name, args.from_zoo) / zoo.CHECKPOINT_FILE
         else:
             print(f"{name}: training (or resuming) in {runs_dir / name}", flush=True)
             checkpoint = train(name, runs_dir, data_root, args.quick, device)
-        return checkpoint, zoo.load(checkpoint, map_location=device)
+        return zoo.load(checkpoint, map_location=device), checkpoint
 
     for name in args.models:
-        checkpoint, model = model_of(name)
+        model, checkpoint = model_of(name)
         print(f"{name}: measuring", flush=True)
-        kept = zoo_folder(name, args.export_zoo) / zoo.CHECKPOINT_FILE if args.export_zoo is not None else checkpoint  # not a scratch run's
         run.measure_model(name, model, data, checkpoint, ais_chains={} if args.quick else AIS_CHAINS.get(name, {}), only=args.only,
-                          kept=repo_relative(kept, REPO), trained_on=args.trained_on or machine_description())
-        if args.export_zoo is not None:
-            export_model(name, run.results, checkpoint, zoo_folder(name, args.export_zoo), repo=REPO)
+                          trained_on=args.trained_on or machine_description())
+        if args.export_zoo is not None:  # the row then records the zoo's copy, not a scratch run's checkpoint
+            run.export(name, checkpoint, zoo_folder(name, args.export_zoo))
     for name in args.sweep_models if args.sweep_steps else ():
         print(f"{name}: AIS and RAISE against K ({SWEEP_BASES[args.sweep_base]})", flush=True)
-        run.measure_sweep(name, model_of(name)[1], data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
+        run.measure_sweep(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
                           raise_examples=args.sweep_raise_examples)
     for name in args.pilot_models if args.schedule_pilot else ():
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
         pilot = {"pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})
-        run.measure_pilot(name, model_of(name)[1], data, args.schedule_pilot, pilot)
+        run.measure_pilot(name, *model_of(name), data, args.schedule_pilot, pilot)
     for name in args.heating_models if args.heating else ():
         print(f"{name}: RAISE with the mean-field proposal and the clamped heating chain", flush=True)
-        run.measure_heating(name, model_of(name)[1], data, args.heating, examples=args.heating_examples)
+        run.measure_heating(name, *model_of(name), data, args.heating, examples=args.heating_examples)
     render(run.results, output, None)
 
 

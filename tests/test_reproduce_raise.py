@@ -59,6 +59,7 @@ def test_paper_scale_path_measures_every_cell_and_times_each_row(script, tmp_pat
     estimates = results["models"]["cd1-20"]["estimates"]
     assert set(estimates) == {"exact", "csl", "raise_uniform", "raise_base_rate", "ais_uniform", "ais_base_rate"}  # no second K
     assert all(row["seconds"] >= 0 for row in estimates.values())
+    assert results["models"]["cd1-20"]["checkpoint_sha256"] == zoo.file_sha256(checkpoint)  # the file the row was measured on
     table = (tmp_path / "out" / "table.md").read_text()
     header, _, row = table.splitlines()[2:5]
     assert header.endswith("| wall time |") and row.startswith("| CD1(5), K = 5 |") and row.rstrip(" |").endswith(" s")
@@ -82,6 +83,8 @@ def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_trainin
     loaded = zoo.pretrained(folder.name, zoo_dir=tmp_path / "zoo")  # the card's sha256 is the exported file's
     assert torch.equal(loaded.weight, zoo.load(run_dir / zoo.CHECKPOINT_FILE).weight)
     assert zoo.load_checkpoint(folder / zoo.CHECKPOINT_FILE)["trainer_state"] is None
+    entry = json.loads((tmp_path / "out" / "results.json").read_text())["models"]["cd1-20"]  # the row records the zoo's copy
+    assert entry["checkpoint"] == str(folder / zoo.CHECKPOINT_FILE) and entry["checkpoint_sha256"] == zoo.file_sha256(folder / zoo.CHECKPOINT_FILE)
 
 
 def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(script, tmp_path, monkeypatch):
@@ -98,3 +101,21 @@ def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(scr
     figure = tmp_path / "out" / "figures" / "cd1-20-against-K.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "](figures/cd1-20-against-K.png)" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_a_retrained_checkpoint_refuses_the_stored_rows_until_they_are_measured_again(script, tmp_path, monkeypatch):
+    zoo_dir = tmp_path / "zoo"
+    checkpoint = script.zoo_folder("cd1-20", zoo_dir) / zoo.CHECKPOINT_FILE
+    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(0)))
+    monkeypatch.setattr(script, "PAPER_SCALE", TINY)
+    sweep = ["--paper-scale", "--from-zoo", str(zoo_dir), "--models", "--sweep-models", "cd1-20", "--sweep-ais-chains", "4",
+             "--sweep-raise-examples", "2", "--data-root", str(fake_mnist(tmp_path)), "--output", str(tmp_path / "out")]
+    script.main([*sweep, "--sweep-steps", "4", "8"])
+    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(1)))  # retrained in place
+    with pytest.raises(ValueError, match=r"sweeps row 'cd1-20' was measured on checkpoint sha256 [0-9a-f]{64}, but .* now has sha256"):
+        script.main(["--render", str(tmp_path / "out" / "results.json")])
+    script.main([*sweep, "--sweep-steps", "16"])  # the new model's rows replace the old one's rather than join them
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [row["steps"] for row in results["sweeps"]["cd1-20"]["rows"]] == [16]
+    assert results["sweeps"]["cd1-20"]["checkpoint_sha256"] == zoo.file_sha256(checkpoint)
+    script.main(["--render", str(tmp_path / "out" / "results.json")])

@@ -2,6 +2,10 @@
 other runs stored (:class:`RaiseRun`), ``table.md`` with its figures (:func:`write_table`), and the zoo folders
 (checkpoint, README.md, card.json) exported with the measured numbers (:func:`export_model`). What goes into the table is
 measured and rendered by :mod:`pfzoo.studies.raise_table`.
+
+Every entry records the checkpoint its model was loaded from (:func:`checkpoint_record`: the path and its SHA-256), and
+:func:`write_table` refuses to render an entry whose checkpoint differs from the file its model now loads
+(:func:`check_checkpoints`), unless the entry says it was measured on an older one (:data:`~pfzoo.studies.raise_table.OLDER`).
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits
 from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
-    FIGURES, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, heating_rows, label, measure, model_card, render_table, schedule_pilot,
-    seeded, sweep_key, sweep_model, sweep_rows, training_record,
+    FIGURES, MODELS, OLDER, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, heating_rows, label, measure, model_card, render_table,
+    schedule_pilot, seeded, sweep_key, sweep_model, sweep_rows, training_record,
 )
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
 from pfzoo.zoo.cards import ACCURACY_METRIC, with_accuracy_section
@@ -33,24 +37,54 @@ def on_device(data: DataSplits, device: torch.device) -> DataSplits:
 def repo_relative(path: Path, repo: Path) -> str:
     """``path`` relative to the repository ``repo`` when it lies inside it (results.json must not name local folders)."""
     resolved = path.resolve()
-    return str(resolved.relative_to(repo) if resolved.is_relative_to(repo) else path)
+    return str(resolved.relative_to(repo.resolve()) if resolved.is_relative_to(repo.resolve()) else path)
+
+
+def checkpoint_record(path: Path, repo: Path) -> dict:
+    """What an entry measured on the model loaded from ``path`` records: ``checkpoint`` (``path`` relative to ``repo`` where
+    it lies inside) and ``checkpoint_sha256`` (the file's SHA-256, as the zoo's cards record it)."""
+    return {"checkpoint": repo_relative(path, repo), "checkpoint_sha256": zoo.file_sha256(path)}
+
+
+def check_checkpoints(results: dict, repo: Path) -> None:
+    """Refuse, with a one-line ``ValueError`` naming the entry and both hashes, to render an entry of ``results`` whose
+    recorded ``checkpoint_sha256`` is not the SHA-256 of the file its ``checkpoint`` names now (relative to ``repo``): its
+    numbers belong to another model. An entry that records no hash is refused too, unless it is marked
+    :data:`~pfzoo.studies.raise_table.OLDER` (measured on an older checkpoint, which the table names beside it). Entries of
+    models the table does not show (no longer in :data:`~pfzoo.studies.raise_table.MODELS`) are not rendered, so not checked."""
+    for section in SECTIONS:
+        for key, entry in results.get(section, {}).items():
+            if (sweep_model(key)[0] if section == "sweeps" else key) not in MODELS or entry.get(OLDER):
+                continue
+            recorded, path = entry.get("checkpoint_sha256"), entry.get("checkpoint")
+            if recorded is None or path is None:
+                raise ValueError(f"{section} row {key!r} records no checkpoint sha256: measure it again, or mark it {OLDER!r} with the "
+                                 "checkpoint it was measured on")
+            found = zoo.file_sha256(repo / path) if (repo / path).is_file() else "none (the file is missing)"
+            if found != recorded:
+                raise ValueError(f"{section} row {key!r} was measured on checkpoint sha256 {recorded}, but {path} now has sha256 {found}: "
+                                 f"measure the row again, or mark it {OLDER!r} with the checkpoint it was measured on")
 
 
 @dataclass
 class RaiseRun:
     """One run of ``scripts/reproduce_raise.py``: the ``results`` it adds to ``results_file`` (results.json), the run's
     measurement ``settings`` and ``seed``, and ``measured_on`` (date and hardware) for every entry it stores. Each
-    ``measure_*`` method measures one model and stores its entry at once, so a run stopped early keeps what it measured.
-    ``fresh``: start from an empty results.json rather than join the stored one (a smoke run's)."""
+    ``measure_*`` method measures one model and stores its entry at once, so a run stopped early keeps what it measured,
+    with the checkpoint its model was loaded from (:func:`checkpoint_record`, paths relative to the checkout ``repo``).
+    ``fresh``: start from an empty results.json rather than join the stored one (a smoke run's). ``exported``: the
+    checkpoints this run copied into a zoo folder (:meth:`export`), by SHA-256, with the copy's record."""
 
     results_file: Path
     results: dict
     seed: int
     measured_on: str
     fresh: bool
+    repo: Path
+    exported: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def start(cls, output: Path, settings: dict, *, seed: int, device: torch.device, fresh: bool) -> "RaiseRun":
+    def start(cls, output: Path, settings: dict, *, seed: int, device: torch.device, fresh: bool, repo: Path) -> "RaiseRun":
         """A run writing ``<output>/results.json``, keeping the stored entries measured with the same settings on the same
         kind of device (unless ``fresh``)."""
         results_file = output / "results.json"
@@ -58,7 +92,7 @@ class RaiseRun:
         results = {"machine": machine_description(), "gpu": device_name(device) if device.type == "cuda" else None, "settings": settings,
                    "seed": seed, "csl_stderr": "shared chains"}
         results |= {key: previous.get(key, {}) if comparable(previous, results) else {} for key in SECTIONS}
-        return cls(results_file, results, seed, f"{datetime.date.today().isoformat()}, {hardware(results)}", fresh)
+        return cls(results_file, results, seed, f"{datetime.date.today().isoformat()}, {hardware(results)}", fresh, repo)
 
     @property
     def settings(self) -> dict:
@@ -66,54 +100,85 @@ class RaiseRun:
 
     def store(self, section: str, name: str, entry: dict) -> None:
         """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile
-        unless ``fresh``. A sweep with the same settings as the stored one adds its K's rows to the stored rows
-        (replacing those at the same K)."""
+        unless ``fresh``. A sweep with the same settings as the stored one, measured on the same checkpoint, adds its K's
+        rows to the stored rows (replacing those at the same K)."""
         latest = json.loads(self.results_file.read_text()) if self.results_file.is_file() and not self.fresh else {}
         if comparable(latest, self.results):
             self.results.update({key: {**latest.get(key, {}), **self.results[key]} for key in SECTIONS})
         stored = self.results[section].get(name)
-        if section == "sweeps" and stored is not None and stored["settings"] == entry["settings"]:
+        if (section == "sweeps" and stored is not None and stored["settings"] == entry["settings"]
+                and stored.get("checkpoint_sha256") == entry["checkpoint_sha256"] and not stored.get(OLDER)):
             new_steps = {row["steps"] for row in entry["rows"]}
             entry = {**entry, "rows": sorted([row for row in stored["rows"] if row["steps"] not in new_steps] + entry["rows"], key=lambda row: row["steps"])}
         self.results[section][name] = entry
         self.results_file.write_text(json.dumps(self.results, indent=2) + "\n")
 
+    def checkpoint_of(self, path: Path) -> dict:
+        """The :func:`checkpoint_record` of ``path``, or of its zoo copy where this run exported it (:meth:`export`)."""
+        record = checkpoint_record(path, self.repo)
+        return self.exported.get(record["checkpoint_sha256"], record)
+
+    def export(self, name: str, checkpoint: Path, folder: Path) -> None:
+        """Copy model ``name`` of ``checkpoint`` into zoo ``folder`` with its card (:func:`export_model`); this run's entries
+        measured on ``checkpoint``, and those it measures on it later, then record the copy, which holds the same parameters
+        (checked here: the copy is rewritten with a portable config, so its bytes and SHA-256 differ)."""
+        source = self.checkpoint_of(checkpoint)
+        export_model(name, self.results, checkpoint, folder, repo=self.repo)
+        copy = checkpoint_record(folder / zoo.CHECKPOINT_FILE, self.repo)
+        ours, theirs = zoo.load(checkpoint).state_dict(), zoo.load(folder / zoo.CHECKPOINT_FILE).state_dict()
+        if ours.keys() != theirs.keys() or not all(torch.equal(ours[key], theirs[key]) for key in ours):
+            raise ValueError(f"the zoo copy {copy['checkpoint']} of {source['checkpoint']} holds other parameters")
+        self.exported[source["checkpoint_sha256"]] = copy
+        moved = [(section, key, entry) for section in SECTIONS for key, entry in self.results[section].items()
+                 if entry.get("checkpoint_sha256") == source["checkpoint_sha256"]]
+        for section, key, entry in moved if source != copy else ():
+            self.store(section, key, {**entry, **copy})
+
     def measure_model(self, name: str, model, data: DataSplits, checkpoint: Path, *, ais_chains: dict, only: list[str] | None,
-                      kept: str, trained_on: str) -> None:
+                      trained_on: str) -> None:
         """The table's estimates of model ``name`` (:func:`~pfzoo.studies.raise_table.measure`; ``only``: re-measure these
-        cells and keep the stored others), stored with its config, ``kept`` (where its checkpoint stays) and its training
-        time from the ``metrics.jsonl`` beside ``checkpoint`` (on the machine ``trained_on``), else the stored one."""
+        cells and keep the stored others), stored with its config, its ``checkpoint``'s record and its training time from
+        the ``metrics.jsonl`` beside ``checkpoint`` (on the machine ``trained_on``), else the stored one. ``only`` refuses
+        when the stored cells were measured on another checkpoint: one row holds one model's numbers."""
+        stored, record = self.results["models"].get(name, {}), self.checkpoint_of(checkpoint)
+        if only is not None and stored.get("estimates") and (stored.get("checkpoint_sha256") != record["checkpoint_sha256"] or stored.get(OLDER)):
+            raise ValueError(f"only={only} would keep {name}'s stored cells, measured on checkpoint sha256 {stored.get('checkpoint_sha256')}, "
+                             f"beside cells of {record['checkpoint']} (sha256 {record['checkpoint_sha256']}): measure every cell")
         estimates = measure(model, data, self.settings, seeded(model.device, self.seed), ais_chains=ais_chains, only=only)
-        stored = self.results["models"].get(name, {})
         if only is not None:
             estimates = {**stored.get("estimates", {}), **estimates}
         # a training run's metrics.jsonl lies beside its checkpoint; a zoo folder's does not, so its earlier record stays
         training = training_record(checkpoint.parent, trained_on) or stored.get("training")
-        self.store("models", name, {"checkpoint": kept, "config": model.config(), "estimates": estimates, "trained_on": self.measured_on,
-                                    "load_average": load_average(), "training": training})
+        self.store("models", name, {**record, "config": model.config(), "estimates": estimates,
+                                    "trained_on": self.measured_on, "load_average": load_average(), "training": training})
 
-    def measure_sweep(self, name: str, model, data: DataSplits, num_steps: list[int], *, base: str, ais_chains: int, raise_examples: int) -> None:
+    def measure_sweep(self, name: str, model, checkpoint: Path, data: DataSplits, num_steps: list[int], *, base: str, ais_chains: int,
+                      raise_examples: int) -> None:
         """AIS and RAISE against each K of ``num_steps`` from ``base`` (:func:`~pfzoo.studies.raise_table.sweep_rows`)."""
         s = {**self.settings, "sweep_ais_chains": ais_chains, "sweep_raise_examples": raise_examples}
         rows = sweep_rows(model, data, num_steps, s, base=base, seed=self.seed)
-        self.store("sweeps", sweep_key(name, base), {"settings": s, "rows": rows, "measured_on": self.measured_on})
+        self.store("sweeps", sweep_key(name, base), {"settings": s, "rows": rows, "measured_on": self.measured_on, **self.checkpoint_of(checkpoint)})
 
-    def measure_pilot(self, name: str, model, data: DataSplits, schedules: list[str], pilot_settings: dict) -> None:
+    def measure_pilot(self, name: str, model, checkpoint: Path, data: DataSplits, schedules: list[str], pilot_settings: dict) -> None:
         """The schedule among ``schedules`` with the smallest |AIS − RAISE| on validation digits, then the test set with it
         (:func:`~pfzoo.studies.raise_table.schedule_pilot`; ``pilot_settings``: its ``pilot_examples`` and ``pilot_ais_chains``)."""
         s = {**self.settings, **pilot_settings}
         pilot = schedule_pilot(model, data, schedules, s, self.seed)
-        self.store("schedule_pilots", name, {**pilot, "settings": s, "measured_on": self.measured_on})
+        self.store("schedule_pilots", name, {**pilot, "settings": s, "measured_on": self.measured_on, **self.checkpoint_of(checkpoint)})
 
-    def measure_heating(self, name: str, model, data: DataSplits, heating_steps: list[int], *, examples: int) -> None:
+    def measure_heating(self, name: str, model, checkpoint: Path, data: DataSplits, heating_steps: list[int], *, examples: int) -> None:
         """RAISE with the mean-field proposal against the clamped heating chain (:func:`~pfzoo.studies.raise_table.heating_rows`)."""
         s = {"steps": self.settings["steps"], "raise_chains": self.settings["raise_chains"], "heating_examples": examples}
         rows = heating_rows(model, data, heating_steps, s, self.seed)
-        self.store("heating", name, {"settings": s, "config": model.config(), "rows": rows, "measured_on": self.measured_on})
+        self.store("heating", name, {"settings": s, "config": model.config(), "rows": rows, "measured_on": self.measured_on,
+                                     **self.checkpoint_of(checkpoint)})
 
 
-def write_table(results: dict, output: Path) -> Path:
-    """Write ``<output>/table.md`` and every sweep's figure beside it (``figures/<key>-against-K.png``); returns the table's path."""
+def write_table(results: dict, output: Path, *, repo: Path) -> Path:
+    """Write ``<output>/table.md`` and every sweep's figure beside it (``figures/<key>-against-K.png``); returns the table's
+    path. Refuses first (:func:`check_checkpoints`, entries' paths relative to the checkout ``repo``) when an entry's
+    checkpoint is not the one its model now loads."""
+    check_checkpoints(results, repo)
     output.mkdir(parents=True, exist_ok=True)
     (output / "table.md").write_text(render_table(results))
     for key, sweep in results.get("sweeps", {}).items():

@@ -42,6 +42,11 @@ MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "rais
 """Name → (table label, recipe in conf/experiment/)."""
 AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
 SECTIONS = ("models", "sweeps", "schedule_pilots", "heating")
+"""The parts of results.json that runs on other models add to rather than replace; every entry of each records the
+checkpoint it was measured on (``checkpoint``, its path, and ``checkpoint_sha256``) or is marked :data:`OLDER`."""
+OLDER = "older_checkpoint"
+"""An entry's key for the text naming the checkpoint it was measured on when its model no longer loads that one: such an
+entry renders with the text beside it (marked †) instead of being refused (:func:`pfzoo.studies.raise_results.check_checkpoints`)."""
 SWEEP_BASES = {"base_rate": "base-rate initialisation", "uniform": "uniform initialisation"}
 """The initial distributions a sweep against K may anneal from, with the words the table uses for them."""
 FIGURES = "figures"  # beside table.md: <name>-against-K.png for every sweep
@@ -57,7 +62,6 @@ QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
 QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10],
                   "trainer.pretrained_layers": []}  # a quick run's 10-unit layers cannot take the zoo's trained ones
 """What a smoke run sets in a model's recipe, where the recipe has the key: one epoch, 10-unit layers."""
-"""The parts of results.json that runs on other models add to rather than replace."""
 
 
 def quick_recipe(cfg: DictConfig) -> DictConfig:
@@ -247,8 +251,21 @@ def duration(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 60 else f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
 
 
+def older_mark(entry: dict) -> str:
+    """`` †`` after the label of an entry measured on an older checkpoint than its model now loads (:data:`OLDER`), else nothing."""
+    return " †" if entry.get(OLDER) else ""
+
+
+def older_notes(entries: list[tuple[str, dict]]) -> list[str]:
+    """Paragraph lines naming the older checkpoint of each ``(title, entry)`` marked :data:`OLDER` (none when none is)."""
+    return ["", *(f"† {title}: measured on an older checkpoint than the one its model now loads: {entry[OLDER]}" for title, entry in entries
+                  if entry.get(OLDER))] if any(entry.get(OLDER) for _, entry in entries) else []
+
+
 def render_table(results: dict) -> str:
-    """``table.md``'s markdown from ``results`` (what results.json holds): the estimates, the sweeps and the schedule pilots."""
+    """``table.md``'s markdown from ``results`` (what results.json holds): the estimates, the sweeps and the schedule pilots;
+    an entry measured on an older checkpoint (:data:`OLDER`) is marked † and named under its table. Whether each entry's
+    checkpoint is the one its model now loads is checked by :func:`pfzoo.studies.raise_results.check_checkpoints`."""
     s, models, rows = results["settings"], results["models"], []
     for name in (n for n in MODELS if n in models):
         estimates = models[name]["estimates"]
@@ -256,7 +273,8 @@ def render_table(results: dict) -> str:
             if not suffix or f"ais_base_rate{suffix}" in estimates:
                 found = {key: estimates.get(key if key in ("exact", "csl") else key + suffix) for key in COLUMNS}
                 timed = [row["seconds"] for key, row in found.items() if row is not None and not (suffix and key in ("exact", "csl"))]
-                rows.append([f"{label(name, results)}, K = {steps:,}", *("—" if row is None else cell(row, s, key) for key, row in found.items()),
+                rows.append([f"{label(name, results)}, K = {steps:,}{older_mark(models[name])}",
+                             *("—" if row is None else cell(row, s, key) for key, row in found.items()),
                              duration(sum(timed))])
     longer = f"; models with exact values are also run at K = {s['long_steps']:,}" if s["long_steps"] else ""
     long_examples = f" ({s['long_raise_examples']} at the long K)" if s["long_steps"] else ""
@@ -268,9 +286,12 @@ def render_table(results: dict) -> str:
         f"full-set mean by control variates (§4). CSL: {s['csl_chains']} chains × {s['csl_samples']} samples after {s['csl_burn_in']} burn-in "
         "sweeps, started at training digits. ± is each estimator's own standard error (not the test-set sampling error). AIS is biased upward "
         "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds. Wall time: the row's estimates one after "
-        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}." + (
+        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}. Every row below records the SHA-256 of the "
+        "checkpoint it was measured on and is rendered only if that is the file its model now loads, unless marked † with the "
+        "older checkpoint named." + (
             "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "
             "by the same chains (their errors are correlated): they understate CSL's error, by about 20× on a quick run (0.18 against 0.009)."))]
+    text += older_notes([(label(name, results), models[name]) for name in MODELS if name in models])
     text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []
     for key, sweep in results.get("sweeps", {}).items():
         (name, base), w = sweep_model(key), sweep["settings"]
@@ -286,14 +307,14 @@ def render_table(results: dict) -> str:
             f"{w['raise_chains']} chains on the same {w['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
             "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small."
             + (f" Measured {sweep['measured_on']}, {duration(sum(r['seconds'] for r in sweep['rows']))} in all." if sweep.get("measured_on") else "")]
-        text += sweep_warnings(sweep["rows"])
+        text += older_notes([(f"{label(name, results)}'s sweep", sweep)]) + sweep_warnings(sweep["rows"])
     pilots = {name: results["schedule_pilots"][name] for name in MODELS if name in results.get("schedule_pilots", {})}
     if pilots:
         p = next(iter(results["schedule_pilots"].values()))["settings"]
-        validation = [[label(n, results), describe_schedule(r["schedule"]) + (" ✓" if r["schedule"] == e["chosen"] else ""), pm(r, "ais"), pm(r, "raise"),
+        validation = [[label(n, results) + older_mark(e), describe_schedule(r["schedule"]) + (" ✓" if r["schedule"] == e["chosen"] else ""), pm(r, "ais"), pm(r, "raise"),
                        f"{r['ais'] - r['raise']:+.2f}", f"{e['exact']['validation']:.2f}" if e["exact"] else "—"]
                       for n, e in pilots.items() for r in e["rows"]]
-        test = [[label(n, results), describe_schedule(e["chosen"]), pm(t, "ais"), pm(t, "raise"), f"{t['ais'] - t['raise']:+.2f}",
+        test = [[label(n, results) + older_mark(e), describe_schedule(e["chosen"]), pm(t, "ais"), pm(t, "raise"), f"{t['ais'] - t['raise']:+.2f}",
                  *([f"{x['test']:.2f}", f"{t['ais'] - x['test']:+.2f}", f"{t['raise'] - x['test']:+.2f}"] if x else ["—"] * 3)]
                 for n, e in pilots.items() for t, x in [(e["test"], e["exact"])]]
         text += ["", "## Choosing the annealing schedule by the bracket (base-rate initialisation)", "",
@@ -305,7 +326,7 @@ def render_table(results: dict) -> str:
                   "a rule that needs no exact value and never sees the test set. The second table runs both on the test set with the chosen schedule "
                   f"(RAISE on {p['raise_examples']} digits with control variates). The schedule changes the annealing model, and with it RAISE's value, "
                   "as much as K does. Where RAISE ends above an exact value, the annealing model fits the test digits better than the RBM itself: "
-                  "RAISE bounds p_ann, not p.")]
+                  "RAISE bounds p_ann, not p."), *older_notes([(f"{label(n, results)}'s pilot", e) for n, e in pilots.items()])]
     for name, comparison in results.get("heating", {}).items():
         text += ["", *heating_section(label(name, {"models": {name: {"config": comparison["config"]}}}), comparison)]
     return "# RAISE Tables 1–2 on binarized MNIST, reproduced\n\n" + "\n".join(text) + "\n"
@@ -326,7 +347,8 @@ def heating_section(title: str, comparison: dict) -> list[str]:
              "Every T gives a valid stochastic lower bound (E[w] = p_ann(v) whatever the proposal), so the higher mean is the tighter bound; "
              "the ESS is that of the whole reverse chain's weights, whose spread the annealing dominates. The paired column is the mean "
              f"per-digit difference with its standard error over the digits. Measured {comparison['measured_on']}."
-             + (f" {comparison['note']}" if comparison.get("note") else ""))]
+             + (f" {comparison['note']}" if comparison.get("note") else "")
+             + (f" Measured on an older checkpoint than the one its model now loads: {comparison[OLDER]}" if comparison.get(OLDER) else ""))]
 
 
 def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:

@@ -136,7 +136,9 @@ def _depth_section(depth: Mapping[str, Any]) -> str:
             f"of the posterior's activity (variance of the top-down input to the layer below against that plus the bottom-up "
             f"one, over the test digits) is {depth['top_layer_share']:.2g}. Estimator `{depth['estimator']}` with "
             f"`{json.dumps(depth['settings'])}` on {depth['num_test']:,} test digits ({depth['machine']}, {depth['date']}); "
-            f"measured by `{depth['command']}`.")
+            f"measured by `{depth['command']}`."
+            + "".join(f"\n\n**Warning ({label}):** {warning}" for label, run in (("the DBM", full), ("without its top layer", short))
+                      for warning in run.get("warnings") or []))
 
 
 def with_card_sections(readme: str, card: Mapping[str, Any]) -> str:

@@ -31,8 +31,7 @@ from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
 from pfzoo.paths.step_count import end_dense_knots
 from pfzoo.studies.path_comparison import (
-    RBM_MODELS, gaussian_experiment, gaussians_figure, gaussians_markdown, growth_summary, rbm_experiment, rbms_figure, rbms_markdown,
-    two_gaussians_figure,
+    RBM_MODELS, gaussian_experiment, gaussians_figure, growth_summary, rbm_experiment, rbms_figure, report_markdown, two_gaussians_figure,
 )
 from pfzoo.studies.reporting import load_average, machine_description
 
@@ -106,10 +105,7 @@ def write_report(results: dict, out: Path) -> None:
     for name, figure in figures.items():
         figure.savefig(out / name, dpi=120)
         plt.close(figure)
-    text = gaussians_markdown(results) + (rbms_markdown(results["rbms"], results["rbm_settings"]) if results.get("rbms") else "")
-    if results.get("rbms_uniform"):
-        text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
-    (out / "README.md").write_text(text)
+    (out / "README.md").write_text(report_markdown(results))  # with the spline ablation where scripts/ablate_spline.py stored it
     print(f"written to {out}")
 
 

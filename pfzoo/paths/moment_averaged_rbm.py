@@ -33,7 +33,7 @@ from pfzoo.models.rbm import RBM
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_path
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_positive_int
+from pfzoo.validation import check_beta, check_non_negative_int, check_positive_int
 
 _MAX_EXACT_MOMENT_UNITS = 20
 
@@ -304,12 +304,30 @@ def _gibbs_sweeps(rbm, v: torch.Tensor, num_sweeps: int, generator) -> torch.Ten
 
 
 @torch.no_grad()
+def estimate_rbm_moments(rbm, start: torch.Tensor, *, burn_in: int = 1000, moment_sweeps: int = 100,
+                         generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Rao–Blackwellised ``(E[v] [V], E[h] [H], E[vhᵀ] [V, H])`` of ``rbm`` from its block-Gibbs chains started at
+    ``start [N, V]``: ``burn_in`` ≥ 0 sweeps discarded, then :func:`rbm_moments` averaged over ``moment_sweeps`` sweeps.
+    The target moments of :func:`fit_moment_averaged_knots` (its chains start at base draws unless given a start)."""
+    check_non_negative_int(burn_in, "burn_in")
+    check_positive_int(moment_sweeps, "moment_sweeps")
+    v = _gibbs_sweeps(rbm, start, burn_in, generator)
+    sums = [torch.zeros_like(rbm.visible_bias), torch.zeros_like(rbm.hidden_bias), torch.zeros_like(rbm.weight)]
+    for _ in range(moment_sweeps):
+        v = _gibbs_sweeps(rbm, v, 1, generator)
+        for total, estimate in zip(sums, rbm_moments(rbm, v)):
+            total.add_(estimate)
+    return tuple(total / moment_sweeps for total in sums)
+
+
+@torch.no_grad()
 def fit_moment_averaged_knots(
     target,
     base,
     knot_betas,
     *,
     target_moments: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    moment_start: torch.Tensor | None = None,
     num_chains: int = 1000,
     burn_in: int = 1000,
     moment_sweeps: int = 100,
@@ -322,8 +340,12 @@ def fit_moment_averaged_knots(
     """Knot RBMs of the moment-averaged spline, ``[base, θ_1, …, θ_{J−1}, target]`` (Grosse et al. 2013, §4.2).
 
     Target moments ``s_1``: ``target_moments`` if given (e.g. :func:`exact_rbm_moments` for tiny RBMs),
-    else Rao–Blackwellised estimates (:func:`rbm_moments`) from ``num_chains`` Gibbs chains of the target,
-    started at base samples, averaged over ``moment_sweeps`` sweeps after ``burn_in`` discarded ones.
+    else Rao–Blackwellised estimates (:func:`estimate_rbm_moments`) from ``num_chains`` Gibbs chains of the target,
+    started at base samples (or at the rows of ``moment_start [N, V]``, e.g. training data, when given), averaged over
+    ``moment_sweeps`` sweeps after ``burn_in`` discarded ones. On an RBM whose Gibbs chains mix poorly, chains started at
+    uniform noise may not reach the target's mass however long they run, and the knots then lead towards the wrong
+    moments (the zoo's CD1(500) from a uniform base: log Ẑ 13 nats low; ``reports/paths``, the spline ablation) — start
+    them at training data or pass ``target_moments``.
     Base moments ``s_0`` are exact (a ``W = 0`` RBM factorises: ``E[v] = σ(b_0)``, ``E[h] = σ(c_0)``,
     ``E[vhᵀ] = E[v] E[h]ᵀ``).
 
@@ -368,14 +390,11 @@ def fit_moment_averaged_knots(
     mean_v0, mean_h0 = torch.sigmoid(base.visible_bias.detach()), torch.sigmoid(base.hidden_bias.detach())
     base_moments = (mean_v0, mean_h0, torch.outer(mean_v0, mean_h0))
     if target_moments is None:
-        v = bernoulli(mean_v0.expand(num_chains, -1), generator=generator)
-        v = _gibbs_sweeps(target, v, burn_in, generator)
-        sums = [torch.zeros_like(s) for s in base_moments]
-        for _ in range(moment_sweeps):
-            v = _gibbs_sweeps(target, v, 1, generator)
-            for total, estimate in zip(sums, rbm_moments(target, v)):
-                total.add_(estimate)
-        target_moments = tuple(total / moment_sweeps for total in sums)
+        if moment_start is None:
+            moment_start = bernoulli(mean_v0.expand(num_chains, -1), generator=generator)
+        else:
+            moment_start = target.check_visible(moment_start, "moment_start")
+        target_moments = estimate_rbm_moments(target, moment_start, burn_in=burn_in, moment_sweeps=moment_sweeps, generator=generator)
     else:
         target_moments = _check_moments(target_moments, tuple(target.weight.shape), "target_moments", base_moments[0])
 
@@ -406,19 +425,25 @@ def fit_moment_averaged_knots(
 
 @register_path("rbm", "moment_averaged")
 def rbm_moment_averaged_path(
-    model, base, kernel, *, num_knots: int = 5, generator: torch.Generator | None = None, **fit_options
+    model, base, kernel, *, num_knots: int | None = None, knot_betas=None, generator: torch.Generator | None = None, **fit_options
 ) -> RBMSplinePath:
     """The moment-averaged spline of Grosse, Maddison & Salakhutdinov (2013, §4.2) from the ``W = 0`` RBM ``base``.
 
-    :class:`RBMSplinePath` through ``num_knots`` interior knot RBMs at evenly spaced ``b_j = j / (num_knots + 1)``,
+    :class:`RBMSplinePath` through ``num_knots`` (default 5) interior knot RBMs at evenly spaced ``b_j = j / (num_knots + 1)``,
+    or at ``knot_betas`` (float64 ``[J + 1]``, strictly increasing from 0 to 1; ``num_knots``, if also given, must be J − 1),
     fitted by :func:`fit_moment_averaged_knots` (target moments from Gibbs chains; ``fit_options`` are passed on,
-    e.g. ``num_chains``, ``iterations``). Even spacing in β is even spacing in moment space along the MA path (its
-    moments are linear in β), so every knot is fitted to the same share of the moment change. ``generator`` drives
-    the fitting and defaults to a fresh generator seeded with 0, so the same model and base always give the same
-    path. Fitting costs a few hundred Gibbs sweeps of ``num_chains`` chains per knot, paid once per path.
+    e.g. ``num_chains``, ``iterations``, ``target_moments``, ``moment_start``). Even spacing in β is even spacing in moment
+    space along the MA path (its moments are linear in β), so every knot is fitted to the same share of the moment change.
+    ``generator`` drives the fitting and defaults to a fresh generator seeded with 0, so the same model and base always
+    give the same path. Fitting costs a few hundred Gibbs sweeps of ``num_chains`` chains per knot, paid once per path.
     """
-    check_positive_int(num_knots, "num_knots")
-    knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
+    if knot_betas is None:
+        num_knots = 5 if num_knots is None else check_positive_int(num_knots, "num_knots")
+        knot_betas = torch.linspace(0.0, 1.0, num_knots + 2, dtype=torch.float64)
+    else:
+        knot_betas = _check_knot_betas(knot_betas)
+        if num_knots is not None and num_knots != knot_betas.numel() - 2:
+            raise ValueError(f"num_knots={num_knots!r} disagrees with knot_betas, which hold {knot_betas.numel() - 2} interior knots")
     if generator is None:
         generator = torch.Generator(device=model.device).manual_seed(0)
     knots = fit_moment_averaged_knots(model, base, knot_betas, generator=generator, **fit_options)

@@ -6,7 +6,8 @@ paths and the optimal path (OPT, the Fisher–Rao geodesic; Gelman & Meng 1998) 
 the K each needs for a given bias and AIS measured there; :func:`two_gaussians_figure` draws GA's and MA's
 intermediate distributions between two 2-D Gaussians (the slides' picture).
 (b) :func:`rbm_experiment`: log Ẑ against K for MNIST RBMs along the geometric path and the moment-averaged spline.
-:func:`gaussians_markdown`, :func:`rbms_markdown` and the figures render results.json's content alone.
+:func:`gaussians_markdown`, :func:`rbms_markdown` (composed with the spline ablation's section by :func:`report_markdown`) and
+the figures render results.json's content alone.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pfzoo.models import Gaussian
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths import GaussianGeodesicPath, GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule
 from pfzoo.paths.step_count import growth_exponents, steps_for_bias
+from pfzoo.studies.spline_ablation import ablation_markdown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -243,3 +245,14 @@ def rbms_markdown(rbms: dict, settings: dict, *, uniform: bool = False) -> str:
         if uniform:
             lines += [_uniform_verdict(by_kind), ""]
     return "\n".join(lines + ([] if uniform else ["![log Z against K](rbms.png)"])) + "\n"
+
+
+def report_markdown(results: dict) -> str:
+    """reports/paths/README.md from results.json's content: part (a), part (b) where measured, (b′) from a uniform base
+    where measured, and the spline ablation where ``scripts/ablate_spline.py`` stored it (key ``spline_ablation``)."""
+    text = gaussians_markdown(results) + (rbms_markdown(results["rbms"], results["rbm_settings"]) if results.get("rbms") else "")
+    if results.get("rbms_uniform"):
+        text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
+    if results.get("spline_ablation"):
+        text += ablation_markdown(results["spline_ablation"], results.get("rbms_uniform"))
+    return text

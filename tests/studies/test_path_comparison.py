@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pfzoo.studies.path_comparison import PATHS, SCHEDULES, gaussians_markdown, growth_summary, rbms_markdown, two_gaussians_figure
+from pfzoo.studies.path_comparison import (
+    PATHS, SCHEDULES, gaussians_markdown, growth_summary, rbms_markdown, report_markdown, two_gaussians_figure,
+)
+from pfzoo.studies.spline_ablation import ablation_markdown
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports" / "paths"
 
@@ -14,7 +17,9 @@ def test_the_stored_readme_re_renders_from_its_results_json():
     results = json.loads((RESULTS / "results.json").read_text())
     text = gaussians_markdown(results) + rbms_markdown(results["rbms"], results["rbm_settings"])
     text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
-    assert text == (RESULTS / "README.md").read_text()
+    if results.get("spline_ablation"):
+        text += ablation_markdown(results["spline_ablation"], results["rbms_uniform"])
+    assert text == report_markdown(results) == (RESULTS / "README.md").read_text()
 
 
 def test_growth_is_fitted_over_the_largest_half_of_the_distances_above_one():

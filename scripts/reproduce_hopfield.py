@@ -9,6 +9,9 @@
         --pattern-counts 1 4 8 16 24 32 48 64 80 96 112 128 144 160 176 192 208 224 240 \
         --recall-flips 0 4 8 12 16 20 24 28 32 36 40 44 48 52 56 60 64 --threads 1 --out reports/hopfield
 
+The thesis's Figs. 3.6 and 3.7–3.10 at their own settings (80 images in 4096 units; n = 64 with t = 20 and t = 13;
+four loads at n = 128) are run by scripts/hopfield_figures.py into the same results.json; --render renders them too.
+
 Rules (every experiment fits each from scratch, in float64):
 - MPF: the recipe conf/experiment/hopfield_mpf.yaml run by :func:`pfzoo.training.recipe.fit_recipe` (the flow K of
   :class:`pfzoo.training.BitFlipMPF`, single-bit flips, full-batch L-BFGS from J = 0, b = 0, at most

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from pfzoo.studies import hopfield_capacity
 from pfzoo.studies.hopfield_report import pool_noisy
@@ -64,3 +65,48 @@ def test_pooled_corrupted_sample_trials_are_the_trial_weighted_means():
     assert pooled["stored_in_every_trial"]["r"] == [False] and pooled["seconds_total"]["r"] == 3.0
     with pytest.raises(ValueError, match="conditions"):
         pool_noisy(first, {**second, "conditions": [[3, 0.1]]})
+
+
+FIGURES_SCRIPT = SCRIPT.parent / "hopfield_figures.py"
+TINY_FIGURES = {
+    "fig36_images": "count=4 side=8 train_flips=19 cue_flips=26 steps=4 copies_per_step=2 cues_per_image=2 trace_every=2",
+    "fig38_training_time": "num_units=12 pattern_counts=2,8 trials=2",
+    "fig39_recall_by_load": "num_units=12 loads=2,4 flips=0,2 trials=2",
+    "fig310_corrupted": "num_units=12 pattern_counts=1,3 flips=4 copies=5 trials=2",
+}
+
+
+@pytest.mark.slow  # about 15 s of tiny fits, plots and imports
+def test_the_figures_merge_into_the_report_and_render_again_byte_for_byte(script, monkeypatch, tmp_path):
+    from PIL import Image
+
+    (tmp_path / "natural_images").mkdir()
+    pixels = torch.exp(torch.randn(16, 24, generator=torch.Generator().manual_seed(0))) * 1000
+    Image.fromarray(pixels.numpy().astype("uint16")).save(tmp_path / "natural_images" / "vanhateren_tvlearn_ecml2022.tiff")
+    run(script, monkeypatch, "--experiments", "capacity", "recall", "noisy", "convergence", "--out", str(tmp_path / "a"))
+    spec = importlib.util.spec_from_file_location("pfzoo_hopfield_figures_script", FIGURES_SCRIPT)
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    results = tmp_path / "a" / "results.json"
+    runs = [(name, settings.split(), []) for name, settings in TINY_FIGURES.items()]
+    runs.append(("fig310_corrupted", "num_units=12 pattern_counts=1 flips=4 copies=5 trials=1 independent=true".split(), ["--ablation", "independent flips"]))
+    runs.append(("fig38_training_time", "num_units=12 pattern_counts=2 trials=1 online_perceptron=true".split(), ["--ablation", "PER per pattern"]))
+    for name, settings, extra in runs:
+        monkeypatch.setattr(sys, "argv", ["hopfield_figures.py", name, "--set", *settings, *extra, "--results", str(results),
+                                          "--data-root", str(tmp_path), "--threads", "1"])
+        figures.main()
+    record = json.loads(results.read_text())
+    assert record["fig36_images"]["num_units"] == 64 and len(record["fig36_images"]["panels"]["cue"]) == 2
+    assert [a["change"] for a in record["fig310_corrupted_ablations"]] == ["independent flips"]
+    assert set(record["fig38_training_time"]["rules"]) == {"MPF", "PER", "OPR"} and "capacity" in record
+    readme = (tmp_path / "a" / "README.md").read_text()
+    for heading in ("## Storing 80 images", "## Training time at n = 12", "## Recall at four loads", "## Storage from 33%-corrupted copies",
+                    "## The thesis's claims beside ours", "## Capacity"):
+        assert heading in readme
+    assert "PER per pattern" in readme and "independent flips" in readme
+    for plot in ("images", "training_time", "recall_by_load", "corrupted_training"):
+        assert (tmp_path / "a" / f"{plot}.png").stat().st_size > 1000
+    monkeypatch.setattr(sys, "argv", ["reproduce_hopfield.py", "--render", str(results)])
+    script.main()
+    assert (tmp_path / "a" / "README.md").read_text() == readme
+    assert json.loads(results.read_text()) == record

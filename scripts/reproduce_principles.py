@@ -28,11 +28,12 @@ from omegaconf import OmegaConf
 
 from pfzoo.cli import compose
 from pfzoo.studies import principles as study
-from pfzoo.studies.reporting import load_average, machine_description
+from pfzoo.studies.reporting import load_average, machine_description, with_kept_section
 from pfzoo.training import EarlyStopping, UpdateLimit
 
 REPO = Path(__file__).resolve().parents[1]
 DENOISING_BLOCK = {"digits": 3, "mnist": 10}
+GSM_SECTION = "GSM diagnosis (issue 52)"
 OPTIMIZERS = {"SGD": {"_target_": "torch.optim.SGD", "_partial_": True, "lr": 0.05, "momentum": 0.5},
               "Adam": {"_target_": "torch.optim.Adam", "_partial_": True, "lr": 0.001}}
 EARLY_STOPPING_PATIENCE = 20  # validation scores in a row below the best before a search run stops
@@ -124,7 +125,7 @@ def main() -> None:
     parser.add_argument("--render", type=Path, default=None, help="rewrite README.md beside this results.json")
     args = parser.parse_args()
     if args.render:
-        (args.render.parent / "README.md").write_text(study.readme(json.loads(args.render.read_text())))
+        write_readme(args.render.parent / "README.md", study.readme(json.loads(args.render.read_text())))
         return
     args.out = args.out or REPO / "reports" / "principles" / ("quick" if args.quick else "")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -134,8 +135,14 @@ def main() -> None:
                "machine": machine_description(), "threads": args.threads, "load_average": load_average(),
                "date": datetime.date.today().isoformat(), "seconds": time.perf_counter() - began, "quick": args.quick}
     (args.out / "results.json").write_text(json.dumps(payload, indent=1))
-    (args.out / "README.md").write_text(study.readme(payload))
+    write_readme(args.out / "README.md", study.readme(payload))
     print(f"wrote {args.out / 'README.md'}")
+
+
+def write_readme(path: Path, text: str) -> None:
+    """``text`` into ``path``, keeping the GSM diagnosis section that ``scripts/diagnose_gsm.py``'s study added there."""
+    previous = path.read_text() if path.is_file() else ""
+    path.write_text(with_kept_section(text, previous, GSM_SECTION))
 
 
 if __name__ == "__main__":

@@ -67,6 +67,19 @@ def settings_record(arguments: Mapping, *, leave_out: Collection[str] = ()) -> d
     return {key: str(value) if isinstance(value, Path) else value for key, value in arguments.items() if key not in leave_out}
 
 
+def with_kept_section(text: str, previous: str, title: str) -> str:
+    """``text`` (a freshly rendered README) followed by the ``## title`` section of ``previous`` (the README it replaces), up
+    to the next ``## `` heading, when ``previous`` has one: how a section that another study writes (e.g. the GSM diagnosis
+    in ``reports/principles``) survives a re-render of the report around it."""
+    heading = f"\n## {title}\n"
+    start = previous.find(heading)
+    if start < 0:
+        return text
+    end = previous.find("\n## ", start + len(heading))
+    section = previous[start + 1:] if end < 0 else previous[start + 1:end + 1]
+    return text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+
+
 def device_name(device: torch.device) -> str:
     """What ran the numbers: the GPU's name (e.g. "NVIDIA H100 80GB HBM3") for CUDA, the CPU model otherwise."""
     return torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()

@@ -245,12 +245,15 @@ class RBMSplineConditionals:
 # ---- moments and knot fitting ------------------------------------------------------------
 
 
-def rbm_moments(rbm, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def rbm_moments(rbm, v: torch.Tensor, weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Rao–Blackwellised moment estimates from samples ``v [N, V]`` of an RBM:
-    ``(E[v] [V], E[h] [H], E[vhᵀ] [V, H])`` with the sampled ``h`` replaced by ``E[h | v] = σ(vW + c)``."""
+    ``(E[v] [V], E[h] [H], E[vhᵀ] [V, H])`` with the sampled ``h`` replaced by ``E[h | v] = σ(vW + c)``; with
+    ``weights [N]`` (summing to 1, e.g. self-normalised importance weights) the weighted averages instead of the means."""
     with torch.no_grad():
         hidden = torch.sigmoid(torch.addmm(rbm.hidden_bias, v, rbm.weight))
-        return v.mean(0), hidden.mean(0), v.T @ hidden / v.shape[0]
+        if weights is None:
+            return v.mean(0), hidden.mean(0), v.T @ hidden / v.shape[0]
+        return weights @ v, weights @ hidden, (v * weights[:, None]).T @ hidden
 
 
 @torch.no_grad()

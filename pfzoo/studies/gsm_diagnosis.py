@@ -18,7 +18,7 @@ distributions alone). For an empirical distribution p̂ with unobserved states t
 
 so on a finite sample L = D − C − R falls without bound as any observed state's unobserved neighbour is made
 improbable (:func:`unobserved_flip_term`), while D stays bounded. Everything here is float64 and enumerates all 2^D
-visible states (state k has unit j = bit D−1−j of k); stochastic functions take a ``torch.Generator``; nothing prints.
+visible states (state k has unit j = bit j of k, as :func:`pfzoo.models.enumeration.binary_configurations`); stochastic functions take a ``torch.Generator``; nothing prints.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from torch import Tensor
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from pfzoo.models import RBM
+from pfzoo.models.enumeration import binary_configurations
 from pfzoo.training import GeneralizedScoreMatching, PseudoLikelihood, RatioMatching
 
 Loss = Callable[[RBM], Tensor]
@@ -44,19 +45,18 @@ BatchLoss = Callable[[RBM, Tensor], Tensor]
 # ---- enumeration -------------------------------------------------------------------------------------------------
 
 def binary_states(num_units: int) -> Tensor:
-    """Every binary state, ``[2^D, D]`` float64; row k holds the bits of k, unit 0 the most significant."""
-    index = torch.arange(2**num_units)
-    return ((index[:, None] >> torch.arange(num_units - 1, -1, -1)) & 1).double()
+    """Every binary state, ``[2^D, D]`` float64; row k holds the bits of k, unit 0 the least significant."""
+    return binary_configurations(num_units, dtype=torch.float64, device=torch.device("cpu"))
 
 
 def flip_indices(num_units: int) -> Tensor:
     """``[2^D, D]`` long: entry ``[k, j]`` is the row of :func:`binary_states` with unit j of state k flipped."""
-    return torch.arange(2**num_units)[:, None] ^ (1 << torch.arange(num_units - 1, -1, -1))[None, :]
+    return torch.arange(2**num_units)[:, None] ^ (1 << torch.arange(num_units))[None, :]
 
 
 def state_rows(data: Tensor) -> Tensor:
     """The :func:`binary_states` row of each row of binary ``data [N, D]`` → ``[N]`` long."""
-    return (data.long() * (1 << torch.arange(data.shape[1] - 1, -1, -1))).sum(1)
+    return (data.long() * (1 << torch.arange(data.shape[1]))).sum(1)
 
 
 def state_frequencies(data: Tensor) -> Tensor:

@@ -34,7 +34,7 @@ from pfzoo.estimators.path_ais import anneal_path
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import RBM
 from pfzoo.paths import make_betas
-from pfzoo.paths.moment_averaged_rbm import estimate_rbm_moments
+from pfzoo.paths.moment_averaged_rbm import estimate_rbm_moments, rbm_moments
 from pfzoo.sampling import bernoulli
 
 
@@ -188,20 +188,11 @@ def moment_discrepancy(estimate, reference) -> dict:
     return _discrepancy(estimate, reference)
 
 
-def chain_moments(rbm, start: torch.Tensor, *, burn_in: int, sweeps: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    """Rao–Blackwellised moments of ``rbm`` from block-Gibbs chains started at ``start [N, V]`` (``burn_in`` discarded sweeps,
-    then ``sweeps`` averaged; :func:`pfzoo.paths.moment_averaged_rbm.estimate_rbm_moments`)."""
-    return estimate_rbm_moments(rbm, start, burn_in=burn_in, moment_sweeps=sweeps, generator=generator)
-
-
 def weighted_moments(rbm, v: torch.Tensor, log_weights: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """Self-normalised importance-weighted Rao–Blackwellised moments of ``rbm`` from AIS end states ``v [N, V]`` with
-    ``log_weights [N]``: ``Σ_i w̄_i (v_i, σ(v_i W + c), v_i σ(v_i W + c)ᵀ)``, clipped to [0, 1]."""
-    weights = torch.softmax(log_weights.double(), 0).to(v)
-    with torch.no_grad():
-        hidden = torch.sigmoid(torch.addmm(rbm.hidden_bias, v, rbm.weight))
-        moments = weights @ v, weights @ hidden, (v * weights[:, None]).T @ hidden
-        return tuple(m.clamp_(0.0, 1.0) for m in moments)  # weights summing to 1 + rounding can step past 1
+    ``log_weights [N]`` (:func:`~pfzoo.paths.moment_averaged_rbm.rbm_moments` with the weights), clipped to [0, 1]."""
+    moments = rbm_moments(rbm, v, torch.softmax(log_weights.double(), 0).to(v))
+    return tuple(m.clamp_(0.0, 1.0) for m in moments)  # weights summing to 1 + rounding can step past 1
 
 
 def reference_moments(model, data: torch.Tensor, *, steps: int, chains: int, seed: int = 0) -> dict:
@@ -241,11 +232,11 @@ def knot_checks(path, target_moments, data: torch.Tensor, anneal_row: dict, *, c
         row = {"knot": entry["knot"], "beta": b}
         began = time.perf_counter()
         noise = bernoulli(torch.full((chains, rbm.num_visible), 0.5, dtype=rbm.dtype, device=rbm.device), generator=generator)
-        from_noise = chain_moments(rbm, noise, burn_in=burn_in, sweeps=sweeps, generator=generator)
+        from_noise = estimate_rbm_moments(rbm, noise, burn_in=burn_in, moment_sweeps=sweeps, generator=generator)
         row["mismatch_from_noise"] = _discrepancy(from_noise, goal)
         if from_data_too:
             examples = data[torch.randperm(data.shape[0], generator=generator)[:chains]].to(rbm.weight)
-            from_data = chain_moments(rbm, examples, burn_in=burn_in, sweeps=sweeps, generator=generator)
+            from_data = estimate_rbm_moments(rbm, examples, burn_in=burn_in, moment_sweeps=sweeps, generator=generator)
             row["mismatch_from_data"] = _discrepancy(from_data, goal)
             row["noise_vs_data"] = _discrepancy(from_noise, from_data)
         row["moment_seconds"] = round(time.perf_counter() - began, 1)

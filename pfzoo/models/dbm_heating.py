@@ -8,6 +8,8 @@ steps and this module only accumulates the AIS weights.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from pfzoo.kernels import SCAN_CONDITIONALS, ScanGibbs
@@ -52,14 +54,20 @@ class ClampedHeatingTarget:
         # ScanGibbs hands back the block objects of ``scan``; their identity names their layer without a host read
         self._layer_of_block = {id(block): layer for block, layer in zip(self.scan, order)}
 
+    def layer(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        """Layer i ``[N, n_i]`` (a contiguous copy) of positions ``x [N, Σ n_i]``."""
+        start, stop = self.bounds[i]
+        return x[:, start:stop].contiguous()
+
     def layers(self, x: torch.Tensor) -> list[torch.Tensor]:
         """``[x_0, …, x_L]`` (contiguous copies) of positions ``x [N, Σ n_i]``."""
-        return [x[:, start:stop].contiguous() for start, stop in self.bounds]
+        return [self.layer(x, i) for i in range(len(self.bounds))]
 
-    def drive(self, layers: list[torch.Tensor], i: int) -> torch.Tensor:
-        """Layer i's total input ``x_{i−1} W_{i−1} + x_{i+1} W_iᵀ + b_i`` ``[N, n_i]`` from its neighbours."""
+    def drive(self, layers: Mapping[int, torch.Tensor] | list[torch.Tensor], i: int) -> torch.Tensor:
+        """Layer i's total input ``x_{i−1} W_{i−1} + x_{i+1} W_iᵀ + b_i`` ``[N, n_i]`` from its neighbours in ``layers``
+        (all layers, or layer index → layer holding at least i's neighbours)."""
         drive = layers[i - 1] @ self.weights[i - 1] + self.biases[i]
-        return drive + layers[i + 1] @ self.weights[i].T if i + 1 < len(layers) else drive
+        return drive + layers[i + 1] @ self.weights[i].T if i + 1 < len(self.bounds) else drive
 
     def statistics(self, x: torch.Tensor, *, beta: float = 0.0) -> torch.Tensor:
         """``−E(v, h) − log q(h)`` float64 ``[N]`` of positions ``x``: ``log g_α − log g_0`` per unit of α."""
@@ -73,7 +81,8 @@ class ClampedHeatingTarget:
     def draw_block(self, x: torch.Tensor, block: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """Layer ``block``'s units ``[N, n_i]`` from their conditional under ``g_β`` given the other layers."""
         i = self._layer_of_block[id(block)]
-        drive = self.drive(self.layers(x), i)
+        neighbours = {j: self.layer(x, j) for j in (i - 1, i + 1) if j < len(self.bounds)}  # only what layer i's input reads
+        drive = self.drive(neighbours, i)
         return bernoulli(torch.sigmoid((1 - beta) * self.proposal_logits[i - 1] + beta * drive), generator=generator)
 
 

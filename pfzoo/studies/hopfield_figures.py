@@ -29,7 +29,7 @@ from pfzoo.data.hopfield_patterns import corrupt, noisy_copies, random_patterns
 from pfzoo.models.hopfield import Hopfield
 from pfzoo.studies.hopfield_capacity import measure_recall, stored_fraction
 from pfzoo.studies.hopfield_images import run_image_experiment
-from pfzoo.training import hopfield_rules, outer_product_rule, perceptron_rule
+from pfzoo.training import outer_product_rule, perceptron_fit
 from pfzoo.training.bit_flip_mpf import BitFlipMPF
 from pfzoo.validation import check_binary, check_positive_int
 
@@ -81,34 +81,14 @@ def bare_mpf(patterns: Tensor, *, max_iter: int = 2000, history_size: int = 20, 
     return model
 
 
-class _EpochCounter(logging.Handler):
-    """Catches :func:`~pfzoo.training.perceptron_rule`'s debug record "all %d patterns stable after %d epochs"."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.epochs: int | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.msg.startswith("perceptron rule: all") and len(record.args) == 2:
-            self.epochs = int(record.args[1])
-
-
 def counted_perceptron(patterns: Tensor, *, max_epochs: int = 2000, cost: FitCost | None = None) -> Hopfield:
-    """:func:`~pfzoo.training.perceptron_rule` (full batch, symmetrised), with the epochs it ran put in ``cost.steps``
+    """:func:`~pfzoo.training.perceptron_fit` (full batch, symmetrised), with the epochs it ran put in ``cost.steps``
     (``max_epochs`` when some pattern stayed unstable)."""
-    rule_logger = hopfield_rules.logger
-    counter, level = _EpochCounter(), rule_logger.level
-    rule_logger.addHandler(counter)
-    rule_logger.setLevel(logging.DEBUG)
-    try:
-        model = perceptron_rule(patterns, max_epochs=max_epochs)
-    finally:
-        rule_logger.removeHandler(counter)
-        rule_logger.setLevel(level)
+    fit = perceptron_fit(patterns, max_epochs=max_epochs)
     if cost is not None:
-        cost.steps = max_epochs if counter.epochs is None else counter.epochs
-        cost.evaluations = cost.steps + (counter.epochs is not None)  # the last epoch finds no error and stops
-    return model
+        cost.steps = fit.epochs
+        cost.evaluations = fit.epochs + fit.stable  # the last epoch finds no error and stops
+    return fit.model
 
 
 def online_perceptron(patterns: Tensor, *, max_epochs: int = 2000, cost: FitCost | None = None) -> Hopfield:

@@ -12,7 +12,7 @@ from pfzoo.training.fast_pcd import FPCD
 from pfzoo.training.generalized_pseudolikelihood import GeneralizedPseudoLikelihood
 from pfzoo.training.generalized_score_matching import GeneralizedScoreMatching
 from pfzoo.training.greedy import GreedyTrainer, train_greedy
-from pfzoo.training.hopfield_rules import outer_product_rule, perceptron_rule
+from pfzoo.training.hopfield_rules import PerceptronFit, outer_product_rule, perceptron_fit, perceptron_rule
 from pfzoo.training.maximum_likelihood import ExactMaximumLikelihood
 from pfzoo.training.mean_field_inversion import fit_mean_field, mean_field_ising
 from pfzoo.training.metrics import pseudo_log_likelihood, reconstruction_error
@@ -53,6 +53,7 @@ __all__ = [
     "NaturalGradient",
     "NCE",
     "Objective",
+    "PerceptronFit",
     "PartitionTracker",
     "PersistentMPF",
     "PT",
@@ -71,6 +72,7 @@ __all__ = [
     "mpf_local_update",
     "mpf_online_rule",
     "outer_product_rule",
+    "perceptron_fit",
     "perceptron_rule",
     "pretrain_dbm",
     "start_dbm_from_rbm",

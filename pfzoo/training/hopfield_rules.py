@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import NamedTuple
 
 import torch
 
@@ -56,6 +57,15 @@ def outer_product_rule(patterns: torch.Tensor) -> Hopfield:
     return Hopfield.from_spins(spin_coupling, torch.zeros(spin_coupling.shape[0], dtype=spin_coupling.dtype))
 
 
+class PerceptronFit(NamedTuple):
+    """What :func:`perceptron_fit` returns: the network, the epochs of updates it ran, and whether an epoch then found
+    every pattern stable (``False``: it stopped at ``max_epochs``)."""
+
+    model: Hopfield
+    epochs: int
+    stable: bool
+
+
 def perceptron_rule(
     patterns: torch.Tensor,
     *,
@@ -64,6 +74,19 @@ def perceptron_rule(
     margin: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> Hopfield:
+    """The perceptron learning rule for associative memory (:func:`perceptron_fit`'s network): the trained
+    :class:`~pfzoo.models.Hopfield` network."""
+    return perceptron_fit(patterns, learning_rate=learning_rate, max_epochs=max_epochs, margin=margin, generator=generator).model
+
+
+def perceptron_fit(
+    patterns: torch.Tensor,
+    *,
+    learning_rate: float = 0.1,
+    max_epochs: int = 1000,
+    margin: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> PerceptronFit:
     """The perceptron learning rule for associative memory, made symmetric; full batch over patterns.
 
     Starting from ``J_s = 0``, ``θ = 0`` (spin form, see the module docstring), each epoch computes the
@@ -90,8 +113,8 @@ def perceptron_rule(
             deterministic (full batch, zero initial couplings) and draws no random numbers.
 
     Returns:
-        A :class:`~pfzoo.models.Hopfield` network with ``J = 4 J_s`` and ``b = 2θ - 2 J_s 1``, in the dtype
-        and on the device of ``patterns``.
+        :class:`PerceptronFit`: a :class:`~pfzoo.models.Hopfield` network with ``J = 4 J_s`` and ``b = 2θ - 2 J_s 1``,
+        in the dtype and on the device of ``patterns``, the epochs of updates run, and whether it stopped stable.
     """
     _check_patterns(patterns)
     learning_rate = float(learning_rate)
@@ -111,11 +134,13 @@ def perceptron_rule(
     threshold = margin / learning_rate
     coupling_steps = torch.zeros(num_units, num_units, dtype=patterns.dtype, device=patterns.device)  # J_s / η
     bias_steps = torch.zeros(num_units, dtype=patterns.dtype, device=patterns.device)  # θ / η
+    epochs, stable = max_epochs, False
     for epoch in range(max_epochs):
         fields = torch.addmm(bias_steps, spins, coupling_steps)  # [m, n], h / η; J_s symmetric, so s J_s = (J_s s)ᵀ
         errors = (spins * fields <= threshold).to(patterns.dtype)  # [m, n]
         if not errors.any():
             logger.debug("perceptron rule: all %d patterns stable after %d epochs", patterns.shape[0], epoch)
+            epochs, stable = epoch, True
             break
         signed_errors = errors * spins  # e_pi s_pi
         delta = signed_errors.T @ spins  # [n, n]: row i = Σ_p e_pi s_pi s_p
@@ -132,4 +157,4 @@ def perceptron_rule(
                 num_errors,
                 max_epochs,
             )
-    return Hopfield.from_spins(learning_rate * coupling_steps, learning_rate * bias_steps)
+    return PerceptronFit(Hopfield.from_spins(learning_rate * coupling_steps, learning_rate * bias_steps), epochs, stable)

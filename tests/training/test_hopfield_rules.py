@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pfzoo.models import Hopfield
-from pfzoo.training import outer_product_rule, perceptron_rule
+from pfzoo.training import outer_product_rule, perceptron_fit, perceptron_rule
 
 NUM_UNITS = 64
 
@@ -141,3 +141,11 @@ def test_bad_patterns_raise_value_error_naming_the_argument(rule, bad, message):
 def test_bad_perceptron_arguments_raise_value_error_naming_them(kwargs, name):
     with pytest.raises(ValueError, match=name):
         perceptron_rule(random_patterns(2, num_units=4), **kwargs)
+
+
+def test_perceptron_fit_reports_the_epochs_it_ran_and_whether_it_stopped_stable():
+    patterns = (torch.rand(5, 16, generator=torch.Generator().manual_seed(0)) < 0.5).double()
+    fit = perceptron_fit(patterns, max_epochs=1000)
+    assert fit.stable and 0 < fit.epochs < 1000 and fit.model.is_fixed_point(patterns).all()
+    short = perceptron_fit(patterns, max_epochs=1)
+    assert not short.stable and short.epochs == 1

@@ -135,7 +135,7 @@ def two_gaussians_figure(betas: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -
     base, target = correlated(-10.0, -0.85), correlated(10.0, 0.85)
     angle = torch.linspace(0, 2 * torch.pi, 200, dtype=torch.float64)
     circle = torch.stack([angle.cos(), angle.sin()], 1) * 2.0
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True, sharey=True)
+    figure, axes = plt.subplots(1, 2, figsize=(11, 2.8), sharex=True, sharey=True)
     for axis, (name, path_class) in zip(axes, (("geometric average (GA)", GaussianGeometricPath), ("moment average (MA)", GaussianMomentAveragedPath))):
         path = path_class(target, base)
         colours = plt.cm.viridis(torch.linspace(0, 1, len(betas)).tolist())
@@ -147,7 +147,7 @@ def two_gaussians_figure(betas: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0)) -
         axis.set(title=name, xlabel="x₁", aspect="equal")
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("x₂")
-    axes[1].legend(fontsize=8, loc="upper right")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: the ellipses fill them
     figure.suptitle("Intermediate distributions between N((−10, 0), ρ = −0.85) and N((10, 0), ρ = 0.85), unit variances: 2σ ellipses",
                     fontsize=10)
     figure.tight_layout()

@@ -230,7 +230,7 @@ def untrained_checkpoint(model: str, run_dir: Path) -> Path:
     module = instantiate(cfg.model, num_visible=data.num_features, generator=torch.Generator().manual_seed(0))
     if cfg.init_from_data:
         module.init_from_data(data.train)
-    return zoo.save(run_dir / "untrained.pt", module, config=OmegaConf.to_container(cfg, resolve=True))
+    return zoo.save(module, run_dir / "untrained.pt", config=OmegaConf.to_container(cfg, resolve=True))
 
 
 class TrainedModels:

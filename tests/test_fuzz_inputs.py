@@ -551,7 +551,7 @@ def test_resume_refuses_a_checkpoint_whose_tensors_were_edited_naming_the_file(t
 
 
 def test_zoo_load_onto_the_meta_device_sizes_a_model_without_values(tmp_path):
-    path = zoo.save(tmp_path / "model.pt", RBM(V, 4))
+    path = zoo.save(RBM(V, 4), tmp_path / "model.pt")
     model = zoo.load(path, map_location="meta")
     assert model.device.type == "meta" and model.weight.shape == (V, 4)
 

@@ -47,7 +47,7 @@ def test_paper_scale_path_measures_every_cell_and_times_each_row(script, tmp_pat
     zoo_dir = tmp_path / "zoo"
     checkpoint = script.zoo_folder("cd1-20", zoo_dir) / zoo.CHECKPOINT_FILE
     checkpoint.parent.mkdir(parents=True)
-    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(0)))
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(0)), checkpoint)
     monkeypatch.setattr(script, "PAPER_SCALE", TINY)
 
     script.main(["--paper-scale", "--device", "cpu", "--from-zoo", str(zoo_dir), "--models", "cd1-20", "--data-root", str(fake_mnist(tmp_path)),
@@ -70,7 +70,7 @@ def test_paper_scale_path_measures_every_cell_and_times_each_row(script, tmp_pat
 def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_training_time(script, tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     run_dir = script.zoo_folder("cd1-20", runs)
-    zoo.save(run_dir / zoo.CHECKPOINT_FILE, RBM(784, 5, generator=torch.Generator().manual_seed(0)),
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(0)), run_dir / zoo.CHECKPOINT_FILE,
              config={"dataset": {"_target_": "pfzoo.data.binarized_mnist", "root": "/data"}, "run_dir": str(run_dir)}, trainer_state={"epoch": 2})
     (run_dir / "metrics.jsonl").write_text('{"epoch": 1, "seconds": 3600.0}\n{"epoch": 2, "seconds": 1800.0, "evaluation_seconds": 36.0}\n')
     monkeypatch.setattr(script, "PAPER_SCALE", TINY)
@@ -90,7 +90,7 @@ def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_trainin
 def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(script, tmp_path, monkeypatch):
     zoo_dir = tmp_path / "zoo"
     checkpoint = script.zoo_folder("cd1-20", zoo_dir) / zoo.CHECKPOINT_FILE
-    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(0)))
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(0)), checkpoint)
     monkeypatch.setattr(script, "PAPER_SCALE", TINY)
     data_root = fake_mnist(tmp_path)
     for steps in (["4", "8"], ["8", "16"]):
@@ -106,12 +106,12 @@ def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(scr
 def test_a_retrained_checkpoint_refuses_the_stored_rows_until_they_are_measured_again(script, tmp_path, monkeypatch):
     zoo_dir = tmp_path / "zoo"
     checkpoint = script.zoo_folder("cd1-20", zoo_dir) / zoo.CHECKPOINT_FILE
-    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(0)))
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(0)), checkpoint)
     monkeypatch.setattr(script, "PAPER_SCALE", TINY)
     sweep = ["--paper-scale", "--from-zoo", str(zoo_dir), "--models", "--sweep-models", "cd1-20", "--sweep-ais-chains", "4",
              "--sweep-raise-examples", "2", "--data-root", str(fake_mnist(tmp_path)), "--output", str(tmp_path / "out")]
     script.main([*sweep, "--sweep-steps", "4", "8"])
-    zoo.save(checkpoint, RBM(784, 5, generator=torch.Generator().manual_seed(1)))  # retrained in place
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(1)), checkpoint)  # retrained in place
     with pytest.raises(ValueError, match=r"sweeps row 'cd1-20' was measured on checkpoint sha256 [0-9a-f]{64}, but .* now has sha256"):
         script.main(["--render", str(tmp_path / "out" / "results.json")])
     script.main([*sweep, "--sweep-steps", "16"])  # the new model's rows replace the old one's rather than join them

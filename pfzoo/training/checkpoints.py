@@ -51,7 +51,7 @@ class CheckpointStore:
 
     def write(self, model: EnergyModel, trainer_state: dict[str, Any], config: dict | None) -> None:
         """Replace the checkpoint with ``model``'s parameters, ``config`` and ``trainer_state`` (module docstring)."""
-        save(self.path, model, config=config, trainer_state=trainer_state)
+        save(model, self.path, config=config, trainer_state=trainer_state)
         logger.debug("saved checkpoint after epoch %d to %s", trainer_state["epoch"], self.path)
 
     def remove_stale_temporaries(self) -> None:

@@ -175,7 +175,7 @@ class GreedyTrainer(Trainer):
                     splits = {name: bernoulli(rbm.hidden_probs(split), generator=generator) for name, split in splits.items()}
         result.update(self._evaluate_dbn(model, data))
         if leader:
-            save(self.checkpoint_path, model, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
+            save(model, self.checkpoint_path, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})
             logger.info("saved the greedily trained DBN to %s", self.checkpoint_path)
         return result
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,18 +23,27 @@ _PLAIN_SCALARS = (str, int, float, bool, type(None))
 
 
 def save(
-    path: str | os.PathLike,
     model: EnergyModel,
+    path: str | os.PathLike,
     *,
     config: dict | None = None,
     trainer_state: dict | None = None,
 ) -> Path:
-    """Write a checkpoint of ``model`` to ``path`` atomically; returns the path.
+    """Write a checkpoint of ``model`` to ``path`` atomically, in ``torch.save(obj, f)``'s order; returns the path.
 
     The file is written to a temporary file in the same directory and moved over ``path`` with
     ``os.replace``, so an interrupted save leaves the previous checkpoint intact.
     ``config`` must consist of dicts, lists and scalars (``OmegaConf.to_container(cfg, resolve=True)``).
+    ``save(path, model)``, the order before pfzoo 0.2, still works with a ``DeprecationWarning`` (a path first and a
+    registered model second cannot mean anything else); any other pair is refused in one line naming both arguments.
     """
+    if isinstance(model, (str, os.PathLike)) and isinstance(path, EnergyModel):
+        warnings.warn("pfzoo.zoo.save(path, model) is deprecated: pass the model first, as torch.save(obj, f) does "
+                      "(pfzoo.zoo.save(model, path))", DeprecationWarning, stacklevel=2)
+        model, path = path, model
+    if not isinstance(model, EnergyModel) or not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"save(model, path) takes a pfzoo model (an EnergyModel) and then a file path, got model={type(model).__name__} "
+                         f"and path={type(path).__name__} (a plain nn.Module is not a pfzoo model: torch.save its state_dict instead)")
     name = type(model).registry_name
     if name is None or model_class(name) is not type(model):
         raise ValueError(f"model must be an instance of a registered model class (see register_model), got {type(model).__name__}")

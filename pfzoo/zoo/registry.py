@@ -63,7 +63,7 @@ def export(
         raise ValueError(f"card must be a ModelCard, markdown text or None, got {type(card).__name__}")
     if not (target.is_file() and source.resolve() == target.resolve()):
         config = load_checkpoint(source)["config"]
-        save(target, load(source), config=None if config is None else portable_config(config))
+        save(load(source), target, config=None if config is None else portable_config(config))
     if card_data is not None:
         write_card(folder, card_data, readme=card is None)
     if card is not None:

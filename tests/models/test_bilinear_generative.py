@@ -225,7 +225,7 @@ def test_em_hmc_e_step_reflects_the_style_latents_and_the_m_step_has_gradients()
 
 def test_checkpoint_round_trip(tmp_path):
     model = BilinearGenerative.from_tensors(*random_weights(), noise_std=0.2, max_basis_norm=3.0)
-    zoo.save(tmp_path / "m.pt", model)
+    zoo.save(model, tmp_path / "m.pt")
     loaded = zoo.load(tmp_path / "m.pt")
     assert isinstance(loaded, BilinearGenerative) and loaded.config() == model.config()
     for name in ("basis", "content_weight", "style_weight"):

@@ -181,7 +181,7 @@ def test_annealing_base_rejects_bad_arguments():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_checkpoint_round_trip(tmp_path, name, dtype):
     model = MODELS[name](dtype=dtype)
-    path = zoo.save(tmp_path / f"{name}.pt", model)
+    path = zoo.save(model, tmp_path / f"{name}.pt")
     loaded = zoo.load(path)
     assert type(loaded) is type(model) and loaded.config() == model.config() and loaded.dtype == dtype
     assert set(loaded.state_dict()) == STATE_KEYS[name]

@@ -381,7 +381,7 @@ def test_bad_constructor_arguments_raise_value_errors_naming_the_argument():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_checkpoint_round_trip(tmp_path, dtype):
     dbn = random_dbn([5, 4, 3, 2], seed=15, dtype=dtype)
-    zoo.save(tmp_path / "dbn.pt", dbn)
+    zoo.save(dbn, tmp_path / "dbn.pt")
     loaded = zoo.load(tmp_path / "dbn.pt")
     assert type(loaded) is DBN and loaded.config() == dbn.config() and loaded.dtype == dtype
     v = all_states(5, dtype=dtype)

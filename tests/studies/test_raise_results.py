@@ -19,7 +19,7 @@ STORED = json.loads((REPO / "estimators" / "raise" / "results.json").read_text()
 def one_model(tmp_path: Path, seed: int = 0) -> tuple[dict, Path]:
     """The stored results cut to the CD1(20) row and its schedule pilot, both recording a checkpoint saved in ``tmp_path``."""
     checkpoint = tmp_path / "zoo" / "checkpoint.pt"
-    zoo.save(checkpoint, RBM(784, 20, generator=torch.Generator().manual_seed(seed)))
+    zoo.save(RBM(784, 20, generator=torch.Generator().manual_seed(seed)), checkpoint)
     record = checkpoint_record(checkpoint, tmp_path)
     results = {**STORED, "models": {"cd1-20": {**STORED["models"]["cd1-20"], **record}}, "sweeps": {}, "heating": {},
                "schedule_pilots": {"cd1-20": {**STORED["schedule_pilots"]["cd1-20"], **record}}}
@@ -37,7 +37,7 @@ def test_a_row_measured_on_the_checkpoint_its_model_loads_renders(tmp_path):
 def test_a_row_whose_checkpoint_changed_since_is_refused_naming_the_row_and_both_hashes(tmp_path):
     results, checkpoint = one_model(tmp_path)
     recorded = zoo.file_sha256(checkpoint)
-    zoo.save(checkpoint, RBM(784, 20, generator=torch.Generator().manual_seed(1)))  # retrained: another model in the same file
+    zoo.save(RBM(784, 20, generator=torch.Generator().manual_seed(1)), checkpoint)  # retrained: another model in the same file
     with pytest.raises(ValueError, match="cd1-20") as refused:
         write_table(results, tmp_path / "out", repo=tmp_path)
     message = str(refused.value)

@@ -81,7 +81,7 @@ def test_card_fields_hold_every_stored_estimate_with_the_exact_or_base_rate_ais_
     assert fields["measurements"][-1] == {"metric": "test accuracy", "value": 0.9}
     assert fields["dataset_config"]["root"] is None and "/somewhere" not in json.dumps(fields)
     assert fields["training_seconds"] == 7.0 and fields["recipe"]["experiment"] == MODELS[name][1]
-    zoo.save(tmp_path / "checkpoint.pt", RBM(784, num_hidden))
+    zoo.save(RBM(784, num_hidden), tmp_path / "checkpoint.pt")
     zoo.write_card(tmp_path, fields, readme=False)  # a valid card.json
     assert json.loads((tmp_path / "card.json").read_text())["name"] == fields["name"]
 

@@ -333,7 +333,7 @@ def test_the_trainer_starts_a_dbm_from_a_saved_rbm_and_joint_training_goes_past_
     rbm = RBM(6, 4, init_std=0.01, generator=torch.Generator().manual_seed(2)).double()
     rbm.init_from_data(data)
     sgd(rbm, CD(k=1), data, updates=200, lr=0.1, seed=1)
-    zoo.save(tmp_path / "rbm.pt", rbm)
+    zoo.save(rbm, tmp_path / "rbm.pt")
     model = DBM([6, 4, 3]).double()
     objective = DBMPersistentMeanField(k=5, num_chains=50, pretrain=functools.partial(start_dbm_from_rbm, rbm=str(tmp_path / "rbm.pt")))
     Trainer(objective, epochs=1, batch_size=50, optimizer=functools.partial(torch.optim.SGD, lr=1e-9), seed=3, run_dir=tmp_path / "run",

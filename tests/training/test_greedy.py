@@ -149,7 +149,7 @@ def test_a_bottom_layer_taken_from_a_trained_rbm_gives_the_run_that_trained_it(s
     reference = fresh()
     GreedyTrainer(CD(k=1), run_dir=tmp_path / "whole", epochs=2, batch_size=50, progress=False, seed=3).fit(reference, small_data)
     bottom = tmp_path / "bottom.pt"
-    zoo.save(bottom, reference.rbms[0])
+    zoo.save(reference.rbms[0], bottom)
     stacked = fresh()
     trainer = GreedyTrainer(CD(k=1), run_dir=tmp_path / "stacked", epochs=2, batch_size=50, progress=False, seed=3,
                             pretrained_layers=[str(bottom)])
@@ -162,7 +162,7 @@ def test_a_bottom_layer_taken_from_a_trained_rbm_gives_the_run_that_trained_it(s
 
 def test_pretrained_layers_of_the_wrong_kind_are_refused_naming_the_entry(small_data, tmp_path):
     wrong_size = tmp_path / "rbm.pt"
-    zoo.save(wrong_size, RBM(64, 5))
+    zoo.save(RBM(64, 5), wrong_size)
     trainer = GreedyTrainer(CD(), run_dir=tmp_path / "run", progress=False, pretrained_layers=[str(wrong_size)])
     wrong = r"pretrained_layers\[0\]: .*rbm.pt is RBM\(num_visible=64, num_hidden=5\), but layer 0 of this model is RBM\(num_visible=64, num_hidden=8\)"
     with pytest.raises(ValueError, match=wrong):

@@ -19,7 +19,7 @@ def binary(rows=20, width=12):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_round_trip_gives_identical_free_energies_and_keeps_dtype(tmp_path, dtype):
     model = trained_rbm(dtype=dtype)
-    zoo.save(tmp_path / "rbm.pt", model)
+    zoo.save(model, tmp_path / "rbm.pt")
     loaded = zoo.load(tmp_path / "rbm.pt")
     assert type(loaded) is RBM and loaded.config() == model.config()
     assert loaded.dtype == dtype
@@ -31,7 +31,7 @@ def test_checkpoint_layout_is_plain_and_loads_with_weights_only(tmp_path):
     model = trained_rbm()
     config = {"model": {"_target_": "pfzoo.models.RBM", "num_hidden": 5}, "seed": 0, "tags": ["a", 1, None]}
     state = {"epoch": 3, "generators": {"shuffle": torch.Generator().get_state()}}
-    path = zoo.save(tmp_path / "sub" / "ckpt.pt", model, config=config, trainer_state=state)
+    path = zoo.save(model, tmp_path / "sub" / "ckpt.pt", config=config, trainer_state=state)
     raw = torch.load(path, weights_only=True)
     assert set(raw) == {"format", "model", "model_config", "state_dict", "config", "trainer_state"}
     assert raw["format"] == "pfzoo-checkpoint-1" and raw["model"] == "rbm"
@@ -43,7 +43,7 @@ def test_checkpoint_layout_is_plain_and_loads_with_weights_only(tmp_path):
 
 def test_interrupted_write_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.pt"
-    zoo.save(path, trained_rbm(seed=0))
+    zoo.save(trained_rbm(seed=0), path)
     real_save = torch.save
 
     def crash_mid_write(obj, file, *args, **kwargs):
@@ -54,7 +54,7 @@ def test_interrupted_write_leaves_the_previous_checkpoint_intact(tmp_path, monke
 
     monkeypatch.setattr(torch, "save", crash_mid_write)
     with pytest.raises(KeyboardInterrupt):
-        zoo.save(path, trained_rbm(seed=1))
+        zoo.save(trained_rbm(seed=1), path)
     assert torch.equal(zoo.load(path).weight, trained_rbm(seed=0).weight)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"]  # no temporary file left behind
 
@@ -87,16 +87,16 @@ def test_save_rejects_unregistered_models_and_non_plain_configs(tmp_path):
         pass
 
     with pytest.raises(ValueError, match="registered model class"):
-        zoo.save(tmp_path / "x.pt", Unregistered(3, 2))
+        zoo.save(Unregistered(3, 2), tmp_path / "x.pt")
     with pytest.raises(ValueError, match=r"config.model must hold only"):
-        zoo.save(tmp_path / "x.pt", trained_rbm(), config={"model": object()})
+        zoo.save(trained_rbm(), tmp_path / "x.pt", config={"model": object()})
     with pytest.raises(ValueError, match="config must be a plain dict"):
-        zoo.save(tmp_path / "x.pt", trained_rbm(), config=["not", "a", "dict"])
+        zoo.save(trained_rbm(), tmp_path / "x.pt", config=["not", "a", "dict"])
     assert not list(tmp_path.iterdir())
 
 
 def test_every_truncation_of_a_checkpoint_is_refused_naming_the_file(tmp_path):
-    path = zoo.save(tmp_path / "whole.pt", trained_rbm())
+    path = zoo.save(trained_rbm(), tmp_path / "whole.pt")
     data = path.read_bytes()
     for cut in range(len(data)):  # every byte: torch.load fails differently at each
         truncated = tmp_path / f"cut{cut}.pt"
@@ -119,11 +119,27 @@ def test_non_finite_weights_are_refused_at_load(tmp_path, bad):
     model = trained_rbm()
     with torch.no_grad():
         model.weight[0, 0] = bad
-    path = zoo.save(tmp_path / "diverged.pt", model)
+    path = zoo.save(model, tmp_path / "diverged.pt")
     with pytest.raises(ValueError, match=r"diverged.pt: weight has 1 non-finite value"):
         zoo.load(path)
 
 
 def test_load_returns_the_model_in_eval_mode(tmp_path):
-    path = zoo.save(tmp_path / "rbm.pt", trained_rbm().train())
+    path = zoo.save(trained_rbm().train(), tmp_path / "rbm.pt")
     assert not zoo.load(path).training
+
+
+def test_save_takes_torch_saves_order_and_the_old_order_with_a_deprecation_warning(tmp_path):
+    model = trained_rbm(seed=3)
+    assert zoo.save(model, tmp_path / "new.pt") == tmp_path / "new.pt"
+    with pytest.warns(DeprecationWarning, match=r"model first.*zoo.save\(model, path\)"):
+        old = zoo.save(str(tmp_path / "old.pt"), model)  # the order before 0.2: a path, then a model
+    assert torch.equal(zoo.load(old).weight, zoo.load(tmp_path / "new.pt").weight)
+
+
+def test_save_refuses_a_plain_module_or_two_paths_in_one_line_naming_both_arguments(tmp_path):
+    for first, second in ((torch.nn.Linear(3, 2), tmp_path / "x.pt"), (tmp_path / "x.pt", torch.nn.Linear(3, 2)),
+                          (tmp_path / "x.pt", tmp_path / "y.pt"), (trained_rbm(), trained_rbm())):
+        with pytest.raises(ValueError, match=r"^save\(model, path\) takes a pfzoo model .*model=\w+ and path=\w+[^\n]*$"):
+            zoo.save(first, second)
+    assert not list(tmp_path.iterdir())

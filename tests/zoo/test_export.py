@@ -29,7 +29,7 @@ def trained_rbm(seed=0):
 
 def test_export_keeps_the_model_and_config_but_not_the_trainer_state(tmp_path):
     model, config = trained_rbm(), {"seed": 0, "model": {"num_hidden": 5}}
-    run = zoo.save(tmp_path / "run" / "checkpoint.pt", model, config=config, trainer_state={"epoch": 7})
+    run = zoo.save(model, tmp_path / "run" / "checkpoint.pt", config=config, trainer_state={"epoch": 7})
     target = zoo.export(run, tmp_path / "zoo" / "rbm-digits", card="# card\n")
     assert target == tmp_path / "zoo" / "rbm-digits" / "checkpoint.pt"
     raw = zoo.load_checkpoint(target)
@@ -40,7 +40,7 @@ def test_export_keeps_the_model_and_config_but_not_the_trainer_state(tmp_path):
 
 def test_exporting_a_zoo_checkpoint_onto_itself_leaves_its_bytes_alone(tmp_path):
     folder = tmp_path / "rbm-digits"
-    target = zoo.export(zoo.save(tmp_path / "run.pt", trained_rbm(), trainer_state={"epoch": 1}), folder)
+    target = zoo.export(zoo.save(trained_rbm(), tmp_path / "run.pt", trainer_state={"epoch": 1}), folder)
     before = target.read_bytes()
     assert not (folder / "README.md").exists()  # no card given: none written
     zoo.export(target, folder, card=zoo.ModelCard(title="t"))
@@ -50,7 +50,7 @@ def test_exporting_a_zoo_checkpoint_onto_itself_leaves_its_bytes_alone(tmp_path)
 def test_export_refuses_a_missing_checkpoint_and_a_card_of_the_wrong_type(tmp_path):
     with pytest.raises(FileNotFoundError):
         zoo.export(tmp_path / "absent.pt", tmp_path / "zoo")
-    run = zoo.save(tmp_path / "run.pt", trained_rbm())
+    run = zoo.save(trained_rbm(), tmp_path / "run.pt")
     with pytest.raises(ValueError, match="card"):
         zoo.export(run, tmp_path / "zoo", card={"title": "t"})
 
@@ -127,7 +127,7 @@ def minimal_card(name="rbm-digits"):
 
 def test_export_with_card_data_writes_a_hashed_card_and_renders_the_readme_from_it(tmp_path):
     config = {"seed": 0, "run_dir": str(tmp_path / "run"), "data": {"root": "/machine/data"}, "dataset": {"root": "/machine/data"}}
-    run = zoo.save(tmp_path / "run" / "checkpoint.pt", trained_rbm(), config=config, trainer_state={"epoch": 7})
+    run = zoo.save(trained_rbm(), tmp_path / "run" / "checkpoint.pt", config=config, trainer_state={"epoch": 7})
     target = zoo.export(run, tmp_path / "zoo" / "rbm-digits", card_data=minimal_card())
     assert zoo.load_checkpoint(target)["config"] == {"seed": 0, "data": {"root": None}, "dataset": {"root": None}}
     card = json.loads((target.parent / "card.json").read_text())
@@ -139,7 +139,7 @@ def test_export_with_card_data_writes_a_hashed_card_and_renders_the_readme_from_
 
 
 def test_a_card_missing_fields_is_refused(tmp_path):
-    run = zoo.save(tmp_path / "run.pt", trained_rbm())
+    run = zoo.save(trained_rbm(), tmp_path / "run.pt")
     card = minimal_card()
     del card["data_licence"]
     with pytest.raises(ValueError, match="data_licence"):

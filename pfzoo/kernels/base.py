@@ -97,6 +97,18 @@ class CompositeInfo(NamedTuple):
     accept_prob: torch.Tensor | None
 
 
+def take_chains(tree: Any, index: Any, rows: int) -> Any:
+    """``tensor[index]`` for every tensor of ``tree`` (a kernel state or info: tensors, nested (named) tuples, other
+    leaves) whose first dimension is ``rows``, the chains; other leaves (an empty hidden layer before the first draw, a
+    step size) as they are. How composite kernels split replicas and how resampling copies whole chains."""
+    if torch.is_tensor(tree):
+        return tree[index] if tree.dim() > 0 and tree.shape[0] == rows else tree
+    if isinstance(tree, tuple):
+        items = [take_chains(item, index, rows) for item in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return tree
+
+
 def _composite_info(infos: list) -> CompositeInfo:
     probs = [info.accept_prob for info in infos if info.accept_prob is not None]
     accept_prob = None if not probs else (probs[0] if len(probs) == 1 else torch.stack(probs).mean(0))

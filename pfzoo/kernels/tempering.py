@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel
+from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel, take_chains
 from pfzoo.sampling import randint, uniform
 from pfzoo.validation import check_bool, check_choice, check_finite_number, check_positive_int
 
@@ -106,30 +106,21 @@ class TemperingState(NamedTuple):
     def replica(self, index: int) -> Any:
         """Replica ``index``'s chains (β ascending) as an inner kernel state: rows ``index·N … (index+1)·N − 1``."""
         rows = self.replicas.position.shape[0]
-        return _take(self.replicas, slice(index * self.num_chains, (index + 1) * self.num_chains), rows)
+        return take_chains(self.replicas, slice(index * self.num_chains, (index + 1) * self.num_chains), rows)
 
 
 class TemperingInfo(NamedTuple):
     """inner: the inner kernel's info for each replica, β ascending; swap_accept_prob ``[R − 1, N]`` float64: the exchange
     acceptance probability of pair ``(β_i, β_{i+1})`` for each chain, 0 for pairs this step did not propose; attempted
-    ``[R − 1]`` bool: the pairs this step proposed; accept_prob ``[N]``: the mean over the proposed pairs."""
+    ``[R − 1]`` bool: the pairs this step proposed; accept_prob ``[N]``: the mean over the proposed pairs; swapped
+    ``[R − 1, N]`` bool: the exchanges accepted (which rows traded places: how a caller follows states along the ladder,
+    e.g. to count round trips)."""
 
     inner: tuple
     swap_accept_prob: torch.Tensor
     attempted: torch.Tensor
     accept_prob: torch.Tensor
-
-
-def _take(tree: Any, index: Any, rows: int) -> Any:
-    """``tensor[index]`` for every tensor of ``tree`` (a state or info: tensors, nested (named) tuples, other leaves) whose
-    first dimension is ``rows``, the chains; other leaves (an empty hidden layer before the first draw, a step size) as
-    they are."""
-    if torch.is_tensor(tree):
-        return tree[index] if tree.dim() > 0 and tree.shape[0] == rows else tree
-    if isinstance(tree, tuple):
-        items = [_take(item, index, rows) for item in tree]
-        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return tree
+    swapped: torch.Tensor
 
 
 def _concatenate(trees: list, rows: int) -> Any:
@@ -232,16 +223,16 @@ class ParallelTempering:
             # fills, not a tensor built from a list: a host-to-device copy would wait for the device's queue
             column = torch.cat([position.new_full((count, 1), level) for level in scaled])
             replicas, info = self.kernel.step(state.replicas, target, beta=column, generator=generator, **settings)
-            return replicas, tuple(_take(info, block, rows) for block in blocks)
+            return replicas, tuple(take_chains(info, block, rows) for block in blocks)
         states, infos = [], []
         for block, level in zip(blocks, scaled):
-            replica, info = self.kernel.step(_take(state.replicas, block, rows), target, beta=level, generator=generator, **settings)
+            replica, info = self.kernel.step(take_chains(state.replicas, block, rows), target, beta=level, generator=generator, **settings)
             states.append(replica)
             infos.append(info)
         return _concatenate(states, count), tuple(infos)
 
     def _exchange(self, replicas: Any, target: Any, scaled: list[float], count: int, swap_round: int,
-                  generator) -> tuple[Any, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+                  generator) -> tuple[Any, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
         """One round of exchange proposals between the neighbour pairs of this round's parity, accepted by the
         Metropolis ratio of the tempered densities; accepted pairs swap their rows."""
         position = replicas.position
@@ -267,11 +258,12 @@ class ParallelTempering:
         order = torch.arange(num_replicas * count, device=device)
         order[low_rows] = torch.where(accepted, high_rows, low_rows)
         order[high_rows] = torch.where(accepted, low_rows, high_rows)
-        replicas = _take(replicas, order, num_replicas * count)
+        replicas = take_chains(replicas, order, num_replicas * count)
         per_pair = accept_prob.view(num_pairs, count)
         swap_accept_prob = torch.zeros(num_replicas - 1, count, dtype=torch.float64, device=device).index_copy_(0, lows, per_pair)
         attempted = torch.zeros(num_replicas - 1, dtype=torch.bool, device=device).index_fill_(0, lows, True)
-        return replicas, (swap_accept_prob, attempted, per_pair.mean(0))
+        swapped = torch.zeros(num_replicas - 1, count, dtype=torch.bool, device=device).index_copy_(0, lows, accepted.view(num_pairs, count))
+        return replicas, (swap_accept_prob, attempted, per_pair.mean(0), swapped)
 
     def __repr__(self) -> str:
         ladder = ", ".join(f"{level:.4g}" for level in self.betas)

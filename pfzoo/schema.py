@@ -54,6 +54,7 @@ class EvaluateSchema:
     seed: int = 0
     device: str = "cpu"
     num_test: Optional[int] = None  # noqa: UP045
+    test_rows: str = "random"
     exact_max_units: int = 20
     confidence: float = 0.95
     versus: Optional[str] = None  # noqa: UP045

@@ -98,9 +98,15 @@ def test_evaluate_states_the_markov_bound_of_a_stochastic_lower_bound(trained_ru
     bound = report["markov_bound"]
     # RAISE's examples have their own chains: the slack log(100) is shared by the 20 examples, 0.23 nats each (the
     # reported mean uses control variates, so it sits near, not at, the raw mean the bound starts from)
-    assert bound["relation"] == "≥" and "with probability ≥ 0.99 (Markov's inequality) over the 20 examples" in bound["statement"]
+    # the bound is about the 20 examples the chains ran on, not the headline's 360, and says so (issue 50, item 4)
+    assert bound["relation"] == "≥" and "with probability ≥ 0.99 (Markov's inequality), about the 20 examples the chains ran on" in bound["statement"]
+    assert "not the headline's 360: no bound on the headline" in bound["statement"]
     assert report["test_log_likelihood"] - 1.0 < bound["value"] < report["test_log_likelihood"]
     assert "guaranteed: mean log-likelihood ≥" in app.format_evaluation(report)
+    whole = app.evaluate(composed("evaluate", [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path}", "progress=false",
+                                               "estimator=raise", "estimator.num_steps=50", "num_test=30"]))
+    assert whole["markov_bound"]["statement"].endswith("over the same 30 examples as the headline")
+    assert whole["markov_bound"]["value"] < whole["test_log_likelihood"]  # no control variates: the bound sits below its own mean
     with pytest.raises(ValueError, match="confidence must be a probability strictly between 0 and 1"):
         app.evaluate(composed("evaluate", [f"checkpoint={result['checkpoint']}", f"run_dir={tmp_path}", "confidence=1.5"]))
 

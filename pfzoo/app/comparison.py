@@ -12,6 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from pfzoo import zoo
+from pfzoo.app.config import measured_subset
 from pfzoo.estimators.comparison import compare
 from pfzoo.models.base import EnergyModel
 
@@ -39,7 +40,7 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
     for name, candidate in (("the checkpoint's model", model), (f"versus={cfg.versus}", other)):
         if candidate.num_visible != data.num_features:
             raise ValueError(f"{name} has {candidate.num_visible} visible units but dataset {data.name!r} has {data.num_features} features")
-    test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
+    test, rows = measured_subset(data.test, cfg)
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
     comparison = compare(model, other, test.to(device, model.dtype), num_samples=cfg.versus_samples, num_steps=cfg.versus_steps,
@@ -51,6 +52,7 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
         "versus_model": other.registry_name,
         "dataset": data.name,
         "num_test": comparison.num_test,
+        "test_rows": rows,
         "comparison": {
             "difference": comparison.difference, "stderr": comparison.stderr, "data_stderr": comparison.data_stderr,
             "log_z_difference": comparison.log_z_difference, "log_z_difference_stderr": comparison.log_z_difference_stderr,
@@ -59,5 +61,5 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
             "significant": comparison.significant, **comparison.info,
         },
         "seconds": time.perf_counter() - started,
-        "warnings": list(comparison.warnings),
+        "warnings": list(comparison.warnings) + ([rows["warning"]] if "warning" in rows else []),
     }

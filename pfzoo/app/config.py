@@ -5,13 +5,18 @@ choice there; ``evaluate`` needs it to pick a zoo model and to check a checkpoin
 from __future__ import annotations
 
 import importlib.util
+import logging
 from pathlib import Path
+from typing import Any
 
 import torch
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from pfzoo import schema  # noqa: F401 (schema registers the typed configs)
+from pfzoo.data.subsets import describe_subset, subset_rows
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -97,3 +102,18 @@ def dataset_was_chosen(cfg: DictConfig) -> bool:
     if HydraConfig.initialized() and HydraConfig.get().runtime.choices.get("model") == cfg.model_config_name:
         return any(override.split("=", 1)[0].lstrip("+~") == "dataset" for override in HydraConfig.get().overrides.task)
     return cfg.dataset._target_ != OmegaConf.load(config_dir() / "dataset" / f"{_model_default(cfg, 'dataset')}.yaml")._target_
+
+
+def measured_subset(test: torch.Tensor, cfg: DictConfig) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The test rows an evaluation measures, ``[n, D]``, and how they were chosen (``num``, ``of``, ``order``, ``seed``,
+    ``description``): ``num_test`` rows drawn at random with ``seed`` (:func:`pfzoo.data.subset_rows`), or the first
+    ``num_test`` with ``test_rows=first``, which is logged as a warning (a sorted file's prefix is no sample of it)."""
+    rows = subset_rows(test.shape[0], cfg.num_test, seed=cfg.seed, order=cfg.test_rows)
+    chosen = {"num": rows.numel(), "of": test.shape[0], "order": cfg.test_rows, "seed": cfg.seed,
+              "description": describe_subset(rows.numel(), test.shape[0], seed=cfg.seed, order=cfg.test_rows)}
+    if cfg.test_rows == "first" and rows.numel() < test.shape[0]:
+        chosen["warning"] = (f"test_rows=first measures the first {rows.numel()} of {test.shape[0]} test rows in file order; a file "
+                             f"sorted by class (binarized MNIST's test file) makes that figure unrepresentative: drop test_rows=first "
+                             f"for a random subset")
+        logger.warning("%s", chosen["warning"])
+    return test[rows.to(test.device)], chosen

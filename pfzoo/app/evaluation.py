@@ -17,8 +17,9 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
 from pfzoo.app.comparison import compare_with_versus
-from pfzoo.app.config import dataset_settings_chosen, dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device
+from pfzoo.app.config import dataset_settings_chosen, dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device, measured_subset
 from pfzoo.app.run_pictures import draws_images, evaluation_pictures
+from pfzoo.data.subsets import SUBSET_ORDERS
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
 from pfzoo.models.capabilities import Capability
 
@@ -132,6 +133,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     device = resolve_device(cfg.device)
     if cfg.num_test is not None and cfg.num_test < 1:
         raise ValueError(f"num_test must be a positive number of test examples or null (all of them), got {cfg.num_test}")
+    if cfg.test_rows not in SUBSET_ORDERS:
+        raise ValueError(f"test_rows must be one of {', '.join(SUBSET_ORDERS)} (how num_test picks its rows), got {cfg.test_rows!r}")
     if not 0.0 < cfg.confidence < 1.0:
         raise ValueError(f"confidence must be a probability strictly between 0 and 1 (the Markov bounds' level), got {cfg.confidence}")
     if cfg.exact_max_units < 0:
@@ -159,7 +162,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             f"the checkpoint's model has {model.num_visible} visible units but dataset {data.name!r} has "
             f"{data.num_features} features; pick the dataset it was trained on"
         )
-    test = data.test if cfg.num_test is None else data.test[: cfg.num_test]
+    test, rows = measured_subset(data.test, cfg)
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
     # redirected to a file, a bar writes a line per refresh; under torchrun rank 0's bar stands for all
@@ -180,17 +183,18 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         "model_config": model.config(),
         "dataset": data.name,
         "num_test": test.shape[0],
+        "test_rows": rows,
         "estimator": OmegaConf.to_container(cfg.estimator, resolve=True),
         "seconds": time.perf_counter() - started,
     }
     upper = getattr(estimate, "upper", None)  # a bracket reports its upper estimate and the gap beside the lower one
     if upper is not None:
-        result.update(likelihood_fields(estimate.lower, cfg.confidence))
-        result["upper"] = likelihood_fields(upper, cfg.confidence)
+        result.update(likelihood_fields(estimate.lower, cfg.confidence, test.shape[0]))
+        result["upper"] = likelihood_fields(upper, cfg.confidence, test.shape[0])
         result.update(gap=estimate.gap, gap_stderr=estimate.gap_stderr)
     else:
-        result.update(likelihood_fields(estimate, cfg.confidence))
-    result["warnings"] = list(estimate.warnings)
+        result.update(likelihood_fields(estimate, cfg.confidence, test.shape[0]))
+    result["warnings"] = list(estimate.warnings) + ([rows["warning"]] if "warning" in rows else [])
     if result["kind"] != BoundKind.EXACT.value:
         result["more_accuracy"] = more_accuracy(result["estimator"], result["num_test"])
     for warning in estimate.warnings:
@@ -207,9 +211,24 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
-def likelihood_fields(estimate: LikelihoodEstimate, confidence: float) -> dict[str, Any]:
-    """The JSON-ready numbers of one :class:`~pfzoo.estimators.LikelihoodEstimate`, with what Markov's inequality
-    guarantees at ``confidence`` (:meth:`~pfzoo.estimators.LikelihoodEstimate.markov_bound`) where it guarantees anything."""
+def markov_statement(estimate: LikelihoodEstimate, bound, num_test: int) -> str:
+    """What ``bound`` (:meth:`~pfzoo.estimators.LikelihoodEstimate.markov_bound`) is about, in words that cannot be read
+    as a bound on the headline when the two cover different examples: RAISE with control variates runs its chains on a
+    random subset (``info["subset"]``), and Markov's inequality bounds that subset's mean log-likelihood, starting from
+    the subset's own mean, while the headline is the control-variate estimate over every example (it can lie below the
+    bound: the subset need not be typical)."""
+    ran_on = estimate.per_example.numel()
+    if "subset" not in estimate.info:
+        return f"{bound} over the same {ran_on} examples as the headline"
+    own = estimate.per_example.double().mean().item()
+    return (f"{bound}, about the {ran_on} examples the chains ran on (a random subset, whose own estimate is {own:.4f}), not "
+            f"the headline's {num_test}: no bound on the headline")
+
+
+def likelihood_fields(estimate: LikelihoodEstimate, confidence: float, num_test: int) -> dict[str, Any]:
+    """The JSON-ready numbers of one :class:`~pfzoo.estimators.LikelihoodEstimate` over ``num_test`` test examples, with
+    what Markov's inequality guarantees at ``confidence`` (:meth:`~pfzoo.estimators.LikelihoodEstimate.markov_bound`)
+    where it guarantees anything, saying which examples it is about (:func:`markov_statement`)."""
     fields: dict[str, Any] = {
         "kind": estimate.kind.value,
         "test_log_likelihood": estimate.mean,
@@ -219,7 +238,7 @@ def likelihood_fields(estimate: LikelihoodEstimate, confidence: float) -> dict[s
     bound = estimate.markov_bound(confidence)
     if bound is not None:
         fields["markov_bound"] = {"relation": bound.relation, "value": bound.value, "confidence": confidence,
-                                  "statement": f"{bound} over the {estimate.per_example.numel()} examples evaluated"}
+                                  "statement": markov_statement(estimate, bound, num_test)}
     for key in ("acceptance", "ess"):
         if key in estimate.info:
             fields[key] = estimate.info[key]

@@ -53,7 +53,7 @@ def format_evaluation(result: dict[str, Any]) -> str:
     label = "lower estimate      " if "upper" in result else "test log-likelihood "
     lines.append(f"{label} = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}")
     lines.append(
-        f"  over {result['num_test']} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
+        f"  over {examples(result)} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
         f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
     )
     for side in (upper, result) if "upper" in result else (result,):
@@ -82,7 +82,7 @@ def format_comparison(result: dict[str, Any]) -> str:
         f"A: {result['model']} from {result['checkpoint']}",
         f"B: {result['versus_model']} from {result['versus']}",
         f"mean log p_A − log p_B = {comparison['difference']:.4f} ± {comparison['stderr']:.4f} (estimator) "
-        f"± {comparison['data_stderr']:.4f} (test-set sampling) over {result['num_test']} {result['dataset']} test examples",
+        f"± {comparison['data_stderr']:.4f} (test-set sampling) over {examples(result)} {result['dataset']} test examples",
         f"log Z_A − log Z_B      = {comparison['log_z_difference']:.4f} ± {comparison['log_z_difference_stderr']:.4f} "
         f"(bridge sampling, {comparison['num_samples']} draws of each model"
         f"{', each annealed to the other in ' + str(comparison['num_steps']) + ' steps' if comparison['num_steps'] > 1 else ''}); "
@@ -93,3 +93,10 @@ def format_comparison(result: dict[str, Any]) -> str:
     ]
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)
+
+
+def examples(result: dict[str, Any]) -> str:
+    """Which test examples a result measured, as its report names them: ``all 360``, ``100 of 10000 (drawn at random,
+    seed 0)``, ... (:func:`pfzoo.data.describe_subset`); the bare count for a result that does not record them."""
+    rows = result.get("test_rows")
+    return rows["description"] if rows else str(result["num_test"])

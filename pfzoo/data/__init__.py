@@ -19,9 +19,13 @@ from pfzoo.data.patches import PatchTransform, fit_patch_transform, patches, sam
 from pfzoo.data.root import resolve_data_root
 from pfzoo.data.spin_glass import fully_connected_couplings, lattice_couplings, sample_spin_glass, spin_glass, spin_glass_model
 from pfzoo.data.splits import DataSplits
+from pfzoo.data.subsets import SUBSET_ORDERS, describe_subset, subset_rows
 
 __all__ = [
     "DataSplits",
+    "SUBSET_ORDERS",
+    "describe_subset",
+    "subset_rows",
     "resolve_data_root",
     "digits",
     "mnist",

@@ -15,9 +15,13 @@ MNIST use :func:`pfzoo.data.mnist` (e.g. ``binarize="stochastic"``, the binarisa
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import pathlib
+import shutil
+import urllib.parse
+import urllib.request
 
 import numpy as np
 import torch
@@ -29,32 +33,87 @@ logger = logging.getLogger(__name__)
 
 NUM_PIXELS = 784
 SPLITS = ("train", "valid", "test")
+SHA256 = {
+    "train": "ad693b29f94c14277b095f5238ddefbbdaaae0939789dd2f4f0205278cee3e4d",
+    "valid": "1de3d397c40fe8eeb33dafd4099a1f665ec01e96d9be234aaeeac8a34930e2e2",
+    "test": "e6687bfea3f820c174f33b7865140b2a2dd2930ef786f35d45795fc193b5ab2c",
+}
+"""The SHA-256 of Larochelle & Murray's three files (78.4 MB, 15.7 MB, 15.7 MB), which :func:`fetch` checks."""
+KNOWN_SOURCE = "http://www.cs.toronto.edu/~larocheh/public/datasets/binarized_mnist/"
+"""Where Larochelle published the files; not reachable from pfzoo's build machines, so never fetched without being named."""
+NO_PACKAGE = ("no package on the Python package index ships these files, so pfzoo cannot fetch them on its own: pass "
+              "source=URL or folder (e.g. binarized_mnist(root, source=\"" + KNOWN_SOURCE + "\"), where Larochelle published "
+              "them) or copy binarized_mnist_{train,valid,test}.amat there yourself")
 _ALLOWED = np.zeros(256, dtype=bool)
 _ALLOWED[list(b"01 \t\r\n")] = True
 
 
-def binarized_mnist(root: str | os.PathLike | None = None) -> DataSplits:
+def binarized_mnist(root: str | os.PathLike | None = None, source: str | os.PathLike | None = None) -> DataSplits:
     """Train ``[50000, 784]``, valid ``[10000, 784]`` and test ``[10000, 784]`` of 0/1 float32.
 
     The splits are returned in file order. The test file is ordered by digit class, so shuffle
-    before taking a subset of it. ``image_shape`` is ``(28, 28)``.
+    before taking a subset of it (``pfzoo.data.subset_rows``). ``image_shape`` is ``(28, 28)``.
+    Files missing under ``root`` are fetched from ``source`` first (:func:`fetch`: a URL or a local folder holding
+    the three files, each checked against :data:`SHA256`); without ``source`` they are only read.
     """
     root = resolve_data_root(root)
-    candidates = [root / "binarized_mnist", root]
-    for folder in candidates:
-        paths = {s: folder / f"binarized_mnist_{s}.amat" for s in SPLITS}
-        if all(p.is_file() for p in paths.values()):
-            break
-    else:
-        expected = " or ".join(str(f / "binarized_mnist_{train,valid,test}.amat") for f in candidates)
+    if source is not None and find_files(root) is None:
+        fetch(source, root)
+    paths = find_files(root)
+    if paths is None:
+        expected = " or ".join(str(f / "binarized_mnist_{train,valid,test}.amat") for f in (root / "binarized_mnist", root))
         raise FileNotFoundError(
             f"binarized MNIST not found under data root {root}: expected {expected}. "
-            f"Set the root with data.root=... or the environment variable {ENV_VAR}."
+            f"Set the root with data.root=... or the environment variable {ENV_VAR}; {NO_PACKAGE}."
         )
     data = {s: torch.from_numpy(read_amat(p)) for s, p in paths.items()}
     splits = DataSplits(name="binarized_mnist", image_shape=(28, 28), **data)
-    logger.info("loaded %r from %s", splits, folder)
+    logger.info("loaded %r from %s", splits, paths["test"].parent)
     return splits
+
+
+def find_files(root: pathlib.Path) -> dict[str, pathlib.Path] | None:
+    """The three ``.amat`` files by split, from ``<root>/binarized_mnist/`` or else ``<root>``; ``None`` when neither holds all three."""
+    for folder in (root / "binarized_mnist", root):
+        paths = {s: folder / f"binarized_mnist_{s}.amat" for s in SPLITS}
+        if all(p.is_file() for p in paths.values()):
+            return paths
+    return None
+
+
+def fetch(source: str | os.PathLike, root: str | os.PathLike | None = None) -> pathlib.Path:
+    """Copy or download the three files from ``source`` into ``<root>/binarized_mnist/``; returns that folder.
+
+    ``source`` is a URL of the folder holding ``binarized_mnist_{train,valid,test}.amat`` (``http(s)://`` or
+    ``file://``) or a local folder. Each file is written beside its final name and moved there only once its SHA-256
+    matches :data:`SHA256`, so an interrupted or wrong download leaves nothing that :func:`binarized_mnist` would read;
+    a mismatch raises ``ValueError`` naming the file and both hashes, an unreachable source ``FileNotFoundError``
+    naming it.
+    """
+    folder = resolve_data_root(root) / "binarized_mnist"
+    folder.mkdir(parents=True, exist_ok=True)
+    local = pathlib.Path(os.fspath(source)).expanduser()
+    for split in SPLITS:
+        name = f"binarized_mnist_{split}.amat"
+        target, partial = folder / name, folder / f".{name}.part"
+        try:
+            if local.is_dir():
+                shutil.copyfile(local / name, partial)
+            else:
+                url = urllib.parse.urljoin(str(source).rstrip("/") + "/", name)
+                with urllib.request.urlopen(url, timeout=60) as response, open(partial, "wb") as file:  # noqa: S310  the user names the URL
+                    shutil.copyfileobj(response, file)
+        except OSError as error:  # URLError is an OSError: offline, no such host or file
+            partial.unlink(missing_ok=True)
+            raise FileNotFoundError(f"cannot fetch {name} from source={source}: {getattr(error, 'reason', None) or error}") from error
+        digest = hashlib.sha256(partial.read_bytes()).hexdigest()
+        if digest != SHA256[split]:
+            partial.unlink()
+            raise ValueError(f"{name} from source={source} has sha256 {digest}, not Larochelle & Murray's {SHA256[split]}; "
+                             f"nothing was kept")
+        os.replace(partial, target)
+        logger.info("fetched %s from %s", target, source)
+    return folder
 
 
 def read_amat(path: str | os.PathLike, width: int = NUM_PIXELS) -> np.ndarray:

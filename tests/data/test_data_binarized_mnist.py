@@ -113,3 +113,25 @@ def test_real_binarized_mnist_is_not_in_mnist_order(shared_data_root):
     log_likelihood = binary.test[rows] @ intensity.log().T + (1 - binary.test[rows]) @ (-intensity).log1p().T  # [500, 10000]
     labels = official.test_labels[log_likelihood.argmax(1)]
     assert (labels[1:] >= labels[:-1]).all() and labels.unique().numel() == 10
+
+
+def test_missing_files_name_what_to_do_since_no_package_ships_them(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"no package on the Python package index ships these files.*pass source=URL or folder"):
+        binarized_mnist(tmp_path)
+
+
+def test_fetch_refuses_files_whose_hash_differs_and_keeps_nothing(tmp_path):
+    _fake_files(tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match=r"binarized_mnist_train.amat from source=.* has sha256 [0-9a-f]{64}, not Larochelle"):
+        binarized_mnist(tmp_path / "root", source=tmp_path / "elsewhere")
+    assert not list((tmp_path / "root" / "binarized_mnist").iterdir())
+    with pytest.raises(FileNotFoundError, match=r"cannot fetch binarized_mnist_train.amat from source=file://"):
+        binarized_mnist(tmp_path / "root", source=(tmp_path / "nowhere").as_uri())
+
+
+@pytest.mark.data
+def test_fetch_from_a_url_checks_the_hashes_and_reads_the_files(shared_data_root, tmp_path):
+    source = (shared_data_root / "binarized_mnist").as_uri()  # file:// goes through urllib as http(s):// would
+    data = binarized_mnist(tmp_path, source=source)
+    assert sorted(p.name for p in (tmp_path / "binarized_mnist").iterdir()) == [f"binarized_mnist_{s}.amat" for s in ("test", "train", "valid")]
+    assert data.test.shape == (10000, 784) and torch.equal(data.test, binarized_mnist(shared_data_root).test)

@@ -16,9 +16,10 @@ from pfzoo.estimators.importance_sampling import ImportanceSampling
 from pfzoo.estimators.linked import LinkedImportanceSampling
 from pfzoo.estimators.raise_ import RAISE
 from pfzoo.estimators.sandwich import Sandwich, SandwichEstimate
+from pfzoo.estimators.smc import SMC
 
 __all__ = [
     "AIS", "BoundKind", "Bracket", "BracketEstimate", "BridgeRatio", "BridgeSampling", "CSL", "ConfidenceBound", "Estimator", "Exact",
     "HAIS", "ImportanceSampling", "LikelihoodEstimate", "LinkedImportanceSampling", "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE",
-    "Sandwich", "SandwichEstimate", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
+    "SMC", "Sandwich", "SandwichEstimate", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
 ]

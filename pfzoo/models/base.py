@@ -252,11 +252,14 @@ class EnergyModel(nn.Module):
         family, or none of the zoo's, is refused in one line listing the names that fit (``EnergyModel`` takes any).
 
         Args:
-            name: a zoo folder's name (:func:`pfzoo.zoo.list_pretrained`).
+            name: a zoo folder's name (:func:`pfzoo.zoo.list_pretrained`), or ``"DEFAULT"``: the family's default
+                weights (:func:`pfzoo.zoo.default_weights`).
             map_location: the device to load onto.
             zoo_dir: the zoo folder; ``None``: the installed zoo (the checkout's ``models/``).
         """
         source = pretrained_source()
+        if name == "DEFAULT" and cls.registry_name is not None:  # the family's default weights (pfzoo.zoo.default_weights)
+            name = source.default(cls, zoo_dir=zoo_dir)
         classes = source.classes(zoo_dir=zoo_dir)
         fitting = sorted(entry for entry, model_class in classes.items() if issubclass(model_class, cls))
         if name not in fitting:

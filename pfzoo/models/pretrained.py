@@ -19,6 +19,9 @@ class PretrainedSource(Protocol):
     def location(self, zoo_dir: str | os.PathLike | None) -> str:
         """The zoo folder, for messages."""
 
+    def default(self, family: type, *, zoo_dir: str | os.PathLike | None) -> str:
+        """The name of ``family``'s ``DEFAULT`` weights (:func:`pfzoo.zoo.default_weights`)."""
+
 
 _SOURCE: list[PretrainedSource] = []
 

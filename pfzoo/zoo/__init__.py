@@ -1,6 +1,7 @@
 """The zoo, by concern: checkpoint files (:mod:`pfzoo.zoo.checkpoints`: :func:`save`, :func:`load`,
 :func:`load_checkpoint`), the named, hash-checked pretrained models and their typed listing (:mod:`pfzoo.zoo.registry`:
-:func:`list_pretrained`, :func:`list_pretrained_weights`, :func:`pretrained`, :func:`export`), and model cards
+:func:`list_pretrained`, :func:`list_pretrained_weights`, :func:`pretrained`, :func:`default_weights`, :func:`export`;
+:mod:`pfzoo.zoo.transforms`: the preprocessing bound to the weights), and model cards
 (:mod:`pfzoo.zoo.cards`: ``card.json``, :func:`render_card`, :func:`write_card`, :class:`ModelCard`).
 
 A checkpoint is a ``torch.save``d dict of tensors and plain Python values, so it loads with
@@ -23,7 +24,9 @@ card, :data:`CARD_FIELDS`) and ``README.md`` (the card rendered by :func:`render
 from pfzoo.zoo.cards import CARD_DATA_FILE, CARD_FIELDS, CARD_FILE, CARD_FORMAT, ModelCard, render_card, write_card
 from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, FORMAT, file_sha256, load, load_checkpoint, portable_config, save
 from pfzoo.zoo.registry import (
+    DEFAULT,
     PretrainedWeights,
+    default_weights,
     default_zoo_dir,
     export,
     find_pretrained,
@@ -44,9 +47,11 @@ __all__ = [
     "CARD_FILE",
     "CARD_FORMAT",
     "CHECKPOINT_FILE",
+    "DEFAULT",
     "FORMAT",
     "ModelCard",
     "PretrainedWeights",
+    "default_weights",
     "default_zoo_dir",
     "export",
     "file_sha256",

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -19,6 +19,7 @@ from pfzoo.models.pretrained import register_pretrained_source
 from pfzoo.models.registry import model_class
 from pfzoo.zoo.cards import CARD_DATA_FILE, CARD_FILE, CARD_FORMAT, ModelCard, write_card
 from pfzoo.zoo.checkpoints import CHECKPOINT_FILE, file_sha256, load, load_checkpoint, portable_config, save
+from pfzoo.zoo.transforms import weights_transform
 
 
 def default_zoo_dir() -> Path:
@@ -163,6 +164,13 @@ class PretrainedWeights:
             measured it; num_test: on how many test examples (None when the card does not say).
         recipe: the ``conf/experiment`` recipe that trained it; command: the command that reruns the training.
         folder: the zoo folder; sha256: the checkpoint's SHA-256, checked on every load.
+        num_parameters: the number of values in the checkpoint's ``state_dict`` (parameters and buffers).
+        file_size: the checkpoint file's size in bytes.
+        dataset_config: the card's data config (what :meth:`transforms` and :func:`pretrained_dataset` build from);
+            model_config: the model's constructor arguments.
+
+    :meth:`transforms` gives the preprocessing bound to the weights (raw images or patches to the rows the model takes);
+    :func:`default_weights` names each family's ``DEFAULT`` entry, what ``Family.from_pretrained("DEFAULT")`` loads.
     """
 
     name: str
@@ -179,6 +187,10 @@ class PretrainedWeights:
     command: str | None
     folder: Path
     sha256: str
+    num_parameters: int
+    file_size: int
+    dataset_config: Mapping[str, Any]
+    model_config: Mapping[str, Any]
 
     @classmethod
     def from_card(cls, card: Mapping[str, Any], folder: str | os.PathLike) -> "PretrainedWeights":
@@ -198,7 +210,9 @@ class PretrainedWeights:
             dataset_target=card["dataset_config"]["_target_"], log_likelihood=float(measured["value"]),
             log_likelihood_stderr=float(measured.get("stderr") or 0.0), kind=measured["kind"], estimator=measured["estimator"],
             num_test=measured.get("num_test"), recipe=recipe["experiment"], command=recipe.get("command"), folder=folder,
-            sha256=card["checkpoint"]["sha256"],
+            sha256=card["checkpoint"]["sha256"], num_parameters=count_values(folder / CHECKPOINT_FILE),
+            file_size=(folder / CHECKPOINT_FILE).stat().st_size, dataset_config=dict(card["dataset_config"]),
+            model_config=dict(card.get("model_config") or {}),
         )
 
     @property
@@ -214,6 +228,23 @@ class PretrainedWeights:
     def load(self, *, map_location: str | torch.device = "cpu") -> EnergyModel:
         """The model, hash-checked against its card, on ``map_location`` (as :func:`pretrained`)."""
         return pretrained(self.name, map_location=map_location, zoo_dir=self.folder.parent)
+
+    def transforms(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The preprocessing these weights were trained behind (:mod:`pfzoo.zoo.transforms`), as a callable from raw
+        inputs ``[N, ...]`` to the float32 rows ``[N, V]`` the model takes: thresholding for the digits and MNIST models,
+        the patch whitening (refitted from the card's data config: seconds) for the image-patch models, none for spin
+        glasses and Hopfield patterns. ``str()`` of it says what it does."""
+        from hydra.utils import instantiate  # Hydra's import costs a second; only the patch models' data need it
+
+        config = self.model_config
+        num_features = config.get("num_visible") or config.get("num_units") or config["layer_sizes"][0]
+        return weights_transform(self.dataset_config, int(num_features), instantiate)
+
+
+def count_values(path: Path) -> int:
+    """The number of values in the ``state_dict`` of the checkpoint at ``path``, read memory-mapped (no copy)."""
+    state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)["state_dict"]
+    return sum(value.numel() for value in state.values() if torch.is_tensor(value))
 
 
 def pretrained_weights(name: str, *, zoo_dir: str | os.PathLike | None = None) -> PretrainedWeights:
@@ -232,6 +263,33 @@ def list_pretrained_weights(
     wanted = model_class(family) if isinstance(family, str) else family
     entries = [pretrained_weights(name, zoo_dir=zoo_dir) for name in list_pretrained(zoo_dir=zoo_dir)]
     return entries if wanted is None else [entry for entry in entries if issubclass(entry.model_class, wanted)]
+
+
+DEFAULT = "DEFAULT"
+"""The name that stands for a family's default weights: ``RBM.from_pretrained("DEFAULT")``, ``torch.hub.load(...,
+"rbm", pretrained="DEFAULT")`` (as torchvision's ``weights="DEFAULT"``)."""
+
+
+def default_weights(family: str | type[EnergyModel], *, zoo_dir: str | os.PathLike | None = None) -> PretrainedWeights:
+    """The ``DEFAULT`` weights of ``family`` (a registry name or a model class): of the family's entries, those whose
+    data ship with the package (a data config without a data root, or patches from the embedded photos), so that
+    they evaluate on any machine, and among them the best headline log-likelihood (``poe``: the Student-t experts);
+    every entry when none does. The family's own entries come before its subclasses' (``ising``: the spin glass, not
+    the Hopfield network). ``ValueError`` naming the families that have weights when ``family`` has none."""
+    entries = list_pretrained_weights(family, zoo_dir=zoo_dir)
+    name = family if isinstance(family, str) else family.registry_name
+    entries = [entry for entry in entries if entry.family == name] or entries  # Ising's own before its subclass Hopfield's
+    if not entries:
+        families = sorted({entry.family for entry in list_pretrained_weights(zoo_dir=zoo_dir)})
+        raise ValueError(f"family={family!r} has no pretrained weights in {_zoo(zoo_dir)}; families with weights: {', '.join(families)}")
+    shipped = [entry for entry in entries if ships_with_package(entry.dataset_config)]
+    return max(shipped or entries, key=lambda entry: (entry.log_likelihood, entry.name))
+
+
+def ships_with_package(dataset_config: Mapping[str, Any]) -> bool:
+    """Whether the data set of ``dataset_config`` is built without files (scikit-learn's digits and photos, simulated
+    spin glasses and patterns): no ``root`` setting, or patches from the ``embedded`` photos."""
+    return "root" not in dataset_config or dataset_config.get("source") == "embedded"
 
 
 def find_pretrained(
@@ -254,6 +312,9 @@ class _ZooSource:
 
     def location(self, zoo_dir: str | os.PathLike | None) -> str:
         return str(_zoo(zoo_dir))
+
+    def default(self, family: type[EnergyModel], *, zoo_dir: str | os.PathLike | None) -> str:
+        return default_weights(family, zoo_dir=zoo_dir).name
 
 
 register_pretrained_source(_ZooSource())

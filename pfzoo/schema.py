@@ -1,4 +1,4 @@
-"""Typed schemas of the top-level keys of ``conf/train.yaml`` and ``conf/evaluate.yaml`` (Hydra structured configs in its
+"""Typed schemas of the top-level keys of ``conf/train.yaml``, ``conf/evaluate.yaml`` and ``conf/sample.yaml`` (Hydra structured configs in its
 ConfigStore).
 
 With them a mistyped value (``seed=abc``, ``resume=maybe``, ``pictures=2``) fails when the config is composed,
@@ -68,5 +68,21 @@ class EvaluateSchema:
     data: DataRoot = field(default_factory=DataRoot)
 
 
+@dataclass
+class SampleSchema:
+    """``conf/sample.yaml``: which model to draw from, how many samples, and where they go."""
+
+    checkpoint: Optional[str] = None  # noqa: UP045
+    pretrained: Optional[str] = None  # noqa: UP045
+    zoo_dir: Optional[str] = None  # noqa: UP045
+    num_samples: int = 64
+    seed: int = 0
+    device: str = "cpu"
+    picture: bool = True
+    run_dir: str = MISSING
+    model_config_name: Optional[str] = None  # noqa: UP045  recorded by pfzoo.cli.compose as for the other tasks
+
+
 ConfigStore.instance().store(name="train_schema", node=TrainSchema)
 ConfigStore.instance().store(name="evaluate_schema", node=EvaluateSchema)
+ConfigStore.instance().store(name="sample_schema", node=SampleSchema)

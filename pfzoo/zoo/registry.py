@@ -4,6 +4,7 @@ folder."""
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 import os
@@ -88,7 +89,9 @@ def pretrained_card(name: str, *, zoo_dir: str | os.PathLike | None = None) -> d
     """The machine-readable card (``card.json``) of the zoo model ``name``; ``ValueError`` listing the names when unknown."""
     names = list_pretrained(zoo_dir=zoo_dir)
     if not isinstance(name, str) or name not in names:
-        raise ValueError(f"unknown pretrained model {name!r}; the zoo in {_zoo(zoo_dir)} has: {', '.join(names) or 'none'}")
+        nearest = difflib.get_close_matches(name, names, n=1) if isinstance(name, str) else []
+        hint = f"did you mean {nearest[0]}? " if nearest else ""
+        raise ValueError(f"unknown pretrained model {name!r}; {hint}the zoo in {_zoo(zoo_dir)} has: {', '.join(names) or 'none'}")
     path = _zoo(zoo_dir) / name / CARD_DATA_FILE
     try:
         card = json.loads(path.read_text())

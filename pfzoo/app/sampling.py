@@ -1,0 +1,77 @@
+"""``sample(cfg)``: draw samples from a zoo model or a checkpoint with a seed, into ``samples.pt`` and, for models of
+image data, a ``samples.png`` grid (``pfzoo sample``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from pfzoo import pictures, zoo
+from pfzoo.app.config import resolve_device
+from pfzoo.app.run_pictures import DEFAULT_SAMPLER_STEPS
+
+IMAGE_SHAPES = {"pfzoo.data.digits": (8, 8), "pfzoo.data.binarized_mnist": (28, 28), "pfzoo.data.mnist": (28, 28)}
+"""The data sets whose rows are pictures, by config ``_target_``: what a sample grid folds the rows into. Patches are
+whitened components, not pixels; spin glasses and patterns are no pictures."""
+
+
+def sample_source(cfg: DictConfig) -> tuple[Path, str | None, dict[str, Any] | None]:
+    """``(checkpoint file, zoo name or None, the run's data config or None)`` of ``checkpoint=`` or ``pretrained=``."""
+    if cfg.checkpoint and cfg.pretrained:
+        raise ValueError(f"pass checkpoint=PATH or pretrained=NAME, not both (got checkpoint={cfg.checkpoint} pretrained={cfg.pretrained})")
+    if cfg.checkpoint:
+        config = zoo.load_checkpoint(cfg.checkpoint)["config"] or {}
+        return Path(cfg.checkpoint), None, config.get("dataset")
+    if not cfg.pretrained:
+        names = zoo.list_pretrained(zoo_dir=cfg.zoo_dir)
+        raise ValueError(f"pass pretrained=NAME (one of {', '.join(names) or 'none'}) or checkpoint=PATH")
+    card = zoo.pretrained_card(cfg.pretrained, zoo_dir=cfg.zoo_dir)
+    return zoo.pretrained_path(cfg.pretrained, zoo_dir=cfg.zoo_dir), cfg.pretrained, card["dataset_config"]
+
+
+def sample(cfg: DictConfig) -> dict[str, Any]:
+    """Draw ``cfg.num_samples`` visible samples ``[N, V]`` from the model by its own sampler (``model.sample``: exact
+    draws where the family has them, else :data:`~pfzoo.app.run_pictures.DEFAULT_SAMPLER_STEPS` MCMC sweeps or steps)
+    with a generator seeded ``cfg.seed``; writes ``samples.pt`` and, with ``picture=true`` for image data,
+    ``samples.png`` into ``cfg.run_dir``. Returns what it wrote and how the samples were drawn."""
+    if cfg.num_samples < 1:
+        raise ValueError(f"num_samples must be a positive number of samples, got {cfg.num_samples}")
+    device = resolve_device(cfg.device)
+    checkpoint, name, dataset = sample_source(cfg)
+    model = zoo.load(checkpoint, map_location=device)
+    started = time.perf_counter()
+    with torch.no_grad():
+        samples = model.sample(cfg.num_samples, generator=torch.Generator(device).manual_seed(cfg.seed))
+    seconds = time.perf_counter() - started
+    drawn = "exact draws" if model.samples_exactly else f"{DEFAULT_SAMPLER_STEPS} sweeps or steps of its MCMC sampler"
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tensor_file = run_dir / "samples.pt"
+    torch.save(samples.cpu(), tensor_file)
+    shape = IMAGE_SHAPES.get((dataset or {}).get("_target_"))
+    picture = None
+    if cfg.picture and shape is not None:
+        source = name or str(checkpoint)
+        picture = pictures.save_image_grid(samples, shape, run_dir / "samples.png",
+                                           caption=f"{source}: {cfg.num_samples} samples, {drawn}, seed {cfg.seed}")
+    return {"checkpoint": str(checkpoint), "pretrained": name, "model": model.registry_name, "num_samples": cfg.num_samples,
+            "shape": list(samples.shape), "seed": cfg.seed, "drawn": drawn, "samples_file": str(tensor_file),
+            "picture": None if picture is None else str(picture), "seconds": seconds,
+            "no_picture": None if picture is not None or not cfg.picture else "the model's data are not images"}
+
+
+def format_sampling(result: dict[str, Any]) -> str:
+    """The report ``pfzoo sample`` prints."""
+    source = f"pretrained={result['pretrained']}" if result["pretrained"] else result["checkpoint"]
+    lines = [f"{result['num_samples']} samples of {result['model']} from {source}: {result['drawn']}, seed {result['seed']}, "
+             f"{result['seconds']:.1f} s",
+             f"samples written to {result['samples_file']} (a float tensor of shape {result['shape']}; torch.load reads it)"]
+    if result["picture"]:
+        lines.append(f"picture: {result['picture']}")
+    elif result["no_picture"]:
+        lines.append(f"no picture: {result['no_picture']}")
+    return "\n".join(lines)

@@ -12,6 +12,9 @@ from pfzoo.estimators.base import BoundKind
 def format_training(result: dict[str, Any]) -> str:
     """A human-readable report of :func:`train`'s result, ending with the test log-likelihood."""
     metrics = ", ".join(f"{key} {value:.4g}" for key, value in result["metrics"].items() if isinstance(value, float))
+    if result.get("diverged"):  # metrics: the divergence guard's details (pfzoo.training.TrainingDiverged.record)
+        metrics = (f"stopped by the divergence guard in epoch {result['metrics']['epoch']}; the checkpoint holds the parameters "
+                   f"after update {result['metrics']['restored_update']}")
     lines = [
         f"final epoch: {metrics}",
         f"metrics written to {result['metrics_file']}",

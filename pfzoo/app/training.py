@@ -17,6 +17,7 @@ from pfzoo.app.config import resolve_device
 from pfzoo.app.run_pictures import training_pictures
 from pfzoo.estimators.base import BoundKind
 from pfzoo.models.capabilities import Capability
+from pfzoo.training.divergence import TrainingDiverged
 from pfzoo.training.metrics_log import check_tensorboard
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,12 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     """Train ``cfg.model`` on ``cfg.dataset`` with ``cfg.trainer``, then measure its test log-likelihood; returns the
     checkpoint path, the last epoch's metrics, the final estimate (:func:`final_log_likelihood`) and the wall time.
     Under a process group (``torchrun``) every rank calls it alike: the Trainer shards the minibatches, the estimators
-    their chains, and rank 0 alone writes files (pictures included)."""
+    their chains, and rank 0 alone writes files (pictures included).
+
+    A run the divergence guard stops (:class:`~pfzoo.training.TrainingDiverged`: the model and the checkpoint hold the
+    last good parameters) re-raises it with :attr:`~pfzoo.training.TrainingDiverged.result` holding this result for
+    the restored model (``diverged``: the guard's line; ``metrics``: its details), so the command line reports both and
+    exits :data:`pfzoo.cli.EXIT_DIVERGED`."""
     started = time.perf_counter()
     device = resolve_device(cfg.device)
     if cfg.final_num_test < 1:
@@ -40,7 +46,13 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator, csv=cfg.metrics_csv, tensorboard=cfg.tensorboard)
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
-    metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
+    try:
+        metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
+    except TrainingDiverged as diverged:
+        diverged.result = {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": diverged.record,
+                           "test_log_likelihood": final_log_likelihood(model, data, cfg, device), "diverged": str(diverged),
+                           "seconds": time.perf_counter() - started, "pictures": []}
+        raise
     final = final_log_likelihood(model, data, cfg, device)
     leader = distributed.rank() == 0  # under torchrun every rank trained the same model; one draws it
     pictures = training_pictures(model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed) if cfg.pictures and leader else []

@@ -6,6 +6,7 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, pretrain_dbm, start_dbm_from_rbm
 from pfzoo.training.denoising_score_matching import DenoisingScoreMatching
+from pfzoo.training.divergence import TrainingDiverged
 from pfzoo.training.early_stopping import EarlyStopping, UpdateLimit
 from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.fast_pcd import FPCD
@@ -65,6 +66,7 @@ __all__ = [
     "Trainer",
     "TrainerSettings",
     "TrainingCallback",
+    "TrainingDiverged",
     "UpdateLimit",
     "applicable_trainers",
     "fit_mean_field",

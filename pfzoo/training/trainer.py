@@ -22,6 +22,7 @@ from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.centering import Centered
 from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
 from pfzoo.training.distributed_strategy import DistributedStrategy
+from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
@@ -64,6 +65,8 @@ class _Run:
     config: dict | None
     bars: bool  # tqdm bars: asked for, on a terminal, on the leader
     callback_seconds: float = 0.0  # time in the callbacks during the current epoch
+    guard: DivergenceGuard | None = None  # None with divergence="off"
+    warned: bool = False  # divergence="warn" has logged its warning
 
 
 class Trainer:
@@ -200,6 +203,7 @@ class Trainer:
         start, callback_states = self._restore(run) if resume else (0, None)
         run.ranks.broadcast_model(model)
         self._start_callbacks(model, run.splits["train"], callback_states)
+        run.guard = self._guard(run)
         records = run.ranks.from_leader(lambda: self._metrics.rewrite_through(start))
         reason = self.stop_reason(records)  # a resumed run that had already stopped trains no further
         epochs = self.settings.epochs
@@ -212,6 +216,10 @@ class Trainer:
                     break
                 loss, seconds = self._train_epoch(run, epoch)
                 records.append(self._evaluate_epoch(run, epoch, loss, seconds))
+                if run.guard is not None:
+                    alarm = run.guard.end_epoch(records[-1])
+                    if alarm is not None:
+                        self._diverged(run, epoch, alarm, records[-1])
                 reason = self.stop_reason(records)
                 self._record(run, records[-1], stopping=reason is not None)
                 bar.update()
@@ -247,6 +255,9 @@ class Trainer:
             self.estimator.to(model.device)
         ranks = DistributedStrategy()
         optimizer = self.make_optimizer(self._parameters(model))
+        if self.settings.clip_grad_norm is not None and isinstance(optimizer, torch.optim.LBFGS):
+            raise ValueError("clip_grad_norm needs an optimizer that takes plain steps (SGD, Adam, ...), not LBFGS, whose line "
+                             "search needs the loss's own gradient")
         if self.objective.preconditions and isinstance(optimizer, torch.optim.LBFGS):
             raise ValueError(f"optimizer must take preconditioned steps (SGD, Adam, ...), not LBFGS, whose line search needs the "
                              f"loss's own gradient: {type(self.objective).__name__} changes its gradients")
@@ -308,7 +319,7 @@ class Trainer:
 
             def closure() -> torch.Tensor:
                 """The minibatch's loss, its gradient in ``.grad``: the ranks' sum, then the L2 penalty's, the same on every
-                rank, added once; preconditioned as the objective asks."""
+                rank, added once; preconditioned as the objective asks, then clipped to ``clip_grad_norm``."""
                 optimizer.zero_grad(set_to_none=True)
                 loss = ranks.minibatch_loss(shard_loss, shard.shape[0], rows.shape[0], parameters)
                 if self.settings.weight_decay:
@@ -316,17 +327,32 @@ class Trainer:
                     penalty.backward()
                     loss = loss + penalty.detach()
                 self.objective.precondition(model)
+                if self.settings.clip_grad_norm is not None:  # clip_grad_norm_ reads nothing back: its scale stays a tensor
+                    torch.nn.utils.clip_grad_norm_(parameters, self.settings.clip_grad_norm)
                 if check_each_loss and not torch.isfinite(loss):
                     raise self._non_finite(loss.item(), epoch, index)
                 return loss
 
-            loss = optimizer.step(closure)
+            try:
+                loss = optimizer.step(closure)
+            except (RuntimeError, ValueError, FloatingPointError) as error:
+                # a blow-up often surfaces as an error of the step after it (NaN probabilities refused by a Bernoulli draw)
+                alarm = self._failed_step_alarm(run, error)
+                if alarm is None:
+                    raise
+                self._diverged(run, epoch, alarm)
             newly_bad = (first_bad_batch < 0) & ~torch.isfinite(loss)
             first_bad_batch = torch.where(newly_bad, index, first_bad_batch)
             first_bad_loss = torch.where(newly_bad, loss.double(), first_bad_loss)
             total += loss * rows.shape[0]
             model.project_parameters()
             self._step_callbacks(run)
+            alarm = None if run.guard is None else run.guard.after_step(loss, total)
+            if alarm is not None:
+                self._diverged(run, epoch, alarm)
+        alarm = None if run.guard is None else run.guard.check(loss, total)  # the updates since the last check
+        if alarm is not None:
+            self._diverged(run, epoch, alarm)
         if first_bad_batch.item() >= 0:
             raise self._non_finite(first_bad_loss.item(), epoch, first_bad_batch.item())
         return total.item() / train.shape[0], time.perf_counter() - began - run.callback_seconds
@@ -385,6 +411,54 @@ class Trainer:
         record["callback_seconds"] = run.callback_seconds + time.perf_counter() - began
         return record
 
+    def _guard(self, run: _Run) -> DivergenceGuard | None:
+        """The run's divergence guard (``None`` with ``divergence="off"``), started from the model as training starts
+        (fresh or resumed), judging it on the held-out split's diagnostic rows."""
+        if self.settings.divergence == "off":
+            return None
+        name, held_out = next((name, split) for name, split in run.splits.items() if name != "train")
+        rows, seed, kind = slice(self.settings.metrics_rows), self.settings.seed + _EVALUATION_SEED_OFFSET, score_kind(run.model)
+
+        def score(record: Mapping[str, Any] | None) -> Score | None:
+            return None if kind is None else held_out_score(run.model, held_out[rows], kind, seed=seed, known=record, name=name)
+
+        return DivergenceGuard(self._parameters(run.model), score, run.model.num_visible)
+
+    def _failed_step_alarm(self, run: _Run, error: Exception) -> Alarm | None:
+        """The divergence behind an update that raised ``error``, or ``None`` (no guard, or sound parameters: a bug or
+        a user error, which goes on up as it is)."""
+        if run.guard is None:
+            return None
+        if isinstance(error, FloatingPointError):  # L-BFGS's closure met a non-finite loss
+            return Alarm(str(error).split(";")[0], fatal=True)
+        return run.guard.failed_step()
+
+    def _diverged(self, run: _Run, epoch: int, alarm: Alarm, record: dict[str, Any] | None = None) -> None:
+        """Act on ``alarm``: with ``divergence="warn"`` (and a finite state) log it once and note it in ``record``;
+        otherwise restore the last good parameters, record the event in ``metrics.jsonl`` (in epoch ``epoch``'s
+        record, or a record of its own when the epoch was cut short), write them as the checkpoint (marked, so it
+        is not resumed) and raise :class:`~pfzoo.training.TrainingDiverged` with one line saying what to do."""
+        guard, lr = run.guard, run.optimizer.param_groups[0]["lr"]
+        if self.settings.divergence == "warn" and not alarm.fatal:
+            if record is not None:
+                record["divergence_warning"] = alarm.reason
+            if not run.warned and run.ranks.leader:
+                logger.warning("training may have diverged at epoch %d (update %d): %s; trainer.divergence=warn trains on "
+                               "(lower trainer.optimizer.lr, now %g, or set trainer.clip_grad_norm)", epoch, guard.updates, alarm.reason, lr)
+            run.warned = True
+            return
+        update, score = guard.restore()
+        scored = f" ({describe_score(score)})" if score is not None else ""
+        message = (f"training diverged at epoch {epoch}, update {guard.updates}: {alarm.reason}; stopped and restored the "
+                   f"parameters after update {update}{scored}, saved in {self.checkpoint_path}; lower the learning rate "
+                   f"(trainer.optimizer.lr={lr:g} now) or clip the gradients (trainer.clip_grad_norm=1.0)")
+        details = {"epoch": epoch, "update": guard.updates, "signal": alarm.reason, "restored_update": update,
+                   "restored_score": None if score is None else score.value, "restored_score_name": None if score is None else score.name}
+        if run.ranks.leader:
+            self._metrics.append({**(record or {"epoch": epoch}), "diverged": message, **{f"divergence_{k}": v for k, v in details.items() if k != "epoch"}})
+        self._save(run, epoch, diverged=message)
+        raise TrainingDiverged(message, details)
+
     def _non_finite(self, loss: float, epoch: int, batch: int) -> FloatingPointError:
         return FloatingPointError(
             f"loss is {loss} at epoch {epoch}, batch {batch}; the epoch was abandoned and "
@@ -410,13 +484,16 @@ class Trainer:
             record["log_z"] = None if estimate.partition is None else estimate.partition.log_z
         return record
 
-    def _save(self, run: _Run, epoch: int) -> None:
+    def _save(self, run: _Run, epoch: int, *, diverged: str | None = None) -> None:
         """Write the checkpoint after ``epoch``: every rank sends its objective state and sampling stream to it, and
-        the leader alone writes."""
+        the leader alone writes; ``diverged`` (the guard's message) marks the last good parameters of a run that
+        diverged, which a resume refuses."""
         gathered = run.ranks.gather(lambda: rank_state(self.objective, run.generators["sampling"]))
         if run.ranks.leader:
             callbacks = [callback.state_dict() for callback in self.callbacks]
             state = trainer_state(epoch, run.optimizer, self.objective, run.generators, gathered, callbacks)
+            if diverged is not None:
+                state["diverged"] = diverged
             self._checkpoints.write(run.model, state, run.config)
 
     def _restore(self, run: _Run) -> tuple[int, list | None]:
@@ -429,6 +506,9 @@ class Trainer:
             if ranks.leader:
                 logger.warning("resume=True but there is no checkpoint at %s; starting fresh", self.checkpoint_path)
             return 0, None
+        if checkpoint["trainer_state"] is not None and checkpoint["trainer_state"].get("diverged"):
+            raise ValueError(f"resume=true refused: {self.checkpoint_path} holds the last good parameters of a run that diverged "
+                             f"(metrics.jsonl says how); start a new run_dir with a lower learning rate or trainer.clip_grad_norm")
         self._checkpoints.check_resumable(checkpoint, run.model, run.config, ranks.world_size)
         saved = checkpoint["trainer_state"]["epoch"]
         if saved > epochs:  # the loop would run no epoch and the run end as if it had trained to epochs

@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from pfzoo.data.splits import check_held_out
-from pfzoo.validation import check_bool, check_finite_number, check_positive_int
+from pfzoo.training.divergence import DIVERGENCE_MODES
+from pfzoo.validation import check_bool, check_choice, check_finite_number, check_positive_int
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 DEFAULT_OPTIMIZER: OptimizerFactory = partial(torch.optim.SGD, lr=0.05, momentum=0.5)
@@ -74,6 +75,12 @@ class TrainerSettings:
         csv: also write every epoch's record to ``<run_dir>/metrics.csv`` (:class:`~pfzoo.training.metrics_log.MetricsLog`).
         tensorboard: also log every epoch's numbers as TensorBoard scalars in ``<run_dir>/tensorboard/``; needs the
             ``tensorboard`` package (the Trainer refuses it in one line without).
+        divergence: what the divergence guard (:mod:`pfzoo.training.divergence`) does when a run blows up:
+            ``"stop"`` (default) restores the last good parameters, writes them as the checkpoint and raises
+            :class:`~pfzoo.training.TrainingDiverged`; ``"warn"`` logs it once and trains on; ``"off"`` watches nothing.
+        clip_grad_norm: ``c > 0`` rescales every update's gradient (the ranks' sum, weight penalty included, after the
+            objective's preconditioning) to norm at most ``c`` (``torch.nn.utils.clip_grad_norm_`` over the model's and
+            the objective's parameters); ``None`` (default): no clipping.
 
     Stopping early: a run ends before ``epochs`` when its recorded epochs meet a rule of :meth:`stop_reason`,
     checked before every epoch (so a resumed run that had already stopped trains no further): ``stop_tolerance``
@@ -100,6 +107,8 @@ class TrainerSettings:
     held_out: str = "auto"
     csv: bool = True
     tensorboard: bool = False
+    divergence: str = "stop"
+    clip_grad_norm: float | None = None
 
     def __post_init__(self) -> None:
         normalised = {
@@ -134,6 +143,9 @@ class TrainerSettings:
         if self.log_every is not None:
             check_positive_int(self.log_every, "log_every")
         check_held_out(self.held_out)
+        check_choice(self.divergence, "divergence", DIVERGENCE_MODES)
+        if self.clip_grad_norm is not None:
+            normalised["clip_grad_norm"] = check_finite_number(self.clip_grad_norm, "clip_grad_norm", minimum=0.0, exclusive=True)
         for name, value in normalised.items():
             object.__setattr__(self, name, value)  # frozen: the validated values replace the given ones once
 

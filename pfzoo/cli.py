@@ -6,7 +6,9 @@ as ``ValueError`` (bad values, a model lacking what an estimator or trainer need
 (training diverged under the given settings), ``FileNotFoundError`` (a missing checkpoint or data file),
 ``NotImplementedError`` (a method a model family does not have), and Hydra's composition and
 instantiation errors (a ``-m`` sweep's included). All of them reach :func:`report_error` as :func:`one_line` of the
-error, exit :data:`EXIT_USAGE`. Anything else is a bug and keeps its traceback. Under ``torchrun`` the
+error, exit :data:`EXIT_USAGE`; a training run the divergence guard stopped (:class:`~pfzoo.training.TrainingDiverged`,
+the checkpoint holding the last good parameters) prints its report and the guard's line and exits
+:data:`EXIT_DIVERGED`. Anything else is a bug and keeps its traceback. Under ``torchrun`` the
 workers mark the error for the torchrun process (:mod:`pfzoo.torchrun`), which then exits 2 with the one line alone;
 ``pfzoo-torchrun`` (``python -m pfzoo torchrun``, :func:`torchrun_main`) does the same without the installed entry point. ``python -m pfzoo
 --help`` lists the commands (:data:`COMMANDS`), ``--version`` names the version; a ``-m`` sweep ends with a table of its
@@ -39,6 +41,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pfzoo import app, distributed
 from pfzoo import torchrun as torchrun_promise
 from pfzoo.app import config_dir, sweep
+from pfzoo.training.divergence import TrainingDiverged
 
 TASKS = ("train", "evaluate")
 COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is the same command)
@@ -48,6 +51,7 @@ COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is th
 }
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = torchrun_promise.EXIT_USAGE  # what a user error exits with, under torchrun too
+EXIT_DIVERGED = 3  # training diverged and was stopped: the run's checkpoint holds the last good parameters
 
 logger = logging.getLogger("pfzoo")
 
@@ -106,6 +110,14 @@ def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> in
             result = app.train(cfg)
         else:
             result = app.evaluate(cfg)
+    except TrainingDiverged as diverged:
+        message = one_line(diverged)
+        if diverged.result is not None and distributed.rank() == 0:
+            print(app.format_training(diverged.result))
+        report_error(message)
+        if summary is not None:
+            summary.append({**row, "error": message})
+        return EXIT_DIVERGED
     except USER_ERRORS as error:
         message = one_line(error)
         report_error(message)

@@ -172,6 +172,15 @@ def _with_section(readme: str, title: str, body: str) -> str:
     return text.rstrip("\n") + "\n"
 
 
+def installed_command(command: str) -> str:
+    """``command`` as it runs from an installed pfzoo, in any folder: ``python scripts/train.py ARGS`` (a checkout's
+    script) becomes ``pfzoo train ARGS`` (the recipes ship inside the package); anything else is left as it is."""
+    for script, task in (("python scripts/train.py", "train"), ("python scripts/evaluate.py", "evaluate")):
+        if command == script or command.startswith(script + " "):
+            return f"pfzoo {task}{command[len(script):]}"
+    return command
+
+
 def render_card(card: Mapping[str, Any]) -> ModelCard:
     """The markdown model card (``README.md``) of a zoo folder, from its ``card.json`` fields."""
     name = card["name"]
@@ -185,13 +194,14 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     if recipe.get("experiment"):
         facts.append(("recipe", f"`conf/experiment/{recipe['experiment']}.yaml`"))
     if recipe.get("command"):
-        facts.append(("training command", f"`{recipe['command']}`"))
+        facts.append(("training command", f"`{installed_command(recipe['command'])}`"))
     seconds = card.get("training_seconds")
     facts += [
         ("trained", f"{card.get('date') or 'unknown date'}, pfzoo {card.get('pfzoo_version') or '?'}, commit "
                     f"`{(card.get('git_commit') or 'unknown')[:12]}`" + (f", {seconds:.0f} s wall time" if seconds is not None else "")),
         ("file", f"`{card['checkpoint']['file']}` ({card['checkpoint']['bytes']:,} bytes, sha256 `{card['checkpoint']['sha256']}`)"),
-        ("load", f"`pfzoo.zoo.pretrained({name!r})`; evaluate with `python scripts/evaluate.py pretrained={name}`"),
+        ("load", f"`pfzoo.zoo.pretrained({name!r})`; evaluate with `pfzoo evaluate pretrained={name}`, draw samples with "
+                 f"`pfzoo sample pretrained={name}`"),
     ]
     rows = [_measurement_row(f"trained ({measured.get('estimator', '?')})", measured)]
     initial = card.get("log_likelihood_at_init")

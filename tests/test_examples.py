@@ -54,3 +54,5 @@ def test_train_dbm(capsys, tmp_path):
     out = run_example("train_dbm", capsys, "--run-dir", str(tmp_path))
     assert re.search(r"test log-likelihood\s+= -\d+\.\d+; exact", out) and "trained DBM with layers [64, 20, 10]" in out, out
     assert (tmp_path / "checkpoint.pt").is_file() and (tmp_path / "metrics.jsonl").is_file()
+    pictures = re.search(r"pictures: (.*)", out).group(1).split(", ")  # the report's pictures are still there afterwards
+    assert pictures and all(Path(picture).is_file() for picture in pictures), pictures

@@ -17,9 +17,10 @@ from pfzoo.estimators.linked import LinkedImportanceSampling
 from pfzoo.estimators.raise_ import RAISE
 from pfzoo.estimators.sandwich import Sandwich, SandwichEstimate
 from pfzoo.estimators.smc import SMC
+from pfzoo.estimators.stepping_stone import SteppingStone
 
 __all__ = [
     "AIS", "BoundKind", "Bracket", "BracketEstimate", "BridgeRatio", "BridgeSampling", "CSL", "ConfidenceBound", "Estimator", "Exact",
     "HAIS", "ImportanceSampling", "LikelihoodEstimate", "LinkedImportanceSampling", "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE",
-    "SMC", "Sandwich", "SandwichEstimate", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
+    "SMC", "Sandwich", "SandwichEstimate", "SteppingStone", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
 ]

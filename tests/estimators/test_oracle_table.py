@@ -21,7 +21,7 @@ import torch
 from factories import biased_binary_data, random_dbm, random_dbn, random_gaussian, random_gbrbm, random_ising, random_rbm
 
 from pfzoo.estimators import (
-    AIS, CSL, HAIS, RAISE, SMC, Bracket, BridgeSampling, Exact, ImportanceSampling, LinkedImportanceSampling, applicable_estimators,
+    AIS, CSL, HAIS, RAISE, SMC, Bracket, SteppingStone, BridgeSampling, Exact, ImportanceSampling, LinkedImportanceSampling, applicable_estimators,
 )
 from pfzoo.models import (
     Hopfield, ICA, LinearGenerative, MissingCapability, ProductOfExperts,
@@ -68,7 +68,7 @@ UNIFORM_IMPORTANCE = {"importance": {"base": "uniform"}}
 # Laplace experts' tails are heavier than a Gaussian base's, so its importance weights have infinite variance (flagged
 # by the Pareto k̂); a Student-t base's heavier tails bound them.
 HEAVY_TAILED_IMPORTANCE = {"importance": {"base": "student_t"}}
-BINARY = {"exact", "ais", "raise", "bracket", "smc"} | BRIDGING
+BINARY = {"exact", "ais", "raise", "bracket", "smc", "pt"} | BRIDGING
 FAMILIES = [
     Family("rbm", lambda: random_rbm(8, 5, 1.0, 0), lambda m: biased_binary_data(8, 0, 100), BINARY | {"csl"}),
     Family("gaussian_rbm", lambda: random_gbrbm(4, 3, 0.5, seed=1, log_sigma_scale=0.2), lambda m: m.sample(100, num_steps=50, generator=torch.Generator().manual_seed(1)), BINARY),
@@ -77,13 +77,13 @@ FAMILIES = [
     Family("ising", lambda: random_ising(8, 0.5, 4), lambda m: biased_binary_data(8, 4, 100), BINARY, settings=UNIFORM_IMPORTANCE),
     Family("hopfield", lambda: random_ising(8, 0.5, 5, cls=Hopfield), lambda m: biased_binary_data(8, 5, 100), BINARY,
            settings=UNIFORM_IMPORTANCE),
-    Family("gaussian", lambda: random_gaussian(4, seed=6, normalize_factor=True), gaussian_rows, {"exact", "ais", "hais", "smc"} | BRIDGING),
-    Family("ica", lambda: ICA.from_tensors(complete_filters(3, 7)), gaussian_rows, {"exact", "ais", "hais", "smc"} | BRIDGING,
+    Family("gaussian", lambda: random_gaussian(4, seed=6, normalize_factor=True), gaussian_rows, {"exact", "ais", "hais", "smc", "pt"} | BRIDGING),
+    Family("ica", lambda: ICA.from_tensors(complete_filters(3, 7)), gaussian_rows, {"exact", "ais", "hais", "smc", "pt"} | BRIDGING,
            settings=HEAVY_TAILED_IMPORTANCE),
     Family("poe_laplace", lambda: ProductOfExperts.from_tensors(complete_filters(3, 8), expert="laplace"), gaussian_rows,
-           {"exact", "ais", "hais", "smc"} | BRIDGING, settings=HEAVY_TAILED_IMPORTANCE),
+           {"exact", "ais", "hais", "smc", "pt"} | BRIDGING, settings=HEAVY_TAILED_IMPORTANCE),
     Family("poe_student", lambda: ProductOfExperts.from_tensors(complete_filters(3, 9), torch.tensor([2.0, 2.5, 3.0], dtype=torch.float64),
-                                                                 expert="student_t"), gaussian_rows, {"exact", "ais", "hais", "smc"} | BRIDGING),
+                                                                 expert="student_t"), gaussian_rows, {"exact", "ais", "hais", "smc", "pt"} | BRIDGING),
     Family("linear_gaussian", lambda: linear_gaussian(3, 10), lambda m: m.sample(20, generator=torch.Generator().manual_seed(1)),
            {"exact", "ais", "hais", "importance"}),
 ]
@@ -99,9 +99,10 @@ ESTIMATORS = {
     "bridge": lambda: BridgeSampling(num_chains=200, samples_per_chain=20, burn_in=200, thin=2),
     "linked": lambda: LinkedImportanceSampling(num_runs=200, num_levels=100, states_per_level=5),
     "smc": lambda: SMC(),
+    "pt": lambda: SteppingStone(num_chains=50, num_steps=400, burn_in=40, num_batches=10),
 }
 
-SLOW_ESTIMATORS = {"raise", "bracket"}  # reverse chains per example: seconds per row
+SLOW_ESTIMATORS = {"raise", "bracket", "pt"}  # reverse chains per example, a ladder of chains: seconds per row
 CASES = [
     pytest.param(family, name, id=f"{family.name}-{name}", marks=[pytest.mark.slow] if name in SLOW_ESTIMATORS and name in family.applicable else [])
     for family in FAMILIES for name in ESTIMATORS

@@ -1,0 +1,255 @@
+"""log Z from a parallel-tempering run over the levels of the model's annealing path: the stepping-stone estimate
+(Xie, Lewis, Fan, Kuo & Chen 2011; the ratio identity of Neal 1993, §6.2), with round-trip and exchange diagnostics.
+
+Levels ``0 = β_0 < β_1 < … < β_R = 1`` of the path ``f_β`` (AIS's paths, bases and kernels). Level 0 is the base, drawn
+exactly at every step; levels 1..R run :class:`~pfzoo.kernels.ParallelTempering` around the path's kernel
+(:class:`~pfzoo.paths.tempered.TemperedPathTarget`). Each neighbouring ratio is a mean over level k's states,
+
+    Z_{k+1} / Z_k = E_{p_k}[f_{k+1}(x) / f_k(x)],     log Ẑ = log Z_0 + Σ_k log mean_{t,c} f_{k+1}(x_{k,t,c}) / f_k(x_{k,t,c}),
+
+over the T kept steps and the C chains of each level. The steps of a run are correlated, so the standard error is from
+batch means: the kept steps are cut into B consecutive batches, each batch gives its own stepping-stone estimate
+``L_b``, and ``stderr = sd(L_b) / √B`` (valid once a batch is much longer than the chains' autocorrelation time; a
+ladder that does not mix makes the batches disagree, or fail to, and the diagnostics say so).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from pfzoo.estimators.base import BoundKind, MIN_ACCEPTANCE, PartitionEstimate, ProgressCallback, reliability_warnings
+from pfzoo.estimators.on_path import PathPartitionEstimator
+from pfzoo.kernels import SWAP_SCHEMES, Kernel, ParallelTempering, adapt_ladder
+from pfzoo.models.base import EnergyModel
+from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
+from pfzoo.paths.tempered import TemperedPathTarget
+from pfzoo.validation import allocating, check_bool, check_choice, check_positive_int, check_sample_count
+
+MIN_SWAP_ACCEPTANCE = 0.05
+"""A neighbouring pair whose mean exchange acceptance is below this barely overlaps: its ratio's estimate is dominated
+by rare states, biased beyond its stderr, and states cannot cross it."""
+
+ADAPTATION_ROUNDS = 4
+"""With ``adapt_ladder``, the burn-in is cut into this many rounds, each ending with a move of the ladder towards equal
+exchange acceptance (:func:`~pfzoo.kernels.adapt_ladder`)."""
+
+
+class LadderRun:
+    """What one PT run keeps: per kept step and level the log-sum over chains of the level's ratio ``f_{k+1}/f_k`` (on the
+    device, stacked at the end), the exchange acceptance per pair, the inner kernel's acceptance per level, and the
+    walkers' round trips between the hottest PT level and β = 1."""
+
+    def __init__(self, num_levels: int, num_chains: int, device: torch.device) -> None:
+        """``num_levels`` R: the PT levels β_1..β_R, so R pairs with the base's (base–β_1 first)."""
+        self.log_sums: list[torch.Tensor] = []
+        self.swap_sum = torch.zeros(num_levels, dtype=torch.float64, device=device)
+        self.swap_count = torch.zeros(num_levels, dtype=torch.float64, device=device)
+        self.inner_sum = torch.zeros(num_levels, dtype=torch.float64, device=device)
+        self.inner_count = 0
+        # walker w of column c sits at labels[r, c]; last_end[w, c]: −1 not yet at an end, 0 last at the bottom, 1 at the top
+        self.labels = torch.arange(num_levels, device=device)[:, None].expand(num_levels, num_chains).clone()
+        self.last_end = torch.full((num_levels, num_chains), -1, dtype=torch.long, device=device)
+        self.round_trips = torch.zeros((), dtype=torch.long, device=device)
+
+    def follow(self, swapped: torch.Tensor) -> None:
+        """Move the walkers by this step's accepted exchanges ``swapped [R − 1, C]`` (pairs of one parity, disjoint) and
+        count a round trip for each walker that reaches the bottom having been at the top since it was last there."""
+        labels = self.labels.clone()
+        labels[:-1] = torch.where(swapped, self.labels[1:], labels[:-1])
+        labels[1:] = torch.where(swapped, self.labels[:-1], labels[1:])
+        self.labels = labels
+        bottom, top = labels[0], labels[-1]
+        at_bottom = self.last_end.gather(0, bottom[None])[0]
+        self.round_trips = self.round_trips + (at_bottom == 1).sum()
+        self.last_end.scatter_(0, bottom[None], torch.zeros_like(bottom)[None])
+        at_top = self.last_end.gather(0, top[None])[0]
+        self.last_end.scatter_(0, top[None], torch.where(at_top == 0, 1, at_top)[None])
+
+
+class SteppingStone(PathPartitionEstimator):
+    """log Z from parallel tempering over the model's path (module docstring): ``estimator=pt``.
+
+    The ladder starts from ``schedule`` with ``num_levels`` steps (by default AIS's "energy" schedule fitted to the path:
+    linear for weakly coupled models, log-spaced from β ≈ 1/σ_0 for strongly coupled ones) and, with ``adapt_ladder``,
+    moves during the burn-in towards equal exchange acceptance between neighbours (Syed et al. 2022, §5.2; β_1 and 1
+    stay). The estimate is consistent, not unbiased: log of means of correlated draws.
+
+    The result's info holds the ladder, the exchange acceptance of each neighbouring pair (the first, base–β_1, measured
+    as the acceptance an exchange between a fresh base draw and a level-1 state would have), the round trips of states
+    from the hottest PT level to β = 1 and back (total and per chain per step) and the inner kernel's acceptance per
+    level. Warnings: a pair whose acceptance is below :data:`MIN_SWAP_ACCEPTANCE`, no round trip at all, a collapsed
+    inner kernel.
+
+    Args:
+        num_chains: C, chains per level.
+        num_levels: R, levels above the base (≥ 2).
+        num_steps: T, kept PT steps (each: one kernel step at every level, one round of exchanges).
+        burn_in: PT steps run before keeping any.
+        schedule: the starting ladder as an AIS schedule ("energy", "linear", "sigmoid", a Schedule or an explicit β
+            sequence from 0 to 1 of ``num_levels`` steps); it must increase strictly.
+        num_batches: B, batches of kept steps for the standard error (≥ 2, at most T).
+        adapt_ladder: adapt the ladder during the burn-in.
+        swaps: which pairs a step proposes, "alternate" (non-reversible even/odd) or "random".
+        base, base_smoothing, kernel, posterior_samples, path: as :class:`~pfzoo.estimators.AIS`.
+    """
+
+    config_name = "pt"
+
+    def __init__(
+        self,
+        num_chains: int = 100,
+        num_levels: int = 10,
+        num_steps: int = 500,
+        burn_in: int = 100,
+        schedule: ScheduleSpec = "energy",
+        num_batches: int = 20,
+        adapt_ladder: bool = True,
+        swaps: str = "alternate",
+        base: str = "auto",
+        base_smoothing: float = 1.0,
+        kernel: Kernel | None = None,
+        posterior_samples: int = 100,
+        path: str = "geometric",
+    ) -> None:
+        super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
+        self.num_chains = check_sample_count(num_chains, "num_chains")
+        if check_positive_int(num_levels, "num_levels") < 2:
+            raise ValueError(f"num_levels must be at least 2 (a ladder to exchange along), got {num_levels}")
+        self.num_steps = check_positive_int(num_steps, "num_steps")
+        self.burn_in = check_positive_int(burn_in, "burn_in") if burn_in else 0
+        self.num_batches = check_positive_int(num_batches, "num_batches")
+        if not 2 <= self.num_batches <= self.num_steps:
+            raise ValueError(f"num_batches must lie between 2 and num_steps={num_steps}, got {num_batches}")
+        self.adapt_ladder = check_bool(adapt_ladder, "adapt_ladder")
+        self.swaps = check_choice(swaps, "swaps", SWAP_SCHEMES)
+        self.schedule = schedule
+        self.fitted_schedule = path_fitted_schedule(schedule)
+        self.register_buffer("betas", make_betas(schedule, num_levels), persistent=False)
+
+    @property
+    def num_levels(self) -> int:
+        return self.betas.numel() - 1
+
+    @torch.no_grad()
+    def forward(
+        self,
+        model: EnergyModel,
+        *,
+        data: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> PartitionEstimate:
+        """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
+        path, base = self.build_path(model, data, generator)
+        betas, _ = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
+        ladder = [float(beta) for beta in betas[1:].tolist()]
+        if any(high <= low for low, high in zip([0.0, *ladder], ladder)):
+            raise ValueError(f"schedule must give a strictly increasing ladder of {self.num_levels} levels, got {[0.0, *ladder]}")
+        with allocating("num_chains", self.num_chains * self.num_levels):
+            ladder, run = self.run_ladder(path, ladder, generator, progress)
+        levels = torch.stack(run.log_sums)  # [T, R]: per kept step and level, log Σ_c of the level's ratio
+        total = torch.logsumexp(levels, 0) - math.log(levels.shape[0] * self.num_chains)
+        batches = torch.stack([torch.logsumexp(part, 0) - math.log(part.shape[0] * self.num_chains)
+                               for part in levels.tensor_split(self.num_batches)]).sum(1)  # [B]
+        log_z = (path.base_log_partition() + total.sum()).item()
+        stderr = (batches.std() / math.sqrt(self.num_batches)).item()
+        pair_acceptance = (run.swap_sum / run.swap_count.clamp(min=1)).cpu()
+        inner = (run.inner_sum / max(run.inner_count, 1)).cpu() if run.inner_count else None
+        trips = int(run.round_trips.item())
+        info: dict[str, Any] = {
+            "estimator": type(self).__name__, "num_chains": self.num_chains, "num_levels": self.num_levels, "num_steps": self.num_steps,
+            "burn_in": self.burn_in, "base": base, "path": self.path, "betas": [0.0, *ladder],
+            "exchange_acceptance": pair_acceptance.tolist(), "round_trips": trips,
+            "round_trip_rate": trips / (self.num_chains * self.num_steps), "log_ratios": total.cpu().tolist(),
+        }
+        if inner is not None:
+            info["acceptance"] = inner.tolist()
+        return PartitionEstimate(log_z=log_z, stderr=stderr, log_weights=None, ess=None, kind=BoundKind.CONSISTENT, info=info,
+                                 warnings=self.warnings([0.0, *ladder], pair_acceptance, trips, inner) + path.warnings)
+
+    def run_ladder(self, path, ladder: list[float], generator, progress: ProgressCallback | None) -> tuple[list[float], LadderRun]:
+        """Burn in (adapting the ladder in :data:`ADAPTATION_ROUNDS` rounds when asked), then keep ``num_steps`` PT steps
+        → ``(the final ladder, what the kept steps recorded)``. Every level starts from exact base draws."""
+        levels, chains = len(ladder), self.num_chains
+        positions = path.draw_base(levels * chains, generator=generator)
+        tempering = ParallelTempering(path.kernel, ladder, swaps=self.swaps)
+        target = TemperedPathTarget(path, ladder)
+        state = tempering.init_replicas(positions.unflatten(0, (levels, chains)), target, generator=generator)
+        total = self.burn_in + self.num_steps
+        rounds = ADAPTATION_ROUNDS if self.adapt_ladder and self.burn_in >= ADAPTATION_ROUNDS else 1
+        ends = [round(self.burn_in * (r + 1) / rounds) for r in range(rounds)]
+        done = 0
+        for end in ends:
+            record = LadderRun(levels, chains, positions.device)
+            for _ in range(end - done):
+                state, info = tempering.step(state, target, generator=generator)
+                self._observe(path, ladder, state, info, record, generator, keep=False)
+            done = end
+            if self.adapt_ladder and self.burn_in:
+                acceptance = record.swap_sum[1:] / record.swap_count[1:].clamp(min=1)
+                ladder = [float(beta) for beta in adapt_ladder(ladder, acceptance.cpu()).tolist()]
+                tempering = ParallelTempering(path.kernel, ladder, swaps=self.swaps)
+                target = TemperedPathTarget(path, ladder)
+            if progress is not None:
+                progress(done, total)
+        record = LadderRun(levels, chains, positions.device)
+        every = max(1, self.num_steps // 100)
+        for step in range(self.num_steps):
+            state, info = tempering.step(state, target, generator=generator)
+            self._observe(path, ladder, state, info, record, generator, keep=True)
+            if progress is not None and (step + 1) % every == 0:
+                progress(self.burn_in + step + 1, total)
+        return ladder, record
+
+    def _observe(self, path, ladder: list[float], state, info, record: LadderRun, generator, *, keep: bool) -> None:
+        """Record one PT step: the exchanges (and, kept, the walkers' moves, the inner kernel's acceptance and every
+        level's log Σ_c of its ratio ``f_{k+1}/f_k``, with a fresh base draw for level 0)."""
+        base = path.statistics(path.sample_base(self.num_chains, generator=generator))
+        first = path.statistics(state.replica(0))
+        to_first = path.log_weight_increment(base, 0.0, ladder[0])
+        # the exchange a fresh base draw and a level-1 state would propose: how well the base and β_1 overlap
+        log_exchange = to_first - path.log_weight_increment(first, 0.0, ladder[0])
+        record.swap_sum[0] += torch.exp(log_exchange.clamp(max=0.0)).mean()
+        record.swap_count[0] += 1
+        record.swap_sum[1:] += torch.where(info.attempted, info.swap_accept_prob.mean(-1), 0.0)
+        record.swap_count[1:] += info.attempted
+        if not keep:
+            return
+        record.follow(info.swapped)
+        inner = [level.accept_prob for level in info.inner]
+        if all(prob is not None for prob in inner):
+            record.inner_sum += torch.stack([prob.double().mean() for prob in inner])
+            record.inner_count += 1
+        sums = [torch.logsumexp(to_first, 0)]
+        for index in range(len(ladder) - 1):
+            stats = first if index == 0 else path.statistics(state.replica(index))
+            sums.append(torch.logsumexp(path.log_weight_increment(stats, ladder[index], ladder[index + 1]), 0))
+        record.log_sums.append(torch.stack(sums))
+
+    def warnings(self, betas: list[float], pair_acceptance: torch.Tensor, round_trips: int, inner: torch.Tensor | None) -> tuple[str, ...]:
+        """A pair that barely exchanges (its ratio biased beyond the stderr), no round trip (the ladder does not mix), a
+        collapsed inner kernel."""
+        lines = []
+        worst = int(pair_acceptance.argmin())
+        if pair_acceptance[worst] < MIN_SWAP_ACCEPTANCE:
+            low = sum(1 for rate in pair_acceptance.tolist() if rate < MIN_SWAP_ACCEPTANCE)
+            lines.append(
+                f"exchange acceptance {pair_acceptance[worst].item():.3f} between β = {betas[worst]:.4g} and {betas[worst + 1]:.4g} "
+                f"({low} of {len(betas) - 1} pairs below {MIN_SWAP_ACCEPTANCE}): neighbouring levels barely overlap, so their "
+                f"ratio is biased beyond the stderr; use more levels (num_levels) or a longer burn-in to adapt the ladder"
+            )
+        if round_trips == 0:
+            lines.append(
+                f"no state went from β = {betas[1]:.4g} to β = 1 and back in {self.num_steps} steps: the ladder does not mix, so "
+                f"the batches are not independent and the stderr understates the error; use more levels or more steps"
+            )
+        if inner is not None and inner.min().item() < MIN_ACCEPTANCE:
+            lines.extend(reliability_warnings(None, self.num_chains, inner, torch.tensor(betas[1:], dtype=torch.float64)))
+        return tuple(lines)
+
+    def extra_repr(self) -> str:
+        return (f"num_chains={self.num_chains}, num_levels={self.num_levels}, num_steps={self.num_steps}, burn_in={self.burn_in}, "
+                f"num_batches={self.num_batches}, adapt_ladder={self.adapt_ladder}, swaps={self.swaps!r}")

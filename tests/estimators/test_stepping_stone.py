@@ -1,0 +1,58 @@
+"""log Z from parallel tempering (estimator=pt): within 3 stderr of the exact value on enumerable and closed-form
+models, its round-trip count against a walk written out by hand, and its warnings on a ladder that does not mix."""
+
+import pytest
+import torch
+from factories import biased_binary_data, random_gaussian, random_ising, random_poe, random_rbm
+
+from pfzoo.estimators import BoundKind, SteppingStone
+from pfzoo.estimators.stepping_stone import LadderRun
+
+K_SIGMA = 3.0
+SMALL = dict(num_chains=50, num_steps=200, burn_in=40)
+
+CASES = {
+    "rbm-10x6": (lambda: random_rbm(10, 6, 1.0, 0), None),
+    "rbm-12x8-strong-base-rate": (lambda: random_rbm(12, 8, 2.0, 4), lambda: biased_binary_data(12, 4)),
+    "ising-8": (lambda: random_ising(8, 1.0, 8, draw_dtype=None), None),
+    "gaussian-4": (lambda: random_gaussian(4, seed=6, normalize_factor=True), None),
+    "poe-laplace-4": (lambda: random_poe(4, expert="laplace", seed=1), None),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_within_three_stderr_of_exact(name):
+    make_model, make_data = CASES[name]
+    model = make_model()
+    estimate = SteppingStone(**SMALL)(model, data=None if make_data is None else make_data(), generator=torch.Generator().manual_seed(0))
+    exact = model.log_partition().item()
+    assert estimate.kind is BoundKind.CONSISTENT and estimate.warnings == ()
+    assert 0 < estimate.stderr < 0.05, f"stderr {estimate.stderr:.4f} too large to be a useful check"
+    assert abs(estimate.log_z - exact) <= K_SIGMA * estimate.stderr, f"{name}: {estimate.log_z:.4f} ± {estimate.stderr:.4f}, exact {exact:.4f}"
+    info = estimate.info
+    assert len(info["exchange_acceptance"]) == len(info["betas"]) - 1 == 10 and info["round_trips"] > 0
+    assert 0 < info["round_trip_rate"] <= 0.5  # at most one round trip per two steps of a ladder (Syed et al. 2022)
+
+
+def test_a_ladder_that_does_not_mix_warns():
+    # an RBM with weights N(0, 4²): a ladder that jumps from β = 0.01 to 1 neither exchanges nor carries states across
+    estimate = SteppingStone(num_chains=20, num_levels=2, num_steps=50, burn_in=10, schedule=[0.0, 0.01, 1.0], adapt_ladder=False,
+                             num_batches=5)(random_rbm(20, 10, 4.0, 1), generator=torch.Generator().manual_seed(0))
+    assert estimate.info["exchange_acceptance"][1] < 1e-6 and estimate.info["round_trips"] == 0
+    assert [line.split(" ")[0] for line in estimate.warnings] == ["exchange", "no"]
+
+
+def test_round_trips_follow_the_walkers():
+    run = LadderRun(4, 1, torch.device("cpu"))
+    # walker 1 (first at the bottom after one exchange) climbs to the top and comes back down: one round trip
+    for swaps in ([1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 0]):
+        run.follow(torch.tensor(swaps, dtype=torch.bool)[:, None])
+    assert run.round_trips.item() == 1 and run.labels[:, 0].tolist() == [1, 0, 2, 3]
+
+
+def test_bad_settings_are_refused_in_one_line():
+    for kwargs, word in ((dict(num_levels=1), "num_levels"), (dict(num_batches=1), "num_batches"),
+                         (dict(num_steps=10, num_batches=20), "num_batches"), (dict(swaps="sideways"), "swaps"),
+                         (dict(num_chains=1), "num_chains")):
+        with pytest.raises(ValueError, match=word):
+            SteppingStone(**kwargs)

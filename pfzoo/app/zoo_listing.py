@@ -5,10 +5,10 @@ completion)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 from typing import Sequence
 
 from pfzoo import zoo
-from pfzoo.cli_hints import close
 from pfzoo.zoo import PretrainedWeights
 
 
@@ -55,8 +55,8 @@ def zoo_listing(argv: Sequence[str]) -> str:
         if value is not None:
             known = sorted({getattr(entry, key) for entry in entries})
             if value not in known:
-                nearest = close(value, known)
-                hint = f"did you mean {nearest}? " if nearest else ""
+                nearest = difflib.get_close_matches(value, known, n=1)
+                hint = f"did you mean {nearest[0]}? " if nearest else ""
                 raise ValueError(f"--{'data' if key == 'dataset' else key}={value} has no weights in the zoo; {hint}choose one of {', '.join(known)}")
             entries = [entry for entry in entries if getattr(entry, key) == value]
     if args.names:

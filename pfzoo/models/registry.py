@@ -39,3 +39,9 @@ def model_class(name: str) -> type[EnergyModel]:
 
 def registered_models() -> list[str]:
     return sorted(_MODELS)
+
+
+def is_registered_model(value: object) -> bool:
+    """Whether ``value`` is an instance of a registered model class itself (not of an unregistered subclass): what a
+    checkpoint can record by name."""
+    return isinstance(value, EnergyModel) and type(value).registry_name is not None and _MODELS.get(type(value).registry_name) is type(value)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from pfzoo.models.base import EnergyModel
-from pfzoo.models.registry import model_class
+from pfzoo.models.registry import is_registered_model, model_class
 from pfzoo.validation import MODEL_DTYPES
 
 FORMAT = "pfzoo-checkpoint-1"
@@ -37,23 +37,21 @@ def save(
     ``save(path, model)``, the order before pfzoo 0.2, still works with a ``DeprecationWarning`` (a path first and a
     registered model second cannot mean anything else); any other pair is refused in one line naming both arguments.
     """
-    if isinstance(model, (str, os.PathLike)) and isinstance(path, EnergyModel):
+    if isinstance(model, (str, os.PathLike)) and is_registered_model(path):
         warnings.warn("pfzoo.zoo.save(path, model) is deprecated: pass the model first, as torch.save(obj, f) does "
                       "(pfzoo.zoo.save(model, path))", DeprecationWarning, stacklevel=2)
         model, path = path, model
-    if not isinstance(model, EnergyModel) or not isinstance(path, (str, os.PathLike)):
-        raise ValueError(f"save(model, path) takes a pfzoo model (an EnergyModel) and then a file path, got model={type(model).__name__} "
-                         f"and path={type(path).__name__} (a plain nn.Module is not a pfzoo model: torch.save its state_dict instead)")
-    name = type(model).registry_name
-    if name is None or model_class(name) is not type(model):
-        raise ValueError(f"model must be an instance of a registered model class (see register_model), got {type(model).__name__}")
+    if not is_registered_model(model) or not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"save(model, path) takes an instance of a registered model class (see register_model) and then a file "
+                         f"path, got model={type(model).__name__} and path={type(path).__name__} (a plain nn.Module is no pfzoo "
+                         f"model: torch.save its state_dict instead)")
     if config is not None:
         if not isinstance(config, dict):
             raise ValueError(f"config must be a plain dict or None (OmegaConf.to_container(cfg, resolve=True)), got {type(config).__name__}")
         check_plain(config, "config")
     checkpoint = {
         "format": FORMAT,
-        "model": name,
+        "model": type(model).registry_name,
         "model_config": model.config(),
         "state_dict": model.state_dict(),
         "config": config,

@@ -140,6 +140,6 @@ def test_save_takes_torch_saves_order_and_the_old_order_with_a_deprecation_warni
 def test_save_refuses_a_plain_module_or_two_paths_in_one_line_naming_both_arguments(tmp_path):
     for first, second in ((torch.nn.Linear(3, 2), tmp_path / "x.pt"), (tmp_path / "x.pt", torch.nn.Linear(3, 2)),
                           (tmp_path / "x.pt", tmp_path / "y.pt"), (trained_rbm(), trained_rbm())):
-        with pytest.raises(ValueError, match=r"^save\(model, path\) takes a pfzoo model .*model=\w+ and path=\w+[^\n]*$"):
+        with pytest.raises(ValueError, match=r"^save\(model, path\) takes an instance of a registered model class .*model=\w+ and path=\w+[^\n]*$"):
             zoo.save(first, second)
     assert not list(tmp_path.iterdir())

@@ -57,7 +57,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     leader = distributed.rank() == 0  # under torchrun every rank trained the same model; one draws it
     pictures = training_pictures(model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed) if cfg.pictures and leader else []
     return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics,
-            "test_log_likelihood": final, "seconds": time.perf_counter() - started, "pictures": [str(p) for p in pictures]}
+            "test_log_likelihood": final, "seconds": time.perf_counter() - started, "pictures": [str(p) for p in pictures],
+            "warnings": trainer.warnings}
 
 
 def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> dict[str, Any] | None:

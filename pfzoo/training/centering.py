@@ -47,6 +47,9 @@ class Centered(Objective):
         self.register_buffer("offsets", torch.empty(0))
         self._sizes: list[int] = []
 
+    def caveats(self, model) -> tuple[str, ...]:
+        return self.objective.caveats(model)
+
     def missing(self, model) -> str | None:
         inner = self.objective.missing(model)
         if inner is not None:

@@ -42,6 +42,13 @@ class DenoisingScoreMatching(Objective):
         self.ladder = len(levels) > 1
         self.register_buffer("sigmas", torch.tensor([float(level) for level in levels], dtype=torch.float64), persistent=False)
 
+    def caveats(self, model) -> tuple[str, ...]:
+        """The minimiser fits the data convolved with the noise, not the data: a bias of the noise level's size."""
+        levels = ", ".join(f"{sigma:g}" for sigma in self.sigmas.tolist())
+        return (f"denoising score matching fits the data blurred by its noise N(0, σ² I) (σ = {levels}), not the data: the "
+                f"estimate is biased by that noise, and more data does not remove it (a Gaussian's fitted covariance is the "
+                f"data's plus σ² I); lower sigma or use trainer=score_matching, ml or nce for an unbiased fit",)
+
     def example_losses(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
         """Each row's ``λ(σ_n) ½ ‖s(x̃_n) + ε_n/σ_n‖²`` for ``batch [B, M]`` → ``[B]``, noise and levels from ``generator``."""
         if checking_values():  # inside the Trainer's steps the model was checked by fit

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import torch
+from torch.nn.utils import get_total_norm
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
@@ -164,11 +165,13 @@ class DivergenceGuard:
 
     @torch.no_grad()
     def _read(self, *losses: torch.Tensor) -> list[float]:
-        """``[‖θ‖, ‖g‖, |loss| for each of losses]`` in one read back (``‖g‖`` 0 before any gradient)."""
-        zero = torch.zeros((), dtype=torch.float64, device=self.parameters[0].device)
-        squares = sum((parameter.double().pow(2).sum() for parameter in self.parameters), zero)
-        gradients = sum((parameter.grad.double().pow(2).sum() for parameter in self.parameters if parameter.grad is not None), zero)
-        return torch.stack([squares.sqrt(), gradients.sqrt(), *(loss.detach().double().abs() for loss in losses)]).tolist()
+        """``[‖θ‖, ‖g‖, |loss| for each of losses]`` in one read back (``‖g‖`` 0 before any gradient). The norms are
+        taken in the parameters' dtype by torch's fused per-tensor norms (no float64 copy of every parameter: a check
+        costs about one pass over the parameters); a float32 norm overflows only past 10³⁸, a blow-up anyway."""
+        gradients = [parameter.grad for parameter in self.parameters if parameter.grad is not None]
+        norms = [get_total_norm(self.parameters).double(),
+                 get_total_norm(gradients).double() if gradients else torch.zeros((), dtype=torch.float64, device=self.parameters[0].device)]
+        return torch.stack([*norms, *(loss.detach().double().abs() for loss in losses)]).tolist()
 
     def after_step(self, loss: torch.Tensor, total: torch.Tensor) -> Alarm | None:
         """Count an update; at the updates of :func:`check_schedule`, :meth:`check`. Nothing is read back otherwise."""

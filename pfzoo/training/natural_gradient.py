@@ -170,6 +170,9 @@ class NaturalGradient(Objective):
         self.num_samples = check_positive_int(num_samples, "num_samples")
         self._metric: torch.Tensor | None = None
 
+    def caveats(self, model) -> tuple[str, ...]:
+        return self.objective.caveats(model)
+
     def missing(self, model) -> str | None:
         return self.objective.missing(model) or self._metric_missing(model)
 

@@ -90,6 +90,12 @@ class Objective(nn.Module, metaclass=ABCMeta):
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""
         return None
 
+    def caveats(self, model) -> tuple[str, ...]:
+        """What biases the objective's fit of ``model`` even with unlimited data (it applies, but is not consistent), one
+        sentence each; the Trainer logs each once as a warning when ``fit`` starts and keeps them as ``trainer.warnings``
+        (the app's result carries them). By default none."""
+        return ()
+
     def configs_for(self, model) -> tuple[str, ...]:
         """The ``conf/trainer`` files of this objective that suit ``model`` (all of them unless a subclass narrows it)."""
         return self.trainer_configs or (self.config_name,)

@@ -56,6 +56,15 @@ class ScoreMatching(Objective):
             return missing_real_free_energy(model)
         return missing_smooth_free_energy(model)
 
+    def caveats(self, model) -> tuple[str, ...]:
+        """A model whose log density is not twice differentiable (Laplace experts' kinks) is fitted through the smoothed
+        Laplacian: the objective then misses the delta at each kink up to the blur and is inconsistent."""
+        if model.twice_differentiable:
+            return ()
+        return (f"score matching needs a twice-differentiable log density and {type(model).__name__}'s has kinks (Laplace "
+                f"experts' |u| at 0); their curvature is smoothed with kink_bandwidth={self.kink_bandwidth:g}, so the fit is "
+                f"biased and more data does not remove it: prefer trainer=ml, nce or mpf",)
+
     def _analytic_for(self, model) -> bool:
         return self.analytic and Capability.ANALYTIC_SCORE in model.capabilities
 

@@ -156,6 +156,7 @@ class Trainer:
         if tracker is not None:
             self.callbacks.append(tracker)
         self.run_dir = Path(run_dir)
+        self.warnings: list[str] = []  # the objective's caveats about the model of the last fit (Objective.caveats)
         self._checkpoints = CheckpointStore(self.run_dir)
         self._metrics = MetricsLog(self.run_dir, csv=self.settings.csv, tensorboard=self.settings.tensorboard)
 
@@ -175,11 +176,15 @@ class Trainer:
         dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
         fresh, with a warning, when it does not) and refuses a checkpoint of another config
         (:meth:`CheckpointStore.check_resumable <pfzoo.training.checkpoints.CheckpointStore.check_resumable>`);
-        ``config`` (a plain dict, e.g. the resolved Hydra config) is stored in every checkpoint. Raises
-        ``FloatingPointError`` when the loss becomes NaN or infinite, checked once per epoch (no host sync per step):
-        the model then holds that epoch's parameters and the checkpoint on disk is the last good one. An objective or
+        ``config`` (a plain dict, e.g. the resolved Hydra config) is stored in every checkpoint. With ``divergence="off"``
+        a NaN or infinite loss raises ``FloatingPointError``, checked once per epoch (no host sync per step): the model
+        then holds that epoch's parameters and the checkpoint on disk is the last good one. An objective or
         estimator that does not apply to ``model`` is refused (:class:`~pfzoo.models.MissingCapability`) before
-        anything runs. A run ends early when :meth:`stop_reason` gives a reason.
+        anything runs; what biases the objective's fit of ``model`` (:meth:`Objective.caveats
+        <pfzoo.training.Objective.caveats>`: score matching through smoothed kinks, denoising score matching's noise) is
+        logged once as a warning and kept as ``trainer.warnings``. A run ends early when :meth:`stop_reason` gives a
+        reason, and the divergence guard (``divergence``, :mod:`pfzoo.training.divergence`) stops a run that blows up
+        with :class:`~pfzoo.training.TrainingDiverged`, the model and the checkpoint holding the last good parameters.
 
         Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds`` (training time:
         the objective's ``prepare``, a DBM's greedy pretraining in the first epoch included, and the updates),
@@ -200,6 +205,9 @@ class Trainer:
         :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,<held>}_tracked_log_likelihood``).
         """
         run = self._start(model, data, config)
+        if run.ranks.leader:
+            for warning in self.warnings:
+                logger.warning("%s", warning)
         start, callback_states = self._restore(run) if resume else (0, None)
         run.ranks.broadcast_model(model)
         self._start_callbacks(model, run.splits["train"], callback_states)
@@ -238,6 +246,7 @@ class Trainer:
         capabilities are checked here, once per fit (inside the steps, under :func:`~pfzoo.validation.values_checked`,
         the objectives skip their own checks), and the data splits once, before they are trained on."""
         self.objective.check(model)
+        self.warnings = list(self.objective.caveats(model))
         for callback in self.callbacks:
             callback.check(model)
         self.objective.attach_data(data)

@@ -198,3 +198,23 @@ def test_the_app_exits_3_with_the_line_and_the_report(tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("error: training diverged at epoch 1, update 1")
     assert "stopped by the divergence guard" in out and "test log-likelihood" in out
     assert "diverged" in read_metrics(tmp_path)[-1]
+
+
+def test_score_matching_warns_about_kinks_and_denoising_about_its_noise(tmp_path, caplog):
+    """Laplace experts are not twice differentiable at 0: score matching through the smoothed Laplacian warns; a
+    smooth (Student-t) model does not; DSM always names its noise level."""
+    laplace, student = random_poe(3, expert="laplace", seed=1), random_poe(3, expert="student_t", seed=1)
+    g = torch.Generator().manual_seed(0)
+    data = DataSplits("teacher", laplace.sample(200, generator=g).detach(), laplace.sample(100, generator=g).detach())
+    assert ScoreMatching().caveats(student) == ()
+    with caplog.at_level(logging.WARNING):
+        trainer = Trainer(ScoreMatching(kink_bandwidth=0.02), partial(torch.optim.SGD, lr=1e-3), run_dir=tmp_path / "sm", epochs=1,
+                          batch_size=100, progress=False)
+        trainer.fit(copy.deepcopy(laplace), data)
+    assert len(trainer.warnings) == 1
+    assert "twice-differentiable" in trainer.warnings[0] and "kink_bandwidth=0.02" in trainer.warnings[0]
+    assert trainer.warnings[0] in caplog.text
+    noisy = Trainer(DenoisingScoreMatching(sigma=[0.1, 0.3]), partial(torch.optim.SGD, lr=1e-3), run_dir=tmp_path / "dsm", epochs=1,
+                    batch_size=100, progress=False)
+    noisy.fit(copy.deepcopy(student), data)
+    assert len(noisy.warnings) == 1 and "σ = 0.1, 0.3" in noisy.warnings[0] and "biased" in noisy.warnings[0]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wheel as a user gets it: build it, install it into a fresh virtual environment and, from a folder outside the
-# checkout, run every Python block of the README, every example as written, the README's console-script commands that
+# checkout, run every Python block of the README and docs/, every example as written, the documented console commands that
 # need no data of the user's, the console scripts' bare commands and
 # torch.hub against zoo.pretrained. Prints one PASS/FAIL line per check and exits 1 if any failed.
 #   bash scripts/check_wheel.sh [WORK_DIR, default /tmp/pfzoo-wheel-check]
@@ -29,11 +29,12 @@ else
 fi
 check import 300 "$py" -c "import pfzoo, sys; assert '$work/venv' in pfzoo.__file__, pfzoo.__file__; print(pfzoo.__file__)"
 
-# every ```python block of the README, each as its own file
-"$py" - "$repo/README.md" "$work/outside" <<'EOF'
+# every ```python block of the README and of docs/, each as its own file
+"$py" - "$repo" "$work/outside" <<'EOF'
 import re, sys
 from pathlib import Path
-blocks = re.findall(r"^```python\n(.*?)^```", Path(sys.argv[1]).read_text(), flags=re.S | re.M)
+pages = [Path(sys.argv[1], "README.md"), *sorted(Path(sys.argv[1], "docs").glob("*.md"))]
+blocks = [block for page in pages for block in re.findall(r"^```python\n(.*?)^```", page.read_text(), flags=re.S | re.M)]
 for number, block in enumerate(blocks, 1):
     Path(sys.argv[2], f"readme_block_{number}.py").write_text(block)
 EOF
@@ -47,15 +48,17 @@ for example in "$repo"/examples/*.py; do
 done
 
 bin=$work/venv/bin
-# every command of the README's "After pip install" block that needs no data root or file of the user's: finished
-# without an error, or still running after a minute (a long training run that started)
-"$py" - "$repo/README.md" > "$work/commands.txt" <<'PYTHON'
+# every command of the README's command-line block and of docs/cli.md's "After pip install" block that needs no data
+# root or file of the user's: finished without an error, or still running after a minute (a long training run)
+"$py" - "$repo" > "$work/commands.txt" <<'PYTHON'
 import re, sys
-text = open(sys.argv[1]).read()
-block = re.search(r"After `pip install`.*?```bash\n(.*?)```", text, flags=re.S).group(1)
-for line in block.splitlines():
+from pathlib import Path
+readme, cli = Path(sys.argv[1], "README.md").read_text(), Path(sys.argv[1], "docs", "cli.md").read_text()
+blocks = [re.search(r"## Command line\n\n```bash\n(.*?)```", readme, flags=re.S).group(1),
+          re.search(r"After `pip install`.*?```bash\n(.*?)```", cli, flags=re.S).group(1)]
+for line in "\n".join(blocks).splitlines():
     command = line.split(" #")[0].strip()
-    if command.startswith("pfzoo-") and not re.search(r"DIR|PATH|/path/to|samples\.npy|data\.root", command):
+    if command.startswith("pfzoo") and not re.search(r"DIR|PATH|/path/to|samples\.npy|data\.root", command):
         print(command)
 PYTHON
 number=0

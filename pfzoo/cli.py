@@ -23,6 +23,7 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Iterator, NoReturn, Sequence
@@ -38,17 +39,22 @@ from hydra.errors import HydraException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from pfzoo import app, distributed
+from pfzoo import app, cli_hints, distributed
 from pfzoo import torchrun as torchrun_promise
+from pfzoo import zoo
 from pfzoo.app import config_dir, sweep
+from pfzoo.app.zoo_listing import zoo_listing
 from pfzoo.training.divergence import TrainingDiverged
 
-TASKS = ("train", "evaluate")
-COMMANDS = {  # python -m pfzoo's commands, one line each (pfzoo-<command> is the same command)
+TASKS = ("train", "evaluate", "sample")
+COMMANDS = {  # pfzoo's (= python -m pfzoo's) commands, one line each; pfzoo-train and pfzoo-evaluate are the same commands
     "train": "train an energy-based model with one of pfzoo's trainers (a run folder with checkpoint, metrics, log, pictures)",
     "evaluate": "measure a model's test log-likelihood (log Z estimated or exact) from a checkpoint or the zoo",
+    "sample": "draw samples from a zoo model or a checkpoint with a seed: samples.pt and a samples.png grid",
+    "zoo": "list the pretrained zoo: name, family, data, test log-likelihood, parameters, file size (alias: list)",
     "torchrun": "torchrun with the one-line error promise kept: python -m pfzoo torchrun [options] scripts/train.py ...",
 }
+ALIASES = {"list": "zoo"}
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = torchrun_promise.EXIT_USAGE  # what a user error exits with, under torchrun too
 EXIT_DIVERGED = 3  # training diverged and was stopped: the run's checkpoint holds the last good parameters
@@ -69,18 +75,38 @@ def one_line(error: BaseException) -> str:
 
 
 def compose(task: str, overrides: Sequence[str] = ()) -> DictConfig:
-    """The composed config of ``task`` ("train" or "evaluate") with command-line ``overrides``, recording Hydra's choice
-    of ``conf/model`` option in ``model_config_name``; raises on bad overrides."""
+    """The composed config of ``task`` (one of :data:`TASKS`) with command-line ``overrides``, recording Hydra's choice
+    of ``conf/model`` option in ``model_config_name``; raises on bad overrides, with a "did you mean" for a misspelt key
+    or config option (:func:`pfzoo.cli_hints.suggest`)."""
     if task not in TASKS:
         raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        cfg = hydra_compose(config_name=task, overrides=list(overrides), return_hydra_config=True)
+        try:
+            cfg = hydra_compose(config_name=task, overrides=list(overrides), return_hydra_config=True)
+        except USER_ERRORS as error:
+            hint = hint_for(task, overrides)
+            if hint is None:
+                raise
+            raise ValueError(f"{one_line(error)}; {hint}") from error
     choice = cfg.hydra.runtime.choices.get("model")
     with open_dict(cfg):
         del cfg["hydra"]  # Hydra's own settings: what hydra_compose leaves out without return_hydra_config
     cfg.model_config_name = choice
     check_booleans(cfg, overrides)
     return cfg
+
+
+def hint_for(task: str, overrides: Sequence[str]) -> str | None:
+    """A "did you mean" for ``overrides`` that do not compose, from the config they would change (the group choices
+    alone composed; none when those fail too and no group option is close)."""
+    directory = config_dir()
+    choices = cli_hints.group_choices(overrides, directory)
+    hint = cli_hints.suggest(OmegaConf.create(), directory, choices)  # a misspelt group option first: model=rbmm
+    if hint is not None:
+        return hint
+    with contextlib.suppress(*USER_ERRORS):
+        return cli_hints.suggest(hydra_compose(config_name=task, overrides=choices), directory, overrides)
+    return None
 
 
 def check_booleans(cfg: DictConfig, overrides: Sequence[str]) -> None:
@@ -106,10 +132,7 @@ def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> in
         if summary is not None:  # a sweep's job (a single run has no job number)
             row = {"job": HydraConfig.get().job.num, "overrides": list(HydraConfig.get().overrides.task)}
     try:
-        if task == "train":
-            result = app.train(cfg)
-        else:
-            result = app.evaluate(cfg)
+        result = {"train": app.train, "evaluate": app.evaluate, "sample": app.sample}[task](cfg)
     except TrainingDiverged as diverged:
         message = one_line(diverged)
         if diverged.result is not None and distributed.rank() == 0:
@@ -120,6 +143,8 @@ def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> in
         return EXIT_DIVERGED
     except USER_ERRORS as error:
         message = one_line(error)
+        if HydraConfig.initialized() and distributed.rank() == 0:  # Hydra made the folder and wrote its files before the job
+            remove_empty_run(Path(cfg.run_dir), task)
         report_error(message)
         if summary is not None:
             summary.append({**row, "error": message})
@@ -130,6 +155,8 @@ def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> in
         return 0
     if task == "train":
         print(app.format_training(result))
+    elif task == "sample":
+        print(app.format_sampling(result))
     else:
         output = Path(cfg.run_dir) / cfg.output
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -137,6 +164,17 @@ def execute(task: str, cfg: DictConfig, summary: list[dict] | None = None) -> in
         print(app.format_evaluation(result))
         print(f"results written to {output}")
     return 0
+
+
+def remove_empty_run(run_dir: Path, task: str) -> None:
+    """Remove the folder of a run that failed before producing anything: one holding only what Hydra writes before the
+    job starts (``.hydra/`` and ``<task>.log``), so that failed commands leave no run folders with a log alone (the
+    error itself is on stderr). A folder with anything else in it (a resumed run's checkpoint, the user's files) is
+    left as it is."""
+    if not run_dir.is_dir() or any(path.name not in (".hydra", f"{task}.log") for path in run_dir.iterdir()):
+        return
+    with contextlib.suppress(OSError):
+        shutil.rmtree(run_dir)
 
 
 def report_error(message: str) -> None:
@@ -227,7 +265,11 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     sweep_dir: list[str] = []
     try:
         if task not in TASKS:
-            raise ValueError(f"the task must be one of {list(TASKS)}, got {task!r} (python -m pfzoo --help lists the commands)")
+            raise ValueError(cli_hints.unknown_command(task, [*COMMANDS, *ALIASES]))
+        word = cli_hints.completion_query(argv)
+        if word is not None:  # Hydra completes a plain key's value with its current one; zoo names come from the zoo
+            print(cli_hints.complete_zoo_names(word, zoo.list_pretrained()))
+            sys.exit(0)
         if "--version" in argv:  # Hydra's own --version names only Hydra's
             print(version())
             sys.exit(0)
@@ -330,12 +372,13 @@ def usage() -> str:
         "pfzoo: energy-based models with intractable partition functions: train them, estimate their log Z and "
         "test log-likelihood.",
         "",
-        "usage: python -m pfzoo COMMAND [-m] [key=value ...]   (or pfzoo-train / pfzoo-evaluate / pfzoo-torchrun)",
+        "usage: pfzoo COMMAND [-m] [key=value ...]   (= python -m pfzoo COMMAND; pfzoo-train / pfzoo-evaluate / pfzoo-torchrun)",
         "",
         "commands:",
         *lines,
         "",
-        "python -m pfzoo COMMAND --help describes a command and its configuration; --version prints the version.",
+        "pfzoo COMMAND --help describes a command and its configuration; --version prints the version.",
+        "Zoo names complete after pretrained= and versus= once Hydra's completion is installed: eval \"$(pfzoo-evaluate -sc install=bash)\".",
     ])
 
 
@@ -350,7 +393,22 @@ def main(argv: Sequence[str]) -> NoReturn:
         sys.exit(0)
     if argv[:1] == ["torchrun"]:
         torchrun_main(argv[1:])
-    run(argv[0] if argv else "", argv[1:])
+    if argv and ALIASES.get(argv[0], argv[0]) == "zoo":
+        try:
+            print(zoo_listing(argv[1:]))
+        except USER_ERRORS as error:
+            report_error(one_line(error))
+            sys.exit(EXIT_USAGE)
+        sys.exit(0)
+    if not argv:
+        report_error(f"a command is needed: one of {', '.join(COMMANDS)} (python -m pfzoo --help describes them)")
+        sys.exit(EXIT_USAGE)
+    run(argv[0], argv[1:])
+
+
+def console_main() -> None:
+    """``pfzoo COMMAND ...`` (the ``pfzoo`` console script): :func:`main` on the command line."""
+    main(sys.argv[1:])
 
 
 def train_main() -> None:

@@ -220,7 +220,7 @@ def test_an_unknown_command_is_one_error_line_and_exit_2():
     result = command("-m", "pfzoo", "nosuch")
     assert result.returncode == cli.EXIT_USAGE and result.stdout == ""
     assert result.stderr.strip().splitlines() == [
-        "error: the task must be one of ['train', 'evaluate'], got 'nosuch' (python -m pfzoo --help lists the commands)"]
+        "error: unknown command 'nosuch' (commands: train, evaluate, sample, zoo, torchrun, list; python -m pfzoo --help describes them)"]
 
 
 def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):

@@ -216,6 +216,13 @@ IMPOSSIBLE = ("‡ above 0 nats: no binary digit has probability above 1, so thi
               "fell at least that many nats short of log Z).")
 
 
+def measured_dates(models: dict) -> str:
+    """``"; measured <date>, <date>"``: the days the rows' entries were measured on (each entry's ``trained_on`` begins with
+    its measurement's date), or nothing where none records one."""
+    dates = sorted({entry["trained_on"].split(",")[0] for entry in models.values() if re.match(r"\d{4}-\d\d-\d\d", entry.get("trained_on", ""))})
+    return f"; measured {', '.join(dates)}" if dates else ""
+
+
 def markdown_table(header: list[str], align: str, rows: list[list[str]]) -> list[str]:
     """The lines of a markdown table; ``align`` holds one letter per column, ``r`` for right-aligned."""
     return ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
@@ -286,7 +293,7 @@ def render_table(results: dict) -> str:
         f"full-set mean by control variates (§4). CSL: {s['csl_chains']} chains × {s['csl_samples']} samples after {s['csl_burn_in']} burn-in "
         "sweeps, started at training digits. ± is each estimator's own standard error (not the test-set sampling error). AIS is biased upward "
         "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds. Wall time: the row's estimates one after "
-        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}. Every row below records the SHA-256 of the "
+        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}{measured_dates(models)}. Every row below records the SHA-256 of the "
         "checkpoint it was measured on and is rendered only if that is the file its model now loads, unless marked † with the "
         "older checkpoint named." + (
             "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "

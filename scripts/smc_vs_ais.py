@@ -25,15 +25,16 @@ from pfzoo.models import RBM, Gaussian, Ising, ProductOfExperts
 
 
 def families() -> dict:
-    """Four families with exact log Z, hard enough that the schedule matters: an RBM of N(0, 1.5²) weights (20 × 25, by
-    enumerating 2^20 visible states), a dense Ising model of N(0, 2²) couplings (12 units), a 10-d Gaussian with a
-    precision of condition number ~100, and a complete 10-d Laplace product of experts (closed form)."""
+    """Four families with exact log Z, hard enough that the schedule matters: an RBM of N(0, 2.5²) weights (20 × 12,
+    enumerated), a dense Ising model of N(0, 2²) couplings (12 units), a 10-d Gaussian whose precision's eigenvalues
+    span 0.5 to ~10³, and a complete 10-d Laplace product of experts (closed form). All anneal from their data-free
+    bases (uniform, N(0, I), or for the POE a Gaussian fitted to its own exact draws)."""
     g = torch.Generator().manual_seed(0)
-    rbm = RBM.from_tensors(1.5 * torch.randn(20, 25, generator=g, dtype=torch.float64),
-                           0.5 * torch.randn(20, generator=g, dtype=torch.float64), 0.5 * torch.randn(25, generator=g, dtype=torch.float64))
+    rbm = RBM.from_tensors(2.5 * torch.randn(20, 12, generator=g, dtype=torch.float64),
+                           0.5 * torch.randn(20, generator=g, dtype=torch.float64), 0.5 * torch.randn(12, generator=g, dtype=torch.float64))
     upper = torch.triu(2.0 * torch.randn(12, 12, generator=g, dtype=torch.float64), 1)
     ising = Ising.from_tensors(upper + upper.T, 0.5 * torch.randn(12, generator=g, dtype=torch.float64))
-    factor = torch.randn(10, 10, generator=g, dtype=torch.float64)
+    factor = 3.0 * torch.randn(10, 10, generator=g, dtype=torch.float64)
     gaussian = Gaussian.from_tensors(factor @ factor.T + 0.5 * torch.eye(10, dtype=torch.float64), torch.randn(10, generator=g, dtype=torch.float64))
     filters = torch.eye(10, dtype=torch.float64) + 0.5 * torch.randn(10, 10, generator=g, dtype=torch.float64) / math.sqrt(10)
     poe = ProductOfExperts.from_tensors(3.0 * filters, expert="laplace")

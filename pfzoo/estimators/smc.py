@@ -21,14 +21,20 @@ from typing import Callable, NamedTuple
 import torch
 
 from pfzoo.estimators import trust
-from pfzoo.estimators.base import BoundKind, PartitionEstimate, ProgressCallback, reliability_warnings
+from pfzoo.estimators.base import (
+    BoundKind, LikelihoodEstimate, PartitionEstimate, ProgressCallback, independent_examples_stderr, likelihood_estimate,
+    reliability_warnings,
+)
 from pfzoo.estimators.on_path import PathPartitionEstimator
+from pfzoo.estimators.posterior_annealing import check_kernel_bounds, posterior_kernel
 from pfzoo.kernels import Kernel, take_chains
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
+from pfzoo.models.capabilities import Capability
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.posterior import PosteriorPath
 from pfzoo.sampling import uniform
-from pfzoo.validation import allocating, check_finite_number, check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_finite_number, check_generator, check_positive_int, check_sample_count
 
 STEP_TOLERANCE = 0.25
 """A step is taken once ``−log CESS`` is within 25 % of ``−log τ`` (about 12 % in Δβ, since ``−log CESS ≈ Δβ² Var``): the
@@ -215,8 +221,11 @@ class SMC(PathPartitionEstimator):
     Why τ = 0.995 by default: with one kernel step per temperature, as AIS, the number of steps is what lets the
     particles mix, and the steps number about ``L / √(−log τ)`` for a path of thermodynamic length L (CESS ≈
     τ N when ``Δβ² Var[log w̃] ≈ −log τ``), so τ = 0.995 takes 14 L steps. Lower targets (0.5–0.9, BlackJAX's and
-    PyMC's) assume several MCMC moves per temperature (``num_mcmc_steps``); on the test table's RBMs, Ising models and
-    products of experts τ = 0.995 with one move put the estimate within its stderr at the cost of a few hundred steps.
+    PyMC's) assume several MCMC moves per temperature (``num_mcmc_steps``). Measured with 1,000 particles (one CPU
+    thread): 15–100 steps and 0.02–0.4 s on enumerable RBMs (to 25 × 12 with weights N(0, 2²)), 12-unit Ising models
+    with couplings N(0, 2²), a 10-d Gaussian and a 10-d Laplace product of experts, each within max(3 stderr, 0.05) of
+    the exact log Z with stderr 0.02–0.04; τ ∈ {0.99, 0.998, 0.999} or 500–2000 particles gave the same error for the
+    time to within the noise of 8 repeats.
 
     Args:
         num_chains: particles N over all groups (≥ 4; rounded down to a multiple of the groups).
@@ -286,6 +295,51 @@ class SMC(PathPartitionEstimator):
         return PartitionEstimate(
             log_z=summary.log_mean.item(), stderr=summary.stderr.item(), log_weights=log_weights, ess=run.final_ess,
             kind=BoundKind.UNBIASED_Z, info=info, warnings=self.warnings(run, log_weights, summary.ess.item()) + path.warnings,
+        )
+
+    def missing(self, model: EnergyModel) -> str | None:
+        if Capability.LATENT_GENERATIVE in model.capabilities:
+            return None  # per-example SMC over the latents
+        return super().missing(model)
+
+    def log_likelihood(
+        self,
+        model: EnergyModel,
+        data: torch.Tensor,
+        *,
+        base_data: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> LikelihoodEstimate:
+        """As :meth:`PartitionEstimator.log_likelihood`; for a latent-variable generative model, SMC over each example's
+        latents from the prior (β = 0) to its posterior (β = 1) along :class:`~pfzoo.paths.posterior.PosteriorPath`, as HAIS
+        anneals them (eqs. 27–29): every example gets ``num_chains`` particles in ``num_groups`` groups (resampled apart),
+        all examples as one batch sharing the schedule (the CESS averaged over every group of every example). An example's
+        ``log p̂(x)`` is the log mean of its groups' estimates, unbiased for p(x) given the schedule, so a stochastic lower
+        bound on log p(x); its stderr is the delta method over its groups. The examples are independent given the schedule.
+        """
+        self.check(model)
+        if Capability.LATENT_GENERATIVE not in model.capabilities:
+            return super().log_likelihood(model, data, base_data=base_data, generator=generator, progress=progress)
+        model.check_visible(data, "data")
+        check_generator(generator, model.device)
+        kernel = posterior_kernel(model, self.kernel)
+        check_kernel_bounds(model, kernel)
+        num_examples, size = data.shape[0], self.num_chains // self.num_groups
+        path = PosteriorPath(model, data.repeat_interleave(size * self.num_groups, dim=0), kernel)
+        with allocating("num_chains", self.num_chains * num_examples):
+            run = adaptive_smc(path, size * self.num_groups * num_examples, self.num_groups * num_examples,
+                               target_cess=self.target_cess, resample_threshold=self.resample_threshold,
+                               num_mcmc_steps=self.num_mcmc_steps, max_steps=self.max_steps, generator=generator, progress=progress)
+        summary = summarize_log_weights(run.log_z_groups.view(num_examples, self.num_groups), dim=1)
+        info = {"estimator": type(self).__name__, "mode": "per-example SMC from the prior to the posterior", "betas": run.betas,
+                "num_steps": len(run.betas) - 1, "resampling_events": run.resampled, "per_example_stderr": summary.stderr}
+        if run.acceptance is not None:
+            info.update(acceptance=run.acceptance.tolist(), acceptance_betas=run.segment_betas.tolist())
+        group_ess = summary.ess.min().item()
+        return likelihood_estimate(
+            summary.log_mean, stderr=independent_examples_stderr(summary.stderr), kind=BoundKind.LIKELIHOOD_LOWER_BOUND, info=info,
+            warnings=self.warnings(run, run.log_z_groups, group_ess), independent_examples=True,
         )
 
     def warnings(self, run: SMCRun, log_weights: torch.Tensor, group_ess: float) -> tuple[str, ...]:

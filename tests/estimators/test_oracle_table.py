@@ -85,7 +85,7 @@ FAMILIES = [
     Family("poe_student", lambda: ProductOfExperts.from_tensors(complete_filters(3, 9), torch.tensor([2.0, 2.5, 3.0], dtype=torch.float64),
                                                                  expert="student_t"), gaussian_rows, {"exact", "ais", "hais", "smc", "pt"} | BRIDGING),
     Family("linear_gaussian", lambda: linear_gaussian(3, 10), lambda m: m.sample(20, generator=torch.Generator().manual_seed(1)),
-           {"exact", "ais", "hais", "importance"}),
+           {"exact", "ais", "hais", "importance", "smc"}),
 ]
 
 ESTIMATORS = {

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 from factories import biased_binary_data, random_gaussian, random_ising, random_poe, random_rbm
+from test_oracle_table import linear_gaussian  # exact log p(x) in closed form
 
 from pfzoo.estimators import SMC, BoundKind
 from pfzoo.estimators.smc import log_conditional_ess, next_step, systematic_resample
@@ -106,3 +107,13 @@ def test_bad_settings_are_refused_in_one_line():
                          (dict(max_steps=0), "max_steps"), (dict(num_mcmc_steps=0), "num_mcmc_steps")):
         with pytest.raises(ValueError, match=word):
             SMC(**kwargs)
+
+
+def test_per_example_smc_over_the_latents_of_a_generative_model():
+    model = linear_gaussian(3, 10)
+    data = model.sample(10, generator=torch.Generator().manual_seed(1))
+    estimate = SMC(num_chains=400, num_groups=10).log_likelihood(model, data, generator=torch.Generator().manual_seed(0))
+    exact = model.log_prob(data).detach()
+    assert estimate.kind is BoundKind.LIKELIHOOD_LOWER_BOUND and estimate.per_example.shape == (10,) and estimate.warnings == ()
+    assert estimate.info["per_example_stderr"].shape == (10,) and estimate.info["betas"][-1] == 1.0
+    assert abs(estimate.mean - exact.mean().item()) <= max(3 * estimate.stderr, TOLERANCE)

@@ -63,9 +63,10 @@ class ConfidenceBound:
     relation: str
     value: float
     confidence: float
+    rule: str = "Markov's inequality"
 
     def __str__(self) -> str:
-        return f"{self.quantity} {self.relation} {self.value:.4f} with probability ≥ {self.confidence:g} (Markov's inequality)"
+        return f"{self.quantity} {self.relation} {self.value:.4f} with probability ≥ {self.confidence:g} ({self.rule})"
 
 
 def markov_slack(confidence: float) -> float:
@@ -111,6 +112,18 @@ class PartitionEstimate:
         if self.kind is not BoundKind.UNBIASED_Z:
             return None
         return ConfidenceBound("log Z", "≥", self.log_z - slack, confidence)
+
+    def order_statistic_bound(self, confidence: float = 0.95) -> ConfidenceBound | None:
+        """A sharper ``log Z ≥ …`` at confidence c than :meth:`markov_bound`, from the independent unbiased estimates in
+        ``log_weights`` (AIS's chains, SMC's groups) combined as Gogate, Bidyuk & Dechter (2007) suggest
+        (:func:`pfzoo.estimators.tail_bounds.order_statistic_bound`); ``None`` where :meth:`markov_bound` is."""
+        from pfzoo.estimators.tail_bounds import order_statistic_bound  # tail_bounds builds on this module
+
+        if self.kind is not BoundKind.UNBIASED_Z or self.log_weights is None:
+            markov_slack(confidence)
+            return None
+        value, rule = order_statistic_bound(self.log_weights, confidence)
+        return ConfidenceBound("log Z", "≥", value, confidence, f"order statistics of independent unbiased estimates: the {rule}")
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ def test_sample_draws_seeded_samples_into_a_tensor_file_and_a_grid(tmp_path):
     assert first.shape == (6, 64) and set(first.unique().tolist()) <= {0.0, 1.0} and (tmp_path / "a" / "samples.png").is_file()
     assert torch.equal(draw("b", "pretrained=rbm-digits", "num_samples=6", "seed=1"), first)
     assert not torch.equal(draw("c", "pretrained=rbm-digits", "num_samples=6", "seed=2"), first)
+    from_file = draw("f", f"checkpoint={zoo.pretrained_path('rbm-digits')}", "num_samples=6", "seed=1")  # the run's data config names the image shape
+    assert torch.equal(from_file, first) and (tmp_path / "f" / "samples.png").is_file()
     whitened = draw("d", "pretrained=ica-patches", "num_samples=5")  # whitened components: no picture, and it says why
     assert whitened.shape == (5, 36) and not (tmp_path / "d" / "samples.png").exists()
     assert "no picture: the model's data are not images" in reports[-1] and "picture: " in reports[0]

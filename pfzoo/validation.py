@@ -95,6 +95,20 @@ def check_matrix(
     return x
 
 
+def check_representable(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
+    """Refuse (one line naming ``name`` and the limit) entries of a real-valued ``x`` so large that an energy quadratic
+    in them overflows ``x``'s dtype: past ``√(max float) / 10³`` (about 1.8·10¹⁶ in float32, 1.3·10¹⁵¹ in float64) a
+    squared entry summed over units and scaled by parameters reaches infinity, and the free energy or log-density
+    would come back ±inf without a word. ``owner`` names the model. Checked outside the Trainer's steps only."""
+    if checking_values() and x.numel():
+        limit = torch.finfo(x.dtype).max ** 0.5 / 1e3
+        largest = x.abs().max()
+        if largest > limit:
+            raise ValueError(f"{name} has entries as large as {largest.item():.3g}, past what {owner}'s energies can hold in "
+                             f"{x.dtype} (|entries| ≤ {limit:.2g}: their squares would overflow); rescale the data, e.g. standardise it")
+    return x
+
+
 def check_binary(
     x: torch.Tensor,
     name: str,

@@ -9,6 +9,7 @@ depends only on ``split_seed``, never on global RNG state. Files are read with
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -20,11 +21,25 @@ import torch
 from torch import Tensor
 
 from pfzoo.data.splits import DataSplits
+from pfzoo.validation import check_finite_number
 
 logger = logging.getLogger(__name__)
 
 SUFFIXES = (".npy", ".npz")
 SPLIT_KEYS = ("train", "test")
+
+
+@contextlib.contextmanager
+def _refusing_pickles(file: Path):
+    """NumPy's refusal of an object array (``allow_pickle=False``) as one line naming ``file``: NumPy's own names neither
+    the file nor what to do."""
+    try:
+        yield
+    except ValueError as error:
+        if "allow_pickle" not in str(error):
+            raise
+        raise ValueError(f"{file} holds Python objects (an object array, stored by pickling), which pfzoo does not load "
+                         f"(allow_pickle=False: unpickling can run code); save plain numbers instead, e.g. np.save(path, x.astype(np.float32))") from None
 
 
 def _to_tensor(values: np.ndarray, what: str, binarize_threshold: float | None) -> Tensor:
@@ -93,21 +108,22 @@ def array(
     suffix = file.suffix.lower()
     if suffix not in SUFFIXES:
         raise ValueError(f"path must end in .npy or .npz, got {str(file)!r}")
-    if not 0.0 < test_fraction < 1.0:
+    if not 0.0 < check_finite_number(test_fraction, "test_fraction") < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction}")
     if isinstance(split_seed, bool) or not isinstance(split_seed, int):
         raise ValueError(f"split_seed must be an integer, got {split_seed!r}")
-    if binarize_threshold is not None and not math.isfinite(float(binarize_threshold)):
-        raise ValueError(f"binarize_threshold must be a finite number or None, got {binarize_threshold}")
+    if binarize_threshold is not None:
+        check_finite_number(binarize_threshold, "binarize_threshold")
 
     valid = None
     if suffix == ".npy":
         if key is not None:
             raise ValueError(f"key={key!r} selects an array inside an .npz file; {file.name} is a .npy file holding one array")
-        x = _to_tensor(np.load(file, allow_pickle=False), f"the array in {file}", binarize_threshold)
+        with _refusing_pickles(file):
+            x = _to_tensor(np.load(file, allow_pickle=False), f"the array in {file}", binarize_threshold)
         train, test = _random_split(x, test_fraction, split_seed, f"the array in {file}")
     else:
-        with np.load(file, allow_pickle=False) as archive:
+        with _refusing_pickles(file), np.load(file, allow_pickle=False) as archive:
             keys = list(archive.files)
             if key is not None:
                 if key not in keys:

@@ -27,7 +27,7 @@ def digits(test_fraction: float = 0.2, threshold: float = 8.0, split_seed: int =
     """
     if not 0.0 < check_finite_number(test_fraction, "test_fraction") < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction}")
-    if not 0.0 <= threshold < 16.0:
+    if not 0.0 <= check_finite_number(threshold, "threshold") < 16.0:
         raise ValueError(f"threshold must lie in [0, 16) (pixel values are 0..16), got {threshold}")
     from sklearn.datasets import load_digits  # imported here to keep `import pfzoo.data` light
     from sklearn.model_selection import train_test_split

@@ -14,7 +14,7 @@ import torch
 
 from pfzoo.data.root import ENV_VAR, resolve_data_root
 from pfzoo.data.splits import DataSplits
-from pfzoo.validation import check_choice
+from pfzoo.validation import check_choice, check_finite_number
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def mnist(
     (e.g. offline), raises ``FileNotFoundError`` naming the root and the expected layout.
     """
     check_choice(binarize, "binarize", BINARIZE_MODES)
-    if not 0.0 <= threshold <= 1.0:
+    if not 0.0 <= check_finite_number(threshold, "threshold") <= 1.0:
         raise ValueError(f"threshold must lie in [0, 1] (intensities are scaled to [0, 1]), got {threshold}")
     if isinstance(valid_size, bool) or not isinstance(valid_size, int) or not 0 <= valid_size < 60000:
         raise ValueError(f"valid_size must be an integer in [0, 60000), got {valid_size!r}")

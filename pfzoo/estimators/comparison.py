@@ -103,6 +103,14 @@ def compare(
             raise MissingCapability(f"comparing models needs {need}; {name} ({type(model).__name__}) {describe(model)}")
     if model_a.num_visible != model_b.num_visible:
         raise ValueError(f"model_a and model_b must share a visible space, got {model_a.num_visible} and {model_b.num_visible} units")
+    if model_a.binary_visible != model_b.binary_visible:  # else one model's draws reach the other's check as "data must be binary"
+        kinds = {True: "binary", False: "real-valued"}
+        raise ValueError(f"model_a and model_b must model the same kind of data, got {type(model_a).__name__} over "
+                         f"{kinds[model_a.binary_visible]} and {type(model_b).__name__} over {kinds[model_b.binary_visible]} "
+                         f"visible units: a density ratio needs one space (compare each model's test log-likelihood instead)")
+    if model_a.dtype != model_b.dtype or model_a.device != model_b.device:
+        raise ValueError(f"model_a and model_b must share a dtype and a device, got {model_a.dtype} on {model_a.device} and "
+                         f"{model_b.dtype} on {model_b.device}; convert one, e.g. model_b.to(model_a.dtype)")
     if bridge not in BRIDGES:
         raise ValueError(f"bridge must be one of {', '.join(BRIDGES)}, got {bridge!r}")
     check_positive_int(num_steps, "num_steps")
@@ -115,10 +123,10 @@ def compare(
         drawn = model.exact_samples(num_samples, generator=generator)
         exact[name] = drawn is not None
         draws[name] = drawn if drawn is not None else model.sample(num_samples, generator=generator)
-    draws_b, draws_a = draws["b"].to(model_a.dtype), draws["a"].to(model_b.dtype)
+    draws_b, draws_a = draws["b"], draws["a"]
 
     def log_ratio(x: torch.Tensor) -> torch.Tensor:  # ℓ(x) = log f_A(x) − log f_B(x)
-        return (model_b.free_energy(x.to(model_b.dtype)).double() - model_a.free_energy(x.to(model_a.dtype)).double())
+        return model_b.free_energy(x).double() - model_a.free_energy(x).double()
 
     path = pair_path(model_b, model_a) if num_steps > 1 else None  # β = 0 at B, β = 1 at A
     if path is None:

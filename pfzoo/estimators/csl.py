@@ -15,7 +15,7 @@ from pfzoo.estimators.trust import stuck_chain_warnings
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
-from pfzoo.validation import allocating, check_generator, check_matrix, check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_generator, check_positive_int, check_sample_count
 
 _PROGRESS_UPDATES = 100
 
@@ -74,7 +74,7 @@ class CSL(LikelihoodEstimator):
         self.check(model)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
-        starts_from = data if base_data is None else check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, dtype=model.dtype, allow_empty=False)
+        starts_from = data if base_data is None else model.check_visible(base_data, "base_data")
 
         def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> torch.Tensor:
             log_sums, moves = self._log_sums(model, data, starts_from, len(chains), generator=block_generator,

@@ -65,7 +65,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.num_runs = check_sample_count(num_runs, "num_runs")
         self.states_per_level = check_positive_int(states_per_level, "states_per_level")
-        self.register_buffer("betas", make_betas(schedule, num_levels), persistent=False)
+        self.register_buffer("betas", make_betas(schedule, num_levels, steps_name="num_levels"), persistent=False)
 
     @property
     def num_levels(self) -> int:

@@ -20,7 +20,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths import registry
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import allocating, check_bool, check_finite_number, check_generator, check_matrix, check_non_negative_int, check_positive_int, check_sample_count
+from pfzoo.validation import allocating, check_bool, check_finite_number, check_generator, check_non_negative_int, check_positive_int, check_sample_count
 
 _CHAIN_ROWS_PER_BATCH = 1 << 15  # examples × chains annealed as one tensor
 
@@ -138,7 +138,7 @@ class RAISE(LikelihoodEstimator):
         model.check_visible(data, "data")
         check_generator(generator, model.device)
         if base_data is not None:
-            check_matrix(base_data, "base_data", width=model.num_visible, device=model.device, allow_empty=False)  # fits base rates only
+            model.check_visible(base_data, "base_data")
         num_data = data.shape[0]
         if self.num_examples is None or self.num_examples >= num_data:
             subset = None

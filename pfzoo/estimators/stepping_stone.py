@@ -127,7 +127,7 @@ class SteppingStone(PathPartitionEstimator):
         self.swaps = check_choice(swaps, "swaps", SWAP_SCHEMES)
         self.schedule = schedule
         self.fitted_schedule = path_fitted_schedule(schedule)
-        self.register_buffer("betas", make_betas(schedule, num_levels), persistent=False)
+        self.register_buffer("betas", make_betas(schedule, num_levels, steps_name="num_levels"), persistent=False)
 
     @property
     def num_levels(self) -> int:

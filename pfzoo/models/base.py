@@ -12,7 +12,7 @@ from pfzoo.kernels import Kernel
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import binary_configurations
 from pfzoo.models.pretrained import pretrained_source
-from pfzoo.validation import check_binary, check_computable, check_matrix
+from pfzoo.validation import check_binary, check_computable, check_matrix, check_representable
 
 
 class PathStateProposal(NamedTuple):
@@ -86,11 +86,14 @@ class EnergyModel(nn.Module):
 
     def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
         """Raise ``ValueError`` unless ``v`` is a finite ``[B ≥ 1, V]`` tensor on the model's device with the model's
-        dtype (binary if the model is); a dtype mismatch is refused naming both dtypes, never cast. A model that cannot
-        compute (see :meth:`check_computable`) is refused first."""
+        dtype (binary if the model is; for real-valued units, entries small enough that energies quadratic in them stay
+        finite: :func:`~pfzoo.validation.check_representable`); a dtype mismatch is refused naming both dtypes, never
+        cast. A model that cannot compute (see :meth:`check_computable`) is refused first."""
         self.check_computable()
-        check = check_binary if self.binary_visible else check_matrix
-        return check(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
+        if self.binary_visible:
+            return check_binary(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
+        check_matrix(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
+        return check_representable(v, name, type(self).__name__)
 
     def check_computable(self) -> None:
         """Raise ``ValueError`` naming ``model`` if it is on the meta device (built there for sizing: shapes without

@@ -42,15 +42,28 @@ class MissingCapability(ValueError):
 
 
 def describe(model) -> str:
-    """What the model is, in a few words, for a refusal: "has binary states", "is over real vectors", ..."""
+    """What the model is, in a few words, for a refusal: "has binary states", "is over real vectors", ...; a model
+    whose Z is infinite says why (its :meth:`~pfzoo.models.EnergyModel.improper_reason`: singular filters, a Student-t
+    shape λ ≤ ½), since that, not its kind, is then what takes an exact log Z away."""
     offered = model.capabilities
     if Capability.LATENT_GENERATIVE in offered:
-        return "is a latent-variable generative model"
-    if Capability.BINARY_STATES in offered:
-        return "has binary states"
-    if Capability.REAL_ENERGY in offered:
-        return "is an energy over real vectors without latents"
-    return "is real-valued with binary hidden units"
+        kind = "is a latent-variable generative model"
+    elif Capability.BINARY_STATES in offered:
+        kind = "has binary states"
+    elif Capability.REAL_ENERGY in offered:
+        kind = "is an energy over real vectors without latents"
+    else:
+        kind = "is real-valued with binary hidden units"
+    improper = None if model.device.type == "meta" else model.improper_reason()  # a meta model has no values to judge
+    return kind if improper is None else f"{kind}, and {improper}"
+
+
+def check_is_model(model: object, by: str) -> None:
+    """Refuse in one line anything but a pfzoo model handed to ``by`` (an estimator's name): a config name such as
+    ``"rbm"`` or a plain ``nn.Module`` would otherwise fail deep inside with an AttributeError."""
+    if getattr(type(model), "capabilities", None) is None:  # the class's: the property itself may compute (a POE's rank)
+        raise ValueError(f"{by} needs a pfzoo model (a pfzoo.models.EnergyModel, e.g. pfzoo.zoo.pretrained(name) or "
+                         f"pfzoo.models.RBM(...)), got {type(model).__name__} {model!r:.60}")
 
 
 def require(model, *needed: Capability, by: str, alternatives: Iterable[str] = (), any_of: bool = False) -> None:

@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_matrix, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import check_finite_number, check_model_dtype, check_positive_int, check_tensors
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -143,14 +143,6 @@ class GaussianBernoulliRBM(BipartiteModel):
     def sigma(self) -> torch.Tensor:
         """Visible standard deviations ``σ = exp(log_sigma)``, ``[V]``."""
         return self.log_sigma.exp()
-
-    # ---- input checks -------------------------------------------------------------------
-
-    def check_visible(self, v: torch.Tensor, name: str = "v") -> torch.Tensor:
-        """Raise ``ValueError`` unless ``v`` is a finite real ``[B, V]`` tensor on the model's device (and the model can
-        compute: :meth:`check_computable`)."""
-        self.check_computable()
-        return check_matrix(v, name, width=self.num_visible, device=self.device, dtype=self.dtype, allow_empty=False)
 
     # ---- energies -----------------------------------------------------------------------
 

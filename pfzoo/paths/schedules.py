@@ -273,23 +273,29 @@ def betas_for_path(
     return schedule.betas(betas.numel() - 1), schedule.energy_scale
 
 
-def make_betas(schedule: ScheduleSpec, num_steps: int | None) -> torch.Tensor:
+def make_betas(schedule: ScheduleSpec, num_steps: int | None, *, steps_name: str = "num_steps") -> torch.Tensor:
     """Resolve a schedule given by name (see :func:`schedule_from_name`), :class:`Schedule` or explicit β sequence
-    to float64 ``[K + 1]``.
+    to float64 ``[K + 1]``; ``steps_name`` is what the caller calls ``num_steps`` (e.g. linked importance sampling's
+    ``num_levels``), so errors name the caller's argument.
 
-    An explicit sequence must start at 0, end at 1 and never decrease; ``num_steps`` must then be
+    An explicit sequence must be one-dimensional, start at 0, end at 1 and never decrease; ``num_steps`` must then be
     ``None`` or equal to its length minus one.
     """
     if isinstance(schedule, str):
         schedule = schedule_from_name(schedule)
     if isinstance(schedule, Schedule):
-        check_positive_int(num_steps, "num_steps")
+        check_positive_int(num_steps, steps_name)
         return schedule.betas(num_steps)
-    betas = torch.as_tensor(schedule, dtype=torch.float64).flatten().cpu()
+    try:
+        betas = torch.as_tensor(schedule, dtype=torch.float64).cpu()
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise ValueError(f"schedule must be a name, a Schedule or a sequence of numbers (β's), got {type(schedule).__name__}: {error}") from None
+    if betas.dim() != 1:
+        raise ValueError(f"an explicit schedule must be a one-dimensional sequence of β's, got shape {tuple(betas.shape)}")
     if betas.numel() < 2:
         raise ValueError(f"an explicit schedule needs at least two inverse temperatures, got {betas.numel()}")
     if num_steps is not None and num_steps != betas.numel() - 1:
-        raise ValueError(f"num_steps={num_steps} disagrees with the explicit schedule's {betas.numel() - 1} steps")
+        raise ValueError(f"{steps_name}={num_steps} disagrees with the explicit schedule's {betas.numel() - 1} steps")
     if not torch.isfinite(betas).all() or betas[0] != 0.0 or betas[-1] != 1.0:
         raise ValueError(f"an explicit schedule must start at 0 and end at 1, got {betas[0].item()} … {betas[-1].item()}")
     if (betas.diff() < 0).any():

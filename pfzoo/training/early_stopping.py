@@ -92,6 +92,10 @@ class EarlyStopping(TrainingCallback):
 
     def restore_best(self, model) -> None:
         """Load the parameters of the best score into ``model``."""
+        if self.best_state is None and self.scores:  # every score was NaN (or -inf): none was ever better than -inf
+            values = sorted({repr(value) for _, value in self.scores})
+            raise ValueError(f"restore_best has no parameters to restore: all {len(self.scores)} early-stopping scores were "
+                             f"{' or '.join(values)}, none finite; check the score function")
         if self.best_state is None:
             raise ValueError("restore_best needs a finished run: no score was measured yet")
         model.load_state_dict(self.best_state)

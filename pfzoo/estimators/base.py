@@ -22,7 +22,7 @@ from pfzoo.estimators import trust
 from pfzoo.estimators.importance import importance_log_marginal
 from pfzoo.logmath import PARETO_K_UNRELIABLE, pareto_tail_index
 from pfzoo.models.base import EnergyModel
-from pfzoo.models.capabilities import Capability, MissingCapability, describe, join_alternatives
+from pfzoo.models.capabilities import Capability, MissingCapability, check_is_model, describe, join_alternatives
 from pfzoo.validation import check_generator
 
 ProgressCallback = Callable[[int, int], None]
@@ -217,7 +217,9 @@ class Estimator(nn.Module):
 
     def check(self, model: EnergyModel) -> None:
         """Raise :class:`~pfzoo.models.MissingCapability` (one line) unless :meth:`log_likelihood` applies to ``model``:
-        "<Estimator> needs <what>; <Model> <is ...> — use estimator=<those that apply>"."""
+        "<Estimator> needs <what>; <Model> <is ...> — use estimator=<those that apply>"; anything but a pfzoo model
+        (a config name, an ``nn.Module``) is refused first (:func:`check_is_model`)."""
+        check_is_model(model, type(self).__name__)
         need = self.missing(model)
         if need is not None:
             raise self.refusal(need, model)
@@ -272,6 +274,7 @@ class PartitionEstimator(LikelihoodEstimator):
 
     def check_partition(self, model: EnergyModel) -> None:
         """Raise :class:`~pfzoo.models.MissingCapability` (one line) unless :meth:`forward` applies to ``model``."""
+        check_is_model(model, type(self).__name__)
         need = self.missing_for_partition(model)
         if need is not None:
             raise self.refusal(need, model)
@@ -316,6 +319,8 @@ class PartitionEstimator(LikelihoodEstimator):
         """
         self.check(model)
         model.check_visible(data, "data")
+        if base_data is not None:  # checked here under its own name: forward would call it data
+            model.check_visible(base_data, "base_data")
         check_generator(generator, model.device)
         estimate = self(model, data=data if base_data is None else base_data, generator=generator, progress=progress)
         info: dict[str, Any] = {}

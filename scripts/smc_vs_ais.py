@@ -27,7 +27,7 @@ from pfzoo.models import RBM, Gaussian, Ising, ProductOfExperts
 def families() -> dict:
     """Four families with exact log Z, hard enough that the schedule matters: an RBM of N(0, 2.5²) weights (20 × 12,
     enumerated), a dense Ising model of N(0, 2²) couplings (12 units), a 10-d Gaussian whose precision's eigenvalues
-    span 0.5 to ~10³, and a complete 10-d Laplace product of experts (closed form). All anneal from their data-free
+    span 6 to 240, and a complete 10-d Laplace product of experts (closed form). All anneal from their data-free
     bases (uniform, N(0, I), or for the POE a Gaussian fitted to its own exact draws)."""
     g = torch.Generator().manual_seed(0)
     rbm = RBM.from_tensors(2.5 * torch.randn(20, 12, generator=g, dtype=torch.float64),

@@ -20,6 +20,7 @@ from torch import nn
 
 from pfzoo.estimators import trust
 from pfzoo.estimators.importance import importance_log_marginal
+from pfzoo.estimators.tail_bounds import order_statistic_bound
 from pfzoo.logmath import PARETO_K_UNRELIABLE, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability, MissingCapability, check_is_model, describe, join_alternatives
@@ -117,8 +118,6 @@ class PartitionEstimate:
         """A sharper ``log Z ≥ …`` at confidence c than :meth:`markov_bound`, from the independent unbiased estimates in
         ``log_weights`` (AIS's chains, SMC's groups) combined as Gogate, Bidyuk & Dechter (2007) suggest
         (:func:`pfzoo.estimators.tail_bounds.order_statistic_bound`); ``None`` where :meth:`markov_bound` is."""
-        from pfzoo.estimators.tail_bounds import order_statistic_bound  # tail_bounds builds on this module
-
         if self.kind is not BoundKind.UNBIASED_Z or self.log_weights is None:
             markov_slack(confidence)
             return None

@@ -25,8 +25,6 @@ import math
 
 import torch
 
-from pfzoo.estimators.base import markov_slack
-
 MAX_RANKS = 64
 """Order statistics tried: more cost a larger Bonferroni share each and gain little (neighbouring ranks bound alike)."""
 
@@ -61,7 +59,8 @@ def order_statistic_bound(log_estimates: torch.Tensor, confidence: float = 0.95)
     ``(1 − confidence)/(2m)``) and the average's Markov bound (at level ``(1 − confidence)/2``), and which of them won
     (``"r-th largest of n"`` or ``"mean of n"``).
     """
-    markov_slack(confidence)  # checks confidence
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a probability strictly between 0 and 1, got {confidence!r}")
     if not isinstance(log_estimates, torch.Tensor) or log_estimates.dim() != 1 or log_estimates.numel() == 0:
         raise ValueError(f"log_estimates must be a non-empty 1-D tensor of log Ẑ values, got {type(log_estimates).__name__} "
                          f"of shape {tuple(getattr(log_estimates, 'shape', ()))}")

@@ -70,8 +70,10 @@ class RAISE(LikelihoodEstimator):
         compile: run each reverse step's increment and transition under ``torch.compile``, as :class:`AIS` does.
         heating_steps: T > 0 draws a DBM's latents by RAISE Algorithm 3's clamped heating chain, T sweeps from the
             mean-field posterior towards ``p(h | v)`` with v clamped (:meth:`DBM.heat_clamped
-            <pfzoo.models.DBM.heat_clamped>`), instead of from the mean-field posterior itself (0, the default). The
-            bound stays valid either way; a proposal closer to ``p(h | v)`` lowers the weights' variance.
+            <pfzoo.models.DBM.heat_clamped>`), instead of from the mean-field posterior itself (0, the default).
+            ``"path"`` is Algorithm 3 as the paper writes it: from the path base's ``p_0(h | v)`` along the path's own
+            ``p_k(h | v)``, the reverse chain's K β's (so twice the sweeps of a plain run). The bound stays valid every
+            way; a proposal closer to ``p(h | v)`` lowers the weights' variance.
     """
 
     config_name = "raise"
@@ -88,11 +90,11 @@ class RAISE(LikelihoodEstimator):
         path: str = "geometric",
         diagnostics: bool = False,
         compile: bool = False,
-        heating_steps: int = 0,
+        heating_steps: int | str = 0,
     ) -> None:
         super().__init__()
         self.diagnostics = check_bool(diagnostics, "diagnostics")
-        self.heating_steps = check_non_negative_int(heating_steps, "heating_steps")
+        self.heating_steps = heating_steps if heating_steps == "path" else check_non_negative_int(heating_steps, "heating_steps")
         self.compile = check_bool(compile, "compile")
         if not isinstance(path, str):
             raise ValueError(f"path must be a path kind such as 'geometric' or 'moment_averaged', got {type(path).__name__}")
@@ -146,10 +148,16 @@ class RAISE(LikelihoodEstimator):
         else:
             subset = torch.randperm(num_data, generator=generator, device=model.device)[: self.num_examples].sort().values
             chosen = data[subset]
-        path, base = registry.build(model, kind=self.path, base=self.base, data=data if base_data is None else base_data,
-                                    smoothing=self.base_smoothing, by="RAISE")
+        base_model, base = registry.make_base(model, base=self.base, data=data if base_data is None else base_data,
+                                              smoothing=self.base_smoothing, by="RAISE")
+        path = registry.build_from_base(model, base_model, kind=self.path, by="RAISE")
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
-        log_weights, diagnostics = self._reverse_anneal_in_blocks(model, path, chosen, betas, generator=generator, progress=progress)
+        heating = {}
+        if self.heating_steps == "path":  # Algorithm 3 as written: p_0(h | v) of the base, then the path's p_k(h | v)
+            heating = {"heating_steps": betas.numel() - 1, "heating_start": base_model, "heating_schedule": betas}
+        elif self.heating_steps:
+            heating = {"heating_steps": self.heating_steps}
+        log_weights, diagnostics = self._reverse_anneal_in_blocks(model, path, chosen, betas, heating, generator=generator, progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean
         info = {
@@ -185,15 +193,15 @@ class RAISE(LikelihoodEstimator):
 
     @torch.no_grad()
     def _reverse_anneal(
-        self, model, path, data: torch.Tensor, betas: torch.Tensor, *, generator, progress
+        self, model, path, data: torch.Tensor, betas: torch.Tensor, heating: dict, *, generator, progress
     ) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
         """float64 log weights ``[B, M]`` of M reverse chains per example along ``betas [K + 1]`` (ascending, run
-        from 1 down to 0), examples × chains batched, and the diagnostics pooled over the batches (``None`` unless asked for)."""
+        from 1 down to 0), examples × chains batched, and the diagnostics pooled over the batches (``None`` unless asked for).
+        ``heating`` holds the latent proposal's clamped-heating settings (empty: the mean-field proposal)."""
         descending = torch.flip(betas, dims=[0])
         batches = example_batches(data, self.num_chains, max_rows=_CHAIN_ROWS_PER_BATCH)
         log_weights, parts = [], []
         for index, batch in enumerate(batches):
-            heating = {"heating_steps": self.heating_steps} if self.heating_steps else {}
             proposal = model.propose_path_state(batch, num_samples=self.num_chains, generator=generator, **heating)
             state, _ = path.transition(path.init(proposal.state, generator=generator), 1.0, generator=generator)
             batch_progress = None
@@ -208,7 +216,7 @@ class RAISE(LikelihoodEstimator):
         return torch.cat(log_weights), _pool_diagnostics(parts, self.num_chains)
 
     def _reverse_anneal_in_blocks(
-        self, model, path, data: torch.Tensor, betas: torch.Tensor, *, generator, progress
+        self, model, path, data: torch.Tensor, betas: torch.Tensor, heating: dict, *, generator, progress
     ) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
         """:meth:`_reverse_anneal` with the examples of ``data [B, V]`` in blocks (dealt across ``torch.distributed``
         ranks under a process group), each block's chains drawing from the block's own generator, so the weights do not
@@ -216,7 +224,7 @@ class RAISE(LikelihoodEstimator):
 
         def run(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
             weights, diagnostics = self._reverse_anneal(
-                model, path, data[examples.start:examples.stop], betas, generator=block_generator, progress=block_progress
+                model, path, data[examples.start:examples.stop], betas, heating, generator=block_generator, progress=block_progress
             )
             return weights.cpu(), diagnostics, len(examples)
 

@@ -20,7 +20,7 @@ from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import (
     allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_non_negative_int, check_positive_int,
-    check_tensors,
+    check_tensors, describe,
 )
 
 DEFAULT_MEAN_FIELD_ITERATIONS = 50
@@ -450,7 +450,8 @@ class DBM(LayerSurgery, EnergyModel):
 
     @torch.no_grad()
     def propose_path_state(
-        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None, heating_steps: int = 0
+        self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None, heating_steps: int = 0,
+        heating_start: DBM | None = None, heating_schedule: torch.Tensor | None = None,
     ) -> PathStateProposal:
         """Even hidden layers from the mean-field posterior, odd layers summed out (RAISE §5.2, footnote 5).
 
@@ -458,8 +459,9 @@ class DBM(LayerSurgery, EnergyModel):
         ``log_weight = log f(v, h_even) - log q(h_even | v)`` with ``f(v, h_even) = Σ_{h_odd} exp(-E)``.
         Mean field runs once per example; its ``num_samples`` draws follow.
 
-        ``heating_steps`` T > 0 refines the draw by RAISE Algorithm 3's clamped heating chain (:meth:`heat_clamped`):
-        the latents then follow p(h | v) more closely than the factorised q, at T block-Gibbs sweeps per draw.
+        ``heating_steps`` T > 0 refines the draw by RAISE Algorithm 3's clamped heating chain (:meth:`heat_clamped`,
+        which ``heating_start`` and ``heating_schedule`` go to): the latents then follow p(h | v) more closely than the
+        factorised q, at T block-Gibbs sweeps per draw.
         """
         self.check_visible(v)
         check_positive_int(num_samples, "num_samples")
@@ -468,7 +470,8 @@ class DBM(LayerSurgery, EnergyModel):
             v = v.repeat_interleave(num_samples, dim=0)
             return PathStateProposal(v, -self.even_odd_rbm().free_energy(v).double())
         if heating_steps:
-            return self.heat_clamped(v, num_samples=num_samples, num_steps=heating_steps, generator=generator)
+            return self.heat_clamped(v, num_samples=num_samples, num_steps=heating_steps, generator=generator, start=heating_start,
+                                     schedule=heating_schedule)
         means = self.mean_field(v)
         v = v.repeat_interleave(num_samples, dim=0)
         hidden_means = torch.cat([means[i - 1] for i in self.even_layers[1:]], dim=1).repeat_interleave(num_samples, dim=0)
@@ -477,23 +480,50 @@ class DBM(LayerSurgery, EnergyModel):
         log_q = bernoulli_log_prob(hidden.double(), hidden_means.double()).sum(-1)
         return PathStateProposal(state, -self.even_odd_rbm().free_energy(state).double() - log_q)
 
-
     @torch.no_grad()
     def heat_clamped(
-        self, v: torch.Tensor, *, num_samples: int = 1, num_steps: int = 100, generator: torch.Generator | None = None
+        self, v: torch.Tensor, *, num_samples: int = 1, num_steps: int = 100, generator: torch.Generator | None = None,
+        start: DBM | None = None, schedule: torch.Tensor | None = None,
     ) -> PathStateProposal:
-        """RAISE Algorithm 3's clamped heating chain: AIS over the hidden layers with ``v [B, V]`` clamped, from the
-        mean-field posterior ``q(h | v)`` to ``p(h | v)``, ``num_samples`` chains per example, ``num_steps`` T sweeps
+        """RAISE Algorithm 3's clamped heating chain: AIS over the hidden layers with ``v [B, V]`` clamped, towards
+        ``p(h | v)``, ``num_samples`` chains per example, ``num_steps`` T sweeps at ``α_t = t / T``
         (:func:`pfzoo.models.dbm_heating.heat_clamped`: ``E[exp(log_weight)] = f(v)``, the contract of
-        :class:`PathStateProposal`; the state holds the even layers ``[B · num_samples, Σ n_even]``). The means are kept
-        within ``[1e-6, 1 - 1e-6]`` so that ``log q`` is finite (q is that clamped distribution, from which ``h_0`` is drawn).
+        :class:`PathStateProposal`; the state holds the even layers ``[B · num_samples, Σ n_even]``).
+
+        The chain starts from the mean-field posterior ``q(h | v)`` (``start=None``), or from the hidden conditionals of
+        ``start``, a DBM of this shape without weights (an annealing path's base, whose ``p_0(h | v)`` is
+        ``Bernoulli(σ(b_i))`` in every hidden layer). With ``start`` the path's base and ``schedule`` its β's ``[K + 1]``
+        (ascending from 0 to 1; T = K), the chain's distributions are the path's ``p_k(h | v)`` and this is Algorithm 3
+        exactly as the RAISE paper writes it (heating along ``p_k`` from ``p_0(h | v)``, eq. 13). The start's means are
+        kept within ``[1e-6, 1 - 1e-6]`` so that ``log q`` is finite (q is that clamped distribution, from which ``h_0``
+        is drawn).
         """
         self.check_visible(v)
         check_positive_int(num_samples, "num_samples")
-        check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
-        return heat_clamped(list(self.weights), list(self.biases), v, self.mean_field(v), num_samples=num_samples, num_steps=num_steps,
-                            generator=generator)
+        if schedule is None:
+            check_positive_int(num_steps, "num_steps")
+            alphas = torch.arange(num_steps + 1, dtype=torch.float64) / num_steps
+        else:
+            alphas = self._checked_heating_schedule(schedule)
+        if start is None:
+            means = self.mean_field(v)
+        else:
+            self._check_heating_start(start)
+            means = [torch.sigmoid(bias.detach()).expand(v.shape[0], -1) for bias in start.biases[1:]]
+        return heat_clamped(list(self.weights), list(self.biases), v, means, num_samples=num_samples, alphas=alphas, generator=generator)
+
+    def _check_heating_start(self, start) -> None:
+        if not isinstance(start, DBM) or start.layer_sizes != self.layer_sizes or any(weight.any() for weight in start.weights):
+            raise ValueError(f"start must be a DBM with layer sizes {self.layer_sizes} and no weights (an annealing path's base), "
+                             f"got {type(start).__name__}" + (f" with layer sizes {start.layer_sizes}" if isinstance(start, DBM) else ""))
+
+    @staticmethod
+    def _checked_heating_schedule(schedule) -> torch.Tensor:
+        betas = schedule.detach().double().cpu() if isinstance(schedule, torch.Tensor) else None
+        if betas is None or betas.dim() != 1 or betas.numel() < 2 or betas[0] != 0 or betas[-1] != 1 or (betas.diff() < 0).any():
+            raise ValueError(f"schedule must be a 1-D tensor of β's ascending from 0 to 1, got {describe(schedule)}")
+        return betas
 
 
 def _interleave(even: list[torch.Tensor], odd: list[torch.Tensor]) -> list[torch.Tensor]:

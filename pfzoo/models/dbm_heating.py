@@ -88,13 +88,14 @@ class ClampedHeatingTarget:
 
 @torch.no_grad()
 def heat_clamped(weights: list[torch.Tensor], biases: list[torch.Tensor], v: torch.Tensor, means: list[torch.Tensor], *, num_samples: int,
-                 num_steps: int, generator: torch.Generator | None) -> PathStateProposal:
+                 alphas: torch.Tensor, generator: torch.Generator | None) -> PathStateProposal:
     """RAISE Algorithm 3's clamped heating chain of the DBM with ``weights`` and ``biases`` (as
     :class:`ClampedHeatingTarget`), ``num_samples`` chains per row of ``v [B, V]`` whose mean-field means are ``means``
     (inputs checked by the caller, :meth:`DBM.heat_clamped <pfzoo.models.DBM.heat_clamped>`).
 
     ``h_0 ~ q``; then for t = 1 … T the log weight gains ``(α_t − α_{t−1}) [−E(v, h_{t−1}) − log q(h_{t−1})]`` and a
-    :class:`~pfzoo.kernels.ScanGibbs` step of :class:`ClampedHeatingTarget` at ``α_t = t / T`` moves the hidden layers.
+    :class:`~pfzoo.kernels.ScanGibbs` step of :class:`ClampedHeatingTarget` at ``α_t`` moves the hidden layers, for the
+    ascending ``alphas [T + 1]`` from 0 to 1 (``t / T``, or an annealing path's own β's: RAISE Algorithm 3 as written).
     As for any AIS run from the normalised ``g_0 = q``, ``E[exp(log_weight)] = Σ_h exp(−E(v, h)) = f(v)``. Returns the
     even layers ``(v, h², h⁴, …) [B · num_samples, Σ n_even]``: dropping the odd ones is the exact reversal
     ``p(h_odd | v, h_even)``, which changes no weight.
@@ -104,8 +105,8 @@ def heat_clamped(weights: list[torch.Tensor], biases: list[torch.Tensor], v: tor
     target, kernel = ClampedHeatingTarget(weights, biases, means), ScanGibbs()
     state = kernel.init(torch.cat(layers, dim=1), target)
     log_weight = torch.zeros(layers[0].shape[0], dtype=torch.float64, device=v.device)
-    for step in range(1, num_steps + 1):
-        log_weight += state.stats / num_steps
-        state, _ = kernel.step(state, target, beta=step / num_steps, generator=generator)
+    for previous, alpha in zip(alphas[:-1].tolist(), alphas[1:].tolist()):
+        log_weight += (alpha - previous) * state.stats
+        state, _ = kernel.step(state, target, beta=alpha, generator=generator)
     layers = target.layers(state.position)
     return PathStateProposal(torch.cat(layers[0::2], dim=1), log_weight)

@@ -123,6 +123,34 @@ def test_dbm_raise_with_the_clamped_heating_chain_averages_to_the_same_annealing
     assert estimate.info["heating_steps"] == 5
 
 
+def test_dbm_raise_with_algorithm_3_as_written_averages_to_the_same_annealing_model():
+    """heating_steps="path": h'_0 ~ p_0(h | v) of the path's base, heated along the path's own p_k(h | v) (eq. 13)."""
+    dbm = random_dbm([3, 2, 2], scale=1.5, seed=5)
+    v = all_states(3)
+    estimator = RAISE(num_chains=20000, num_steps=8, base="uniform", heating_steps="path")
+    estimate = estimator.log_likelihood(dbm, v, generator=torch.Generator().manual_seed(6))
+    p_even = annealing_model(dbm.even_odd_rbm(), torch.zeros(5, dtype=torch.float64), estimator.betas)
+    z = (estimate.per_example - p_even.view(8, 4).sum(1).log()) / estimate.info["per_example_stderr"]
+    assert z.abs().max() < Z_LIMIT, z
+    assert estimate.info["heating_steps"] == "path"
+
+
+def test_heating_from_a_base_along_a_schedule_is_unbiased_for_f_v_and_refuses_a_start_with_weights():
+    dbm = random_dbm([3, 3, 2], scale=2.0, seed=7)
+    v = all_states(3)[[2, 5]]
+    base = dbm.annealing_base("base_rate", all_states(3)[[0, 3, 5, 6, 7]])  # hidden biases at mean-field base rates
+    schedule = torch.tensor([0.0, 0.1, 0.3, 0.6, 1.0], dtype=torch.float64)
+    proposal = dbm.heat_clamped(v, num_samples=40000, start=base, schedule=schedule, generator=torch.Generator().manual_seed(8))
+    weights = proposal.log_weight.view(2, -1)
+    log_mean = weights.logsumexp(1) - math.log(weights.shape[1])
+    stderr = (weights - log_mean[:, None]).exp().std(1) / math.sqrt(weights.shape[1])
+    assert ((log_mean - dbm.unnormalized_log_prob(v)).abs() / stderr).max() < Z_LIMIT
+    with pytest.raises(ValueError, match=r"start must be a DBM with layer sizes \[3, 3, 2\] and no weights"):
+        dbm.heat_clamped(v, start=dbm)
+    with pytest.raises(ValueError, match="schedule must be a 1-D tensor of β's ascending from 0 to 1"):
+        dbm.heat_clamped(v, start=base, schedule=torch.tensor([0.0, 0.5]))
+
+
 def test_the_clamped_heating_chain_is_unbiased_for_f_v_and_ends_near_the_exact_posterior():
     """Its weights average to f(v) (enumerated) at any T; at large T its even layers are drawn from p(h_even | v) (χ²)."""
     dbm = random_dbm([3, 3, 2, 2], scale=2.0, seed=4)  # three hidden layers: h¹, h³ odd, h² even

@@ -5,9 +5,9 @@ A learning rate far too large does not always produce a NaN: CD, NCE, ratio matc
 watches signals that cost no partition function:
 
 * every few updates (:func:`check_schedule`: updates 1, 2, 4, 8, then every :data:`CHECK_EVERY`; one read back to the
-  host per check, none per step): whether the losses since the last check, the parameters and the last gradient are
-  finite, and whether the parameter norm ``‖θ‖``, the gradient norm ``‖g‖`` or the largest ``|loss|`` grew by orders
-  of magnitude over the largest value seen at a good check (:data:`PARAMETER_GROWTH`, :data:`GRADIENT_GROWTH`,
+  host per check, none per step): whether the epoch's running sum of losses (non-finite once any loss was), the last
+  loss, the parameters and the last gradient are finite, and whether the parameter norm ``‖θ‖``, the gradient norm
+  ``‖g‖`` or the last ``|loss|`` grew by orders of magnitude over the largest seen at a good check (:data:`PARAMETER_GROWTH`, :data:`GRADIENT_GROWTH`,
   :data:`LOSS_GROWTH`; floors ``√P`` — root-mean-square 1 over the P parameters — and the number of visible units keep
   a start near zero from counting as growth);
 * after every epoch a held-out score (:func:`held_out_score`): the exact mean log-likelihood where log Z is a closed
@@ -46,8 +46,8 @@ GRADIENT_GROWTH = 1e4
 LOSS_GROWTH = 1e4
 SCORE_COLLAPSE = 5.0
 EXACT_SCORE_UNITS = 12
-"""The held-out score is the exact log-likelihood when log Z and the free energy sum at most ``2^12`` terms each (a
-6×4 RBM's 16), so it costs about what the pseudo-likelihood does."""
+"""The held-out score is the exact log-likelihood when log Z and the free energy sum at most ``2^12`` terms each (a 6×4
+RBM's log Z sums 2^4), so it costs about what the pseudo-likelihood does."""
 
 
 class TrainingDiverged(FloatingPointError):

@@ -186,6 +186,11 @@ class EnergyModel(nn.Module):
         pictures; ``None`` for families without such a layer."""
         return None
 
+    def training_diagnostics(self, v: torch.Tensor) -> dict[str, float]:
+        """Family-specific numbers worth watching during training on the data ``v [B, V]`` (name → value; the Trainer
+        logs them per epoch as ``<split>_<name>``), e.g. how much a DBM's top layer contributes; none by default."""
+        return {}
+
     def log_partition(self) -> torch.Tensor:
         """Exact ``log Z`` as a float64 scalar, where the model allows it."""
         raise NotImplementedError(f"{type(self).__name__} has no exact log partition function")

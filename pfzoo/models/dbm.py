@@ -448,6 +448,11 @@ class DBM(LayerSurgery, EnergyModel):
             raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
         return DBM.from_tensors([w.detach() for w in weights], [b.detach() for b in biases], max_enumeration_units=self.max_enumeration_units)
 
+    def training_diagnostics(self, v: torch.Tensor) -> dict[str, float]:
+        """``top_layer_share`` on ``v [B, V]`` (:meth:`top_layer_share`: near 0, the top layer models nothing) for DBMs
+        with at least two hidden layers (issue 48: watch whether joint training puts the top layer to use)."""
+        return {"top_layer_share": self.top_layer_share(v)} if self.num_layers >= 3 else {}
+
     @torch.no_grad()
     def propose_path_state(
         self, v: torch.Tensor, *, num_samples: int = 1, generator: torch.Generator | None = None, heating_steps: int = 0,

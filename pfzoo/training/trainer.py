@@ -195,7 +195,9 @@ class Trainer:
         cheap diagnostic, not a likelihood; see :func:`~pfzoo.training.reconstruction_error`),
         ``{train,<held>}_pseudo_log_likelihood`` (binary models whose exact free energy is cheap: ``free_energy_cost``
         not ``None`` and at most :data:`~pfzoo.training.metrics.PSEUDO_LIKELIHOOD_MAX_UNITS` and the model's
-        ``max_enumeration_units``; so RBMs always, DBMs only with few even hidden units), and, at estimator epochs,
+        ``max_enumeration_units``; so RBMs always, DBMs only with few even hidden units), the model's own
+        ``{train,<held>}_<name>`` from :meth:`~pfzoo.models.EnergyModel.training_diagnostics` (a DBM's
+        ``top_layer_share``), and, at estimator epochs,
         ``<held>_log_likelihood``, ``<held>_log_likelihood_stderr`` and ``log_z``. A DBM's mean-field lower bound on
         ``log f(v)`` is deliberately not logged: without ``log Z`` it says nothing about the likelihood. For honest
         likelihoods of DBMs set ``evaluate_every`` with an estimator (exact for tiny models, AIS otherwise). The
@@ -485,6 +487,7 @@ class Trainer:
                 record[f"{name}_reconstruction_error"] = reconstruction_error(model, split[rows])
             if pseudo_likelihood_is_affordable(model):
                 record[f"{name}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, split[rows], generator=generator)
+            record.update({f"{name}_{key}": value for key, value in model.training_diagnostics(split[rows]).items()})
         if self.estimator is not None and self.settings.evaluates(epoch):
             held_out_name = next(name for name in splits if name != "train")
             estimate = self.estimator.log_likelihood(model, splits[held_out_name], base_data=splits["train"], generator=generator)

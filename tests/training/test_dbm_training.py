@@ -411,8 +411,12 @@ def test_trainer_logs_dbm_metrics(tmp_path, toy, sizes, has_pll):
     keys = {"epoch", "loss", "seconds", "evaluation_seconds", "train_reconstruction_error", "test_reconstruction_error"}
     if has_pll:
         keys |= {"train_pseudo_log_likelihood", "test_pseudo_log_likelihood"}
+    if len(sizes) >= 3:  # the top layer's share, watched while joint training (issue 48)
+        keys |= {"train_top_layer_share", "test_top_layer_share"}
     assert set(final) == keys
     assert final["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, toy.test), rel=1e-6)
+    if len(sizes) >= 3:
+        assert final["test_top_layer_share"] == pytest.approx(model.top_layer_share(toy.test), rel=1e-6)
 
 
 def test_dbm_pcd_config_instantiates_and_trains(tmp_path, toy):

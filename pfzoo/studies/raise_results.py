@@ -101,15 +101,19 @@ class RaiseRun:
     def store(self, section: str, name: str, entry: dict) -> None:
         """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile
         unless ``fresh``. A sweep with the same settings as the stored one, measured on the same checkpoint, adds its K's
-        rows to the stored rows (replacing those at the same K)."""
+        rows to the stored rows (replacing those at the same K); each row then records its own ``measured_on``."""
         latest = json.loads(self.results_file.read_text()) if self.results_file.is_file() and not self.fresh else {}
         if comparable(latest, self.results):
             self.results.update({key: {**latest.get(key, {}), **self.results[key]} for key in SECTIONS})
         stored = self.results[section].get(name)
         if (section == "sweeps" and stored is not None and stored["settings"] == entry["settings"]
                 and stored.get("checkpoint_sha256") == entry["checkpoint_sha256"] and not stored.get(OLDER)):
+            # rows of two sittings: each keeps the day and machine it was measured on, and the stored rows their evidence
             new_steps = {row["steps"] for row in entry["rows"]}
-            entry = {**entry, "rows": sorted([row for row in stored["rows"] if row["steps"] not in new_steps] + entry["rows"], key=lambda row: row["steps"])}
+            kept = [{"measured_on": stored.get("measured_on"), **row} for row in stored["rows"] if row["steps"] not in new_steps]
+            rows = kept + [{"measured_on": entry.get("measured_on"), **row} for row in entry["rows"]]
+            evidence = {"checkpoint_evidence": stored["checkpoint_evidence"]} if kept and "checkpoint_evidence" in stored else {}
+            entry = {**entry, **evidence, "rows": sorted(rows, key=lambda row: row["steps"])}
         self.results[section][name] = entry
         self.results_file.write_text(json.dumps(self.results, indent=2) + "\n")
 

@@ -216,6 +216,21 @@ IMPOSSIBLE = ("‡ above 0 nats: no binary digit has probability above 1, so thi
               "fell at least that many nats short of log Z).")
 
 
+def sweep_measured(sweep: dict) -> str:
+    """The sentence naming when and where a sweep's rows were measured and how long they took: one sitting, or per sitting
+    (rows that record their own ``measured_on``, from runs that added K's to a stored sweep) with its K's."""
+    sittings: dict[str, list[dict]] = {}
+    for row in sweep["rows"]:
+        when = row.get("measured_on", sweep.get("measured_on"))
+        if when:
+            sittings.setdefault(when, []).append(row)
+    parts = []
+    for when, rows in sittings.items():
+        steps = ", ".join(f"{row['steps']:,}" for row in rows)
+        parts.append(f"{when}, {duration(sum(row['seconds'] for row in rows))}" + (f" (K = {steps})" if len(sittings) > 1 else " in all"))
+    return f" Measured {'; '.join(parts)}." if parts else ""
+
+
 def measured_dates(models: dict) -> str:
     """``"; measured <date>, <date>"``: the days the rows' entries were measured on (each entry's ``trained_on`` begins with
     its measurement's date), or nothing where none records one."""
@@ -313,7 +328,7 @@ def render_table(results: dict) -> str:
                                                                  "below RAISE)") + ". RAISE: "
             f"{w['raise_chains']} chains on the same {w['sweep_raise_examples']} random test digits at every K, full-set mean by control variates. "
             "A bracket holds when AIS − RAISE ≥ 0 up to the errors; it pins the log-likelihood down when the gap is small."
-            + (f" Measured {sweep['measured_on']}, {duration(sum(r['seconds'] for r in sweep['rows']))} in all." if sweep.get("measured_on") else "")]
+            + sweep_measured(sweep)]
         text += older_notes([(f"{label(name, results)}'s sweep", sweep)]) + sweep_warnings(sweep["rows"])
     pilots = {name: results["schedule_pilots"][name] for name in MODELS if name in results.get("schedule_pilots", {})}
     if pilots:

@@ -9,8 +9,8 @@ import torch
 
 from pfzoo import zoo
 from pfzoo.models import RBM
-from pfzoo.studies.raise_results import check_checkpoints, checkpoint_record, write_table
-from pfzoo.studies.raise_table import OLDER
+from pfzoo.studies.raise_results import RaiseRun, check_checkpoints, checkpoint_record, write_table
+from pfzoo.studies.raise_table import OLDER, sweep_measured
 
 REPO = Path(__file__).resolve().parents[2]
 STORED = json.loads((REPO / "estimators" / "raise" / "results.json").read_text())
@@ -67,3 +67,18 @@ def test_every_stored_entry_was_measured_on_the_checkpoint_the_zoo_now_holds():
     check_checkpoints(STORED, REPO)
     shown = [entry for section in ("models", "sweeps", "heating") for entry in STORED[section].values()]
     assert all(entry.get("checkpoint_sha256") for entry in shown)
+
+
+def test_a_sweep_that_adds_a_k_keeps_each_sittings_day_and_the_stored_rows_evidence(tmp_path):
+    results = {"machine": "m", "gpu": None, "settings": {"steps": 1}, "models": {}, "sweeps": {}, "schedule_pilots": {}, "heating": {}}
+    run = RaiseRun(tmp_path / "results.json", results, 0, "day 2, machine B", False, tmp_path)
+    row = {"ais": -1.0, "raise": -1.0, "seconds": 60.0}
+    first = {"settings": {"k": 1}, "rows": [{"steps": 10, **row}], "measured_on": "day 1, machine A", "checkpoint_sha256": "h",
+             "checkpoint_evidence": "e"}
+    run.store("sweeps", "cd1-20", first)
+    assert sweep_measured(run.results["sweeps"]["cd1-20"]) == " Measured day 1, machine A, 1.0 min in all."
+    run.store("sweeps", "cd1-20", {**first, "rows": [{"steps": 100, **row}], "measured_on": "day 2, machine B"} | {"checkpoint_evidence": "x"})
+    stored = json.loads((tmp_path / "results.json").read_text())["sweeps"]["cd1-20"]
+    assert [(r["steps"], r["measured_on"]) for r in stored["rows"]] == [(10, "day 1, machine A"), (100, "day 2, machine B")]
+    assert stored["checkpoint_evidence"] == "e"
+    assert sweep_measured(stored) == " Measured day 1, machine A, 1.0 min (K = 10); day 2, machine B, 1.0 min (K = 100)."

@@ -2,10 +2,13 @@
 
     python scripts/dbm_depth.py                                  # models/dbm-binarized_mnist: AIS K = 10⁴, 100 chains
     python scripts/dbm_depth.py --name dbm-digits --num-steps 1000
+    python scripts/dbm_depth.py --checkpoint zoo/training/dbm-binarized_mnist-deep/checkpoint.pt --num-test 1000 [--device cuda]
 
 The DBM and the DBM without its top layer (the top layer's average input over the test digits folded into the bias
 below, :meth:`pfzoo.models.DBM.without_top_layer`) are measured by AIS from the data base rates with the same settings
 and seed (:func:`pfzoo.studies.dbm_depth.depth_diagnostic`); the result goes into the card's ``depth`` and its README.
+With --checkpoint (a DBM in training, say) it is measured on the data of --name's card, on --num-test random test digits,
+and printed as one JSON line: no card changes.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ def main(argv=None) -> None:
     parser.add_argument("--zoo", type=Path, default=REPO / "models", help="the zoo folder holding --name")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--checkpoint", type=Path, default=None, help="measure this DBM checkpoint instead, printing the result")
+    parser.add_argument("--num-test", type=int, default=None, help="with --checkpoint: this many random test digits (seeded by --seed)")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     folder = args.zoo / args.name
@@ -48,12 +54,19 @@ def main(argv=None) -> None:
         parser.error(f"--name must name a DBM of the zoo, got {args.name} (family {card['family']})")
     root = resolve_data_root(args.data_root or os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
     data = zoo.pretrained_dataset(args.name, root, zoo_dir=args.zoo)
-    model = zoo.pretrained(args.name, zoo_dir=args.zoo)
+    model = zoo.load(args.checkpoint, map_location=args.device) if args.checkpoint else zoo.pretrained(args.name, zoo_dir=args.zoo)
     settings = {"num_chains": args.num_chains, "num_steps": args.num_steps, "schedule": "linear", "base": "base_rate",
                 "posterior_samples": args.posterior_samples}
     estimator = AIS(**settings)
     began = time.perf_counter()
-    depth = depth_diagnostic(model, data.test.to(model.dtype), data.train.to(model.dtype), estimator, seed=args.seed)
+    test, train = data.test.to(model.device, model.dtype), data.train.to(model.device, model.dtype)
+    if args.num_test is not None:
+        test = test[torch.randperm(test.shape[0], generator=torch.Generator().manual_seed(args.seed))[: args.num_test].to(model.device)]
+    depth = depth_diagnostic(model, test, train, estimator, seed=args.seed)
+    if args.checkpoint:
+        print(json.dumps({"checkpoint": str(args.checkpoint), "settings": settings, "seconds": round(time.perf_counter() - began, 1),
+                          **depth}))
+        return
     command = "python scripts/dbm_depth.py" + "".join(f" {arg}" for arg in (argv if argv is not None else sys.argv[1:]))
     card["depth"] = {**depth, "estimator": "ais", "settings": settings, "seed": args.seed, "machine": machine_description(),
                      "date": datetime.date.today().isoformat(), "seconds": round(time.perf_counter() - began, 1), "command": command}

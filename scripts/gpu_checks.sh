@@ -6,10 +6,11 @@
 # bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
 # dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_from_below; layer 1 on the zoo's CD25(500)) resumed on CUDA from
 #         zoo/training/DBN_STATE (default dbn-binarized_mnist-from_below), or started there when no state is committed yet, for DBN_SECONDS;
-# dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_from_rbm) resumed on CUDA from zoo/training/DBM_STATE (default
-#         dbm-binarized_mnist), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
+# dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_deep, issue 48) resumed on CUDA from zoo/training/DBM_STATE
+#         (default dbm-binarized_mnist-deep), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
 #         epoch on an H100; DBM_SECONDS=rest: until 15 s before the budget ends); a second call on the still-warm machine
-#         goes on from its own /tmp/dbm-run;
+#         goes on from its own /tmp/dbm-run; then the depth diagnostic of the run's checkpoint (scripts/dbm_depth.py, AIS
+#         K = 10⁴ on 1,000 random test digits, CUDA) into dbm_depth.json;
 # raise:  scripts/reproduce_raise.py with RAISE_ARGS (default: --paper-scale --from-zoo models on three models) on CUDA,
 #         for as much of the time left as RAISE_SECONDS allows (default: all of it).
 # A 15-minute lease leaves about 9 minutes of commands: e.g. PARTS="pytest dbm" DBM_SECONDS=400 to push the DBM on.
@@ -65,12 +66,14 @@ tar -C /tmp -cf "$out/dbn-run.tar" dbn-run
 fi
 
 if wants dbm; then
-dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist}
-if [ -d /tmp/dbm-run ]; then log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} on cuda, on from this machine's /tmp/dbm-run"
-else log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} on cuda, from $dbm_state"; mkdir -p /tmp/dbm-run && { [ -d "$dbm_state" ] && cp -r "$dbm_state"/. /tmp/dbm-run/; }; fi
-dbm_seconds=${DBM_SECONDS:-110}; [ "$dbm_seconds" = rest ] && dbm_seconds=$(( $(left) - 15 ))
-timeout "$dbm_seconds" python3 scripts/train.py +experiment=${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm} run_dir=/tmp/dbm-run resume=true device=cuda >> "$out/dbm_train.log" 2>&1
+dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist-deep}
+if [ -d /tmp/dbm-run ]; then log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_deep} on cuda, on from this machine's /tmp/dbm-run"
+else log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_deep} on cuda, from $dbm_state"; mkdir -p /tmp/dbm-run && { [ -d "$dbm_state" ] && cp -r "$dbm_state"/. /tmp/dbm-run/; }; fi
+dbm_seconds=${DBM_SECONDS:-110}; [ "$dbm_seconds" = rest ] && dbm_seconds=$(( $(left) - 75 ))
+timeout "$dbm_seconds" python3 scripts/train.py +experiment=${DBM_RECIPE:-zoo_dbm_500_1000_deep} run_dir=/tmp/dbm-run resume=true device=cuda >> "$out/dbm_train.log" 2>&1
 log "dbm: exit $? after $(grep -c . /tmp/dbm-run/metrics.jsonl) metric lines"
+timeout 60 python3 scripts/dbm_depth.py --checkpoint /tmp/dbm-run/checkpoint.pt --num-test 1000 --device cuda > "$out/dbm_depth.json" 2>> "$out/dbm_train.log"
+log "dbm depth: $(cut -c1-300 "$out/dbm_depth.json")"
 tar -C /tmp -cf "$out/dbm-run.tar" dbm-run
 fi
 

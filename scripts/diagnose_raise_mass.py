@@ -28,7 +28,7 @@ from pfzoo import app, pictures, zoo
 from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.studies.raise_mass_report import ABLATIONS, QUICK, SETTINGS, ZOO, measure, readme
+from pfzoo.studies.raise_mass_report import ABLATIONS, QUICK, SETTINGS, ZOO, measure, readme, search_modes
 from pfzoo.studies.raise_results import checkpoint_record
 from pfzoo.studies.reporting import machine_description
 
@@ -43,6 +43,10 @@ def checkpoint_of(name: str, runs_dir: Path, data_root: Path, quick: bool) -> Pa
     cfg = compose("train", [f"+experiment={recipe}", *overrides, "trainer.progress=false", f"run_dir={runs_dir / name}",
                             f"data.root={data_root}", "resume=true", *(["trainer.epochs=1"] if quick else [])])
     return Path(app.train(cfg)["checkpoint"])
+
+
+def today() -> str:
+    return f"{datetime.date.today().isoformat()}, {machine_description()}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,14 +82,19 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.models:
         checkpoint = checkpoint_of(name, runs_dir, data_root, args.quick)
         record = checkpoint_record(checkpoint, REPO)  # an ablation's run folder is not committed: its hash says which model it was
-        if results["models"].get(name, {}).get("checkpoint_sha256") == record["checkpoint_sha256"]:
-            print(f"{name}: stored for this checkpoint, skipped (--fresh measures it again)", flush=True)
-            continue
-        print(f"{name}: measuring {checkpoint}", flush=True)
-        entry, grids = measure(zoo.load(checkpoint).requires_grad_(False), data, settings, args.seed)
-        pictures.save_labelled_grids(grids, data.image_shape, output / "figures" / f"{name}-samples.png")
-        results["models"][name] = {**record, **entry, "measured_on": f"{datetime.date.today().isoformat()}, {machine_description()}",
-                                   "threads": args.threads}
+        stored_entry = results["models"].get(name, {})
+        model = zoo.load(checkpoint).requires_grad_(False)
+        if stored_entry.get("checkpoint_sha256") == record["checkpoint_sha256"]:
+            if "mode_search" in stored_entry:
+                print(f"{name}: stored for this checkpoint, skipped (--fresh measures it again)", flush=True)
+                continue
+            print(f"{name}: stored; adding the mode search", flush=True)  # entries stored before the search existed
+            stored_entry["mode_search"] = search_modes(model, data, stored_entry) | {"measured_on": today()}
+        else:
+            print(f"{name}: measuring {checkpoint}", flush=True)
+            entry, grids = measure(model, data, settings, args.seed)
+            pictures.save_labelled_grids(grids, data.image_shape, output / "figures" / f"{name}-samples.png")
+            results["models"][name] = {**record, **entry, "measured_on": today(), "threads": args.threads}
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         (output / "README.md").write_text(readme(results))
     print(f"results written to {output}")

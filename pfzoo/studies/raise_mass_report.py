@@ -14,7 +14,7 @@ import torch
 
 from pfzoo.data import DataSplits
 from pfzoo.estimators import RAISE
-from pfzoo.studies.raise_mass import annealed_states, annealing_summary, draw_summary, estimated_mass, exact_mass, resample
+from pfzoo.studies.raise_mass import annealed_states, annealing_summary, draw_summary, estimated_mass, exact_mass, mode_search, resample
 
 SETTINGS = {"steps": 10_000, "chains": 200, "fig_steps": 10, "fig_draws": 2000, "images": 16, "raise_digits": 20, "raise_chains": 10,
             "fig_raise_digits": 500, "gibbs_sweeps": 10_000}
@@ -45,7 +45,8 @@ def measure(model, data: DataSplits, s: dict, seed: int) -> tuple[dict, dict[str
     """One RBM's entry: exact mass and test log-likelihood where the hidden layer can be enumerated; AIS from the base
     rates and from uniform (K = ``steps``) with the mass read from each one's weighted end states; the draws of the RBM,
     of p_ann from the base rates at Figure 5's K, and of p_ann from uniform at K, against the RBM's most probable
-    configuration; RAISE from uniform at K and from the base rates at Figure 5's K. Also the picture's grids
+    configuration; RAISE from uniform at K and from the base rates at Figure 5's K; the modes ascent reaches from outside
+    the annealing (:func:`search_modes`). Also the picture's grids
     (``name → [images, V]``, each the means p(v | h) of a draw's hidden state)."""
     g = torch.Generator(device=model.device).manual_seed(seed)
     began, entry = time.perf_counter(), {"config": model.config()}
@@ -79,8 +80,15 @@ def measure(model, data: DataSplits, s: dict, seed: int) -> tuple[dict, dict[str
     if "exact" not in entry:
         chain = model.sample(images, num_steps=s["gibbs_sweeps"], generator=g)
         grids[f"RBM: Gibbs chains,\n{s['gibbs_sweeps']:,} sweeps from noise"] = model.visible_probs(model.sample_h_given_v(chain, generator=g))
+    entry["mode_search"] = search_modes(model, data, entry)
     entry["seconds"] = round(time.perf_counter() - began, 1)
     return entry, grids
+
+
+def search_modes(model, data: DataSplits, entry: dict) -> dict:
+    """:func:`~pfzoo.studies.raise_mass.mode_search` from h = 0, h = 1 and training digits, against the entry's log Z (exact
+    where measured, else base-rate AIS's); for an entry stored before the search existed, too (it needs only the model)."""
+    return mode_search(model, data.train, entry["exact"]["log_z"] if "exact" in entry else entry["base_rate"]["log_z"])
 
 
 

@@ -8,7 +8,7 @@ from factories import random_rbm
 
 from pfzoo.data import DataSplits
 from pfzoo.models.enumeration import binary_configurations
-from pfzoo.studies.raise_mass import annealed_states, ascend, estimated_mass, exact_mass, hidden_log_f
+from pfzoo.studies.raise_mass import annealed_states, ascend, estimated_mass, exact_mass, hidden_log_f, mode_search
 from pfzoo.studies.raise_mass_report import QUICK, SETTINGS, measure, readme
 
 
@@ -39,6 +39,17 @@ def test_ascent_ends_at_local_maxima_and_finds_the_global_one_from_every_state()
     flips = (maxima[:, None, :] - torch.eye(6, dtype=torch.float64)[None]).abs()  # every single flip of every maximum
     assert (hidden_log_f(model, flips.reshape(-1, 6)).reshape(-1, 6) <= hidden_log_f(model, maxima)[:, None] + 1e-9).all()
     assert torch.isclose(hidden_log_f(model, maxima).max(), hidden_log_f(model, states).max())
+
+
+def test_mode_search_reports_a_local_maximum_and_its_exact_mass():
+    model = random_rbm(10, 6, scale=2.0, seed=7)
+    exact = exact_mass(model, top=64)
+    data = torch.bernoulli(torch.full((20, 10), 0.5), generator=torch.Generator().manual_seed(0))
+    found = mode_search(model, data, exact["log_z"], num_digits=20)
+    mode = torch.tensor(found["mode"], dtype=torch.float64)[None]
+    assert torch.equal(ascend(model, mode), mode)  # nothing to climb from it
+    assert abs(found["mode_mass"] - (hidden_log_f(model, mode) - exact["log_z"]).exp().item()) < 1e-12
+    assert min(abs(found["mode_mass"] - mass) for mass in exact["top_masses"]) < 1e-12 and found["starts"] == 22
 
 
 def test_estimated_mass_from_exact_and_from_weighted_draws_matches_enumeration():

@@ -45,6 +45,13 @@ def checkpoint_of(name: str, runs_dir: Path, data_root: Path, quick: bool) -> Pa
     return Path(app.train(cfg)["checkpoint"])
 
 
+def raise_table_entries() -> tuple[dict | None, dict | None]:
+    """The zoo CD1(500)'s uniform sweep in estimators/raise/results.json and its paper-scale entry, where committed."""
+    table, paper = (REPO / "estimators" / "raise" / folder / "results.json" for folder in ("", "paper_scale"))
+    sweep = json.loads(table.read_text())["sweeps"].get("cd1-500@uniform") if table.is_file() else None
+    return sweep, json.loads(paper.read_text())["models"].get("cd1-500") if paper.is_file() else None
+
+
 def today() -> str:
     return f"{datetime.date.today().isoformat()}, {machine_description()}"
 
@@ -64,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="measure nothing: rewrite README.md from results.json")
     args = parser.parse_args(argv)
     if args.render is not None:
-        (args.render.parent / "README.md").write_text(readme(json.loads(args.render.read_text())))
+        (args.render.parent / "README.md").write_text(readme(json.loads(args.render.read_text()), *raise_table_entries()))
         return print(f"rewrote {args.render.parent / 'README.md'}")
     torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -96,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             pictures.save_labelled_grids(grids, data.image_shape, output / "figures" / f"{name}-samples.png")
             results["models"][name] = {**record, **entry, "measured_on": today(), "threads": args.threads}
         results_file.write_text(json.dumps(results, indent=2) + "\n")
-        (output / "README.md").write_text(readme(results))
+        (output / "README.md").write_text(readme(results, *raise_table_entries()))
     print(f"results written to {output}")
 
 

@@ -99,7 +99,16 @@ def _mass(entry: dict) -> tuple[str, str, str]:
         exact = entry["exact"]
         return f"{100 * exact['top_masses'][0]:.1f} %", f"{100 * exact['top_total']:.1f} %", f"{exact['entropy']:.2f} (exact)"
     mass = entry["base_rate"]["mass"]
-    return (f"10^{mass['mode_log10_mass']:.0f}", "—", f"{mass['entropy']:.0f} ± {mass['entropy_stderr']:.0f} (ESS {mass['ess']:.0f} of {mass['draws']})")
+    return (_share(mass["mode_mass"], mass["mode_log10_mass"]), "—", f"{mass['entropy']:.0f} ± {mass['entropy_stderr']:.0f} (ESS {mass['ess']:.0f} of {mass['draws']})")
+
+
+def _share(mass: float, log10_mass: float) -> str:
+    return f"{100 * mass:.1f} %" if mass >= 1e-3 else f"10^{log10_mass:.0f}"
+
+
+def _searched(entry: dict) -> str:
+    found = entry.get("mode_search")
+    return "—" if found is None else f"{_share(found['mode_mass'], found['mode_log10_mass'])} ({found['distinct_maxima']} maxima from {found['starts']} starts)"
 
 
 def _draws(draws: dict) -> str:
@@ -114,9 +123,10 @@ def _likelihood(entry: dict) -> str:
     return f"{entry['exact']['test_log_likelihood']:.2f} (exact)" if "exact" in entry else f"{entry['base_rate']['test_log_likelihood']:.2f} (AIS, base rates)"
 
 
-def readme(results: dict, sweep: dict | None = None) -> str:
+def readme(results: dict, sweep: dict | None = None, paper_scale: dict | None = None) -> str:
     """The report's README.md from results.json alone; ``sweep``: the uniform-start AIS/RAISE sweep of the zoo's CD1(500)
-    from ``estimators/raise/results.json`` (its rows are quoted where it reaches K = 10⁵)."""
+    from ``estimators/raise/results.json`` (its rows are quoted where it reaches K = 10⁵); ``paper_scale``: that model's
+    entry in ``estimators/raise/paper_scale/results.json`` (uniform AIS and RAISE at RAISE Table 1's chains)."""
     s, models = results["settings"], results["models"]
     lines = ["# RAISE Figure 5 and the mass diagnosis: why our CD1 RBMs agree from a uniform start", "",
              "Burda, Grosse & Salakhutdinov (2015), §5.1: their mnistCD1-20 RBM put 93 % of its probability mass on a single hidden "
@@ -142,10 +152,12 @@ def readme(results: dict, sweep: dict | None = None) -> str:
                    f"{s['fig_raise_digits']} random test digits × {s['raise_chains']} chains (control variates): a stochastic lower bound "
                    "on p_ann's test log-likelihood, so RAISE above the RBM's exact value means p_ann fits the digits better than the RBM."),
               "", "## Mass on the most probable hidden configuration", "",
-             "| model | test log-likelihood | mass on the top h | on the top 10 | entropy of p(h), nats | measured |", "|---|---:|---:|---:|---:|---|",
-             f"| paper: mnistCD1-20 | {PAPER['cd1-20']['exact']:.2f} (exact) | {100 * PAPER['cd1-20']['mode_mass']:.0f} % | — | — | RAISE §5.1 |"]
+             "| model | test log-likelihood | mass on the top h | on the top 10 | entropy of p(h), nats | best h by ascent from h = 0, 1, digits | measured |",
+             "|---|---:|---:|---:|---:|---:|---|",
+             f"| paper: mnistCD1-20 | {PAPER['cd1-20']['exact']:.2f} (exact) | {100 * PAPER['cd1-20']['mode_mass']:.0f} % | — | — | — | RAISE §5.1 |"]
     for name, entry in models.items():
-        lines.append(f"| {_label(name)} | {_likelihood(entry)} | " + " | ".join(_mass(entry)) + f" | {entry['measured_on']}, {entry['seconds'] / 60:.1f} min |")
+        lines.append(f"| {_label(name)} | {_likelihood(entry)} | " + " | ".join(_mass(entry)) + f" | {_searched(entry)} | {entry['measured_on']}, "
+                     f"{entry['seconds'] / 60:.1f} min |")
     lines += ["", (f"Exact rows enumerate the 2^H hidden configurations: p(h) = f(h)/Z with log f(h) = c·h + Σ_i softplus((Wh + b)_i). For 500 "
                    f"hidden units the entropy is log Z − E_p[log f(h)] over h ~ p(h | v) drawn at the end states of base-rate AIS (K = "
                    f"{s['steps']:,}, {s['chains']} chains) weighted by their importance weights (± the self-normalised weights' error, log Z "
@@ -168,6 +180,12 @@ def readme(results: dict, sweep: dict | None = None) -> str:
         row = long[0]
         lines += ["", (f"The zoo's CD1(500) at the paper's K = 10⁵ from uniform (`estimators/raise/table.md`, {sweep['settings']['sweep_ais_chains']} AIS "
                        f"chains, RAISE {sweep['settings']['raise_chains']} chains × {sweep['settings']['sweep_raise_examples']} digits, measured "
-                       f"{sweep['measured_on']}): AIS {row['ais']:.2f} ± {row['ais_stderr']:.2f}, RAISE {row['raise']:.2f} ± {row['raise_stderr']:.2f}, "
-                       f"gap {row['ais'] - row['raise']:+.2f} nats (the paper's: +44.26).")]
+                       f"{row.get('measured_on', sweep.get('measured_on'))}): AIS {row['ais']:.2f} ± {row['ais_stderr']:.2f}, RAISE {row['raise']:.2f} ± "
+                       f"{row['raise_stderr']:.2f}, gap {row['ais'] - row['raise']:+.2f} nats (the paper's: +44.26).")]
+    cells = (paper_scale or {}).get("estimates", {})
+    if "ais_uniform" in cells and "raise_uniform" in cells:
+        ais, lower = cells["ais_uniform"], cells["raise_uniform"]
+        lines += ["", (f"At RAISE Table 1's own settings (`estimators/raise/paper_scale/table.md`: K = 10⁵, AIS {ais['chains']:,} chains, RAISE 50 "
+                       f"chains × 100 digits, measured {paper_scale['trained_on']}): AIS {ais['mean']:.2f} ± {ais['stderr']:.3f} (ESS {ais['ess']:,.0f}), "
+                       f"RAISE {lower['mean']:.2f} ± {lower['stderr']:.2f}, gap {ais['mean'] - lower['mean']:+.2f} nats.")]
     return "\n".join(lines) + "\n"

@@ -28,7 +28,7 @@ from pfzoo import app, pictures, zoo
 from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.studies.raise_mass_report import ABLATIONS, QUICK, SETTINGS, ZOO, measure, readme, search_modes
+from pfzoo.studies.raise_mass_report import ABLATIONS, QUICK, SETTINGS, ZOO, measure, mode_images, readme, search_modes
 from pfzoo.studies.raise_results import checkpoint_record
 from pfzoo.studies.reporting import machine_description
 
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
             entry, grids = measure(model, data, settings, args.seed)
             pictures.save_labelled_grids(grids, data.image_shape, output / "figures" / f"{name}-samples.png")
             results["models"][name] = {**record, **entry, "measured_on": today(), "threads": args.threads}
+        pictures.save_labelled_grids(mode_images(model, results["models"][name]), data.image_shape, output / "figures" / f"{name}-modes.png")
         results_file.write_text(json.dumps(results, indent=2) + "\n")
         (output / "README.md").write_text(readme(results, *raise_table_entries()))
     print(f"results written to {output}")

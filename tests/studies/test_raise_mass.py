@@ -9,7 +9,7 @@ from factories import random_rbm
 from pfzoo.data import DataSplits
 from pfzoo.models.enumeration import binary_configurations
 from pfzoo.studies.raise_mass import annealed_states, ascend, estimated_mass, exact_mass, hidden_log_f, mode_search
-from pfzoo.studies.raise_mass_report import QUICK, SETTINGS, measure, readme
+from pfzoo.studies.raise_mass_report import QUICK, SETTINGS, measure, mode_images, readme
 
 
 def joint(model) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -96,5 +96,7 @@ def test_measure_and_readme_on_a_tiny_data_set():
     entry, grids = measure(model, data, SETTINGS | QUICK | {"steps": 20, "fig_draws": 50}, seed=0)
     assert abs(entry["exact"]["test_log_likelihood"] - model.log_prob(data.test).mean().item()) < 1e-4
     assert len(grids) == 3 and all(grid.shape == (SETTINGS["images"], 16) for grid in grids.values())
+    assert [panel.shape for panel in mode_images(model, entry).values()] == [(1, 16), (1, 16)]
+    assert entry["mode_search"]["mode_mass"] <= entry["exact"]["top_masses"][0] + 1e-12
     text = readme({"settings": SETTINGS, "models": {"cd1-20": {**entry, "measured_on": "today", "threads": 1}}})
     assert "| zoo cd1-20 |" in text and f"{100 * entry['exact']['top_masses'][0]:.1f} %" in text

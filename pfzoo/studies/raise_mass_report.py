@@ -220,8 +220,8 @@ def verdict(models: dict, s: dict) -> list[str]:
             reached = ("reach the top configuration" if base["mass"]["mode"] == exact["mode"] else
                        f"never reach the top configuration: the best they reach holds {100 * base['mass']['mode_mass']:.1f} %")
             text += (f"{100 * exact['top_masses'][0]:.1f} % of the mass on one hidden configuration, {100 * exact['top_total']:.1f} % on ten "
-                     f"(the paper's mnistCD1-20: 93 % on one). Base-rate AIS at K = {s['steps']:,} ends {short:.2f} nats below the exact log Z "
-                     f"(its chains account for {100 * math.exp(-short):.0f} % of Z), and its draws {reached}; p_ann from the base rates "
+                     f"(the paper's mnistCD1-20: 93 % on one). Base-rate AIS at K = {s['steps']:,} ends {-short:+.2f} nats from the exact log Z "
+                     f"(its Ẑ is {100 * math.exp(-short):.0f} % of Z), and its draws {reached}; p_ann from the base rates "
                      f"at K = {entry['raise_base_rate_fig']['steps']} puts {100 * draws['p_ann_base_rate_fig']['mode_share']:.1f} % of its draws on the top configuration "
                      f"against the RBM's {100 * draws['rbm']['mode_share']:.1f} %, over {draws['p_ann_base_rate_fig']['distinct']:,} distinct "
                      f"configurations against {draws['rbm']['distinct']:,}. RAISE from the base rates at that K: "

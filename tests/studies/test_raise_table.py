@@ -68,14 +68,19 @@ def test_a_greedy_runs_training_time_sums_its_layers_and_names_the_layers_it_too
                                      "`rbm-binarized_mnist-cd25-500`, trained by its own recipe (its card gives its time)")
 
 
-@pytest.mark.parametrize("name, headline", [("cd1-20", "exact"), ("cd25-500", "ais base rate, K = 10,000")])
-def test_card_fields_hold_every_stored_estimate_with_the_exact_or_base_rate_ais_as_headline(name, headline, tmp_path):
+@pytest.mark.parametrize("name, headline", [("cd1-20", "exact"), ("cd25-500", "conservative")])
+def test_card_fields_hold_every_stored_estimate_with_the_exact_or_the_conservative_headline(name, headline, tmp_path):
     results = json.loads((RESULTS / "results.json").read_text())
     results["models"][name]["training"] = {"epochs": 3, "seconds": 7.0, "machine": "m"}
     num_hidden = results["models"][name]["config"]["num_hidden"]
     config = {"dataset": {"_target_": "pfzoo.data.binarized_mnist", "root": "/somewhere/data"}, "run_dir": "/somewhere/run"}
     fields = card_fields(name, results, RBM(784, num_hidden), config, git_commit="abc", kept=[{"metric": "test accuracy", "value": 0.9}])
-    assert fields["log_likelihood"]["label"] == headline
+    if headline == "exact":
+        assert fields["log_likelihood"]["label"] == "exact"
+    else:  # the lower of the lowest AIS and the highest RAISE at the table's K
+        values = {key: row["mean"] for key, row in results["models"][name]["estimates"].items()}
+        expected = min(min(values["ais_uniform"], values["ais_base_rate"]), max(values["raise_uniform"], values["raise_base_rate"]))
+        assert fields["log_likelihood"]["value"] == expected and "lower of AIS's lowest start" in fields["log_likelihood"]["headline_rule"]
     stored = results["models"][name]["estimates"]
     assert sorted(row["value"] for row in [fields["log_likelihood"], *fields["measurements"][:-1]]) == sorted(row["mean"] for row in stored.values())
     assert fields["measurements"][-1] == {"metric": "test accuracy", "value": 0.9}
@@ -85,3 +90,20 @@ def test_card_fields_hold_every_stored_estimate_with_the_exact_or_base_rate_ais_
     zoo.write_card(tmp_path, fields, readme=False)  # a valid card.json
     assert json.loads((tmp_path / "card.json").read_text())["name"] == fields["name"]
 
+
+
+def test_the_conservative_headline_takes_the_largest_k_with_both_estimators_and_refuses_without():
+    from pfzoo.studies.raise_table import conservative_headline
+
+    def row(estimator, base, steps, value):
+        return {"estimator": estimator, "label": f"{estimator} {base}, K = {steps:,}", "value": value, "settings": {"num_steps": steps}}
+
+    rows = [row("ais", "uniform", 1000, -80.0), row("raise", "uniform", 1000, -90.0), row("ais", "uniform", 10000, -85.0),
+            row("ais", "base rate", 10000, -84.0), row("raise", "uniform", 10000, -86.0), row("raise", "base rate", 10000, -88.0),
+            row("ais", "base rate", 100000, -84.5)]  # K = 10⁵ has no RAISE: not a candidate
+    chosen = conservative_headline(rows)
+    assert chosen["label"] == "raise uniform, K = 10,000" and "at K = 10,000" in chosen["headline_rule"]
+    rows[4]["value"] = -84.9  # RAISE now above the lowest AIS: AIS's lowest start is the headline
+    assert conservative_headline(rows)["label"] == "ais uniform, K = 10,000"
+    with pytest.raises(ValueError, match="no K with both AIS and RAISE"):
+        conservative_headline([row("ais", "uniform", 1000, -80.0)])

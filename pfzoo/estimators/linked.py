@@ -15,7 +15,7 @@ from pfzoo.kernels import Kernel
 from pfzoo.logmath import log_mean_exp, summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.base import AnnealingPath
-from pfzoo.paths.schedules import ScheduleSpec, make_betas
+from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
 from pfzoo.sampling import randint, uniform
 from pfzoo.validation import allocating, check_positive_int, check_sample_count
 
@@ -65,6 +65,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.num_runs = check_sample_count(num_runs, "num_runs")
         self.states_per_level = check_positive_int(states_per_level, "states_per_level")
+        self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run, as AIS's
         self.register_buffer("betas", make_betas(schedule, num_levels, steps_name="num_levels"), persistent=False)
 
     @property
@@ -81,7 +82,8 @@ class LinkedImportanceSampling(PathPartitionEstimator):
     ) -> PartitionEstimate:
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
         path, base = self.build_path(model, data, generator)
-        betas = self.betas.tolist()
+        fitted, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
+        betas = fitted.tolist()
 
         def run(num_rows: int, run_generator: Any, run_progress: ProgressCallback | None) -> tuple[torch.Tensor, ...]:
             return linked_runs(path, betas, self.states_per_level, num_rows, generator=run_generator, progress=run_progress)
@@ -98,7 +100,7 @@ class LinkedImportanceSampling(PathPartitionEstimator):
             info=info,
             warnings=reliability_warnings(ess, self.num_runs, log_weights=log_weights,
                                           remedy="use more levels (num_levels), states per level or runs")
-            + schedule_warnings(path, self.betas, steps="num_levels", energy_schedule=False) + path.warnings,
+            + schedule_warnings(path, fitted, energy_scale, steps="num_levels", energy_schedule=False) + path.warnings,
         )
 
 

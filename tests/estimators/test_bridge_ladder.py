@@ -1,0 +1,126 @@
+"""Bridge sampling along a ladder (issue 49, item 4): the ladder's ratio and error bars on Gaussian levels with known
+ratios (weighted draws included), BridgeSampling() with its defaults against enumeration on RBMs whose base is far from
+the model, and on the zoo's 784×20 binarized-MNIST RBMs (slow, with the data)."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from factories import biased_binary_data, random_rbm
+
+from pfzoo.estimators import BridgeSampling, LinkedImportanceSampling
+from pfzoo.estimators.bridge_ladder import ladder_log_ratio
+
+# levels p_k = N(0, σ_k²) with f_k(x) = exp(−x² / 2σ_k²): log Z_{k+1} − log Z_k = log σ_{k+1}/σ_k
+SIGMAS = (1.0, 1.8, 3.2, 6.0)
+
+
+def rung_log_ratio(k: int, x: torch.Tensor) -> torch.Tensor:
+    return -x**2 / (2 * SIGMAS[k + 1] ** 2) + x**2 / (2 * SIGMAS[k] ** 2)
+
+
+def gaussian_ladder(num_chains: int, draws: int, generator: torch.Generator, proposal_scale: float = 1.0):
+    """Each level's draws of the chains: a first draw from ``q_k = N(0, (proposal_scale σ_k)²)`` weighted by ``f_k / q_k``
+    (as an annealing weight belongs to the state a chain arrives in), then an AR(1) chain (ρ = 0.8) that leaves ``p_k``
+    invariant; ``proposal_scale = 1``: equal weights."""
+    levels, log_weights = [], [torch.zeros(num_chains, dtype=torch.float64)]
+    for k, sigma in enumerate(SIGMAS):
+        scale = proposal_scale * sigma if k else sigma
+        x = scale * torch.randn(num_chains, generator=generator, dtype=torch.float64)
+        if k:
+            log_weights.append(-x**2 / (2 * sigma**2) + x**2 / (2 * scale**2))
+        chain = [x]
+        for _ in range(draws - 1):
+            chain.append(0.8 * chain[-1] + 0.6 * sigma * torch.randn(num_chains, generator=generator, dtype=torch.float64))
+        levels.append(torch.stack(chain, 1))
+    lower = [rung_log_ratio(k, levels[k]) for k in range(len(SIGMAS) - 1)]
+    upper = [rung_log_ratio(k, levels[k + 1]) for k in range(len(SIGMAS) - 1)]
+    return lower, upper, torch.stack(log_weights, 1)
+
+
+@pytest.mark.parametrize("bridge, proposal_scale", [("optimal", 1.0), ("optimal", 1.3), ("geometric", 1.3)],
+                         ids=["optimal", "optimal-weighted", "geometric-weighted"])
+def test_ladder_ratio_is_calibrated(bridge, proposal_scale):
+    """Over 200 replications the estimates of ``log σ_3/σ_0`` centre on it within 4 standard errors of their mean and
+    their spread matches the reported stderr within 20 %: the chains' autocorrelation, the weights and the rungs that
+    share a level's draws are all counted."""
+    g = torch.Generator().manual_seed(0)
+    estimates, stderrs = [], []
+    for _ in range(200):
+        ladder = ladder_log_ratio(*gaussian_ladder(100, 10, g, proposal_scale), bridge=bridge)
+        estimates.append(ladder.log_ratio)
+        stderrs.append(ladder.stderr)
+        assert ladder.converged and len(ladder.pair_log_ratios) == 3
+    estimates = torch.tensor(estimates)
+    exact = math.log(SIGMAS[-1] / SIGMAS[0])
+    spread, reported = estimates.std().item(), torch.tensor(stderrs).mean().item()
+    assert abs(estimates.mean().item() - exact) < 4 * spread / math.sqrt(200)
+    assert 0.8 < spread / reported < 1.2, f"spread {spread:.4f} against reported stderr {reported:.4f}"
+
+
+def test_ignoring_the_weights_of_chains_off_their_level_is_caught():
+    """The same weighted draws with their weights dropped give a ratio many standard errors off: the test above can fail."""
+    g = torch.Generator().manual_seed(1)
+    lower, upper, log_weights = gaussian_ladder(2000, 10, g, proposal_scale=1.3)
+    weighted = ladder_log_ratio(lower, upper, log_weights)
+    unweighted = ladder_log_ratio(lower, upper, torch.zeros_like(log_weights))
+    exact = math.log(SIGMAS[-1] / SIGMAS[0])
+    assert abs(weighted.log_ratio - exact) < 4 * weighted.stderr
+    assert abs(unweighted.log_ratio - exact) > 10 * unweighted.stderr
+
+
+def test_ladder_ratio_refuses_bad_input_in_one_line():
+    with pytest.raises(ValueError, match="log_weights must be"):
+        ladder_log_ratio([torch.zeros(4, 3)], [torch.zeros(4, 3)], torch.zeros(4, 3))
+    with pytest.raises(ValueError, match="rung 0: lower and upper"):
+        ladder_log_ratio([torch.zeros(4, 3)], [torch.zeros(4, 2)], torch.zeros(4, 2))
+    with pytest.raises(ValueError, match="ladder must be 'auto'"):
+        BridgeSampling(ladder="dense")
+    with pytest.raises(ValueError, match="ladder must increase strictly"):
+        BridgeSampling(ladder=[0.0, 0.5, 0.5, 1.0])
+    with pytest.raises(ValueError, match="target_overlap must lie strictly between 0 and 1"):
+        BridgeSampling(target_overlap=1.0)
+
+
+def test_defaults_bridge_a_strongly_coupled_rbm_along_a_ladder():
+    """A 20×10 RBM with weights N(0, 2²), far from its base rates: the direct bridge ([0, 1]) warns and misses; the
+    defaults climb a ladder of several rungs and land within 3 stderr and 0.25 nats of the enumerated log Z."""
+    model = random_rbm(20, 10, 2.0, 0)
+    data = biased_binary_data(20, 0, 100)
+    exact = model.log_partition().item()
+    direct = BridgeSampling(num_chains=100, samples_per_chain=10, burn_in=1, thin=1, ladder=[0.0, 1.0])(
+        model, data=data, generator=torch.Generator().manual_seed(0))
+    assert direct.info["num_rungs"] == 1 and direct.warnings
+    estimate = BridgeSampling()(model, data=data, generator=torch.Generator().manual_seed(0))
+    assert estimate.info["num_rungs"] > 3 and not estimate.warnings
+    assert abs(estimate.log_z - exact) < max(3 * estimate.stderr, 0.05) and abs(estimate.log_z - exact) < 0.25
+    assert estimate.stderr < 0.1
+
+
+def test_a_base_that_overlaps_the_model_gets_the_direct_bridge():
+    model = random_rbm(10, 6, 0.05, 1, bias_scale=0.05)
+    estimate = BridgeSampling(num_chains=100, burn_in=100)(model, generator=torch.Generator().manual_seed(0))
+    assert estimate.info["ladder"] == [0.0, 1.0]
+    assert abs(estimate.log_z - model.log_partition().item()) < 3 * estimate.stderr
+
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+MNIST_RBMS = {"rbm-binarized_mnist-pcd-20": 191.25505171854604}
+"""The zoo's PCD(20) MNIST RBM and its exact log Z (``model.log_partition()``, 2^20 hidden states: 14 s, so recorded)."""
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.skipif(not (DATA / "binarized_mnist").is_dir(), reason="needs ../shared/data/binarized_mnist")
+@pytest.mark.parametrize("estimator", [BridgeSampling, LinkedImportanceSampling], ids=["bridge", "linked"])
+def test_defaults_within_a_quarter_nat_on_a_784x20_mnist_rbm(estimator):
+    """About 15 s each on one CPU thread."""
+    from pfzoo import zoo
+    from pfzoo.data import binarized_mnist
+
+    train = binarized_mnist(DATA).train
+    for name, exact in MNIST_RBMS.items():
+        model = zoo.pretrained(name)
+        estimate = estimator()(model, data=train, generator=torch.Generator().manual_seed(0))
+        assert abs(estimate.log_z - exact) < 0.25, (name, estimate.log_z - exact, estimate.stderr)

@@ -97,7 +97,7 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None),
                          ("final_momentum", None), ("momentum_ramp_epochs", 0), ("centered", False), ("metrics_rows", None),
                          ("track_partition", None), ("pretrained_layers", None), ("init_from_below", False),
-                         ("held_out", "auto")):
+                         ("held_out", "auto"), ("clip_grad_norm", None), ("divergence", "stop")):
         if key in composed["trainer"]:
             stored["trainer"].setdefault(key, default)
     # ... and these objective keys (PCD's kernel: null is its block Gibbs chain).

@@ -3,7 +3,8 @@
 
 Gibbs kernels (:class:`BlockGibbs`, :class:`ScanGibbs`) act on targets with exact conditionals
 (:class:`BlockConditionals`, :class:`ScanConditionals`); position-space kernels (:class:`HMCKernel`,
-:class:`RandomWalkMetropolis`, :class:`BitFlipMetropolis`) on a :class:`PositionTarget`. :class:`Cycle` and
+:class:`LangevinKernel` (MALA and unadjusted Langevin), :class:`RandomWalkMetropolis`, :class:`BitFlipMetropolis`) on a
+:class:`PositionTarget`. :class:`Cycle` and
 :class:`Repeat` build kernels from kernels, and :class:`ParallelTempering` runs replicas of any kernel over a ladder of
 β (:func:`temperature_ladder`, :func:`adapt_ladder`); :class:`SwendsenWang` moves clusters of a :class:`PairwiseBinary`
 target (Ising models, spin glasses); :func:`adaptive_chain` adapts an HMC step between transitions.
@@ -20,6 +21,7 @@ from pfzoo.kernels.gibbs import BlockConditionals, BlockGibbs, GibbsInfo, GibbsS
 from pfzoo.kernels.hmc import (
     EnergyTarget, Evaluation, HMCInfo, HMCKernel, HMCState, PositionTarget, hais_momentum_refresh, leapfrog, refresh_momentum,
 )
+from pfzoo.kernels.langevin import LangevinInfo, LangevinKernel, LangevinState
 from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisInfo, MetropolisState, RandomWalkMetropolis
 from pfzoo.kernels.swendsen_wang import PairwiseBinary, SwendsenWang, SwendsenWangInfo, cluster_labels, coupling_edges
 from pfzoo.kernels.tempering import (
@@ -32,7 +34,7 @@ __all__ = [
     "AdaptedChain", "BitFlipMetropolis", "BlockConditionals", "BlockGibbs", "CompositeInfo", "Cycle", "EnergyTarget", "Evaluation",
     "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState", "Kernel", "MetropolisInfo", "MetropolisState", "PositionTarget",
     "RandomWalkMetropolis", "Repeat", "ScanConditionals", "ScanGibbs", "adaptive_chain", "hais_momentum_refresh", "leapfrog",
-    "refresh_momentum", "run_chain", "take_chains",
+    "refresh_momentum", "run_chain", "take_chains", "LangevinInfo", "LangevinKernel", "LangevinState",
     "CHAIN_BETAS", "SWAP_SCHEMES", "TEMPERED_LOG_DENSITY", "ParallelTempering", "TemperingInfo", "TemperingState", "adapt_ladder",
     "check_ladder", "temperature_ladder",
     "PAIRWISE_BINARY", "PairwiseBinary", "SwendsenWang", "SwendsenWangInfo", "cluster_labels", "coupling_edges",

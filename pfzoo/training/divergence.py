@@ -10,7 +10,8 @@ watches signals that cost no partition function:
   ``‖g‖`` or the last ``|loss|`` grew by orders of magnitude over the largest seen at a good check (:data:`PARAMETER_GROWTH`, :data:`GRADIENT_GROWTH`,
   :data:`LOSS_GROWTH`; floors ``√P`` — root-mean-square 1 over the P parameters — and the number of visible units keep
   a start near zero from counting as growth);
-* after every epoch a held-out score (:func:`held_out_score`): the exact mean log-likelihood where log Z is a closed
+* after every epoch a held-out score (:func:`held_out_score`, on at most :data:`SCORE_ROWS` held-out rows): the exact
+  mean log-likelihood where log Z is a closed
   form or at most ``2^``:data:`EXACT_SCORE_UNITS` terms, else the pseudo-log-likelihood (binary models with a cheap free
   energy), else minus the reconstruction error. It collapses when it falls below the best seen by more than
   :data:`SCORE_COLLAPSE` times ``max(|best|, |start|, floor)`` (floor ``V log 2`` nats for likelihoods, 0 for
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import torch
 from torch.nn.utils import get_total_norm
@@ -45,6 +46,7 @@ PARAMETER_GROWTH = 1e3
 GRADIENT_GROWTH = 1e4
 LOSS_GROWTH = 1e4
 SCORE_COLLAPSE = 5.0
+SCORE_ROWS = 1000
 EXACT_SCORE_UNITS = 12
 """The held-out score is the exact log-likelihood when log Z and the free energy sum at most ``2^12`` terms each (a 6×4
 RBM's log Z sums 2^4), so it costs about what the pseudo-likelihood does."""
@@ -98,24 +100,31 @@ def score_kind(model: EnergyModel) -> str | None:
     return "reconstruction error" if has_reconstruction(model) else None
 
 
+def score_rows(held_out: torch.Tensor, seed: int) -> torch.Tensor:
+    """The rows of ``held_out [M, V]`` the guard scores: all of them up to :data:`SCORE_ROWS`, else that many drawn at
+    random (seeded ``seed``, ascending; test files may be sorted by class, so a prefix would not do). The guard's score
+    is a reference for collapses by orders of magnitude, not a measurement: a subset keeps it cheap on large data."""
+    if held_out.shape[0] <= SCORE_ROWS:
+        return held_out
+    rows = torch.randperm(held_out.shape[0], generator=torch.Generator().manual_seed(seed))[:SCORE_ROWS].sort().values
+    return held_out[rows.to(held_out.device)]
+
+
 @torch.no_grad()
-def held_out_score(model: EnergyModel, held_out: torch.Tensor, kind: str, *, seed: int, known: Mapping[str, Any] | None = None,
-                   name: str = "held_out") -> Score:
-    """The score ``kind`` (:func:`score_kind`) of ``model`` on ``held_out [M, V]``. ``known``: an epoch record of the
-    Trainer's, whose ``<name>_pseudo_log_likelihood`` or ``<name>_reconstruction_error`` (``name``: the held-out split's)
-    is taken instead of computing it again. A model whose score cannot be computed any more (an exact log Z lost to an
-    improper product of experts, an error, a non-finite value) scores ``-inf``: it has collapsed."""
-    known = known or {}
+def held_out_score(model: EnergyModel, held_out: torch.Tensor, kind: str, *, seed: int) -> Score:
+    """The score ``kind`` (:func:`score_kind`) of ``model`` on ``held_out [M, V]`` (the pseudo-likelihood's bit flips
+    drawn from a generator seeded ``seed`` every time, so scores are compared with common random numbers). A model whose
+    score cannot be computed any more (an exact log Z lost to an improper product of experts, an error, a non-finite
+    value) scores ``-inf``: it has collapsed."""
     value = -math.inf
     try:
         if kind == "exact log-likelihood":
             if Capability.EXACT_LOG_Z in model.capabilities:
                 value = model.log_prob(held_out).mean().item()
         elif kind == "pseudo-log-likelihood":
-            value = known.get(f"{name}_pseudo_log_likelihood") or pseudo_log_likelihood(
-                model, held_out, generator=torch.Generator(model.device).manual_seed(seed))
+            value = pseudo_log_likelihood(model, held_out, generator=torch.Generator(model.device).manual_seed(seed))
         else:
-            value = -(known.get(f"{name}_reconstruction_error") or reconstruction_error(model, held_out))
+            value = -reconstruction_error(model, held_out)
     except (ValueError, RuntimeError, NotImplementedError):  # e.g. a log Z the blow-up made infinite
         value = -math.inf
     floor = 0.0 if kind == "reconstruction error" else held_out.shape[1] * math.log(2)
@@ -143,20 +152,18 @@ class DivergenceGuard:
     Args:
         parameters: what the optimiser updates, ``P`` numbers in all: the model's parameters and the objective's own
             (e.g. NCE's c). Their norm and gradient norm are watched, and a good state is a copy of them.
-        score: ``(record) -> Score | None``, the held-out score of the model as it now is (:func:`held_out_score`),
-            given the epoch's record or ``None``.
+        score: ``() -> Score | None``, the held-out score of the model as it now is (:func:`held_out_score`).
         num_visible: the floor of the loss's scale.
     """
 
-    def __init__(self, parameters: list[torch.nn.Parameter], score: Callable[[Mapping[str, Any] | None], Score | None],
-                 num_visible: int) -> None:
+    def __init__(self, parameters: list[torch.nn.Parameter], score: Callable[[], Score | None], num_visible: int) -> None:
         self.parameters, self.score = parameters, score
         self.norm_floor = math.sqrt(max(sum(parameter.numel() for parameter in parameters), 1))
         self.loss_floor = float(num_visible)
         self.updates = 0
         self.largest = {"parameter": 0.0, "gradient": 0.0, "loss": 0.0}  # over the good checks
         self.last_good, self.last_good_update = self._copy(), 0
-        self.start_score = score(None)
+        self.start_score = score()
         self.best, self.best_score, self.best_update = self._copy(), self.start_score, 0
         self.largest["parameter"] = self._read()[0]
 
@@ -209,10 +216,10 @@ class DivergenceGuard:
             return None
         return Alarm(non_finite(0.0, parameter, gradient), fatal=True)
 
-    def end_epoch(self, record: Mapping[str, Any]) -> Alarm | None:
-        """After an epoch (whose last updates :meth:`check` saw) with its ``record``: why the run diverged when the
-        held-out score collapsed, else ``None`` (a new best score's parameters are kept)."""
-        score = self.score(record)
+    def end_epoch(self) -> Alarm | None:
+        """After an epoch (whose last updates :meth:`check` saw): why the run diverged when the held-out score
+        collapsed, else ``None`` (a new best score's parameters are kept)."""
+        score = self.score()
         if score is None:
             return None
         best = self.best_score.value if self.best_score is not None else score.value
@@ -229,7 +236,7 @@ class DivergenceGuard:
         scored = []
         for update, kept in ((self.last_good_update, self.last_good), (self.best_update, self.best)):
             self._load(kept)
-            scored.append((update, kept, self.score(None)))
+            scored.append((update, kept, self.score()))
         if all(score is not None for _, _, score in scored):
             update, kept, score = max(scored, key=lambda item: (item[2].value, item[0]))
         else:

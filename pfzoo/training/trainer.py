@@ -22,7 +22,7 @@ from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.centering import Centered
 from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
 from pfzoo.training.distributed_strategy import DistributedStrategy
-from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind
+from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind, score_rows
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
@@ -227,7 +227,7 @@ class Trainer:
                 loss, seconds = self._train_epoch(run, epoch)
                 records.append(self._evaluate_epoch(run, epoch, loss, seconds))
                 if run.guard is not None:
-                    alarm = run.guard.end_epoch(records[-1])
+                    alarm = run.guard.end_epoch()
                     if alarm is not None:
                         self._diverged(run, epoch, alarm, records[-1])
                 reason = self.stop_reason(records)
@@ -427,11 +427,12 @@ class Trainer:
         (fresh or resumed), judging it on the held-out split's diagnostic rows."""
         if self.settings.divergence == "off":
             return None
-        name, held_out = next((name, split) for name, split in run.splits.items() if name != "train")
-        rows, seed, kind = slice(self.settings.metrics_rows), self.settings.seed + _EVALUATION_SEED_OFFSET, score_kind(run.model)
+        held_out = next(split for name, split in run.splits.items() if name != "train")[slice(self.settings.metrics_rows)]
+        seed, kind = self.settings.seed + _EVALUATION_SEED_OFFSET, score_kind(run.model)
+        rows = score_rows(held_out, seed)
 
-        def score(record: Mapping[str, Any] | None) -> Score | None:
-            return None if kind is None else held_out_score(run.model, held_out[rows], kind, seed=seed, known=record, name=name)
+        def score() -> Score | None:
+            return None if kind is None else held_out_score(run.model, rows, kind, seed=seed)
 
         return DivergenceGuard(self._parameters(run.model), score, run.model.num_visible)
 

@@ -19,7 +19,7 @@ from pfzoo.training import (
     CD, FPCD, MPF, NCE, PCD, PT, DenoisingScoreMatching, ExactMaximumLikelihood, PseudoLikelihood, RatioMatching, ScoreMatching,
     Trainer, TrainingCallback, TrainingDiverged,
 )
-from pfzoo.training.divergence import check_schedule
+from pfzoo.training.divergence import SCORE_ROWS, check_schedule, score_rows
 
 RECIPE_LR = 0.05  # conf/trainer's SGD rate
 
@@ -138,6 +138,15 @@ def test_a_blow_up_mid_run_restores_a_later_good_state_than_the_start(tmp_path):
 
 def test_the_checks_come_early_then_every_sixteen_updates():
     assert [update for update in range(1, 50) if check_schedule(update)] == [1, 2, 4, 8, 16, 32, 48]
+
+
+def test_the_guard_scores_a_random_subset_of_a_large_held_out_split():
+    """Sorted test files (binarized MNIST's is sorted by class) must not be scored by a prefix."""
+    held_out = torch.arange(3 * SCORE_ROWS, dtype=torch.float64)[:, None]
+    rows = score_rows(held_out, seed=2)[:, 0]
+    assert rows.numel() == SCORE_ROWS and torch.equal(rows, rows.sort().values) and rows.max() > 2 * SCORE_ROWS
+    assert torch.equal(score_rows(held_out, seed=2), score_rows(held_out, seed=2))
+    assert score_rows(held_out[:10], seed=2) is not None and score_rows(held_out[:10], seed=2).shape[0] == 10
 
 
 @pytest.mark.parametrize("name", list(BINARY_OBJECTIVES))

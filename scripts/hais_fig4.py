@@ -49,7 +49,7 @@ def readme(results: dict) -> str:
     lines += [f"| {r['num_steps']:,} | {r['mean']:.3f} ± {r['stderr']:.3f} | {r['exact']:.3f} | {r['error']:+.3f} | "
               f"{'—' if r['ess'] is None else format(r['ess'], '.1f')} | {r['seconds']:.0f} |" for r in rows]
     last = rows[-1]
-    verdict = ("converges to the exact value: the largest N is within 3 of its stderr" if abs(last["error"]) <= 3 * max(last["stderr"], 1e-12)
+    verdict = ("converges to the exact value: at the largest N it is within 3 stderr of it" if abs(last["error"]) <= 3 * max(last["stderr"], 1e-12)
                else f"has not reached the exact value at N = {last['num_steps']:,} ({last['error']:+.3f} nats)")
     lines += ["", f"The seed says the estimate converges to the true log-likelihood (no number). Here HAIS {verdict}; below "
               "it, the bound sits under the dashed line and rises with N, as in the figure.", "", "![HAIS against N](fig4.png)", ""]

@@ -3,7 +3,7 @@
 
 Gibbs kernels (:class:`BlockGibbs`, :class:`ScanGibbs`) act on targets with exact conditionals
 (:class:`BlockConditionals`, :class:`ScanConditionals`); position-space kernels (:class:`HMCKernel`,
-:class:`LangevinKernel` (MALA and unadjusted Langevin), :class:`RandomWalkMetropolis`, :class:`BitFlipMetropolis`) on a
+:class:`LangevinKernel` (MALA and unadjusted Langevin), :class:`NUTSKernel`, :class:`RandomWalkMetropolis`, :class:`BitFlipMetropolis`) on a
 :class:`PositionTarget`. :class:`Cycle` and
 :class:`Repeat` build kernels from kernels, and :class:`ParallelTempering` runs replicas of any kernel over a ladder of
 β (:func:`temperature_ladder`, :func:`adapt_ladder`); :class:`SwendsenWang` moves clusters of a :class:`PairwiseBinary`
@@ -23,6 +23,7 @@ from pfzoo.kernels.hmc import (
 )
 from pfzoo.kernels.langevin import LangevinInfo, LangevinKernel, LangevinState
 from pfzoo.kernels.metropolis import BitFlipMetropolis, MetropolisInfo, MetropolisState, RandomWalkMetropolis
+from pfzoo.kernels.nuts import NUTSInfo, NUTSKernel, NUTSState
 from pfzoo.kernels.swendsen_wang import PairwiseBinary, SwendsenWang, SwendsenWangInfo, cluster_labels, coupling_edges
 from pfzoo.kernels.tempering import (
     SWAP_SCHEMES, ParallelTempering, TemperingInfo, TemperingState, adapt_ladder, check_ladder, temperature_ladder,
@@ -35,6 +36,7 @@ __all__ = [
     "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState", "Kernel", "MetropolisInfo", "MetropolisState", "PositionTarget",
     "RandomWalkMetropolis", "Repeat", "ScanConditionals", "ScanGibbs", "adaptive_chain", "hais_momentum_refresh", "leapfrog",
     "refresh_momentum", "run_chain", "take_chains", "LangevinInfo", "LangevinKernel", "LangevinState",
+    "NUTSInfo", "NUTSKernel", "NUTSState",
     "CHAIN_BETAS", "SWAP_SCHEMES", "TEMPERED_LOG_DENSITY", "ParallelTempering", "TemperingInfo", "TemperingState", "adapt_ladder",
     "check_ladder", "temperature_ladder",
     "PAIRWISE_BINARY", "PairwiseBinary", "SwendsenWang", "SwendsenWangInfo", "cluster_labels", "coupling_edges",

@@ -20,8 +20,9 @@ One transition at β from x₀, with ``H(x, p) = E_β(x) + ½|p|²`` (unit mass)
 Every set of trees the doubling can build from any of its points is equally likely, so the transition is reversible
 with respect to ``p_β ∝ exp(−E_β)``. Chains are advanced in lockstep: a leapfrog step is evaluated for every chain (the
 target's statistics are per chain, so a subset cannot be evaluated alone) and kept only where the chain is still
-building. The number of draws depends on how far the deepest chain goes, so one block of chains drawing from
-:class:`~pfzoo.sampling.ChainStreams` draws as it would alone only when its depth is the batch's.
+building. Whether any chain is still building is read back once per leapfrog step (a host sync on a GPU, which the
+fixed-length kernels avoid). The number of draws depends on how far the deepest chain goes, so one block of chains
+drawing from :class:`~pfzoo.sampling.ChainStreams` draws as it would alone only when its depth is the batch's.
 """
 
 from __future__ import annotations

@@ -41,6 +41,21 @@ def class_evenness(classes: torch.Tensor, reference: torch.Tensor, num_classes: 
             "rarest_share": float(share.min()), "commonest_share": float(share.max())}
 
 
+def visible_samples(model, num_samples: int, sweeps: int, *, seed: int) -> torch.Tensor:
+    """``p(v | h¹) [num_samples, V]`` of a DBN's samples: ``sweeps`` block-Gibbs sweeps in its top RBM from random states,
+    then down the stack (:meth:`~pfzoo.models.DBN.sample_layers`), the generator seeded with ``seed``."""
+    layers = model.sample_layers(num_samples, sweeps, generator=torch.Generator().manual_seed(seed))
+    return model.rbms[0].visible_probs(layers[1]).detach()
+
+
+def sweep_ablation(models: dict[str, Any], classifier: DigitClassifier, reference: torch.Tensor, sweeps: list[int], *, num_samples: int,
+                   seed: int) -> list[dict[str, Any]]:
+    """How the samples' class evenness depends on the top-RBM sweeps before them: for each count in ``sweeps`` and each
+    DBN of ``models``, :func:`class_evenness` of ``num_samples`` samples (rows ``{sweeps, <name>: evenness}``)."""
+    return [{"sweeps": count, **{name: class_evenness(classifier.predict((visible_samples(model, num_samples, count, seed=seed) > 0.5).float()),
+                                                      reference) for name, model in models.items()}} for count in sweeps]
+
+
 def samples_figure(samples: dict[str, torch.Tensor], classes: dict[str, torch.Tensor], image_shape: tuple[int, int], *, per_row: int = 10,
                    rows: int = 6) -> Figure:
     """The thesis's panels (b) and (c): ``rows × per_row`` samples of each DBN (``samples[name] [N, 784]``, probabilities

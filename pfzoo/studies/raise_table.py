@@ -485,8 +485,9 @@ def conservative_headline(rows: list[dict]) -> dict:
 
 def card_fields(name: str, results: dict, model, config: dict | None, *, git_commit: str | None, kept: list[dict] = ()) -> dict:
     """Model ``name``'s ``card.json`` fields from ``results`` (:data:`pfzoo.zoo.CARD_FIELDS`): the headline is the exact
-    log-likelihood where the model has one, else :func:`conservative_headline`; every other estimate is a measurement. ``config`` is the training run's stored config (made portable here); ``kept`` are measurements to carry
-    over (a linear-classifier section of the same checkpoint)."""
+    log-likelihood where the model has one, else :func:`conservative_headline`; every other estimate is a measurement.
+    ``config`` is the training run's stored config (made portable here); ``kept`` are measurements to carry over (a
+    linear-classifier section of the same checkpoint)."""
     s, entry = results["settings"], results["models"][name]
     recipe, num_test = MODELS[name][1], 10_000
     rows = [measurement(key, row, s, num_test) for key, row in entry["estimates"].items()]

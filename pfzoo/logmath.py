@@ -99,7 +99,9 @@ SERIES_MAX_DELTA = 0.05
 below ``|δ|⁵ max|σ''''| / 5! ≈ 3.3e-10`` per term."""
 
 
-def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delta: float) -> torch.Tensor:
+def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delta: float, max_abs_input: float = math.inf,
+                        probs: torch.Tensor | None = None, scratch: tuple[torch.Tensor, ...] | None = None,
+                        sum_buffer: torch.Tensor | None = None) -> torch.Tensor:
     """``Σ_j [softplus(x_to_j) - softplus(x_to_j - δ_j)]`` over the last dim, float64 ``[...]``.
 
     This is the per-step AIS weight increment of a layer of binary units summed out, with
@@ -110,24 +112,44 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
       :data:`SERIES_MAX_DELTA`, the Taylor series in δ around ``x_to`` to fourth order, with
       ``s = σ(x_to)``, ``q = s(1-s)``:
       ``δ s − δ² q [1/2 − δ ((1−2s)/6 − δ (1−6q)/24)]``, all elementwise products (fast);
+    - else, if ``max_abs_delta`` and ``max_abs_input`` (a bound on ``|x_to|``) keep ``e^{|δ|}`` and ``e^{|x_to|}`` a few
+      nats below the dtype's overflow (float32: 80, float64: 700), ``−log(σ(−x_to) + σ(x_to) e^{−δ})``: a sum of two
+      positive terms, each to a few ulps, so the log is accurate to ~1e-7 (float32) in absolute terms whatever the
+      saturation, from σ, exp and log alone (torch's CPU ``expm1``/``log1p``/``softplus`` are scalar loops, ten times
+      slower);
     - otherwise the exact ``−log1p(s · expm1(−δ))`` where ``|s · expm1(−δ)| ≤ ½``, and elsewhere the difference
       ``softplus(x_to) − softplus(x_to − δ)`` in float64, which loses nothing at such δ. The log1p form fails there:
       with σ(x_to) near 1 and large δ (x_to = 20, δ = 25 in float32) ``s`` rounds to 1 and it gives +inf or a value
       off by tenths of a nat; with large negative δ ``expm1(−δ)`` overflows (float32: δ < −88) and ``s · inf`` is
       +inf, or NaN where ``s`` underflowed to 0 (the weights of RBMs with weights in the thousands).
 
-    Terms are accurate to ~1e-9 in float32 and summed in float64.
+    ``probs``: ``σ(x_to)`` when the caller has it (an RBM path's hidden draw shares it); ``scratch``: three tensors like
+    ``x_to`` that the first two branches may overwrite instead of allocating, and ``sum_buffer`` a float64 one (an
+    annealing run's buffers), with the same numbers. Terms are accurate to ~1e-9 in float32 on the series and summed
+    in float64: converted, then summed (``sum(dtype=float64)`` gives the same sums at three times the cost on the CPU).
     """
-    s = torch.sigmoid(x_to)
-    if max_abs_delta > SERIES_MAX_DELTA:
+    s = torch.sigmoid(x_to) if probs is None else probs
+    series = max_abs_delta <= SERIES_MAX_DELTA
+    if not series and max(max_abs_delta, max_abs_input) > math.log(torch.finfo(x_to.dtype).max) - 8:
         shrink = s * torch.expm1(-delta)  # e^{−term} − 1 ∈ (−1, ∞)
         by_log1p = -torch.log1p(shrink)
         direct = F.softplus(x_to.double()) - F.softplus(x_to.double() - delta.double())
         # |shrink| ≤ ½ also rejects NaN: where expm1(−δ) overflows (float32: δ < −88) and s = 0, s · inf is NaN
         return torch.where(shrink.abs() <= 0.5, by_log1p.double(), direct).sum(-1)
+    q, a, b = (None, None, None) if scratch is None else scratch  # out=None allocates (torch.compile refuses strided outs)
+    if not series:
+        complement = torch.sigmoid(torch.neg(x_to, out=b), out=b)  # σ(−x), not 1 − σ(x): exact where σ(x) rounds to 1
+        return _float64_sum(torch.neg(delta, out=a).exp_().mul_(s).add_(complement).log_(), sum_buffer).neg_()
     # Horner form with fused, in-place elementwise ops: this runs once per annealing step.
-    q = torch.addcmul(s, s, s, value=-1)  # s(1-s)
-    bracket = torch.addcmul(s.mul(-1 / 3).add_(1 / 6), delta, q.mul(-1 / 4).add_(1 / 24), value=-1)  # (1-2s)/6 - δ(1-6q)/24
-    bracket = bracket.mul_(delta).neg_().add_(0.5)
-    terms = torch.addcmul(s, delta, q.mul_(bracket), value=-1).mul_(delta)
-    return terms.sum(-1, dtype=torch.float64)
+    q = torch.addcmul(s, s, s, value=-1, out=q)  # s(1-s)
+    a = torch.mul(s, -1 / 3, out=a).add_(1 / 6)  # (1-2s)/6
+    b = torch.mul(q, -1 / 4, out=b).add_(1 / 24)  # (1-6q)/24
+    a = torch.addcmul(a, delta, b, value=-1, out=None if scratch is None else a)  # (1-2s)/6 - δ(1-6q)/24
+    a.mul_(delta).neg_().add_(0.5)
+    b = torch.addcmul(s, delta, q.mul_(a), value=-1, out=None if scratch is None else b).mul_(delta)
+    return _float64_sum(b, sum_buffer)
+
+
+def _float64_sum(terms: torch.Tensor, buffer: torch.Tensor | None) -> torch.Tensor:
+    """``Σ`` over the last dim of ``terms [..., H]`` in float64 ``[...]``, converted into ``buffer`` (like ``terms``) if given."""
+    return (terms.double() if buffer is None else buffer.copy_(terms)).sum(-1)

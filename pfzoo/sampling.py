@@ -79,11 +79,33 @@ class ChainStreams:
 
     def words(self, block: int, count: int) -> np.ndarray:
         """The next ``count`` raw 32-bit words of block ``block``'s SFC64 stream, int32 ``[count]``."""
+        return self._bit_generator(block).random_raw((count + 1) // 2).view(np.int32)[:count]  # uint64: two 32-bit words each
+
+    def _bit_generator(self, block: int) -> np.random.SFC64:
+        """Block ``block``'s SFC64 stream, seeded by one 62-bit draw of its generator when first read."""
         bit_generator = self._bit_generators[block]
         if bit_generator is None:
             seed = int(torch.randint(1 << 62, (1,), generator=self.generators[block]).item())
             bit_generator = self._bit_generators[block] = np.random.SFC64(seed)
-        return bit_generator.random_raw((count + 1) // 2).view(np.int32)[:count]  # uint64: two 32-bit words each
+        return bit_generator
+
+    @eager_only("numpy's SFC64 streams run on the host, outside a compiled graph")
+    def fill_integers(self, *outs: torch.Tensor) -> None:
+        """Fill int32 CPU tensors ``outs`` (each ``[N, ...]``, dense, any layout) with integers uniform on ``[0, 2²⁴)``: the
+        numbers :meth:`integers` would give for each of them called in turn, with one read of each block's stream for all
+        of them (a Gibbs sweep's two layers in one call, into buffers reused across steps)."""
+        memories = []
+        for out in outs:
+            self.check_rows(out.shape, "out")
+            order = sorted(range(out.dim()), key=lambda dim: out.stride(dim), reverse=True)  # memory order, outermost first
+            memories.append((out.permute(order).numpy(), order.index(0)))  # a C-contiguous view of out's memory
+        for block, (start, size) in enumerate(zip(self.starts, self.sizes)):
+            parts = [memory[(slice(None),) * axis + (slice(start, start + size),)] for memory, axis in memories]
+            counts = [(part.size + 1) // 2 for part in parts]  # uint64 words per part, as words() reads them one part at a time
+            raw = self._bit_generator(block).random_raw(sum(counts))
+            for part, first, count in zip(parts, np.cumsum([0, *counts[:-1]]).tolist(), counts):
+                words = raw[first:first + count].view(np.int32)[:part.size].reshape(part.shape)
+                np.bitwise_and(words, (1 << UNIFORM_BITS) - 1, out=part)
 
     @eager_only("numpy's SFC64 streams run on the host, outside a compiled graph")
     def integers(self, like: torch.Tensor) -> torch.Tensor:
@@ -187,6 +209,24 @@ def bernoulli_logits(
     uniforms = _uniform_like(probs, generator)
     draws = uniforms.lt_(probs)  # in place: the comparison's 0./1. overwrite the uniforms
     return draws.to(out_dtype)
+
+
+def bernoulli_probs_(probs: torch.Tensor, *, dtype: torch.dtype, generator: Generator = None, integers: torch.Tensor | None = None,
+                     out: torch.Tensor | None = None) -> torch.Tensor:
+    """Draws ``1[U < p]`` from float32 CPU probabilities ``probs [N, ...]`` (overwritten: scaled by ``2²⁴`` in place), in
+    ``dtype``, into ``out`` when given (of ``probs``' shape and layout): the numbers :func:`bernoulli_logits` draws from
+    logits whose float32 σ are ``probs``, for the same generator. ``integers`` (int32, ``probs``' shape and layout) are the
+    24-bit integers that a :class:`ChainStreams` would draw for them, filled beforehand (:meth:`ChainStreams.fill_integers`:
+    a sweep's layers in one call); without them they are drawn here as :func:`bernoulli_logits` does."""
+    if out is None:
+        out = torch.empty_like(probs, dtype=dtype)
+    if integers is None and not isinstance(generator, ChainStreams) and probs.numel() < BULK_DRAWS:
+        return torch.lt(_uniform_like(probs, generator), probs, out=out)  # torch's uniforms, as bernoulli_logits below bulk sizes
+    scaled = probs.mul_(float(1 << UNIFORM_BITS))
+    if integers is None:
+        integers = generator.integers(scaled) if isinstance(generator, ChainStreams) else \
+            uniform_integers((scaled.numel(),), generator=generator).as_strided(scaled.shape, scaled.stride())
+    return torch.lt(integers, scaled, out=out)
 
 
 def _below(integers: torch.Tensor, scaled: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:

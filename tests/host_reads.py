@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 import torch
 
-READS_ON_CPU_ONLY = {("dbm.py", "mean_field"), ("sampling.py", "uniform_integers"), ("sampling.py", "words")}
+READS_ON_CPU_ONLY = {("dbm.py", "mean_field"), ("sampling.py", "uniform_integers"), ("sampling.py", "_bit_generator"),
+                     ("sampling.py", "fill_integers")}
 """(file, function) of reads made on purpose only when the tensors are on the CPU, where a read costs no sync: the DBM's
 mean field then stops at convergence instead of running its remaining sweeps frozen, and bulk Bernoulli draws seed a
-numpy stream from the torch generator (a plain generator's per draw, a ChainStreams block's once, at its first draw)."""
+numpy stream from the torch generator (a plain generator's per draw, a ChainStreams block's once, at its first draw) and
+fill the integers' buffers through numpy views of them."""
 HOST_READS = ("item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__", "__format__")
 DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")])]
 
@@ -80,6 +82,7 @@ class GuardedPath:
         self._path = path
         self.log_weight_increment = guarded(path.log_weight_increment, device, counter)
         self.transition = guarded(path.transition, device, counter)
+        self.advance = guarded(path.advance, device, counter)
 
     def __getattr__(self, name):
         return getattr(self._path, name)

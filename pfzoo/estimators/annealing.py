@@ -109,14 +109,20 @@ def anneal(
     acceptance = AcceptanceBySegment(betas_list, blocks)
     step_diagnostics = StepDiagnostics(betas, blocks, group_size) if diagnostics else None
     observers = [observer for observer in (acceptance, step_diagnostics, progress and ProgressReport(progress, num_steps)) if observer]
-    increment_of, transition = compiled_step() if compile else (_increment, _transition)
+    increment_of, compiled_advance = compiled_step() if compile else (_increment, None)
+    workspace: dict = {}  # the path's buffers for this run (AnnealingPath.advance)
     log_weights = None
     for k in range(1, num_steps + 1):
-        increment = increment_of(path, state, betas_list[k - 1], betas_list[k])
-        log_weights = increment if log_weights is None else log_weights + increment
         info = None
-        if k < num_steps:
-            state, info = transition(path, state, betas_list[k], generator=generator)
+        if k == num_steps:  # the transition after the last increment would not change the weights
+            increment = increment_of(path, state, betas_list[k - 1], betas_list[k])
+        elif compile:  # the kernel's draws made eagerly first where it can, so that the compiled step holds none
+            noise = path.draw_noise(state, generator=generator)
+            increment, state, info = compiled_advance(path, state, betas_list[k - 1], betas_list[k],
+                                                      generator if noise is None else None, noise)
+        else:
+            increment, state, info = path.advance(state, betas_list[k - 1], betas_list[k], generator=generator, workspace=workspace)
+        log_weights = increment.clone() if log_weights is None else log_weights.add_(increment)  # in place: no allocation a step
         for observer in observers:
             observer.observe(k, increment, log_weights, info)
     summary = None if step_diagnostics is None else step_diagnostics.result()
@@ -202,22 +208,32 @@ def _increment(path: AnnealingPath, state: Any, beta_from: float, beta_to: float
     return path.log_weight_increment(path.statistics(state), beta_from, beta_to)
 
 
-def _transition(path: AnnealingPath, state: Any, beta: float, *, generator: Generator = None) -> tuple[Any, Any]:
-    """One kernel step of ``path`` at β: ``(state, info)``."""
-    return path.transition(state, beta, generator=generator)
+def _transition(path: AnnealingPath, state: Any, beta: float, *, generator: Generator = None, noise: Any = None) -> tuple[Any, Any]:
+    """One kernel step of ``path`` at β: ``(state, info)``, with the step's draws ``noise`` made beforehand if given."""
+    return path.transition(state, beta, generator=generator, noise=noise)
+
+
+def _advance(path: AnnealingPath, state: Any, beta_from: float, beta_to: float, generator: Generator, noise: Any) -> tuple:
+    """:func:`_increment` from β to β' and :func:`_transition` at β': ``(increment, state, info)``, one function to compile."""
+    increment = _increment(path, state, beta_from, beta_to)
+    return (increment, *_transition(path, state, beta_to, generator=generator, noise=noise))
 
 
 @functools.cache
 def compiled_step() -> tuple[Callable, Callable]:
-    """The step's two functions under ``torch.compile``: ``(increment(path, state, β, β'), transition(path, state, β', *,
-    generator))``, with β's as dynamic inputs, so that one graph serves every step of a schedule instead of one
-    recompilation per β (dynamo guards on the path's type and tensors, so each kind of path gets its own graphs).
+    """The step under ``torch.compile``: ``(increment(path, state, β, β'), advance(path, state, β, β', generator, noise))``
+    (:func:`_increment`, :func:`_advance`: the increment and the transition in one graph), with β's as dynamic inputs, so
+    that one graph serves every step of a schedule instead of one recompilation per β (dynamo guards on the path's type
+    and tensors, so each kind of path gets its own graphs).
 
-    Nothing in an RBM path's step reads a value back to the host or branches on data (value checks run when the path is
-    built); the draws of :mod:`pfzoo.sampling` run eagerly between the graphs, where they take an explicit
-    ``torch.Generator`` or numpy's bulk integers (CPU), neither of which a graph can hold.
+    A kernel that can make its draws first (:class:`~pfzoo.kernels.base.NoiseFirstKernel`: HMC) has them made eagerly
+    before each step (:meth:`~pfzoo.paths.base.AnnealingPath.draw_noise`, in the order its step would make them, so the
+    numbers are the eager loop's) and passed as ``noise``: the step is then one graph without a break. Elsewhere (an RBM
+    path's Gibbs sweep) the draws of :mod:`pfzoo.sampling` run eagerly between graphs, where they take an explicit
+    ``torch.Generator`` or numpy's bulk integers (CPU), neither of which a graph can hold; nothing else in an RBM
+    path's step reads a value back to the host or branches on data (value checks run when the path is built).
     """
-    return torch.compile(_increment, dynamic=True), torch.compile(_transition, dynamic=True)
+    return torch.compile(_increment, dynamic=True), torch.compile(_advance, dynamic=True)
 
 
 def _chain_summary(increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:

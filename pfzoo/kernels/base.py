@@ -74,6 +74,15 @@ class ReflectingKernel(Kernel, Protocol):
         """The same kernel reflecting at ``lower`` (a number or ``[D]``)."""
 
 
+@runtime_checkable
+class NoiseFirstKernel(Kernel, Protocol):
+    """A kernel whose step's draws can be made before it (all of them, from the state's shapes alone) and passed to
+    ``step(..., noise=...)``: a compiled step then holds no draw (:func:`pfzoo.estimators.annealing.anneal`)."""
+
+    def draw_noise(self, state: Any, *, generator: Any = None) -> Any:
+        """The draws ``step`` would make from ``generator``, in its order."""
+
+
 def reflection_bounds(kernel: Kernel) -> torch.Tensor | None:
     """The lower bounds ``kernel`` reflects at, or ``None`` for a kernel that reflects nowhere (or cannot reflect)."""
     return kernel.lower if isinstance(kernel, ReflectingKernel) else None

@@ -55,10 +55,21 @@ def hais_momentum_refresh(step_size: float) -> float:
     return 1.0 - 0.5**step_size
 
 
-def refresh_momentum(momentum: torch.Tensor, refresh: float | torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
+class HMCNoise(NamedTuple):
+    """The draws of one :class:`HMCKernel` transition, made before it (:meth:`HMCKernel.draw_noise`): momentum_noise
+    ``[N, D]``, the refresh's standard normals; uniform ``[N]`` float64, the accept/reject uniforms."""
+
+    momentum_noise: torch.Tensor
+    uniform: torch.Tensor
+
+
+def refresh_momentum(momentum: torch.Tensor, refresh: float | torch.Tensor, *, generator: torch.Generator | None = None,
+                     noise: torch.Tensor | None = None) -> torch.Tensor:
     """Partial refresh ``p ← √(1−γ) p + √γ n``, ``n ~ N(0, I)`` (Horowitz 1991; HAIS eq. 22); γ = ``refresh`` ∈ (0, 1], a
-    number or a 0-dim tensor on the momenta's device (then never read back to the host)."""
-    noise = normal(momentum.shape, generator=generator, device=momentum.device, dtype=momentum.dtype)
+    number or a 0-dim tensor on the momenta's device (then never read back to the host); ``noise`` the ``n`` drawn
+    beforehand (else drawn here from ``generator``)."""
+    if noise is None:
+        noise = normal(momentum.shape, generator=generator, device=momentum.device, dtype=momentum.dtype)
     if isinstance(refresh, torch.Tensor):
         return torch.sqrt(1.0 - refresh) * momentum + torch.sqrt(refresh) * noise
     if refresh == 1.0:
@@ -148,14 +159,24 @@ class HMCKernel:
             momentum = normal(position.shape, generator=generator, device=position.device, dtype=position.dtype)
         return HMCState(position, momentum, target.statistics(position))
 
+    def draw_noise(self, state: HMCState, *, generator: torch.Generator | None = None) -> HMCNoise:
+        """The draws :meth:`step` makes from ``generator``, in its order: the refresh's normals like the momenta, then the
+        accept/reject uniforms ``[N]`` float64. Drawn eagerly before a compiled step and passed to it as ``noise``, they
+        keep the draws (host-side streams, explicit generators) out of the graph with the numbers of an eager step."""
+        momentum = state.momentum
+        return HMCNoise(normal(momentum.shape, generator=generator, device=momentum.device, dtype=momentum.dtype),
+                        uniform(momentum.shape[:1], generator=generator, device=momentum.device, dtype=torch.float64))
+
     def step(
         self, state: HMCState, target: PositionTarget, *, beta: float = 1.0, generator: torch.Generator | None = None,
-        step_size: float | torch.Tensor | None = None,
+        step_size: float | torch.Tensor | None = None, noise: HMCNoise | None = None,
     ) -> tuple[HMCState, HMCInfo]:
         """One transition leaving ``p(x, p) ∝ exp(−E_β(x) − ½|p|²)`` invariant → ``(state, info)``; ``step_size``
-        replaces the kernel's ε for this call (a number or a 0-dim tensor on the chains' device)."""
+        replaces the kernel's ε for this call (a number or a 0-dim tensor on the chains' device); ``noise``: the step's
+        draws made beforehand (:meth:`draw_noise`), else drawn here from ``generator``, the same numbers."""
+        noise = self.draw_noise(state, generator=generator) if noise is None else noise
         step_size = self.step_size_at(beta, step_size)
-        momentum = refresh_momentum(state.momentum, self.refresh_at(step_size), generator=generator)
+        momentum = refresh_momentum(state.momentum, self.refresh_at(step_size), noise=noise.momentum_noise)
         lower = None if self.lower is None else self.lower.to(device=state.position.device, dtype=state.position.dtype, non_blocking=True)  # no stall
         current = target.evaluation(state.stats, beta)
         evaluate = lambda x: target.evaluation(target.statistics(x), beta)  # noqa: E731
@@ -165,7 +186,7 @@ class HMCKernel:
         proposal, proposal_momentum, proposal_eval = integrate(momentum)
         start = hamiltonian(current, momentum)
         accept_prob = acceptance(start, hamiltonian(proposal_eval, proposal_momentum))
-        draw = uniform(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
+        draw = noise.uniform
         accepted = draw < accept_prob
         if self.flip == "standard":
             flipped = ~accepted

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from pfzoo.kernels import Kernel, Target
+from pfzoo.kernels.base import NoiseFirstKernel
 
 
 class AnnealingPath(ABC):
@@ -68,6 +69,24 @@ class AnnealingPath(ABC):
         """The statistics a kernel state carries of its positions."""
         return state.stats
 
-    def transition(self, state: Any, beta: float, *, generator: torch.Generator | None = None) -> tuple[Any, Any]:
-        """One kernel step at β → ``(state, info)``; ``info.accept_prob`` is ``None`` for moves that always accept."""
-        return self.kernel.step(state, self.target, beta=beta, generator=generator)
+    def transition(self, state: Any, beta: float, *, generator: torch.Generator | None = None, noise: Any = None) -> tuple[Any, Any]:
+        """One kernel step at β → ``(state, info)``; ``info.accept_prob`` is ``None`` for moves that always accept.
+        ``noise``: the step's draws made beforehand by :meth:`draw_noise` (then nothing is drawn from ``generator``)."""
+        if noise is None:
+            return self.kernel.step(state, self.target, beta=beta, generator=generator)
+        return self.kernel.step(state, self.target, beta=beta, noise=noise)
+
+    def draw_noise(self, state: Any, *, generator: torch.Generator | None = None) -> Any:
+        """The draws the next :meth:`transition` from ``state`` would make, made now (for a compiled transition that
+        holds no draw), where the kernel can make them first (:class:`~pfzoo.kernels.base.NoiseFirstKernel`); else
+        ``None``, and the transition draws them itself."""
+        return self.kernel.draw_noise(state, generator=generator) if isinstance(self.kernel, NoiseFirstKernel) else None
+
+    def advance(self, state: Any, beta_from: float, beta_to: float, *, generator: torch.Generator | None = None,
+                workspace: dict | None = None) -> tuple[torch.Tensor, Any, Any]:
+        """One annealing step: the increment ``log f_{β'}(x) − log f_β(x)`` (float64 ``[N]``) of ``state``'s chains, then
+        the transition at β' → ``(increment, state, info)``. ``workspace`` is a dict the annealing loop keeps for one run:
+        a path may hold buffers there that its steps reuse (its states then live until the step after next). Paths
+        override this to share work between the increment and the transition; the numbers stay those of the two calls."""
+        increment = self.log_weight_increment(self.statistics(state), beta_from, beta_to)
+        return (increment, *self.transition(state, beta_to, generator=generator))

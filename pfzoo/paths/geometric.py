@@ -7,11 +7,11 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
-from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, Kernel, check_kernel
+from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
 from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path, same_family_base
-from pfzoo.sampling import bernoulli, bernoulli_logits
+from pfzoo.sampling import ChainStreams, Generator, bernoulli, bernoulli_logits, bernoulli_probs_
 
 
 class RBMPathStatistics(NamedTuple):
@@ -55,6 +55,7 @@ class RBMPathConditionals:
         self.chains_as_rows = self.weight.dtype == torch.float64
         # |vW + c - c_0| ≤ Σ_i |W_ij| + |c_j - c_0,j| for v ∈ {0,1}^V: bounds the hidden input without a sync.
         self.hidden_input_bound = (self.weight.abs().sum(0) + self.hidden_bias_delta.abs()).max().item()
+        self.base_hidden_bias_bound = self.base_hidden_bias.abs().max().item()  # |c_0 + β u| ≤ this + |β| · the bound above
         # The visible logits only feed a draw, whose σ and uniforms are float32 for float64 models (bernoulli_logits): a
         # float32 hWᵀ halves that product's cost, and each float32 rounding of a logit x moves σ(x) by at most
         # σ'(x)|x| 2⁻²⁴ < 2⁻²⁶ (a sum over the H units' terms adds a few such roundings), the order of the uniforms'
@@ -64,12 +65,20 @@ class RBMPathConditionals:
         self.draw_base_visible_bias = self.base_visible_bias.to(draw_dtype)
         self.draw_visible_bias_delta = self.visible_bias_delta.to(draw_dtype)
 
-    def statistics(self, v: torch.Tensor, *, beta: float = 0.0) -> RBMPathStatistics:
+    def statistics(self, v: torch.Tensor, *, beta: float = 0.0, out: torch.Tensor | None = None) -> RBMPathStatistics:
+        """:class:`RBMPathStatistics` of ``v [N, V]`` from one product, written into ``out`` when given (an annealing
+        run's buffer of :meth:`statistics_buffer`'s shape)."""
         if self.chains_as_rows:
-            products = torch.addmm(self.statistics_bias, v, self.statistics_weight.T)  # [N, H + 1]
+            products = torch.addmm(self.statistics_bias, v, self.statistics_weight.T, out=out)  # [N, H + 1]
             return RBMPathStatistics(products[:, :-1], products[:, -1])
-        products = torch.addmm(self.statistics_bias[:, None], self.statistics_weight, v.T)  # [H + 1, N]
+        products = torch.addmm(self.statistics_bias[:, None], self.statistics_weight, v.T, out=out)  # [H + 1, N]
         return RBMPathStatistics(products[:-1].T, products[-1])  # [N, H] a transposed view, and [N]
+
+    def statistics_buffer(self, num_chains: int) -> torch.Tensor:
+        """An empty tensor for :meth:`statistics`' ``out``: ``[N, H + 1]`` (float64: chains as rows) or ``[H + 1, N]``."""
+        rows, columns = self.statistics_weight.shape[0], num_chains
+        shape = (columns, rows) if self.chains_as_rows else (rows, columns)
+        return self.weight.new_empty(shape)
 
     def draw_hidden(self, v: torch.Tensor, stats: RBMPathStatistics, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """``h ~ Bernoulli(σ(c_0 + β u))`` with ``u = vW + c − c_0`` from the statistics; drawn in the visible draws' dtype."""
@@ -135,8 +144,79 @@ class RBMGeometricPath(AnnealingPath):
         """
         step = beta_to - beta_from
         x_to = _add_scaled(self.target.base_hidden_bias, stats.hidden_input, beta_to)
-        hidden = softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=abs(step) * self.target.hidden_input_bound)
+        hidden = softplus_difference(x_to, step * stats.hidden_input, **self._increment_bounds(beta_from, beta_to))
         return step * stats.visible_term.double() + hidden
+
+    def _increment_bounds(self, beta_from: float, beta_to: float) -> dict:
+        """:func:`~pfzoo.logmath.softplus_difference`'s bounds on ``|δ|`` and ``|x_to|`` for a step from β to β', known on
+        the host from the target's weights."""
+        target = self.target
+        return {"max_abs_delta": abs(beta_to - beta_from) * target.hidden_input_bound,
+                "max_abs_input": target.base_hidden_bias_bound + abs(beta_to) * target.hidden_input_bound}
+
+    def advance(self, state: GibbsState, beta_from: float, beta_to: float, *, generator: Generator = None,
+                workspace: dict | None = None) -> tuple[torch.Tensor, GibbsState, GibbsInfo]:
+        """The increment from β to β' and one block-Gibbs sweep at β' (:meth:`AnnealingPath.advance`), with nothing but
+        the necessary work when the kernel is the plain :class:`~pfzoo.kernels.BlockGibbs` on the CPU:
+
+        - ``x' = c_0 + β'u`` and ``σ(x')`` once, shared by the weight increment and the hidden draw ``h ~ σ(x')``;
+        - one product ``hWᵀ`` for the visible logits and one ``vW`` (with ``(b − b_0)·v``) for the next statistics;
+        - with :class:`~pfzoo.sampling.ChainStreams` both layers' 24-bit integers in one read of each block's stream;
+        - σ, scalings and comparisons in place, into ``workspace``'s buffers (a run's, reused every step: the states of
+          two steps ago are overwritten, so a caller keeps none of them); float64 only in the log weights.
+
+        The numbers are those of the increment and :meth:`transition` one after the other, for the same generator. Elsewhere
+        (another kernel, CUDA, under ``torch.compile``, without a workspace) it is exactly that.
+        """
+        if workspace is None or not isinstance(self.kernel, BlockGibbs) or state.position.device.type != "cpu" \
+                or torch.compiler.is_compiling() or state.stats is None:
+            return super().advance(state, beta_from, beta_to, generator=generator, workspace=workspace)
+        target, stats = self.target, state.stats
+        buffers = workspace.get("rbm_sweep")
+        if buffers is None or buffers.positions[0].shape != state.position.shape:
+            buffers = workspace["rbm_sweep"] = SweepBuffers(target, stats, state.position)
+        x_to = torch.add(target.base_hidden_bias, stats.hidden_input, alpha=beta_to, out=buffers.x_to)
+        probs = torch.sigmoid(x_to, out=buffers.probs)
+        delta = torch.mul(stats.hidden_input, beta_to - beta_from, out=buffers.delta)
+        hidden_term = softplus_difference(x_to, delta, probs=probs, scratch=buffers.scratch, sum_buffer=buffers.terms,
+                                          **self._increment_bounds(beta_from, beta_to))
+        increment = (beta_to - beta_from) * stats.visible_term.double() + hidden_term
+        if buffers.draw_probs is not probs:  # float64 models: the draw's σ in float32, of the logits rounded to float32
+            probs = torch.sigmoid(buffers.draw_probs.copy_(x_to), out=buffers.draw_probs)
+        streams = isinstance(generator, ChainStreams)
+        if streams:
+            generator.fill_integers(buffers.hidden_integers, buffers.visible_integers)
+        fresh = 1 if buffers.positions[0] is state.position else 0  # the pair of buffers the input state does not hold
+        hidden = bernoulli_probs_(probs, dtype=target.draw_weight.dtype, generator=generator,
+                                  integers=buffers.hidden_integers if streams else None, out=buffers.hiddens[fresh])
+        visible_bias = torch.add(target.draw_base_visible_bias, target.draw_visible_bias_delta, alpha=beta_to, out=buffers.visible_bias)
+        logits = torch.addmm(visible_bias, hidden, target.draw_weight.T, alpha=beta_to, out=buffers.visible_probs)
+        visible = bernoulli_probs_(torch.sigmoid(logits, out=logits), dtype=target.weight.dtype, generator=generator,
+                                   integers=buffers.visible_integers if streams else None, out=buffers.positions[fresh])
+        return increment, GibbsState(visible, hidden, target.statistics(visible, out=buffers.statistics[fresh])), GibbsInfo()
+
+
+class SweepBuffers:
+    """The tensors :meth:`RBMGeometricPath.advance` writes each step, allocated once per run for ``N`` chains: the
+    hidden inputs' scratch in the layout of the statistics' ``hidden_input [N, H]`` (the elementwise work then runs over
+    dense memory in one order), the visible logits ``[N, V]``, the integers of both layers' draws, and two of each
+    returned tensor (visible and hidden draws, statistics) used in turn."""
+
+    def __init__(self, target: RBMPathConditionals, stats: RBMPathStatistics, position: torch.Tensor) -> None:
+        like = stats.hidden_input
+        draw_dtype = target.draw_weight.dtype
+        self.x_to, self.probs, self.delta = (torch.empty_like(like) for _ in range(3))
+        self.scratch = tuple(torch.empty_like(like) for _ in range(3))
+        self.terms = torch.empty_like(like, dtype=torch.float64)
+        self.draw_probs = self.probs if like.dtype == draw_dtype else torch.empty_like(like, dtype=draw_dtype)
+        self.hidden_integers = torch.empty_like(self.draw_probs, dtype=torch.int32)
+        num_chains, num_visible = position.shape
+        self.visible_probs = torch.empty(num_chains, num_visible, dtype=draw_dtype, device=position.device)
+        self.visible_integers = torch.empty_like(self.visible_probs, dtype=torch.int32)
+        self.visible_bias = torch.empty(num_visible, dtype=draw_dtype, device=position.device)
+        self.hiddens = tuple(torch.empty_like(self.draw_probs) for _ in range(2))
+        self.positions = tuple(torch.empty_like(self.visible_probs, dtype=target.weight.dtype) for _ in range(2))
+        self.statistics = tuple(target.statistics_buffer(num_chains) for _ in range(2))
 
 
 # The RBM family and the deep models whose paths are RBM paths: a DBM's over its even layers with the odd

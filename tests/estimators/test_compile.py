@@ -7,7 +7,7 @@ import torch
 from factories import random_dbm, random_gbrbm, random_ica, random_poe, random_rbm
 
 from pfzoo.estimators import AIS, HAIS, RAISE
-from pfzoo.estimators.annealing import _increment, _transition
+from pfzoo.estimators.annealing import _advance, _increment, _transition
 from pfzoo.sampling import ChainStreams
 
 
@@ -48,6 +48,51 @@ def test_rbm_step_breaks_only_at_the_draws():
     transition = torch._dynamo.explain(_transition)(path, state, 0.2, generator=streams)
     reasons = {reason.reason.splitlines()[0] for reason in transition.break_reasons}
     assert transition.graph_break_count > 0 and all("torch.compiler.disable()" in reason for reason in reasons), reasons
+    torch._dynamo.reset()
+
+
+def _hais_path_and_state():
+    model = random_poe(4, expert="student_t", seed=0, dtype=torch.float32)
+    path, _ = HAIS(num_chains=64, num_steps=10).build_path(model, None, torch.Generator().manual_seed(0))
+    generator = torch.Generator().manual_seed(1)
+    return path, path.sample_base(64, generator=generator), generator
+
+
+def test_hmc_step_with_its_draws_made_first_is_one_graph():
+    """HAIS's step, its draws made eagerly first (path.draw_noise), is one graph without a break: increment and
+    transition, no draw, no host read."""
+    path, state, generator = _hais_path_and_state()
+    noise = path.draw_noise(state, generator=generator)
+    step = torch._dynamo.explain(_advance)(path, state, 0.1, 0.2, None, noise)
+    assert (step.graph_count, step.graph_break_count) == (1, 0), [reason.reason for reason in step.break_reasons]
+    torch._dynamo.reset()
+
+
+def test_hmc_draws_made_first_give_the_eager_step():
+    """The same generator gives the same step whether HMC draws inside the step or its noise is drawn first."""
+    path, state, _ = _hais_path_and_state()
+    drawn_inside, _ = path.transition(state, 0.3, generator=torch.Generator().manual_seed(2))
+    drawn_first, _ = path.transition(state, 0.3, noise=path.draw_noise(state, generator=torch.Generator().manual_seed(2)))
+    assert torch.equal(drawn_inside.position, drawn_first.position) and torch.equal(drawn_inside.momentum, drawn_first.momentum)
+
+
+@pytest.mark.slow
+@needs_compile
+def test_compiled_hais_compiles_once_for_every_schedule():
+    """No recompilation per β: a second run along another schedule (other β's, another step count) compiles nothing
+    new, and the compiled runs give the eager estimates (the same draws, made before each step) within 1e-4 of their
+    standard error."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    model = random_poe(4, expert="student_t", seed=0, dtype=torch.float32)
+    graphs = []
+    for num_steps in (20, 33):
+        estimates = [HAIS(num_chains=64, num_steps=num_steps, compile=compile)(model, generator=torch.Generator().manual_seed(1))
+                     for compile in (False, True)]
+        graphs.append(counters["stats"]["unique_graphs"])
+        assert abs(estimates[1].log_z - estimates[0].log_z) <= 1e-4 * estimates[0].stderr, [e.log_z for e in estimates]
+    assert graphs[1] == graphs[0], graphs
     torch._dynamo.reset()
 
 

@@ -169,7 +169,7 @@ class RBMGeometricPath(AnnealingPath):
         (another kernel, CUDA, under ``torch.compile``, without a workspace) it is exactly that.
         """
         if workspace is None or not isinstance(self.kernel, BlockGibbs) or state.position.device.type != "cpu" \
-                or torch.compiler.is_compiling() or state.stats is None:
+                or torch.compiler.is_compiling() or self.target.weight.dtype not in (torch.float32, torch.float64):
             return super().advance(state, beta_from, beta_to, generator=generator, workspace=workspace)
         target, stats = self.target, state.stats
         buffers = workspace.get("rbm_sweep")

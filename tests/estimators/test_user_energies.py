@@ -95,7 +95,7 @@ def test_bit_flip_ais_on_a_binary_user_energy_matches_enumeration():
 
 def test_user_energies_are_refused_where_nothing_applies_and_checked_for_shape():
     model = EnergyFunction(Quartic(), num_visible=3).double()
-    with pytest.raises(MissingCapability, match=r"^Exact needs an exact log Z .* EnergyFunction .* use estimator=ais, bridge, hais, importance or linked$"):
+    with pytest.raises(MissingCapability, match=r"^Exact needs an exact log Z .* EnergyFunction .* use estimator=ais, bridge, hais, importance, linked, pt or smc$"):
         Exact()(model)
     wrong = EnergyFunction(nn.Linear(3, 2).double(), num_visible=3)
     with pytest.raises(ValueError, match=r"energies \[B\]"):

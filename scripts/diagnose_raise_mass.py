@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
         stored_entry = results["models"].get(name, {})
         model = zoo.load(checkpoint).requires_grad_(False)
         if stored_entry.get("checkpoint_sha256") == record["checkpoint_sha256"]:
-            if "mode_search" in stored_entry:
+            if "blank_log10_mass" in stored_entry.get("mode_search", {}):  # every field the current search records
                 print(f"{name}: stored for this checkpoint, skipped (--fresh measures it again)", flush=True)
                 continue
             print(f"{name}: stored; adding the mode search", flush=True)  # entries stored before the search existed

@@ -100,14 +100,17 @@ def mode_images(model, entry: dict) -> dict[str, torch.Tensor]:
 def search_modes(model, data: DataSplits, entry: dict, seed: int = 0) -> dict:
     """:func:`~pfzoo.studies.raise_mass.mode_search` from h = 0, h = 1 and training digits, against the entry's log Z (exact
     where measured, else base-rate AIS's), and where the RBM's mass lies in pixel space: the mean number of pixels on in
-    256 of its draws (exact, else Gibbs chains of 1,000 sweeps from noise) against the test digits'. For an entry stored
-    before the search existed, too (it needs only the model)."""
+    256 of its draws (exact, else Gibbs chains of 1,000 sweeps from noise) against the test digits', and the mass p(v = 0) of
+    the blank image (log₁₀). For an entry stored before the search existed, too (it needs only the model)."""
     g = torch.Generator(device=model.device).manual_seed(seed + 11)
     draws = model.exact_samples(256, generator=g)
     how = "exact draws" if draws is not None else "Gibbs chains, 1,000 sweeps from noise"
     draws = model.sample(256, num_steps=1000, generator=g) if draws is None else draws
     found = mode_search(model, data.train, entry["exact"]["log_z"] if "exact" in entry else entry["base_rate"]["log_z"])
-    return found | {"rbm_pixels_on": draws.sum(1).mean().item(), "rbm_pixels_how": how, "data_pixels_on": data.test.sum(1).mean().item()}
+    blank = (model.unnormalized_log_prob(torch.zeros(1, model.num_visible, dtype=model.dtype, device=model.device)).double().item()
+             - (entry["exact"]["log_z"] if "exact" in entry else entry["base_rate"]["log_z"])) / math.log(10)
+    return found | {"rbm_pixels_on": draws.sum(1).mean().item(), "rbm_pixels_how": how, "data_pixels_on": data.test.sum(1).mean().item(),
+                    "blank_mass": 10**blank, "blank_log10_mass": blank}
 
 
 
@@ -238,9 +241,10 @@ def verdict(models: dict, s: dict) -> list[str]:
             text += (f"entropy of p(h) {mass['entropy']:.0f} ± {mass['entropy_stderr']:.0f} nats; the best configuration reached holds "
                      f"{_share(mass['mode_mass'], mass['mode_log10_mass'])} of the mass from the annealing draws"
                      + (f", {_share(found['mode_mass'], found['mode_log10_mass'])} by ascent from h = 0, 1 and digits" if found else "") + ".")
-        if found and "rbm_pixels_on" in found:
+        if found and "blank_log10_mass" in found:
             text += (f" Its draws ({found['rbm_pixels_how']}) have {found['rbm_pixels_on']:.0f} pixels on, the test digits "
-                     f"{found['data_pixels_on']:.0f}.")
+                     f"{found['data_pixels_on']:.0f}; the blank image alone holds {_share(10 ** found['blank_log10_mass'], found['blank_log10_mass'])} "
+                     "of the mass.")
         text += (f" From uniform, log Ẑ is {uniform['log_z'] - base['log_z']:+.2f} nats from the base-rate one and AIS − RAISE is "
                  f"{uniform['test_log_likelihood'] - entry['raise_uniform']['mean']:+.2f} nats at K = {s['steps']:,}.")
         lines.append(text)

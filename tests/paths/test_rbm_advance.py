@@ -24,8 +24,9 @@ def _generator(kind: str):
 @pytest.mark.parametrize("num_steps, scale", [(200, 0.05), (6, 1.0)], ids=["series", "large_steps"])
 def test_advance_gives_the_increment_and_transition_of_separate_calls(dtype, generator_kind, num_steps, scale):
     """1,100 chains of a 30×20 RBM from base rates (three ChainStreams blocks, or one plain generator: torch's uniforms
-    for the hidden layer, below the bulk-draw size, and bulk integers for the visible one), every step of a linear schedule: equal states; increments equal on the series, within 1e-5 on
-    large steps (the sum-of-positives form against the float64 log1p/softplus one)."""
+    for the hidden layer, below the bulk-draw size, and bulk integers for the visible one), every step of a linear
+    schedule: equal states; increments equal on the series, within 1e-5 on large steps (the sum-of-positives form
+    against the float64 log1p/softplus one)."""
     model = random_rbm(30, 20, scale=scale, seed=1, dtype=dtype)
     base = model.annealing_base("base_rate", (torch.rand(64, 30, generator=torch.Generator().manual_seed(2)) < 0.3).to(dtype))
     path = RBMGeometricPath(target=model, base=base)

@@ -15,6 +15,16 @@ def seed_everything():
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def no_hydra_job_left_behind():
+    """A test that runs a ``hydra.main`` app in-process leaves Hydra's job config set, and the next test in that worker
+    would read it as its own (``HydraConfig.initialized()``: a run folder, a model choice); clear it after every test."""
+    yield
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().cfg = None
+
+
 @pytest.fixture(scope="session")
 def shared_data_root() -> pathlib.Path:
     """The reference data folder: ``$PFZOO_DATA``, else ``<repo>/../shared/data``; skip when absent."""

@@ -96,7 +96,8 @@ def main(argv=None) -> None:
     out = REPO / "reports" / "mpf_dbn" / ("quick" if args.quick else "")
     out.mkdir(parents=True, exist_ok=True)
     if args.render:
-        return (out / "README.md").write_text(readme(json.loads((out / "results.json").read_text())))
+        (out / "README.md").write_text(readme(json.loads((out / "results.json").read_text())))
+        return
     torch.set_num_threads(args.threads)
     root = resolve_data_root(args.data_root or os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
     digits = binarized_mnist(root)

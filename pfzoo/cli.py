@@ -9,7 +9,8 @@ instantiation errors (a ``-m`` sweep's included). All of them reach :func:`repor
 error, exit :data:`EXIT_USAGE`; a training run the divergence guard stopped (:class:`~pfzoo.training.TrainingDiverged`,
 the checkpoint holding the last good parameters) prints its report and the guard's line and exits
 :data:`EXIT_DIVERGED`. Anything else is a bug and keeps its traceback. Under ``torchrun`` the
-workers mark the error for the torchrun process (:mod:`pfzoo.torchrun`), which then exits 2 with the one line alone;
+workers mark the error for the torchrun process (:mod:`pfzoo.torchrun`), which then exits with their code (2, or 3
+for a divergence) and the one line alone;
 ``pfzoo-torchrun`` (``python -m pfzoo torchrun``, :func:`torchrun_main`) does the same without the installed entry point. ``python -m pfzoo
 --help`` lists the commands (:data:`COMMANDS`), ``--version`` names the version; a ``-m`` sweep ends with a table of its
 jobs (:mod:`pfzoo.app.sweep`), printed and written as ``summary.csv`` in the sweep's folder.
@@ -57,7 +58,7 @@ COMMANDS = {  # pfzoo's (= python -m pfzoo's) commands, one line each; pfzoo-tra
 ALIASES = {"list": "zoo"}
 USER_ERRORS = (ValueError, FileNotFoundError, NotImplementedError, FloatingPointError, HydraException, OmegaConfBaseException)
 EXIT_USAGE = torchrun_promise.EXIT_USAGE  # what a user error exits with, under torchrun too
-EXIT_DIVERGED = 3  # training diverged and was stopped: the run's checkpoint holds the last good parameters
+EXIT_DIVERGED = torchrun_promise.EXIT_DIVERGED  # training diverged and was stopped: the checkpoint holds the last good parameters
 
 logger = logging.getLogger("pfzoo")
 

@@ -1,13 +1,15 @@
-"""The one-line error promise under ``torchrun``: a user error prints ``error: ...`` once and every process exits 2.
+"""The one-line error promise under ``torchrun``: a user error prints ``error: ...`` once and every process exits 2
+(a training run the divergence guard stopped: 3), as without torchrun.
 
-The workers keep the promise themselves (rank 0 prints the line, all ranks exit :data:`EXIT_USAGE` together), but
+The workers keep the promise themselves (rank 0 prints the line, all ranks exit :data:`EXIT_USAGE`, or
+:data:`EXIT_DIVERGED`, together), but
 the ``torchrun`` process turns any worker that exits non-zero into a ``ChildFailedError``: a traceback, a failure
 table and exit 1. No worker can change that, so pfzoo reaches into the ``torchrun`` process through torch's own
 extension point for it: torch loads every ``torchrun.handlers`` entry point (out-of-tree rendezvous backends) when it
 imports its elastic launcher, and pfzoo's (:func:`rendezvous_plugin`, declared in setup.cfg) installs
 :func:`keep_promise` there. It acts only on a failure whose first failed worker left pfzoo's mark in its torchelastic
 error file (:func:`mark_user_error`): then the agent's notes about the stopped workers are dropped and ``torchrun``
-exits 2 with the workers' one line alone. Every other failure, and every program that is not pfzoo's, keeps
+exits with the workers' code (:data:`REPORTED_EXITS`) and their one line alone. Every other failure, and every program that is not pfzoo's, keeps
 ``torchrun``'s own report. ``pfzoo-torchrun`` (:func:`pfzoo.cli.torchrun_main`) does the same where the entry
 point is not installed (a checkout run without ``pip install``).
 """
@@ -22,6 +24,10 @@ import sys
 import time
 
 EXIT_USAGE = 2
+EXIT_DIVERGED = 3
+"""What a training run the divergence guard stopped exits with (its checkpoint holds the last good parameters)."""
+REPORTED_EXITS = (EXIT_USAGE, EXIT_DIVERGED)
+"""The exit codes of failures the workers report in one line themselves; torchrun passes them on unchanged."""
 MARK = "pfzoo user error: "
 """How a worker's torchelastic error file says that the failure is a user error pfzoo has already reported."""
 AGENT_NOTES = {  # logger → the starts of its messages about a failed worker, which a reported user error makes noise
@@ -45,15 +51,21 @@ def mark_user_error(message: str) -> None:
     os.replace(partial, error_file)  # torchrun must never read half a file
 
 
-def is_user_error(failure: BaseException) -> bool:
-    """Whether ``failure`` is torchrun's ``ChildFailedError`` for a user error the workers have reported: its first
-    failed worker exited :data:`EXIT_USAGE` with :data:`MARK` in its error file."""
+def reported_exit(failure: BaseException) -> int | None:
+    """The exit code torchrun passes on when ``failure`` is its ``ChildFailedError`` for an error the workers have
+    reported: its first failed worker exited one of :data:`REPORTED_EXITS` with :data:`MARK` in its error file
+    (``None`` for any other failure)."""
     first = getattr(failure, "get_first_failure", None)
     if first is None:
-        return False
+        return None
     _, worker = first()
     message = worker.message.get("message", "") if isinstance(worker.message, dict) else worker.message  # the error file's record
-    return worker.exitcode == EXIT_USAGE and str(message).startswith(MARK)
+    return worker.exitcode if worker.exitcode in REPORTED_EXITS and str(message).startswith(MARK) else None
+
+
+def is_user_error(failure: BaseException) -> bool:
+    """Whether ``failure`` is torchrun's ``ChildFailedError`` for an error the workers have reported (:func:`reported_exit`)."""
+    return reported_exit(failure) is not None
 
 
 class AgentNotes(logging.Filter):
@@ -91,7 +103,8 @@ class AgentNotes(logging.Filter):
 
 def keep_promise() -> AgentNotes:
     """In the torchrun process: hold the agent's notes on failed workers, and end a run that failed with a reported
-    user error (:func:`is_user_error`) with exit 2 and no traceback; any other end releases the notes as they were.
+    error (:func:`reported_exit`) with the workers' exit code (2 for a user error, 3 for a diverged training run) and no
+    traceback; any other end releases the notes as they were.
     Installed once per process; later calls return the same notes."""
     global _promise
     if _promise is not None:
@@ -100,11 +113,12 @@ def keep_promise() -> AgentNotes:
     default_hook = sys.excepthook
 
     def hook(kind, error, traceback) -> None:
-        if is_user_error(error):
+        code = reported_exit(error)
+        if code is not None:
             notes.drop()
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(EXIT_USAGE)  # an exception hook cannot set the exit status otherwise; the agent has stopped its workers
+            os._exit(code)  # an exception hook cannot set the exit status otherwise; the agent has stopped its workers
         notes.release()
         default_hook(kind, error, traceback)
 

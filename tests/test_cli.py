@@ -174,6 +174,22 @@ def test_a_user_error_under_torchrun_is_one_line_and_exit_2_from_every_rank(laun
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TORCHRUN, reason="torch.distributed (torchrun) is not available")
+def test_a_diverged_training_run_under_torchrun_exits_3_with_one_line(tmp_path):
+    """The divergence guard's stop exits 3 under torchrun as in one process (issue 51): the workers' code, their line
+    alone on stderr, no ChildFailedError."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    train = [str(REPO / "scripts" / "train.py"), f"run_dir={tmp_path / 'run'}", "model.num_hidden=4", "trainer=cd",
+             "trainer.optimizer.lr=1e8", "trainer.epochs=2", "pictures=false", "trainer.progress=false"]
+    result = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *train],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert result.returncode == cli.EXIT_DIVERGED, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: training diverged at epoch 1"), result.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TORCHRUN, reason="torch.distributed (torchrun) is not available")
 def test_a_failure_that_is_no_user_error_keeps_torchruns_report(tmp_path):
     """A worker that exits 2 without pfzoo's mark (another program's usage error) keeps torchrun's own report."""
     script = tmp_path / "other.py"

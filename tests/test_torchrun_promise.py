@@ -5,6 +5,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from pfzoo import cli
 from pfzoo import torchrun as promise
 
 errors = pytest.importorskip("torch.distributed.elastic.multiprocessing.errors")
@@ -29,9 +30,17 @@ def test_a_marked_worker_that_exited_2_is_a_reported_user_error(tmp_path):
     assert "pfzoo user error: epochs must be a positive integer, got 0" in failure(tmp_path, 2, marked=True).format_msg()
 
 
-@pytest.mark.parametrize("exitcode, marked", [(2, None), (2, False), (1, True), (-15, None)])
+@pytest.mark.parametrize("exitcode", [2, 3])
+def test_torchrun_passes_on_the_reported_exit_code_a_user_error_2_a_divergence_3(tmp_path, exitcode):
+    """A training run the divergence guard stopped exits 3 under torchrun as it does alone (issue 51), not torchrun's 1."""
+    assert promise.reported_exit(failure(tmp_path, exitcode, marked=True)) == exitcode
+    assert (promise.EXIT_USAGE, promise.EXIT_DIVERGED) == (cli.EXIT_USAGE, cli.EXIT_DIVERGED) == (2, 3)
+
+
+@pytest.mark.parametrize("exitcode, marked", [(2, None), (2, False), (3, None), (3, False), (1, True), (-15, None)])
 def test_any_other_failure_is_not(tmp_path, exitcode, marked):
     assert not promise.is_user_error(failure(tmp_path, exitcode, marked))
+    assert promise.reported_exit(failure(tmp_path, exitcode, marked)) is None
     assert not promise.is_user_error(ValueError("not torchrun's"))
 
 

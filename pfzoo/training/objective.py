@@ -82,9 +82,9 @@ class Objective(nn.Module, metaclass=ABCMeta):
         return {}
 
     def attach_data(self, data) -> None:
-        """What the objective takes from the data set (a :class:`~pfzoo.data.DataSplits`) besides its rows, before the
-        first epoch (the Trainer calls it after :meth:`check`): by default nothing; e.g. generalized pseudo-likelihood's
-        image patches read ``data.image_shape``. Raises ``ValueError`` (one line) when the data set lacks what it needs."""
+        """What the objective takes from the data set (a :class:`~pfzoo.training.fit_data.TrainingData`: its ``name`` and
+        ``image_shape``) besides its rows, before the first epoch (the Trainer calls it after :meth:`check`): by default
+        nothing; e.g. generalized pseudo-likelihood's image patches read ``data.image_shape``. Raises ``ValueError`` (one line) when the data set lacks what it needs."""
 
     def missing(self, model) -> str | None:
         """What the objective needs and ``model`` lacks, in words, or ``None`` when it applies."""

@@ -23,6 +23,7 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
 from pfzoo.training.distributed_strategy import DistributedStrategy
 from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind, score_rows
+from pfzoo.training.fit_data import training_data
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
@@ -52,13 +53,18 @@ def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
     return chosen
 
 
+def held_out_name(splits: Mapping[str, torch.Tensor]) -> str:
+    """The split that judges the model: the one beside ``"train"`` in ``splits``, or ``"train"`` when there is none."""
+    return next((name for name in splits if name != "train"), "train")
+
+
 @dataclass
 class _Run:
     """What one :meth:`Trainer.fit` works with, handed from phase to phase of its epochs."""
 
     model: EnergyModel
     ranks: DistributedStrategy
-    splits: dict[str, torch.Tensor]  # {"train": [N, V], <held-out split's name>: [M, V]}, on the model's device and dtype
+    splits: dict[str, torch.Tensor]  # {"train": [N, V], <held-out split's name>: [M, V] if any}, on the model's device and dtype
     weights: list[nn.Parameter]  # decayed_weights(model)
     optimizer: torch.optim.Optimizer
     generators: dict[str, torch.Generator]  # "shuffle" (CPU) and "sampling" (the model's device)
@@ -168,12 +174,17 @@ class Trainer:
     def metrics_path(self) -> Path:
         return self._metrics.path
 
-    def fit(self, model: EnergyModel, data, *, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
-        """Train ``model`` on ``data.train [N, V]`` (judging it on the ``held_out`` split: ``data.valid`` where there is one
-        by default, else ``data.test``); returns the last epoch's metrics.
+    def fit(self, model: EnergyModel, data, *, valid=None, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
+        """Train ``model`` on ``data`` and judge it on held-out data; returns the last epoch's metrics.
 
-        ``data`` is a :class:`pfzoo.data.DataSplits`; its splits are moved to the model's device and
-        dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
+        ``data`` is a :class:`pfzoo.data.DataSplits` (trained on ``data.train [N, V]``, judged on the ``held_out``
+        split: ``data.valid`` where there is one by default, else ``data.test``), or the training rows alone: a tensor
+        ``[N, V]``, a ``torch.utils.data.Dataset`` or a ``DataLoader`` (whose ``(x, y)`` batches give ``x``), read once
+        into memory (:func:`~pfzoo.training.fit_data.training_data`: the Trainer draws its own minibatches, so a
+        loader's batch size and shuffling do not matter). ``valid`` (a tensor, ``Dataset`` or ``DataLoader``; only
+        with rows given alone) is the held-out data, its metrics named ``valid_...`` (``test_...`` with
+        ``held_out="test"``); without it the diagnostics, the estimator and the divergence guard read the training
+        rows (``train_...``). The rows are moved to the model's device and dtype. ``resume=True`` continues from ``<run_dir>/checkpoint.pt`` when it exists (starting
         fresh, with a warning, when it does not) and refuses a checkpoint of another config
         (:meth:`CheckpointStore.check_resumable <pfzoo.training.checkpoints.CheckpointStore.check_resumable>`);
         ``config`` (a plain dict, e.g. the resolved Hydra config) is stored in every checkpoint. With ``divergence="off"``
@@ -206,7 +217,7 @@ class Trainer:
         ``callback_seconds`` (their time, left out of ``seconds``) and whatever they report (e.g. the
         :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,<held>}_tracked_log_likelihood``).
         """
-        run = self._start(model, data, config)
+        run = self._start(model, data, valid, config)
         if run.ranks.leader:
             for warning in self.warnings:
                 logger.warning("%s", warning)
@@ -243,7 +254,7 @@ class Trainer:
         reasons = [self.settings.stop_reason(records), *(callback.stop_reason() for callback in self.callbacks)]
         return next((reason for reason in reasons if reason is not None), None)
 
-    def _start(self, model: EnergyModel, data, config: dict | None) -> _Run:
+    def _start(self, model: EnergyModel, data, valid, config: dict | None) -> _Run:
         """What ``fit`` checks and builds before its first epoch. The objective's, the callbacks' and the estimator's
         capabilities are checked here, once per fit (inside the steps, under :func:`~pfzoo.validation.values_checked`,
         the objectives skip their own checks), and the data splits once, before they are trained on."""
@@ -251,6 +262,7 @@ class Trainer:
         self.warnings = list(self.objective.caveats(model))
         for callback in self.callbacks:
             callback.check(model)
+        data = training_data(data, valid, held_out=self.settings.held_out)
         self.objective.attach_data(data)
         weights = decayed_weights(model)
         if self.settings.weight_decay and not weights:
@@ -259,8 +271,9 @@ class Trainer:
                              f"({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)
-        held_out_name, held_out = data.held_out(self.settings.held_out)
-        splits = {"train": self._prepare(model, data.train, "data.train"), held_out_name: self._prepare(model, held_out, f"data.{held_out_name}")}
+        splits = {"train": self._prepare(model, data.train, data.labels["train"])}
+        if data.held_out is not None:
+            splits[data.held_out_name] = self._prepare(model, data.held_out, data.labels[data.held_out_name])
         self.objective.to(model.device)
         if self.estimator is not None:
             self.estimator.to(model.device)
@@ -424,10 +437,10 @@ class Trainer:
 
     def _guard(self, run: _Run) -> DivergenceGuard | None:
         """The run's divergence guard (``None`` with ``divergence="off"``), started from the model as training starts
-        (fresh or resumed), judging it on the held-out split's diagnostic rows."""
+        (fresh or resumed), judging it on the held-out split's diagnostic rows (the training rows' without one)."""
         if self.settings.divergence == "off":
             return None
-        held_out = next(split for name, split in run.splits.items() if name != "train")[slice(self.settings.metrics_rows)]
+        held_out = run.splits[held_out_name(run.splits)][slice(self.settings.metrics_rows)]
         seed, kind = self.settings.seed + _EVALUATION_SEED_OFFSET, score_kind(run.model)
         rows = score_rows(held_out, seed)
 
@@ -479,7 +492,8 @@ class Trainer:
 
     def _evaluate(self, model: EnergyModel, splits: dict[str, torch.Tensor], epoch: int) -> dict[str, float | None]:
         """Reconstruction error and (where cheap) pseudo-log-likelihood on ``splits`` (``{"train": [N, V], <held-out
-        name>: [M, V]}``), plus the estimator on the held-out split at its epochs (its base fitted to train)."""
+        name>: [M, V]}``, or ``{"train"}`` alone), plus the estimator at its epochs on the held-out split (the training
+        rows without one; its base fitted to train)."""
         generator = torch.Generator(model.device).manual_seed(self.settings.seed + _EVALUATION_SEED_OFFSET)
         record: dict[str, float | None] = {}
         rows = slice(self.settings.metrics_rows)
@@ -490,10 +504,10 @@ class Trainer:
                 record[f"{name}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, split[rows], generator=generator)
             record.update({f"{name}_{key}": value for key, value in model.training_diagnostics(split[rows]).items()})
         if self.estimator is not None and self.settings.evaluates(epoch):
-            held_out_name = next(name for name in splits if name != "train")
-            estimate = self.estimator.log_likelihood(model, splits[held_out_name], base_data=splits["train"], generator=generator)
-            record[f"{held_out_name}_log_likelihood"] = estimate.mean
-            record[f"{held_out_name}_log_likelihood_stderr"] = estimate.stderr
+            held = held_out_name(splits)
+            estimate = self.estimator.log_likelihood(model, splits[held], base_data=splits["train"], generator=generator)
+            record[f"{held}_log_likelihood"] = estimate.mean
+            record[f"{held}_log_likelihood_stderr"] = estimate.stderr
             record["log_z"] = None if estimate.partition is None else estimate.partition.log_z
         return record
 

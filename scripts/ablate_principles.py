@@ -1,0 +1,117 @@
+"""Ablation of two *Deep Learning* §18 claims that ``reports/principles`` does not reproduce (issue 52): SML's best
+classification accuracy (§18.2) and pseudolikelihood's poor density estimates but good fill-in of small amounts of
+missing values (§18.3). One setting of the principles study changes at a time (:mod:`pfzoo.studies.principles_ablation`).
+
+    python scripts/ablate_principles.py --dataset digits                # reports/principles/ablation/results_digits.json
+    python scripts/ablate_principles.py --dataset mnist --rows 10000    # a random 10,000 of MNIST's training rows
+    python scripts/ablate_principles.py --render reports/principles/ablation   # README.md from the results_*.json
+
+Trained RBMs are kept in ``runs/principles_ablation/`` and resumed, not retrained, by a later invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from pfzoo.cli import compose
+from pfzoo.data import DataSplits
+from pfzoo.studies import principles as study
+from pfzoo.studies import principles_ablation as ablation
+from pfzoo.studies.reporting import load_average, machine_description
+
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ("CD-1", "PCD (SML)", "pseudolikelihood", "ratio matching", "self-contrastive")
+BLOCK = {"digits": 3, "mnist": 10}
+HIDDEN_WIDE = 100   # the hidden-unit row (no exact log-likelihood beyond ~25 hidden units)
+EPOCHS_FACTOR = 5   # the training-budget row
+SEEDS = (1, 2)      # rows that only change the seed: the noise of every number
+
+
+def train(dataset: str, principle: study.Principle, lr: float, data: DataSplits, args, *, hidden: int = 20,
+          epochs: int | None = None, seed: int = 0):
+    """One RBM of the principles recipe (SGD, momentum 0.5, learning rate ``lr``), resumed from its run folder."""
+    run_dir = (REPO / "runs" / "principles_ablation" / dataset / principle.trainer /
+               f"lr{lr}-h{hidden}-e{epochs}-s{seed}-rows{data.train.shape[0]}")
+    cfg = compose("train", [f"+experiment=principles_{dataset}", f"trainer={principle.trainer}", *principle.overrides,
+                            f"seed={seed}", f"run_dir={run_dir}", f"model.num_hidden={hidden}",
+                            *([f"trainer.epochs={epochs}"] if epochs else []), *([f"data.root={args.data_root}"] if args.data_root else [])])
+    cfg.trainer.optimizer = OmegaConf.create({"_target_": "torch.optim.SGD", "_partial_": True, "lr": lr, "momentum": 0.5})
+    model = instantiate(cfg.model, num_visible=data.num_features, generator=torch.Generator().manual_seed(seed))
+    model.init_from_data(data.train)
+    instantiate(cfg.trainer, run_dir=run_dir, estimator=None, callbacks=[]).fit(model, data, resume=True)
+    return model
+
+
+def load(dataset: str, args) -> tuple[DataSplits, int]:
+    cfg = compose("train", [f"+experiment=principles_{dataset}", *([f"data.root={args.data_root}"] if args.data_root else [])])
+    data = instantiate(cfg.dataset)
+    if args.rows and args.rows < data.train.shape[0]:  # a random subset of the training rows; the test split is whole
+        keep = torch.randperm(data.train.shape[0], generator=torch.Generator().manual_seed(args.seed))[:args.rows]
+        data = DataSplits(f"{data.name}-{args.rows}", data.train[keep], data.test, image_shape=data.image_shape,
+                          train_labels=data.train_labels[keep], test_labels=data.test_labels)
+    return data, cfg.trainer.epochs
+
+
+def run(args) -> dict:
+    data, epochs = load(args.dataset, args)
+    validation = study.validation_split(data, 0.2, torch.Generator().manual_seed(args.seed))
+    principles = [p for p in study.PRINCIPLES if p.name in NAMES]
+    patterns = ablation.fill_patterns(BLOCK[args.dataset], exact_up_to=9 if args.dataset == "digits" else 3)
+    measure = lambda model, **kw: ablation.measure_model(model, data, patterns, seed=args.seed, **kw)  # noqa: E731
+    search, variants = {}, {name: {} for name in ablation.VARIANTS}
+    for p in principles:
+        points = []
+        for lr in p.learning_rates:  # the study's search, scored by validation log-likelihood and by validation accuracy
+            model = train(args.dataset, p, lr, validation, args)
+            points.append({"lr": lr, "validation_log_likelihood": study.exact_log_likelihood(model, validation.test),
+                           "validation_accuracy": study.classification_accuracy(model, validation)})
+        search[p.name] = points
+        by_ll = max(points, key=lambda point: point["validation_log_likelihood"])["lr"]
+        by_accuracy = max(points, key=lambda point: point["validation_accuracy"])["lr"]
+        base = train(args.dataset, p, by_ll, data, args)
+        variants["base"][p.name] = {"lr": by_ll, **measure(base, classifiers=True)}
+        variants["lr_by_accuracy"][p.name] = {"lr": by_accuracy, **measure(train(args.dataset, p, by_accuracy, data, args))}
+        variants["hidden"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, hidden=HIDDEN_WIDE))}
+        variants["epochs"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, epochs=epochs * EPOCHS_FACTOR))}
+        for seed in SEEDS:
+            variants[f"seed{seed}"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, seed=seed))}
+    return {"dataset": args.dataset, "train": list(data.train.shape), "test": list(data.test.shape), "hidden": 20,
+            "hidden_wide": HIDDEN_WIDE, "epochs": epochs, "epochs_factor": EPOCHS_FACTOR, "block": BLOCK[args.dataset],
+            "search": search, "variants": variants}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", choices=sorted(BLOCK), default="digits")
+    parser.add_argument("--rows", type=int, default=None, help="a random subset of this many training rows")
+    parser.add_argument("--data-root", default=os.environ.get("PFZOO_DATA"), help="for MNIST (default $PFZOO_DATA)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=REPO / "reports" / "principles" / "ablation")
+    parser.add_argument("--render", type=Path, default=None, help="rewrite README.md in this folder from its results_*.json")
+    args = parser.parse_args()
+    if args.render:
+        payloads = [json.loads(path.read_text()) for path in sorted(args.render.glob("results_*.json"))]
+        published = json.loads((REPO / "reports" / "principles" / "results.json").read_text())
+        (args.render / "README.md").write_text(ablation.readme(payloads, published))
+        return
+    torch.set_num_threads(args.threads)
+    began = time.perf_counter()
+    payload = run(args)
+    payload.update(machine=machine_description(), threads=args.threads, load_average=load_average(),
+                   date=datetime.date.today().isoformat(), seconds=time.perf_counter() - began)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"results_{args.dataset}.json").write_text(json.dumps(payload, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -75,6 +75,30 @@ def _covariance(rows: torch.Tensor) -> torch.Tensor:
     return centered.T @ centered / rows.shape[0]
 
 
+def _model_mean(model, num_samples: int, generator: torch.Generator | None) -> torch.Tensor:
+    """``E_p[∇_θ F] = −∇_θ log Z`` ``[P]``: by autograd of a closed-form log Z, else over ``num_samples`` model samples."""
+    if Capability.CLOSED_FORM_LOG_Z in model.capabilities:
+        named = _trainable(model)
+        with torch.enable_grad():
+            grads = torch.autograd.grad(model.log_partition(), [p for _, p in named], allow_unused=True)
+        return -torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for g, (_, p) in zip(grads, named)]).double()
+    return energy_gradients(model, model.sample(num_samples, generator=generator)).mean(0)
+
+
+def measure_metric(model, batch: torch.Tensor, metric: str, *, num_samples: int = 1000,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+    """The metric ``G [P, P]`` (float64) named ``metric`` (one of :data:`METRICS` but ``relative``, which has no
+    matrix here; see the module docstring) at the model's current parameters, ``batch [B, V]`` the data:
+    ``energy`` eq. 4.33, ``model_fisher`` eq. 4.30 (from ``num_samples`` model samples), ``data_fisher`` eq. 4.31."""
+    check_choice(metric, "metric", ("model_fisher", "data_fisher", "energy"))
+    if metric == "energy":
+        return _covariance(energy_gradients(model, batch))
+    if metric == "model_fisher":
+        return _covariance(energy_gradients(model, model.sample(num_samples, generator=generator)))
+    scores = energy_gradients(model, batch) - _model_mean(model, num_samples, generator)
+    return scores.T @ scores / batch.shape[0]
+
+
 def precondition_direction(
     gradient: torch.Tensor, metric: torch.Tensor, *, damping: float, sizes: list[int] | None = None, structure: str = "full",
 ) -> torch.Tensor:
@@ -217,22 +241,9 @@ class NaturalGradient(Objective):
         return loss
 
     def measure(self, model, batch: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The metric ``G [P, P]`` (float64) at the model's current parameters, ``batch [B, V]`` the data."""
-        if self.metric == "energy":
-            return _covariance(energy_gradients(model, batch))
-        if self.metric == "model_fisher":
-            return _covariance(energy_gradients(model, model.sample(self.num_samples, generator=generator)))
-        scores = energy_gradients(model, batch) - self._model_mean(model, generator)
-        return scores.T @ scores / batch.shape[0]
-
-    def _model_mean(self, model, generator: torch.Generator | None) -> torch.Tensor:
-        """``E_p[∇_θ F] = −∇_θ log Z`` ``[P]``: by autograd of a closed-form log Z, else over model samples."""
-        if Capability.CLOSED_FORM_LOG_Z in model.capabilities:
-            named = _trainable(model)
-            with torch.enable_grad():
-                grads = torch.autograd.grad(model.log_partition(), [p for _, p in named], allow_unused=True)
-            return -torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for g, (_, p) in zip(grads, named)]).double()
-        return energy_gradients(model, model.sample(self.num_samples, generator=generator)).mean(0)
+        """The metric ``G [P, P]`` (float64) at the model's current parameters, ``batch [B, V]`` the data
+        (:func:`measure_metric`)."""
+        return measure_metric(model, batch, self.metric, num_samples=self.num_samples, generator=generator)
 
     def precondition(self, model) -> None:
         """Replace the gradients in the model's ``.grad`` by the natural gradient (after the inner preconditioning)."""

@@ -27,6 +27,7 @@ from pfzoo.training.fit_data import training_data
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
+from pfzoo.training.natural_space import check_space_settings, line_searches, natural_space_from_settings
 from pfzoo.training.objective import Objective
 from pfzoo.training.partition_tracking import tracker_from_settings
 from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory
@@ -119,6 +120,11 @@ class Trainer:
             :class:`~pfzoo.training.NaturalGradient` wrapped around the (possibly centered) objective, e.g.
             ``{"metric": "model_fisher", "damping": 1e-4, "structure": "block"}``; from the command line
             ``+trainer.natural_gradient.metric=relative`` (with an optimiser other than L-BFGS).
+        natural_parameter_space: None (default) or the settings (``metric``, ``damping``, ``structure``,
+            ``num_samples``, ``refresh_every``) of a :class:`~pfzoo.training.natural_space.NaturalParameterSpace`:
+            the optimiser, L-BFGS included, runs in the natural parameters ``φ = G^½ θ`` (thesis §4.1.4, §4.2.7), ``G``
+            measured over the training rows at the first step and every ``refresh_every`` steps; from the command line
+            ``trainer=ml +trainer.natural_parameter_space.metric=data_fisher``. Not with ``natural_gradient``.
         track_partition: None/False, True or the settings of a :class:`~pfzoo.training.PartitionTracker` added to
             ``callbacks``: ``log Z`` followed update by update and the tracked train/held-out log-likelihoods logged every
             epoch (Desjardins, Courville & Bengio 2011); from the command line ``trainer.track_partition=true`` or
@@ -137,6 +143,7 @@ class Trainer:
         callbacks: Sequence[TrainingCallback] = (),
         centered: bool = False,
         natural_gradient: Mapping[str, Any] | None = None,
+        natural_parameter_space: Mapping[str, Any] | None = None,
         track_partition: bool | Mapping[str, Any] | None = None,
         **setting_values: Any,
     ) -> None:
@@ -145,6 +152,9 @@ class Trainer:
         if check_bool(centered, "centered"):
             objective = Centered(objective)
         self.objective = natural_gradient_from_settings(objective, natural_gradient)
+        self.natural_space = check_space_settings(natural_parameter_space)
+        if self.natural_space is not None and natural_gradient is not None:
+            raise ValueError("natural_gradient and natural_parameter_space both precondition the updates: set one of them")
         self.make_optimizer = check_optimizer_factory(optimizer)
         self.settings = TrainerSettings.build(settings, **setting_values)
         if estimator is not None and not isinstance(estimator, Estimator):
@@ -278,17 +288,23 @@ class Trainer:
         if self.estimator is not None:
             self.estimator.to(model.device)
         ranks = DistributedStrategy()
-        optimizer = self.make_optimizer(self._parameters(model))
-        if self.settings.clip_grad_norm is not None and isinstance(optimizer, torch.optim.LBFGS):
-            raise ValueError("clip_grad_norm needs an optimizer that takes plain steps (SGD, Adam, ...), not LBFGS, whose line "
-                             "search needs the loss's own gradient")
-        if self.objective.preconditions and isinstance(optimizer, torch.optim.LBFGS):
-            raise ValueError(f"optimizer must take preconditioned steps (SGD, Adam, ...), not LBFGS, whose line search needs the "
-                             f"loss's own gradient: {type(self.objective).__name__} changes its gradients")
         generators = {
             "shuffle": torch.Generator().manual_seed(self.settings.seed),
             "sampling": ranks.sampling_generator(self.settings.seed + _SAMPLING_SEED_OFFSET, model.device),
         }
+        if self.natural_space is None:
+            optimizer = self.make_optimizer(self._parameters(model))
+        elif ranks.world_size > 1:
+            raise ValueError("natural_parameter_space runs in one process: each rank would measure its own G and whiten differently")
+        else:
+            optimizer = natural_space_from_settings(self.make_optimizer, self.natural_space, model, list(self.objective.parameters()),
+                                                    splits["train"], generator=generators["sampling"])
+        if self.settings.clip_grad_norm is not None and line_searches(optimizer):
+            raise ValueError("clip_grad_norm needs an optimizer that takes plain steps (SGD, Adam, ...), not LBFGS, whose line "
+                             "search needs the loss's own gradient")
+        if self.objective.preconditions and line_searches(optimizer):
+            raise ValueError(f"optimizer must take preconditioned steps (SGD, Adam, ...), not LBFGS, whose line search needs the "
+                             f"loss's own gradient: {type(self.objective).__name__} changes its gradients")
         if ranks.leader:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             self._checkpoints.remove_stale_temporaries()
@@ -328,7 +344,7 @@ class Trainer:
         total = torch.zeros((), dtype=torch.float64, device=train.device)
         first_bad_batch = torch.full((), -1, dtype=torch.long, device=train.device)
         first_bad_loss = torch.zeros((), dtype=torch.float64, device=train.device)
-        check_each_loss = isinstance(optimizer, torch.optim.LBFGS)
+        check_each_loss = line_searches(optimizer)
         batches = order.split(self.settings.batch_size)
         for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not run.bars)):
             shard = ranks.shard(rows)  # [B_r]: this rank's contiguous part of the minibatch

@@ -1,0 +1,132 @@
+"""Why the bilinear model comes last on van Hateren (HAIS report Table 1 puts it first, −32.69): the estimator, the training
+or the data, each measured on the model that the comparison trained (``reports/models/vanhateren``).
+
+Three measurements of one trained model:
+
+- **Convergence in N** of per-example HAIS (the report's eq. 27–29 on the latents z = [c, d]) on test patches, up to the
+  paper's N = 10⁵: a lower bound that still rises between N = 3·10⁴ and 10⁵ has not converged.
+- **Bidirectional Monte Carlo** (Grosse et al. 2015) on patches simulated from the model itself: forward HAIS is a
+  stochastic lower and reverse HAIS from the exact posterior draw a stochastic upper bound on log p(x), so their gap
+  bounds HAIS's error on this model's posterior geometry at each N, with no reference value needed.
+- **Model against data**: the model's log-likelihood of its own samples against that of the test patches, and the
+  Gaussian's (exact) on both: a model that fits the data gives the test patches about what it gives its own samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import time
+from collections.abc import Sequence
+from typing import Callable
+
+import torch
+from omegaconf import DictConfig
+
+from pfzoo.data.splits import DataSplits
+from pfzoo.estimators.sandwich import Sandwich
+from pfzoo.kernels import HMCKernel
+from pfzoo.models import BilinearGenerative, Gaussian
+from pfzoo.studies.step_size_pilot import HAISSetting
+from pfzoo.studies.model_comparison.comparison import ModelComparison
+from pfzoo.studies.model_comparison.row_recorder import RowRecorder
+from pfzoo.studies.model_comparison.settings import NOISE_STD
+
+RECIPE, SEED_OFFSET = "models_bilinear", 2
+"""The comparison trains the bilinear model from ``conf/experiment/models_bilinear.yaml`` with run seed ``seed + 2``."""
+
+
+def state_hash(model: torch.nn.Module) -> str:
+    """SHA-256 of the model's state dict as ``torch.save`` writes it: which trained model a measurement used."""
+    buffer = io.BytesIO()
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buffer)
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def _generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def convergence_in_n(model: BilinearGenerative, patches: torch.Tensor, setting: HAISSetting, steps: Sequence[int], particles: int,
+                     seed: int, progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Per-example HAIS (eqs. 27–29) with ``setting`` on ``patches [B, M]`` at every N of ``steps``, ``particles`` per patch.
+
+    Returns one entry per N: the mean lower bound over the patches, its stderr over the estimator's randomness, the mean
+    per-patch ESS of the particles' weights, the acceptance in the last tenth of β, and the seconds.
+    """
+    rows = []
+    for index, num_steps in enumerate(steps):
+        began = time.perf_counter()
+        estimate = setting.estimator(particles, num_steps, base="isotropic").log_likelihood(
+            model, patches, generator=_generator(seed + index))
+        acceptance = estimate.info.get("acceptance") or [float("nan")]
+        rows.append({"num_steps": num_steps, "mean": estimate.mean, "stderr": estimate.stderr, "per_example": estimate.per_example.tolist(),
+                     "acceptance_last_10pct": acceptance[-1], "seconds": time.perf_counter() - began, "warnings": list(estimate.warnings)})
+        if progress is not None:
+            progress(f"HAIS N = {num_steps:,}: {estimate.mean:.3f} ± {estimate.stderr:.3f} ({rows[-1]['seconds']:.0f} s)")
+    return rows
+
+
+def bidirectional(model: BilinearGenerative, num_examples: int, setting: HAISSetting, steps: Sequence[int], chains: int, seed: int,
+                  progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Bidirectional Monte Carlo on ``num_examples`` patches simulated from ``model`` (the same patches at every N of
+    ``steps``), with the HMC kernel and schedule of ``setting``: the mean forward (lower) and reverse (upper) bounds, their
+    gap and stderrs, and the seconds, one entry per N."""
+    kernel = HMCKernel(setting.step_size, stiffness=setting.stiffness, lower=model.latent_lower)
+    rows = []
+    for index, num_steps in enumerate(steps):
+        began = time.perf_counter()
+        result = Sandwich(chains, num_steps, schedule=setting.schedule, kernel=kernel)(model, num_examples, generator=_generator(seed))
+        rows.append({"num_steps": num_steps, "lower": result.lower_mean, "upper": result.upper_mean, "gap": result.gap,
+                     "lower_stderr": result.lower_stderr, "upper_stderr": result.upper_stderr, "gap_stderr": result.gap_stderr,
+                     "lower_ess": result.lower_ess, "upper_ess": result.upper_ess, "seconds": time.perf_counter() - began,
+                     "warnings": list(result.warnings)})
+        if progress is not None:
+            progress(f"BDMC N = {num_steps:,}: [{result.lower_mean:.3f}, {result.upper_mean:.3f}], gap {result.gap:.3f} ({rows[-1]['seconds']:.0f} s)")
+    return rows
+
+
+@torch.no_grad()
+def second_moments(model: BilinearGenerative, data: torch.Tensor, num_samples: int, seed: int) -> dict:
+    """How the model's samples' second moments compare with the data's ``[N, M]`` (whitened, so about the identity): the
+    eigenvalues of each covariance, and the exact log-likelihood that a Gaussian fitted to the data gives each."""
+    samples = model.sample(num_samples, generator=_generator(seed)).double()
+    data = data.double()
+    gaussian = Gaussian.fit(data.float()).double()
+    return {"model_covariance_eigenvalues": torch.linalg.eigvalsh(samples.T.cov()).tolist(),
+            "data_covariance_eigenvalues": torch.linalg.eigvalsh(data.T.cov()).tolist(),
+            "data_gaussian_on_model_samples": gaussian.log_prob(samples).mean().item(),
+            "data_gaussian_on_data": gaussian.log_prob(data).mean().item(),
+            "model_excess_kurtosis": _excess_kurtosis(samples), "data_excess_kurtosis": _excess_kurtosis(data)}
+
+
+def _excess_kurtosis(x: torch.Tensor) -> float:
+    """Mean over the M coordinates of ``E[(x − μ)⁴] / Var² − 3`` for ``x [N, M]``: how heavy-tailed the marginals are."""
+    centred = x - x.mean(0)
+    return (centred.pow(4).mean(0) / centred.pow(2).mean(0).square() - 3).mean().item()
+
+
+def ica_start(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..., DictConfig], num_style: int = 8,
+              max_basis_norm: float = 1.0) -> BilinearGenerative:
+    """A bilinear model that starts at the comparison's ICA row: Φ = W⁻¹ (ICA's basis, as sparse coding's EM starts), Θ = I
+    (content c_k drives component k alone) and Ψ = 1/Ld + 0.01·N(0, 1), so the gain Ψd has mean ≈ 1 under the Exp(1)
+    prior: a = c ⊙ Ψd is then a Laplace code with a mild common gain, a scale mixture of ICA's density."""
+    study = ModelComparison(splits, settings, seed, recipe)
+    study.products_of_experts()
+    basis = study.ica_basis
+    num_components = basis.shape[1]
+    style = 1.0 / num_style + 0.01 * torch.randn(num_components, num_style, generator=_generator(seed + SEED_OFFSET), dtype=basis.dtype)
+    return BilinearGenerative.from_tensors(basis, torch.eye(num_components, dtype=basis.dtype), style, noise_std=NOISE_STD,
+                                           max_basis_norm=max_basis_norm)
+
+
+def train_variant(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..., DictConfig], start: str, epochs: int,
+                  *overrides: str) -> tuple[BilinearGenerative, dict]:
+    """The comparison's bilinear training (:func:`train_bilinear`) changed in one setting: ``start`` "random" (the recipe's
+    0.17·N(0, 1) weights) or "ica" (:func:`ica_start`), ``epochs``, and recipe ``overrides`` (e.g. ``model.max_basis_norm=null``)."""
+    recorder = RowRecorder(splits, settings, seed, recipe)
+    model = None if start == "random" else ica_start(splits, settings, seed, recipe)
+    began = time.perf_counter()
+    trained, _, info, _, _ = recorder.fit_em(RECIPE, seed + SEED_OFFSET, epochs, *overrides, model=model)
+    info["wall_seconds"] = time.perf_counter() - began
+    return trained, info

@@ -26,19 +26,25 @@ from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
 from pfzoo.models import BilinearGenerative
 from pfzoo.studies import reporting
-from pfzoo.studies.bilinear_diagnosis import bidirectional, convergence_in_n, second_moments, state_hash, train_variant
+from pfzoo.studies.bilinear_diagnosis import bidirectional, convergence_in_n, excess_kurtosis, second_moments, state_hash, train_variant
 from pfzoo.studies.bilinear_diagnosis_report import readme
 from pfzoo.studies.model_comparison.settings import SETTINGS
 from pfzoo.studies.step_size_pilot import HAISSetting
 
 REPO = Path(__file__).resolve().parents[1]
 COMPARISON = REPO / "reports" / "models" / "vanhateren" / "results.json"
+COMPARISONS = {"vanhateren": COMPARISON, "embedded": REPO / "reports" / "models" / "results.json"}
 
 
-def load_data(data_root: Path, seed: int):
+def comparison_means(path: Path) -> dict:
+    """Each row's test log-likelihood in a model comparison's results.json."""
+    return {m["name"]: m["evaluation"]["mean"] for m in json.loads(path.read_text())["models"] if "evaluation" in m}
+
+
+def load_data(data_root: Path, seed: int, source: str = "vanhateren"):
     """The comparison's splits and the compose function of its recipes."""
     s = SETTINGS["full"]
-    common = ["dataset.source=vanhateren", f"data.root={data_root}", f"dataset.num_train={s['num_train']}", f"dataset.num_test={s['num_test']}",
+    common = [f"dataset.source={source}", f"data.root={data_root}", f"dataset.num_train={s['num_train']}", f"dataset.num_test={s['num_test']}",
               f"dataset.seed={seed}", "trainer.progress=false"]
     recipe = lambda name, run_seed, *more: compose("train", [f"+experiment={name}", *common, f"seed={run_seed}", *more])  # noqa: E731
     return instantiate(recipe("hais_poe_laplace", seed).dataset), recipe
@@ -101,6 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         record["bdmc"] = bidirectional(model, args.patches, setting, args.bdmc_steps, args.particles // 5, args.seed + 200, print)
         record["moments"] = second_moments(model, splits.test, 20000, args.seed + 300)
         record["particles"] = args.particles
+        record["data"] = {source: {"excess_kurtosis": excess_kurtosis(load_data(args.data_root, args.seed, source)[0].test),
+                                   "comparison": comparison_means(path)} for source, path in COMPARISONS.items()}
         payload["measure"] = record
     else:
         training = json.loads(model_path.with_suffix(".json").read_text())

@@ -97,10 +97,10 @@ def second_moments(model: BilinearGenerative, data: torch.Tensor, num_samples: i
             "data_covariance_eigenvalues": torch.linalg.eigvalsh(data.T.cov()).tolist(),
             "data_gaussian_on_model_samples": gaussian.log_prob(samples).mean().item(),
             "data_gaussian_on_data": gaussian.log_prob(data).mean().item(),
-            "model_excess_kurtosis": _excess_kurtosis(samples), "data_excess_kurtosis": _excess_kurtosis(data)}
+            "model_excess_kurtosis": excess_kurtosis(samples), "data_excess_kurtosis": excess_kurtosis(data)}
 
 
-def _excess_kurtosis(x: torch.Tensor) -> float:
+def excess_kurtosis(x: torch.Tensor) -> float:
     """Mean over the M coordinates of ``E[(x − μ)⁴] / Var² − 3`` for ``x [N, M]``: how heavy-tailed the marginals are."""
     centred = x - x.mean(0)
     return (centred.pow(4).mean(0) / centred.pow(2).mean(0).square() - 3).mean().item()

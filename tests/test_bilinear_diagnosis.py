@@ -60,3 +60,18 @@ def test_convergence_verdict_and_readme():
     text = readme({"ablation": {"ica-50": {"training": {"start": "ica", "epochs": 50, "overrides": [], "final_loss": 90.0, "wall_seconds": 60.0},
                                            "estimate": {"num_steps": 10000, "mean": -50.0, "stderr": 0.1}}}})
     assert "| ica-50 | ica | 50 | — | 90.00 | 10,000 | -50.00 ± 0.10 | 60 |" in text
+
+
+def test_readme_renders_every_measured_section():
+    sweep = [{"num_steps": n, "mean": v, "stderr": 0.01, "acceptance_last_10pct": 0.8, "seconds": 1.0} for n, v in ((30000, -66.2), (100000, -65.9))]
+    bdmc = [{"num_steps": 30000, "lower": -40.0, "upper": -39.5, "gap": 0.5, "lower_stderr": 0.1, "upper_stderr": 0.1, "gap_stderr": 0.1, "seconds": 2.0}]
+    moments = {"model_covariance_eigenvalues": [0.5, 1.0, 2.0], "data_covariance_eigenvalues": [1.0, 1.0, 1.0], "model_excess_kurtosis": 3.0,
+               "data_excess_kurtosis": 1.0, "data_gaussian_on_model_samples": -60.0, "data_gaussian_on_data": -51.0}
+    data = {"vanhateren": {"excess_kurtosis": 1.0, "comparison": {"gaussian": -51.6, "ica": -49.9, "bilinear": -66.8}}}
+    measure = {"model": "baseline", "sha256": "ab" * 32, "date": "2026-11-28", "machine": "cpu", "threads": 1, "command": "python x",
+               "setting": {"step_size": 1.0, "stiffness": 300.0, "schedule": "geometric"}, "particles": 100, "patches": 20,
+               "sweep": sweep, "bdmc": bdmc, "moments": moments, "data": data}
+    text = readme({"measure": measure})
+    assert "converged within 0.5 nat" in text and "| 100,000 | -65.900 |" in text
+    assert "[-40.00, -39.50]" in text and "25.9 nats less" in text
+    assert "| one van Hateren image | 1.00 | -51.60 | -49.90 (+1.7) | — | — | — | -66.80 (-15.2) |" in text

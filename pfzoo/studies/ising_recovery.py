@@ -173,12 +173,26 @@ def learner_overrides(name: str, settings: Mapping) -> list[str]:
 
 
 def fit_learner(cfg: DictConfig, dtype: torch.dtype, train: Tensor, truth, run_dir: Path,
-                correlation_trace: CorrelationTrace | None = None) -> tuple[torch.nn.Module, Trace, Trace, int]:
+                correlation_trace: CorrelationTrace | None = None, *, coupling_mask: Tensor | None = None,
+                base_rate_start: bool = True) -> tuple[torch.nn.Module, Trace, Trace, int]:
     """Train the learner of the composed recipe ``cfg`` in ``dtype`` on ``train [N, D]``; returns the model (float32), its
     traces of ε_J from the start and of ε_corr at ``correlation_trace``'s epochs (empty without one), and its number of
-    epochs (L-BFGS steps or CD epochs)."""
+    epochs (L-BFGS steps or CD epochs).
+
+    ``coupling_mask [D, D]`` (bool, symmetric) fits only the couplings it marks, e.g. a lattice's edges: the others start
+    at 0 and their gradient is zeroed, so no step of L-BFGS or SGD (whose directions are sums of gradients) moves them.
+    ``base_rate_start=False`` starts the biases at 0 instead of the independent-units fit."""
     model = instantiate(cfg.model, num_visible=train.shape[1]).to(dtype)
-    model.init_from_data(train.to(dtype))  # J = 0 and the independent-units biases: every learner's start
+    if base_rate_start:
+        model.init_from_data(train.to(dtype))  # J = 0 and the independent-units biases: every learner's start
+    if coupling_mask is not None:
+        if coupling_mask.shape != model.coupling.shape or coupling_mask.dtype != torch.bool:
+            raise ValueError(f"coupling_mask must be a bool [{train.shape[1]}, {train.shape[1]}] tensor, got "
+                             f"{coupling_mask.dtype} {tuple(coupling_mask.shape)}")
+        keep = coupling_mask.to(device=model.coupling.device, dtype=dtype)
+        with torch.no_grad():
+            model.coupling.mul_(keep)
+        model.coupling.register_hook(lambda grad: grad * keep)
     trace = [(0.0, coupling_error(model, truth))]
     metrics = {"coupling_error": partial(coupling_error, truth=truth)}
     if correlation_trace is not None:

@@ -79,34 +79,62 @@ def save_labelled_grids(grids: dict[str, torch.Tensor], image_shape: Sequence[in
     return _save(figure, path)
 
 
-def save_training_curves(metrics_file: str | Path, path: str | Path) -> Path | None:
+CLOSING = "closing_test_log_likelihood"
+"""The key of a run's closing estimate in its last metrics record (:meth:`pfzoo.training.Trainer.record_result`)."""
+
+
+def save_training_curves(metrics_file: str | Path, path: str | Path, *, title: str | None = None,
+                         loss_label: str = "loss") -> Path | None:
     """Loss and every log-likelihood-like metric of ``metrics.jsonl`` against the epoch (an estimator's
     ``test_log_likelihood``, a :class:`~pfzoo.training.PartitionTracker`'s ``{train,test}_tracked_log_likelihood``, ...),
-    each with a ±2 stderr band where its ``<name>_stderr`` is logged; ``None`` with no records."""
+    each with a ±2 stderr band where its ``<name>_stderr`` is logged, and the run's closing estimate (:data:`CLOSING`)
+    as a point with ±2 stderr bars at the last epoch; ``None`` with no records. ``title`` (what was trained on what, by
+    which objective) heads the figure; ``loss_label`` names the loss panel's quantity (the objective's own units)."""
     records = [json.loads(line) for line in Path(metrics_file).read_text().splitlines() if line.strip()]
     if not records:
         return None
     epochs = [record["epoch"] for record in records]
-    panels = [["loss"], sorted({key for record in records for key in record if key.endswith("log_likelihood")})]
+    likelihoods = sorted({key for record in records for key in record if key.endswith("log_likelihood") and key != CLOSING})
+    panels = [["loss"], likelihoods or ([CLOSING] if any(CLOSING in record for record in records) else [])]
     panels = [keys for keys in panels if keys]
     plt = _pyplot()
-    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 3.5), squeeze=False)
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     for axis, keys in zip(axes[0], panels):
         for key in keys:
             points = [(epoch, record[key]) for epoch, record in zip(epochs, records) if isinstance(record.get(key), (int, float))]
-            if points:
-                line, = axis.plot(*zip(*points), marker="." if len(points) < 30 else None, label=key)
+            if points and key != CLOSING:
+                line, = axis.plot(*zip(*points), marker="." if len(points) < 30 else None, label=key.replace("_", " "))
                 band = [(epoch, record[key], record[f"{key}_stderr"]) for epoch, record in zip(epochs, records)
                         if isinstance(record.get(key), (int, float)) and isinstance(record.get(f"{key}_stderr"), (int, float))]
                 if band:
                     x, y, stderr = zip(*band)
                     axis.fill_between(x, [a - 2 * b for a, b in zip(y, stderr)], [a + 2 * b for a, b in zip(y, stderr)],
                                       color=line.get_color(), alpha=0.2, linewidth=0)
+        if keys != ["loss"]:
+            _closing_point(axis, records)
         axis.set_xlabel("epoch")
-        axis.set_ylabel("nats" if keys != ["loss"] else "loss")
-        axis.legend(fontsize=8)
+        axis.xaxis.get_major_locator().set_params(integer=True)
+        axis.set_ylabel(loss_label if keys == ["loss"] else "nats per example")
+        axis.set_title("training loss (minimised)" if keys == ["loss"] else "log-likelihoods (higher is better)", fontsize=10)
+        if keys != ["loss"]:
+            axis.legend(fontsize=8)
         axis.grid(alpha=0.3)
+    if title:
+        figure.suptitle("\n".join(textwrap.wrap(title, 60 * len(panels))), fontsize=10)
     return _save(figure, path)
+
+
+def _closing_point(axis, records: list[dict]) -> None:
+    """The closing estimate of the last record (:data:`CLOSING`, its stderr, estimator and kind) as a point with ±2
+    stderr bars, labelled with what measured it."""
+    last = records[-1]
+    value = last.get(CLOSING)
+    if not isinstance(value, (int, float)):
+        return
+    stderr = last.get(f"{CLOSING}_stderr") or 0.0
+    estimator, kind = last.get("closing_estimator", "?"), str(last.get("closing_kind", "?")).split(":")[0]
+    label = f"closing test log-likelihood ({estimator if estimator == kind else f'{estimator}, {kind}'})"
+    axis.errorbar([last["epoch"]], [value], yerr=[2 * stderr], fmt="D", color="black", capsize=3, label=label)
 
 
 def save_path_diagnostics(diagnostics: dict, path: str | Path) -> Path:

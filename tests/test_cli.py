@@ -243,7 +243,10 @@ def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):
     result = command(str(REPO / "scripts" / "train.py"), f"run_dir={tmp_path}", *TINY, "pictures=false")
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "train.log").is_file() and not (tmp_path / "cli.log").exists()
-    assert "epoch 1/1" in (tmp_path / "train.log").read_text()
+    log = (tmp_path / "train.log").read_text()
+    assert "epoch 1/1" in log
+    headline = json.loads((tmp_path / "result.json").read_text())["headline"]  # the closing estimate, in the log too
+    assert f"test log-likelihood = {headline['mean']:.4f} (exact, on all 360 test examples)" in log
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="the tensorboard package is installed")

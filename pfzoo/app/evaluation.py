@@ -17,6 +17,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from pfzoo import distributed, zoo
 from pfzoo.app.comparison import compare_with_versus
+from pfzoo.app.result_file import evaluation_headline, headline_text, result_record, write_result
 from pfzoo.app.config import dataset_settings_chosen, dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device, measured_subset
 from pfzoo.app.run_pictures import draws_images, evaluation_pictures
 from pfzoo.data.subsets import SUBSET_ORDERS
@@ -129,7 +130,9 @@ def more_accuracy(estimator: dict[str, Any], num_test: int, prefix: str = "estim
 def evaluate(cfg: DictConfig) -> dict[str, Any]:
     """Estimate ``log Z`` and the mean test log-likelihood of a checkpoint (``checkpoint=``), a named zoo model
     (``pretrained=``) or the zoo's model for the configured model config and data set; exact values too when the
-    model is small."""
+    model is small. The run folder ends with ``result.json`` (:mod:`pfzoo.app.result_file`; its headline also in the
+    log, ``evaluate.log`` under the command line)."""
+    began = time.perf_counter()
     device = resolve_device(cfg.device)
     if cfg.num_test is not None and cfg.num_test < 1:
         raise ValueError(f"num_test must be a positive number of test examples or null (all of them), got {cfg.num_test}")
@@ -150,7 +153,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             raise ValueError(f"versus={cfg.versus} compares the two models by bridge sampling alone (its settings: versus_samples, "
                              f"versus_steps), so estimator settings do not apply; drop estimator=... (or evaluate each model "
                              f"with its estimator on its own)")
-        return compare_with_versus(cfg, model, checkpoint, dataset, device)
+        return recorded(cfg, device, compare_with_versus(cfg, model, checkpoint, dataset, device), began)
     estimator = instantiate(cfg.estimator).to(device)
     estimator.check(model)  # refuse in one line before any work (the data set can take seconds to build)
     data = instantiate(dataset)
@@ -208,6 +211,25 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             result["exact_log_z"] = exact_log_z.item()
             result["exact_test_log_likelihood"] = model.log_prob(test.to(device, model.dtype), log_z=exact_log_z).mean().item()
     result["pictures"] = [str(path) for path in evaluation_pictures(result, model, data, cfg)] if distributed.rank() == 0 else []
+    return recorded(cfg, device, result, began)
+
+
+def recorded(cfg: DictConfig, device: torch.device, result: dict[str, Any], began: float) -> dict[str, Any]:
+    """``result`` after its headline is logged and, on the leader, ``result.json`` written (:mod:`pfzoo.app.result_file`;
+    its path in ``result["result_file"]``); ``began`` is when the evaluation started (``time.perf_counter``)."""
+    headline = evaluation_headline(result)
+    if distributed.rank() != 0:
+        return result
+    logger.info("%s", headline_text(headline))
+    if "comparison" in result:
+        estimator = {"name": "bridge sampling", "config": {"versus_samples": cfg.versus_samples, "versus_steps": cfg.versus_steps}}
+    else:
+        estimator = {"name": headline["estimator"], "config": result["estimator"]}
+    timings = {"total": time.perf_counter() - began, "estimate": result["seconds"]}
+    files = {"checkpoint": result["checkpoint"], "versus": result.get("versus"), "pictures": result.get("pictures", [])}
+    record = result_record("evaluate", cfg, device, headline=headline, estimator=estimator, timings=timings, files=files,
+                           warnings=result.get("warnings"))
+    result["result_file"] = str(write_result(cfg.run_dir, record))
     return result
 
 

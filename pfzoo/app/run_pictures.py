@@ -17,10 +17,12 @@ DEFAULT_SAMPLER_STEPS = 1000
 models, HMC steps of the continuous ones): what the samples' caption states (tests/test_pictures.py holds them to it)."""
 
 
-def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: int) -> list[Path]:
-    """``curves.png`` (loss and log-likelihoods by epoch) and, for image data, ``samples.png`` (64 samples of the
-    trained model, its own sampler) and ``filters.png`` (its first-layer filters, each on its own contrast)."""
-    written = [pictures.save_training_curves(metrics_file, run_dir / "curves.png")]
+def training_pictures(model, data, metrics_file: Path, run_dir: Path, *, seed: int, title: str | None = None,
+                      loss_label: str = "loss") -> list[Path]:
+    """``curves.png`` (loss and log-likelihoods by epoch, the closing estimate at the last; headed by ``title``, its
+    loss axis named ``loss_label``) and, for image data, ``samples.png`` (64 samples of the trained model, its own
+    sampler) and ``filters.png`` (its first-layer filters, each on its own contrast)."""
+    written = [pictures.save_training_curves(metrics_file, run_dir / "curves.png", title=title, loss_label=loss_label)]
     return [path for path in written if path is not None] + model_pictures(model, data, run_dir, seed=seed)
 
 

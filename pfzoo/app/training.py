@@ -14,11 +14,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from pfzoo import distributed
 from pfzoo.app.config import resolve_device
-from pfzoo.app.run_pictures import training_pictures
+from pfzoo.app.result_file import divergence_record, headline_text, result_record, training_headline, write_result
+from pfzoo.app.run_pictures import caption, training_pictures
+from pfzoo.data.subsets import describe_subset
 from pfzoo.estimators.base import BoundKind
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.divergence import TrainingDiverged
-from pfzoo.training.metrics_log import check_tensorboard
+from pfzoo.training.metrics_log import check_tensorboard, read_records
 
 logger = logging.getLogger(__name__)
 
@@ -29,10 +31,14 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     Under a process group (``torchrun``) every rank calls it alike: the Trainer shards the minibatches, the estimators
     their chains, and rank 0 alone writes files (pictures included).
 
+    The run folder ends with ``result.json`` (:mod:`pfzoo.app.result_file`); the closing estimate also goes to the log
+    (``train.log`` under the command line) and into the last record of the metrics files (CSV and TensorBoard
+    included), and titles ``curves.png``.
+
     A run the divergence guard stops (:class:`~pfzoo.training.TrainingDiverged`: the model and the checkpoint hold the
     last good parameters) re-raises it with :attr:`~pfzoo.training.TrainingDiverged.result` holding this result for
     the restored model (``diverged``: the guard's line; ``metrics``: its details), so the command line reports both and
-    exits :data:`pfzoo.cli.EXIT_DIVERGED`."""
+    exits :data:`pfzoo.cli.EXIT_DIVERGED`; its ``result.json`` has ``status: "diverged"`` and says what was restored."""
     started = time.perf_counter()
     device = resolve_device(cfg.device)
     if cfg.final_num_test < 1:
@@ -46,19 +52,62 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator, csv=cfg.metrics_csv, tensorboard=cfg.tensorboard)
     logger.info("training %s on %s (%d examples) in %s", type(model).__name__, data.name, data.train.shape[0], cfg.run_dir)
+    leader = distributed.rank() == 0  # under torchrun every rank trained the same model; one writes its files
+    files = {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path)}
     try:
         metrics = trainer.fit(model, data, resume=cfg.resume, config=OmegaConf.to_container(cfg, resolve=True))
     except TrainingDiverged as diverged:
-        diverged.result = {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": diverged.record,
-                           "test_log_likelihood": final_log_likelihood(model, data, cfg, device), "diverged": str(diverged),
+        if leader:
+            logger.error("%s", diverged)
+        closing = closing_estimate(model, data, cfg, device, trainer)
+        diverged.result = {**files, "metrics": diverged.record, "test_log_likelihood": closing["final"], "diverged": str(diverged),
                            "seconds": time.perf_counter() - started, "pictures": []}
+        if leader:
+            record = divergence_record(str(diverged), diverged.record, files["checkpoint"])
+            diverged.result["result_file"] = str(finish(cfg, device, diverged.result, closing, divergence=record))
         raise
+    closing = closing_estimate(model, data, cfg, device, trainer)
+    result = {**files, "metrics": metrics, "test_log_likelihood": closing["final"], "warnings": trainer.warnings, "pictures": []}
+    if leader and cfg.pictures:
+        objective = type(trainer.objective).__name__
+        title = f"{caption(model, data, 'trained by ' + objective)}; closing {headline_text(training_headline(closing['final']))}"
+        result["pictures"] = [str(path) for path in training_pictures(
+            model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed, title=title,
+            loss_label=f"{objective} loss per example (the objective's own units)")]
+    result["seconds"] = time.perf_counter() - started
+    if leader:
+        result["result_file"] = str(finish(cfg, device, result, closing))
+    return result
+
+
+def closing_estimate(model, data, cfg: DictConfig, device: torch.device, trainer) -> dict[str, Any]:
+    """:func:`final_log_likelihood`, timed (``{"final": ..., "seconds": ...}``); on the leader logged as the run's
+    headline and merged into the last record of the metrics files (:meth:`~pfzoo.training.Trainer.record_result`)."""
+    began = time.perf_counter()
     final = final_log_likelihood(model, data, cfg, device)
-    leader = distributed.rank() == 0  # under torchrun every rank trained the same model; one draws it
-    pictures = training_pictures(model, data, trainer.metrics_path, Path(cfg.run_dir), seed=cfg.seed) if cfg.pictures and leader else []
-    return {"checkpoint": str(trainer.checkpoint_path), "metrics_file": str(trainer.metrics_path), "metrics": metrics,
-            "test_log_likelihood": final, "seconds": time.perf_counter() - started, "pictures": [str(p) for p in pictures],
-            "warnings": trainer.warnings}
+    seconds = time.perf_counter() - began
+    if distributed.rank() == 0:
+        logger.info("%s", headline_text(training_headline(final)))
+        if final is not None:
+            trainer.record_result({"closing_test_log_likelihood": final["mean"], "closing_test_log_likelihood_stderr": final["stderr"],
+                                   "closing_kind": final["kind"], "closing_estimator": final["estimator"]})
+    return {"final": final, "seconds": seconds}
+
+
+def finish(cfg: DictConfig, device: torch.device, result: dict[str, Any], closing: dict[str, Any], *,
+           divergence: dict[str, Any] | None = None) -> Path:
+    """``result.json`` of a training run (:mod:`pfzoo.app.result_file`), written on the leader; returns its path."""
+    final = closing["final"]
+    records = read_records(Path(result["metrics_file"]))
+    timings = {"total": result["seconds"], "training": sum(record.get("seconds", 0.0) for record in records),
+               "evaluation": sum(record.get("evaluation_seconds", 0.0) for record in records), "closing_estimate": closing["seconds"]}
+    used = None if final is None else final["estimator"]
+    estimator = {"name": used, "config": None if used in (None, "exact") else OmegaConf.to_container(cfg.estimator, resolve=True)}
+    files = {"checkpoint": result["checkpoint"], "metrics": result["metrics_file"], "pictures": result["pictures"]}
+    record = result_record("train", cfg, device, headline=training_headline(final), estimator=estimator, timings=timings,
+                           files=files, divergence=divergence, last_epoch=records[-1] if records else None,
+                           warnings=[*result.get("warnings", []), *((final or {}).get("warnings") or [])])
+    return write_result(cfg.run_dir, record)
 
 
 def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> dict[str, Any] | None:
@@ -71,7 +120,8 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
         if Capability.EXACT_LOG_Z in offered and Capability.EXACT_FREE_ENERGY in offered:
             log_z = model.log_partition()
             return {"mean": model.log_prob(test, log_z=log_z).mean().item(), "stderr": 0.0, "kind": BoundKind.EXACT.value,
-                    "estimator": "exact", "log_z": log_z.item()}
+                    "estimator": "exact", "num_test": test.shape[0], "of": test.shape[0], "examples": f"all {test.shape[0]}",
+                    "log_z": log_z.item()}
     estimator = instantiate(cfg.estimator).to(device)
     if not estimator.applies_to(model):
         logger.warning("no final test log-likelihood: %s", estimator.refusal(estimator.missing(model), model))
@@ -83,6 +133,7 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
         logger.warning("%s", warning)
     return {"mean": estimate.mean, "stderr": estimate.stderr, "kind": estimate.kind.value, "estimator": type(estimator).__name__,
             "num_test": subset.shape[0], "of": test.shape[0], "warnings": list(estimate.warnings),
+            "examples": describe_subset(subset.shape[0], test.shape[0], seed=cfg.seed),
             "log_z": None if estimate.partition is None else estimate.partition.log_z}
 
 

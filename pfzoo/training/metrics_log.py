@@ -84,10 +84,26 @@ class MetricsLog:
             from torch.utils.tensorboard import SummaryWriter  # optional: only with the tensorboard package
 
             self._writer = SummaryWriter(str(self.tensorboard_dir), purge_step=self._purge_step)
+            self._purge_step = None  # purged once: a writer reopened later (amend_last) must not purge this run's epochs
         for key, value in record.items():
             if key != "epoch" and isinstance(value, (int, float)) and not isinstance(value, bool):
                 self._writer.add_scalar(key, value, global_step=record["epoch"])
         self._writer.flush()
+
+    def amend_last(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Merge ``values`` into the last record (a run's closing numbers beside its last epoch's): ``metrics.jsonl``'s
+        last line and the CSV table (rewritten with the new columns) and, with TensorBoard, the numbers as scalars at
+        that epoch; returns the amended record (``None`` when there is none, nothing written)."""
+        records = read_records(self.path)
+        if not records:
+            return None
+        records[-1] = {**records[-1], **values}
+        self.path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        if self.csv_path is not None:
+            self._write_table(records)
+        if self.tensorboard_dir is not None:
+            self._add_scalars({"epoch": records[-1]["epoch"], **values})
+        return records[-1]
 
     def rewrite_through(self, epoch: int) -> list[dict[str, Any]]:
         """Keep only the records of epochs ≤ ``epoch`` (later ones postdate the checkpoint); return them, oldest first.

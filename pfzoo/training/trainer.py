@@ -257,6 +257,14 @@ class Trainer:
                 bar.set_postfix(loss=f"{loss:.4g}")
         return records[-1] if records else {"epoch": start, **self._evaluate(model, run.splits, start)}
 
+    def record_result(self, values: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Merge a finished run's closing numbers ``values`` (e.g. the app's closing test log-likelihood, measured on the
+        model the checkpoint holds) into the last record of every metrics file: ``metrics.jsonl``, ``metrics.csv`` and
+        TensorBoard (:meth:`MetricsLog.amend_last <pfzoo.training.metrics_log.MetricsLog.amend_last>`); call it on one
+        process (the leader). Returns the amended record."""
+        with contextlib.closing(self._metrics):
+            return self._metrics.amend_last(values)
+
     def stop_reason(self, records: list[dict[str, Any]]) -> str | None:
         """Why training should stop after the epochs ``records`` (oldest first), or None to go on: the settings' rules
         (:meth:`TrainerSettings.stop_reason <pfzoo.training.trainer_settings.TrainerSettings.stop_reason>`), then each

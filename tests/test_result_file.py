@@ -1,0 +1,135 @@
+"""result.json (issue 50): every train and evaluate run folder ends with the headline, estimator, settings, seed, timings
+and machine; the same numbers in the run's log and metrics files; a run the divergence guard stopped records what happened
+(issue 51); curves.png is titled and labelled."""
+
+import csv
+import importlib.util
+import json
+import logging
+import math
+
+import pytest
+from omegaconf import OmegaConf
+
+from pfzoo import cli, pictures
+from pfzoo.app.result_file import RESULT_FILE, RESULT_FORMAT
+from pfzoo.training.metrics_log import MetricsLog, read_records
+
+TINY = ["trainer.epochs=2", "trainer.progress=false", "model.num_hidden=3", "pictures=false"]
+
+
+def result_of(run_dir):
+    return json.loads((run_dir / RESULT_FILE).read_text())
+
+
+def headline_logged(caplog, headline):
+    """The log line that carries ``headline`` (its mean to 4 decimals), from the app's logger."""
+    return [r.getMessage() for r in caplog.records if r.name.startswith("pfzoo.app") and f"{headline['mean']:.4f}" in r.getMessage()]
+
+
+def test_a_training_run_ends_with_its_result_in_result_json_the_log_and_the_metrics(tmp_path, capsys, caplog):
+    cfg = cli.compose("train", [f"run_dir={tmp_path}", *TINY, "seed=3"])
+    with caplog.at_level(logging.INFO, logger="pfzoo"):
+        assert cli.execute("train", cfg) == 0
+    printed = capsys.readouterr().out
+    result = result_of(tmp_path)
+    assert result["format"] == RESULT_FORMAT and result["task"] == "train" and result["status"] == "completed"
+    headline = result["headline"]
+    assert headline["kind"] == "exact" and headline["estimator"] == "exact" and headline["examples"] == "all 360"
+    assert f"test log-likelihood  = {headline['mean']:.4f}" in printed  # the report and the file agree
+    assert result["estimator"] == {"name": "exact", "config": None}
+    assert result["seed"] == 3 and result["settings"] == OmegaConf.to_container(cfg, resolve=True)
+    records = read_records(tmp_path / "metrics.jsonl")
+    assert math.isclose(result["timings"]["training"], sum(r["seconds"] for r in records))
+    assert result["timings"]["total"] >= result["timings"]["training"] + result["timings"]["closing_estimate"]
+    assert result["machine"]["description"].endswith(f"Python {__import__('platform').python_version()}")
+    assert result["machine"]["device"] == "cpu" and result["divergence"] is None
+    assert result["files"]["checkpoint"] == str(tmp_path / "checkpoint.pt")
+    # the same numbers in the log (train.log under the command line), metrics.jsonl and metrics.csv
+    assert headline_logged(caplog, headline) == [f"test log-likelihood = {headline['mean']:.4f} (exact, on all 360 test examples)"]
+    last = records[-1]
+    assert last["epoch"] == 2 and last["closing_test_log_likelihood"] == headline["mean"] and last["closing_kind"] == "exact"
+    assert result["last_epoch"] == last
+    with (tmp_path / "metrics.csv").open() as table:
+        rows = list(csv.DictReader(table))
+    assert float(rows[-1]["closing_test_log_likelihood"]) == headline["mean"] and rows[0]["closing_test_log_likelihood"] == ""
+
+
+def test_an_estimated_headline_states_estimator_stderr_kind_and_subset(tmp_path, capsys):
+    overrides = [f"run_dir={tmp_path}", "trainer.epochs=1", "trainer.progress=false", "model.num_hidden=30", "pictures=false",
+                 "final_num_test=20", "estimator.num_steps=20", "estimator.num_chains=8"]
+    assert cli.execute("train", cli.compose("train", overrides)) == 0
+    result = result_of(tmp_path)
+    headline = result["headline"]
+    assert headline["estimator"] == "AIS" and headline["kind"].startswith("unbiased Z") and headline["stderr"] > 0
+    assert headline["num_test"] == 20 and headline["of"] == 360 and headline["examples"] == "20 of 360 (drawn at random, seed 0)"
+    assert result["estimator"]["name"] == "AIS" and result["estimator"]["config"]["num_steps"] == 20
+    assert f"± {headline['stderr']:.4f}" in capsys.readouterr().out
+
+
+def test_a_diverged_run_records_what_happened_and_what_was_restored(tmp_path, capsys):
+    cfg = cli.compose("train", ["model.num_hidden=4", "trainer=cd", "trainer.optimizer.lr=1e8", "trainer.epochs=2",
+                                f"run_dir={tmp_path}", "pictures=false", "trainer.progress=false"])
+    assert cli.execute("train", cfg) == cli.EXIT_DIVERGED
+    error = capsys.readouterr().err.strip().removeprefix("error: ")
+    result = result_of(tmp_path)
+    divergence = result["divergence"]
+    assert result["status"] == "diverged" and divergence["message"] == error
+    assert divergence["epoch"] == 1 and divergence["update"] >= 1 and divergence["signal"] in error
+    assert divergence["restored"].startswith(f"the parameters after update {divergence['restored_update']} (held-out ")
+    assert str(tmp_path / "checkpoint.pt") in divergence["restored"]
+    # the headline measures the restored model: the start's exact log-likelihood, not the blow-up's -10^7
+    assert result["headline"]["kind"] == "exact" and -40 < result["headline"]["mean"] < -15
+    last = read_records(tmp_path / "metrics.jsonl")[-1]
+    assert last["diverged"] == error and last["closing_test_log_likelihood"] == result["headline"]["mean"]
+
+
+def test_an_evaluation_run_ends_with_its_result_in_result_json_and_the_log(tmp_path, capsys, caplog):
+    assert cli.execute("train", cli.compose("train", [f"run_dir={tmp_path / 'trained'}", *TINY])) == 0
+    overrides = [f"run_dir={tmp_path / 'eval'}", f"checkpoint={tmp_path / 'trained' / 'checkpoint.pt'}", "estimator.num_steps=20",
+                 "num_test=50", "seed=4", "progress=false"]
+    with caplog.at_level(logging.INFO, logger="pfzoo"):
+        assert cli.execute("evaluate", cli.compose("evaluate", overrides)) == 0
+    evaluation = json.loads((tmp_path / "eval" / "evaluation.json").read_text())
+    result = result_of(tmp_path / "eval")
+    assert result["task"] == "evaluate" and result["status"] == "completed" and result["seed"] == 4
+    headline = result["headline"]
+    assert (headline["mean"], headline["stderr"], headline["kind"]) == (
+        evaluation["test_log_likelihood"], evaluation["test_log_likelihood_stderr"], evaluation["kind"])
+    assert headline["estimator"] == "AIS" and headline["examples"] == "50 of 360 (drawn at random, seed 4)"
+    assert result["estimator"] == {"name": "AIS", "config": evaluation["estimator"]}
+    assert result["timings"]["estimate"] == evaluation["seconds"] and result["machine"]["torch"]
+    assert len(headline_logged(caplog, headline)) == 1
+
+
+def test_curves_are_titled_labelled_and_show_the_closing_estimate(tmp_path, monkeypatch):
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps({"epoch": e, "loss": 1.0 / e, "test_pseudo_log_likelihood": -20.0 - 1.0 / e}) + "\n" for e in (1, 2)))
+    log = MetricsLog(tmp_path)
+    log.amend_last({"closing_test_log_likelihood": -21.5, "closing_test_log_likelihood_stderr": 0.1, "closing_kind": "unbiased Z: x",
+                    "closing_estimator": "AIS"})
+    figures = []
+    monkeypatch.setattr(pictures, "_save", lambda figure, path: figures.append(figure) or path)
+    pictures.save_training_curves(metrics, tmp_path / "curves.png", title="rbm (num_hidden=3) on digits: trained by PCD",
+                                  loss_label="PCD loss per example")
+    (figure,) = figures
+    loss, likelihood = figure.axes
+    assert figure._suptitle.get_text() == "rbm (num_hidden=3) on digits: trained by PCD"
+    assert (loss.get_xlabel(), loss.get_ylabel()) == ("epoch", "PCD loss per example") and loss.get_title()
+    assert likelihood.get_ylabel() == "nats per example" and likelihood.get_title()
+    labels = likelihood.get_legend_handles_labels()[1]
+    assert labels == ["test pseudo log likelihood", "closing test log-likelihood (AIS, unbiased Z)"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None, reason="the tensorboard package is not installed")
+def test_the_closing_numbers_reach_tensorboard(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    log = MetricsLog(tmp_path, tensorboard=True)
+    log.append({"epoch": 1, "loss": 0.5})
+    log.amend_last({"closing_test_log_likelihood": -21.5, "closing_kind": "exact"})
+    log.close()
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("closing_test_log_likelihood")] == [(1, -21.5)]
+    assert [e.step for e in events.Scalars("loss")] == [1]

@@ -1,7 +1,8 @@
 """Which training setting makes the geometric path underestimate log Z of a CD1(500) MNIST RBM (the slides' claim).
 
     python scripts/ablate_ga.py --stage screen [--variants centre "momentum 0.5" ...]   # train, GA at K = 1,000
-    python scripts/ablate_ga.py --stage full --variants centre "visible biases 0"       # GA and MAS at K ≤ 10⁴, RAISE
+    python scripts/ablate_ga.py --stage full --variants centre "visible biases 0"       # GA and MAS at K ≤ 10⁴
+    python scripts/ablate_ga.py --stage raise --variants "visible biases 0"             # RAISE beside the full stage
     python scripts/ablate_ga.py --render reports/paths/ga_ablation.json
 
 Each variant of :data:`pfzoo.studies.ga_ablation.VARIANTS` (the zoo's CD1(500) recipe at 5 epochs with one training
@@ -31,8 +32,9 @@ from pfzoo.studies.raise_results import checkpoint_record
 from pfzoo.studies.reporting import machine_description
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = {"screen": {"kinds": ("GA",), "steps": [1000]}, "full": {"kinds": ("GA", "MAS"), "steps": [1000, 10000]}}
-"""What each stage measures: the screen finds where GA from uniform falls short; the full stage adds MAS and K = 10⁴."""
+STAGES = {"screen": {"kinds": ("GA",), "steps": [1000]}, "full": {"kinds": ("GA", "MAS"), "steps": [1000, 10000]}, "raise": {}}
+"""What each stage measures: the screen finds where GA from uniform falls short; the full stage adds MAS and K = 10⁴; the
+raise stage checks the full stage's log Ẑs against RAISE on test digits."""
 
 
 def checkpoint_of(name: str, runs_dir: Path, data_root: Path) -> tuple[Path, dict | None]:
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mas-steps", type=int, nargs="+", default=None, help="full stage: MAS's K values (default: the stage's)")
     parser.add_argument("--mas-bases", nargs="+", choices=list(BASES), default=list(BASES), help="full stage: MAS's bases")
     parser.add_argument("--chains", type=int, default=100)
-    parser.add_argument("--raise-steps", type=int, default=0, help="full stage: RAISE from the base rates at this K (0: none)")
+    parser.add_argument("--raise-steps", type=int, default=10000, help="raise stage: RAISE from the base rates at this K")
     parser.add_argument("--raise-digits", type=int, default=20)
     parser.add_argument("--raise-chains", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
@@ -73,42 +75,53 @@ def main(argv: list[str] | None = None) -> None:
     if not (data_root / "binarized_mnist").is_dir():
         parser.error(f"{data_root}/binarized_mnist is missing; pass --data-root or set PFZOO_DATA")
     data = binarized_mnist(data_root)
-    results = json.loads(args.output.read_text()) if args.output.is_file() else {"variants": {}}
-    stage = dict(STAGES[args.stage]) | ({"steps": args.steps} if args.steps else {})
     for name in args.variants:
         checkpoint, training = checkpoint_of(name, args.runs_dir, data_root)
         record = checkpoint_record(checkpoint, REPO)
-        entry = results["variants"].get(name, {})
+        entry = load(args.output)["variants"].get(name, {})  # read afresh: another run of this script may have stored it meanwhile
         if entry.get("checkpoint_sha256") != record["checkpoint_sha256"]:
-            entry = {"changed": VARIANTS[name].changed, **record, "training": training}
+            entry = {"training": training}
         entry |= {**record, "changed": VARIANTS[name].changed, "relative_to": VARIANTS[name].relative_to}
-        mas = {"mas_steps": args.mas_steps or stage["steps"], "mas_bases": args.mas_bases} if "MAS" in stage["kinds"] else {}
-        settings = {"kinds": list(stage["kinds"]), "steps": stage["steps"], "chains": args.chains, "seed": args.seed, "raise_steps": args.raise_steps} | mas
-        if entry.get(args.stage, {}).get("settings") == settings:
-            print(f"{name}: {args.stage} stored for this checkpoint, skipped", flush=True)
+        settings = stage_settings(args)
+        if entry.get(args.stage, {}).get("settings") == settings or (args.stage == "raise" and "full" not in entry):
+            print(f"{name}: {args.stage} stored for this checkpoint, or no full stage to check: skipped", flush=True)
             continue
         model = zoo.load(checkpoint).requires_grad_(False)
         entry["parameters"] = parameter_summary(model, data.train)
         print(f"{name}: {args.stage} on {checkpoint}", flush=True)
-        rows = path_runs(model, data.train, stage["steps"], args.chains, seed=args.seed, kinds=("GA",), name=name)
-        if mas:
-            rows += path_runs(model, data.train, mas["mas_steps"], args.chains, seed=args.seed, kinds=("MAS",), bases=mas["mas_bases"], name=name)
-        measured = {"settings": settings, "rows": rows, "shortfalls": shortfalls(rows),
-                    "measured_on": f"{datetime.date.today().isoformat()}, {machine_description()}", "threads": args.threads}
-        if args.raise_steps:
-            measured["raise"] = raise_check(model, data.train, data.test, rows, steps=args.raise_steps, chains=args.raise_chains,
-                                            digits=args.raise_digits, seed=args.seed)
-        entry[args.stage] = measured
-        # another run of this script may have stored other variants or stages meanwhile: merge into the file as it is now
-        results = json.loads(args.output.read_text()) if args.output.is_file() else {"variants": {}}
+        if args.stage == "raise":
+            measured = raise_check(model, data.train, data.test, entry["full"]["rows"], steps=args.raise_steps, chains=args.raise_chains,
+                                   digits=args.raise_digits, seed=args.seed)
+        else:
+            rows = path_runs(model, data.train, settings["steps"], args.chains, seed=args.seed, kinds=("GA",), name=name)
+            if "mas_steps" in settings:
+                rows += path_runs(model, data.train, settings["mas_steps"], args.chains, seed=args.seed, kinds=("MAS",), bases=settings["mas_bases"],
+                                  name=name)
+            measured = {"rows": rows, "shortfalls": shortfalls(rows)}
+            for r in rows:
+                print(f"  {r['path']} {r['base']} K = {r['steps']:,}: log Ẑ {r['log_z']:.2f} ± {r['stderr']:.2f} (ESS {r['ess']:.0f})", flush=True)
+        entry[args.stage] = {"settings": settings, **measured, "measured_on": f"{datetime.date.today().isoformat()}, {machine_description()}",
+                             "threads": args.threads}
+        results = load(args.output)  # merge into the file as it is now
         stored = results["variants"].get(name, {})
         results["variants"][name] = (stored if stored.get("checkpoint_sha256") == entry["checkpoint_sha256"] else {}) | entry
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(results, indent=1) + "\n")
         args.output.with_suffix(".md").write_text(markdown(results))
-        for r in rows:
-            print(f"  {r['path']} {r['base']} K = {r['steps']:,}: log Ẑ {r['log_z']:.2f} ± {r['stderr']:.2f} (ESS {r['ess']:.0f}, {r['seconds']} s)", flush=True)
 
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {"variants": {}}
+
+
+def stage_settings(args) -> dict:
+    """What a stage's stored entry must match to be skipped."""
+    if args.stage == "raise":
+        return {"steps": args.raise_steps, "chains": args.raise_chains, "digits": args.raise_digits, "seed": args.seed}
+    stage = dict(STAGES[args.stage]) | ({"steps": args.steps} if args.steps else {})
+    settings = {"kinds": list(stage["kinds"]), "steps": stage["steps"], "chains": args.chains, "seed": args.seed}
+    mas = {"mas_steps": args.mas_steps or stage["steps"], "mas_bases": args.mas_bases} if "MAS" in stage["kinds"] else {}
+    return settings | mas
 
 if __name__ == "__main__":
     main()

@@ -74,7 +74,7 @@ def full_table(results: dict) -> list[str]:
             short = [(f"{falls[key]['shortfall']:.2f} ± {falls[key]['stderr']:.2f}" if (key := f"{p} uniform {k}") in falls else "—")
                      for p in ("GA", "MAS")]
             lines.append(f"| {name} | {k:,} | {cells[0]} | {cells[1]} | {cells[2]} | {cells[3]} | {short[0]} | {short[1]} |")
-    raised = {name: stage["raise"] for name, stage in entries.items() if "raise" in stage}
+    raised = {name: entry["raise"] for name, entry in results["variants"].items() if "raise" in entry and name in entries}
     if raised:
         lines += ["", "### RAISE: which log Ẑ the test digits support", "",
                   "RAISE from the base rates (reverse chains per digit, control variates for the mean over all 10,000 test digits) is "

@@ -93,9 +93,10 @@ def test_the_report_renders_from_json():
     model, data = model_and_data()
     rows = path_runs(model, data, [50], 50, spline=SMALL, name="tiny")
     stage = {"settings": {"kinds": ["GA", "MAS"], "steps": [50], "chains": 50}, "rows": rows, "shortfalls": shortfalls(rows),
-             "measured_on": "2026-11-28, test", "raise": raise_check(model, data, data[:20], rows, steps=20, chains=2, digits=5)}
+             "measured_on": "2026-11-28, test"}
+    check = raise_check(model, data, data[:20], rows, steps=20, chains=2, digits=5)
     results = json.loads(json.dumps({"variants": {
-        "centre": {"changed": "none", "training": None, "screen": stage, "full": stage},
+        "centre": {"changed": "none", "training": None, "screen": stage, "full": stage, "raise": check},
         "momentum 0.5": {"changed": "momentum 0.5, not 0.9", "training": {"closing_test_log_likelihood": {"mean": -150.0}}, "screen": stage}}}))
     text = markdown(results)
     for needle in ("## Screen", "## Geometric path against the moment-averaged spline", "### RAISE", "## The cause", "momentum 0.5, not 0.9",

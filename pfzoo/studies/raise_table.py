@@ -33,6 +33,7 @@ from pfzoo.paths import schedule_from_name
 from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep
 from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.schedule_pilot import pilot_schedule
+from pfzoo.zoo.cards import command_markdown
 
 logger = logging.getLogger(__name__)
 
@@ -382,8 +383,7 @@ def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
     measured = "\n".join(["| estimator | value |", "|---|---|", *rows, "", (
         f"K = {s['steps']:,}; AIS {s['ais_chains']} chains; RAISE {s['raise_chains']} chains × {s['raise_examples']} digits\nwith control variates; "
         f"CSL {s['csl_chains']} × {s['csl_samples']} samples.{' ' + IMPOSSIBLE if any('‡' in row for row in rows) else ''} Evaluate again with e.g.\n"
-        f"`python scripts/evaluate.py model={family(name)} dataset=binarized_mnist checkpoint={folder}/checkpoint.pt "
-        "estimator=bracket`.")])
+        f"`pfzoo evaluate pretrained={Path(folder).name} estimator=bracket data.root=DIR`.")])
     if "exact" not in estimates:
         headline = conservative_headline([measurement(key, row, s, 10_000) for key, row in estimates.items()])
         measured += (f"\n\nHeadline (the card's `log_likelihood`, what `pfzoo zoo` lists): **{headline['value']:.2f} ± {headline['stderr']:.2f}**, "
@@ -406,13 +406,14 @@ def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
              "(control variates); see `estimators/raise/table.md`.")])))
     return zoo.ModelCard(
         title=f"{family(name)}-binarized_mnist ({label(name, results)})",
-        summary=(f"Trained and measured by `python scripts/reproduce_raise.py`; last measured {entry['trained_on']} "
-                 "(`--from-zoo` re-measures without retraining)."),
+        summary=(f"Trained and measured by {command_markdown('python scripts/reproduce_raise.py')}; last measured "
+                 f"{entry['trained_on']} (`--from-zoo` re-measures without retraining)."),
         facts=[("architecture", f"`pfzoo.models.{type(model).__name__}`, config `{model.config()}`"),
                ("data", "`dataset=binarized_mnist` (Larochelle & Murray's fixed binarisation; 50,000 train, 10,000 test), read from `data.root`"),
-               ("training", f"`python scripts/train.py +experiment={recipe} data.root=DIR` (`conf/experiment/{recipe}.yaml`)"),
+               ("training", f"{command_markdown(f'python scripts/train.py +experiment={recipe} data.root=DIR')} "
+                            f"(`conf/experiment/{recipe}.yaml`)"),
                *([("training time", training_fact(entry["training"]))] if entry.get("training") else []),
-               ("file", "`checkpoint.pt`: load with `pfzoo.zoo.load(...)`")],
+               ("file", f"`checkpoint.pt`: load with `pfzoo.zoo.pretrained({Path(folder).name!r})` (or `pfzoo.zoo.load(path)`)")],
         sections=sections)
 
 

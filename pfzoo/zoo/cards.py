@@ -115,7 +115,7 @@ def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
         notes.append("† L-BFGS stopped at max_iter before converging (here or on the pixels).")
     commands = once(m.get("command") for m in measurements)
     if commands:
-        notes.append("Measured by " + "; ".join(f"`{command}`" for command in commands) + ".")
+        notes.append("Measured by " + "; ".join(map(command_markdown, commands)) + ".")
     return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
 
 
@@ -136,7 +136,7 @@ def _depth_section(depth: Mapping[str, Any]) -> str:
             f"of the posterior's activity (variance of the top-down input to the layer below against that plus the bottom-up "
             f"one, over the test digits) is {depth['top_layer_share']:.2g}. Estimator `{depth['estimator']}` with "
             f"`{json.dumps(depth['settings'])}` on {depth['num_test']:,} test digits ({depth['machine']}, {depth['date']}); "
-            f"measured by `{depth['command']}`."
+            f"measured by {command_markdown(depth['command'])}."
             + "".join(f"\n\n**Warning ({label}):** {warning}" for label, run in (("the DBM", full), ("without its top layer", short))
                       for warning in run.get("warnings") or []))
 
@@ -172,6 +172,11 @@ def _with_section(readme: str, title: str, body: str) -> str:
     return text.rstrip("\n") + "\n"
 
 
+CHECKOUT_SCRIPT = "python scripts/"
+"""How a command of a script that only a checkout of the repository has begins (``scripts/`` is not installed)."""
+CHECKOUT_NOTE = "in a checkout of the repository: scripts/ is not installed with the package"
+
+
 def installed_command(command: str) -> str:
     """``command`` as it runs from an installed pfzoo, in any folder: ``python scripts/train.py ARGS`` (a checkout's
     script) becomes ``pfzoo train ARGS`` (the recipes ship inside the package); anything else is left as it is."""
@@ -179,6 +184,13 @@ def installed_command(command: str) -> str:
         if command == script or command.startswith(script + " "):
             return f"pfzoo {task}{command[len(script):]}"
     return command
+
+
+def command_markdown(command: str) -> str:
+    """``command`` as a card shows it: its installed form (:func:`installed_command`) in backticks, and for a script
+    with no installed command (``python scripts/feature_card.py``, ...) a note that it runs in a checkout alone."""
+    shown = installed_command(command)
+    return f"`{shown}`" + (f" ({CHECKOUT_NOTE})" if shown.startswith(CHECKOUT_SCRIPT) else "")
 
 
 def render_card(card: Mapping[str, Any]) -> ModelCard:
@@ -194,7 +206,7 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     if recipe.get("experiment"):
         facts.append(("recipe", f"`conf/experiment/{recipe['experiment']}.yaml`"))
     if recipe.get("command"):
-        facts.append(("training command", f"`{installed_command(recipe['command'])}`"))
+        facts.append(("training command", command_markdown(recipe["command"])))
     seconds = card.get("training_seconds")
     facts += [
         ("trained", f"{card.get('date') or 'unknown date'}, pfzoo {card.get('pfzoo_version') or '?'}, commit "

@@ -50,6 +50,13 @@ def load_data(data_root: Path, seed: int, source: str = "vanhateren"):
     return instantiate(recipe("hais_poe_laplace", seed).dataset), recipe
 
 
+def same_patch_references(num_patches: int) -> dict:
+    """Each comparison row's mean log-likelihood on the first ``num_patches`` patches of its common subset, with its kind."""
+    rows = json.loads(COMPARISON.read_text())["models"]
+    return {m["name"]: {"label": m["label"], "kind": m["evaluation"]["kind"], "mean": sum(m["subset_per_example"][:num_patches]) / num_patches}
+            for m in rows if m.get("subset_per_example")}
+
+
 def comparison_choice() -> tuple[HAISSetting, list[int]]:
     """The comparison's HAIS setting for the bilinear row and its common test subset's indices."""
     payload = json.loads(COMPARISON.read_text())
@@ -97,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         torch.save({"config": model.config(), "state_dict": model.state_dict()}, model_path)
         info.update(sha256=state_hash(model), start=args.start, overrides=args.override, **header)
         model_path.with_suffix(".json").write_text(json.dumps(info, indent=1, default=float) + "\n")
-        return print(f"wrote {model_path} ({info['wall_seconds']:.0f} s, final complete-data loss {info['final_loss']:.3f})")
+        return print(f"wrote {model_path} ({info['wall_seconds']:.0f} s, final complete-data loss {info['final_loss']})")
     model = load_model(model_path)
     setting, subset = comparison_choice()
     patches = splits.test[torch.tensor(subset[: args.patches])]
@@ -107,9 +114,10 @@ def main(argv: list[str] | None = None) -> None:
         record["bdmc"] = bidirectional(model, args.patches, setting, args.bdmc_steps, args.particles // 5, args.seed + 200, print)
         record["moments"] = second_moments(model, splits.test, 20000, args.seed + 300)
         record["particles"] = args.particles
-        record["data"] = {source: {"excess_kurtosis": excess_kurtosis(load_data(args.data_root, args.seed, source)[0].test),
-                                   "comparison": comparison_means(path)} for source, path in COMPARISONS.items()}
-        payload["measure"] = record
+        payload.setdefault("measure", {})[args.name] = record
+        payload["data"] = {source: {"excess_kurtosis": excess_kurtosis(load_data(args.data_root, args.seed, source)[0].test),
+                                    "comparison": comparison_means(path)} for source, path in COMPARISONS.items()}
+        payload["references"] = same_patch_references(args.patches)
     else:
         training = json.loads(model_path.with_suffix(".json").read_text())
         row = convergence_in_n(model, patches, setting, [args.ablation_steps], args.particles, args.seed + 100, print)[0]

@@ -70,8 +70,9 @@ def test_readme_renders_every_measured_section():
     data = {"vanhateren": {"excess_kurtosis": 1.0, "comparison": {"gaussian": -51.6, "ica": -49.9, "bilinear": -66.8}}}
     measure = {"model": "baseline", "sha256": "ab" * 32, "date": "2026-11-28", "machine": "cpu", "threads": 1, "command": "python x",
                "setting": {"step_size": 1.0, "stiffness": 300.0, "schedule": "geometric"}, "particles": 100, "patches": 20,
-               "sweep": sweep, "bdmc": bdmc, "moments": moments, "data": data}
-    text = readme({"measure": measure})
-    assert "converged within 0.5 nat" in text and "| 100,000 | -65.900 |" in text
-    assert "[-40.00, -39.50]" in text and "25.9 nats less" in text
+               "sweep": sweep, "bdmc": bdmc, "moments": moments}
+    references = {"gaussian": {"label": "Gaussian", "kind": "exact", "mean": -52.8}}
+    text = readme({"measure": {"baseline": measure}, "data": data, "references": references})
+    assert "converged within 0.5 nat" in text and "| 100,000 | -65.90 ± 0.01 (0.80) |" in text
+    assert "between -40.00 and -39.50" in text and "25.9 nats less" in text and "Gaussian -52.80 (exact)" in text
     assert "| one van Hateren image | 1.00 | -51.60 | -49.90 (+1.7) | — | — | — | -66.80 (-15.2) |" in text

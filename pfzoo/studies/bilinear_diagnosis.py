@@ -123,9 +123,14 @@ def ica_start(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..
 def train_variant(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..., DictConfig], start: str, epochs: int,
                   *overrides: str) -> tuple[BilinearGenerative, dict]:
     """The comparison's bilinear training (:func:`train_bilinear`) changed in one setting: ``start`` "random" (the recipe's
-    0.17·N(0, 1) weights) or "ica" (:func:`ica_start`), ``epochs``, and recipe ``overrides`` (e.g. ``model.max_basis_norm=null``)."""
+    0.17·N(0, 1) weights) or "ica" (:func:`ica_start`), ``epochs`` (0: the untrained start), and recipe ``overrides`` (e.g.
+    ``model.max_basis_norm=null``)."""
     recorder = RowRecorder(splits, settings, seed, recipe)
     model = None if start == "random" else ica_start(splits, settings, seed, recipe)
+    if epochs == 0:  # the start itself: what training adds or takes away
+        if model is None:
+            raise ValueError("epochs = 0 needs start='ica': a random start is not a model worth evaluating")
+        return model.requires_grad_(False), {"epochs": 0, "final_loss": None, "wall_seconds": 0.0}
     began = time.perf_counter()
     trained, _, info, _, _ = recorder.fit_em(RECIPE, seed + SEED_OFFSET, epochs, *overrides, model=model)
     info["wall_seconds"] = time.perf_counter() - began

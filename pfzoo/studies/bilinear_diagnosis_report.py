@@ -20,39 +20,73 @@ def convergence_verdict(sweep: list[dict]) -> tuple[bool, float]:
     return abs(rise) <= CONVERGED_NATS, rise
 
 
-def _measure_sections(m: dict) -> list[str]:
-    s = m["setting"]
+def _sweep_section(measured: dict) -> list[str]:
+    first = next(iter(measured.values()))
+    s = first["setting"]
     step = f"ε = {s['step_size']:g} / √(1 + {s['stiffness']:g} β), {s['schedule']} β from 10⁻³"
+    names = list(measured)
     out = ["## 1. Does HAIS converge on the test patches?", "",
-           f"Per-example HAIS (the comparison's pilot choice: {step}; one leapfrog step per distribution), {m['particles']} particles on each "
-           f"of the first {m['patches']} patches of the comparison's common test subset; same patches at every N.", "",
-           "| N | mean log p̂(x) (lower bound) | HAIS stderr | acceptance, last 10 % of β | seconds |", "|---:|---:|---:|---:|---:|"]
-    out += [f"| {r['num_steps']:,} | {r['mean']:.3f} | {r['stderr']:.3f} | {r['acceptance_last_10pct']:.2f} | {r['seconds']:.0f} |" for r in m["sweep"]]
-    converged, rise = convergence_verdict(m["sweep"])
-    last, before = m["sweep"][-1]["num_steps"], m["sweep"][-2]["num_steps"]
-    out += ["", f"From N = {before:,} to {last:,} the bound moves by {rise:+.3f} nats: "
-            + ("converged within 0.5 nat." if converged else "**not converged** (more than 0.5 nat)."), ""]
-    out += ["## 2. Is HAIS tight on this model? Bidirectional Monte Carlo", "",
-            f"{m['patches']} patches simulated from the model with the latents that made them (an exact posterior draw each); forward HAIS "
-            "from the prior gives a stochastic lower bound on log p(x), reverse HAIS from that draw a stochastic upper bound "
-            f"(Grosse et al. 2015; `pfzoo.estimators.Sandwich`), {m['particles'] // 5} chains per direction, the same kernel and schedule.", "",
-            "| N | lower | upper | gap | seconds |", "|---:|---:|---:|---:|---:|"]
-    out += [f"| {r['num_steps']:,} | {_pm(r['lower'], r['lower_stderr'])} | {_pm(r['upper'], r['upper_stderr'])} | {_pm(r['gap'], r['gap_stderr'])} | "
-            f"{r['seconds']:.0f} |" for r in m["bdmc"]]
-    own, test = m["bdmc"][-1], m["sweep"][-1]
-    out += ["", f"At N = {own['num_steps']:,} the true mean log-likelihood of the model's own patches lies in [{own['lower']:.2f}, {own['upper']:.2f}]; "
-            f"the test patches get {test['mean']:.2f} (a lower bound) at N = {test['num_steps']:,}: "
-            f"{own['lower'] - test['mean']:.1f} nats less than the model gives its own samples.", ""]
-    mo = m["moments"]
-    model_eig, data_eig = mo["model_covariance_eigenvalues"], mo["data_covariance_eigenvalues"]
-    out += ["## 3. Does the model describe the data's second and fourth moments?", "",
-            "| | covariance eigenvalues (min / median / max) | excess kurtosis (mean over coordinates) | log-likelihood under the data's Gaussian |",
-            "|---|---|---:|---:|",
-            f"| test patches | {data_eig[0]:.3f} / {data_eig[len(data_eig) // 2]:.3f} / {data_eig[-1]:.3f} | {mo['data_excess_kurtosis']:.2f} | "
-            f"{mo['data_gaussian_on_data']:.2f} |",
-            f"| 20,000 model samples | {model_eig[0]:.3f} / {model_eig[len(model_eig) // 2]:.3f} / {model_eig[-1]:.3f} | {mo['model_excess_kurtosis']:.2f} | "
-            f"{mo['data_gaussian_on_model_samples']:.2f} |", ""]
-    return out
+           f"Per-example HAIS (the comparison's pilot choice for the bilinear row: {step}; one leapfrog step per distribution), "
+           f"{first['particles']} particles on each of the first {first['patches']} patches of the comparison's common test subset, the "
+           "same patches at every N. Each cell: the mean lower bound on log p(x) ± HAIS's stderr (acceptance in the last 10 % of β).", "",
+           "| N | " + " | ".join(f"`{n}`" for n in names) + " |", "|---:|" + "---:|" * len(names)]
+    steps = sorted({r["num_steps"] for m in measured.values() for r in m["sweep"]})
+    for n in steps:
+        cells = []
+        for m in measured.values():
+            r = next((r for r in m["sweep"] if r["num_steps"] == n), None)
+            cells.append("—" if r is None else f"{_pm(r['mean'], r['stderr'])} ({r['acceptance_last_10pct']:.2f})")
+        out.append(f"| {n:,} | " + " | ".join(cells) + " |")
+    out.append("")
+    for name, m in measured.items():
+        converged, rise = convergence_verdict(m["sweep"])
+        last, before = m["sweep"][-1]["num_steps"], m["sweep"][-2]["num_steps"]
+        out.append(f"- `{name}`: from N = {before:,} to {last:,} the bound moves by {rise:+.3f} nats: "
+                   + ("converged within 0.5 nat." if converged else "**not converged** (more than 0.5 nat)."))
+    return out + [""]
+
+
+def _bdmc_section(measured: dict) -> list[str]:
+    first = next(iter(measured.values()))
+    out = ["## 2. Is HAIS tight on these models? Bidirectional Monte Carlo", "",
+           f"{first['patches']} patches simulated from each model with the latents that made them (an exact posterior draw each); forward "
+           "HAIS from the prior gives a stochastic lower bound on their mean log p(x), reverse HAIS from that draw a stochastic upper bound "
+           f"(Grosse et al. 2015; `pfzoo.estimators.Sandwich`), {first['particles'] // 5} chains per direction, the kernel and schedule above.", "",
+           "| model | N | lower | upper | gap | seconds |", "|---|---:|---:|---:|---:|---:|"]
+    for name, m in measured.items():
+        out += [f"| `{name}` | {r['num_steps']:,} | {_pm(r['lower'], r['lower_stderr'])} | {_pm(r['upper'], r['upper_stderr'])} | "
+                f"{_pm(r['gap'], r['gap_stderr'])} | {r['seconds']:.0f} |" for r in m["bdmc"]]
+    out.append("")
+    for name, m in measured.items():
+        own, test = m["bdmc"][-1], m["sweep"][-1]
+        out.append(f"- `{name}`: at N = {own['num_steps']:,} the model's own patches get between {own['lower']:.2f} and {own['upper']:.2f}; "
+                   f"the test patches get {test['mean']:.2f} (a lower bound, N = {test['num_steps']:,}), {own['lower'] - test['mean']:.1f} nats less.")
+    return out + [""]
+
+
+def _moments_section(measured: dict) -> list[str]:
+    out = ["## 3. Does each model describe the data's second and fourth moments?", "",
+           "Covariance eigenvalues of the 5,000 test patches and of 20,000 samples of each model (whitened data: about 1), the mean "
+           "excess kurtosis of the 36 coordinates (0 for a Gaussian), and the exact log-likelihood that a Gaussian fitted to the test "
+           "patches gives each set.", "",
+           "| | eigenvalues min / median / max | excess kurtosis | under the data's Gaussian |", "|---|---|---:|---:|"]
+
+    def eig(values: list[float]) -> str:
+        return f"{values[0]:.3f} / {values[len(values) // 2]:.3f} / {values[-1]:.3f}"
+
+    first = next(iter(measured.values()))["moments"]
+    out.append(f"| test patches | {eig(first['data_covariance_eigenvalues'])} | {first['data_excess_kurtosis']:.2f} | {first['data_gaussian_on_data']:.2f} |")
+    for name, m in measured.items():
+        mo = m["moments"]
+        out.append(f"| `{name}` samples | {eig(mo['model_covariance_eigenvalues'])} | {mo['model_excess_kurtosis']:.2f} | "
+                   f"{mo['data_gaussian_on_model_samples']:.2f} |")
+    return out + [""]
+
+
+def _references(references: dict, num_patches: int) -> list[str]:
+    kinds = {"exact": "exact", "stochastic_lower_bound": "HAIS, a lower bound"}
+    rows = ", ".join(f"{r['label']} {r['mean']:.2f} ({kinds.get(r['kind'], 'log Ẑ by HAIS, biased upward')})" for r in references.values())
+    return [f"The comparison's rows on the same {num_patches} patches (from its per-patch values): {rows}.", ""]
 
 
 DATA_ROWS = (("gaussian", "Gaussian"), ("ica", "ICA"), ("sparse-coding", "sparse coding"), ("poe-student-t", "Student-t POE"),
@@ -79,31 +113,38 @@ def _data_section(data: dict) -> list[str]:
     return out + [""]
 
 
-def _ablation_section(rows: dict, measure: dict | None) -> list[str]:
+def _ablation_section(rows: dict) -> list[str]:
     out = ["## 4. Training ablation: one setting changed at a time", "",
            "Each model trained by the comparison's EM-HMC recipe (`+experiment=models_bilinear`) with one setting changed, evaluated by "
            "the same HAIS on the same patches.", "",
            "| model | start | epochs | overrides | final complete-data loss | HAIS N | mean log p̂(x) | train s |", "|---|---|---:|---|---:|---:|---:|---:|"]
     for name, r in rows.items():
         t, e = r["training"], r["estimate"]
-        out.append(f"| {name} | {t['start']} | {t['epochs']} | {', '.join(t['overrides']) or '—'} | {t['final_loss']:.2f} | {e['num_steps']:,} | "
+        loss = "—" if t["final_loss"] is None else f"{t['final_loss']:.2f}"
+        out.append(f"| {name} | {t['start']} | {t['epochs']} | {', '.join(t['overrides']) or '—'} | {loss} | {e['num_steps']:,} | "
                    f"{_pm(e['mean'], e['stderr'])} | {t['wall_seconds']:.0f} |")
     return out + [""]
 
 
 def readme(payload: dict) -> str:
-    """The report's Markdown from the merged results.json ``payload`` (its ``measure`` and ``ablation`` parts)."""
-    m = payload.get("measure")
+    """The report's Markdown from the merged results.json ``payload``: ``measure`` (model name → its sweep, BDMC and moments),
+    ``references``, ``ablation`` and ``data``."""
+    measured = payload.get("measure") or {}
     out = ["# Why the bilinear model comes last on van Hateren (HAIS report Table 1)", "",
            f"The HAIS report puts the bilinear generative model first ({PAPER['bilinear']}, 16.5 nats above its linear Gaussian model's "
            f"{PAPER['gaussian']}); the comparison (`reports/models/vanhateren`) put it last, 15 nats below our Gaussian, with a per-example "
-           "HAIS bound still rising at N = 12,000. This report measures which of the estimator, the training or the data causes that, "
-           "on the comparison's trained model. Made by `scripts/bilinear_diagnosis.py` (commands and machine below)."]
-    if m:
-        out += ["", f"Model `{m['model']}` (SHA-256 {m['sha256'][:12]}…), measured {m['date']} on {m['machine']} ({m['threads']} thread): "
-                f"`{m['command']}`.", ""] + _measure_sections(m)
+           "HAIS bound still rising at N = 12,000. This report measures which of the estimator, the training or the data causes that. "
+           "`baseline` is the comparison's model (retrained by the same code and seeds: the same final complete-data loss, 98.534); the "
+           "other models change one training setting. Made by `scripts/bilinear_diagnosis.py`.", ""]
+    for name, m in measured.items():
+        out.append(f"- `{name}` (SHA-256 {m['sha256'][:12]}…): measured {m['date']} on {m['machine']}, {m['threads']} thread: `{m['command']}`")
+    if measured:
+        out += [""] + _sweep_section(measured)
+        if payload.get("references"):
+            out += _references(payload["references"], next(iter(measured.values()))["patches"])
+        out += _bdmc_section(measured) + _moments_section(measured)
     if payload.get("ablation"):
-        out += _ablation_section(payload["ablation"], m)
-    if m and m.get("data"):
-        out += _data_section(m["data"])
+        out += _ablation_section(payload["ablation"])
+    if payload.get("data"):
+        out += _data_section(payload["data"])
     return "\n".join(out).rstrip() + "\n"

@@ -29,11 +29,11 @@ from pfzoo.studies import principles_ablation as ablation
 from pfzoo.studies.reporting import load_average, machine_description
 
 REPO = Path(__file__).resolve().parents[1]
+PUBLISHED = REPO / "reports" / "principles" / "results.json"
 NAMES = ("CD-1", "PCD (SML)", "pseudolikelihood", "ratio matching", "self-contrastive")
 BLOCK = {"digits": 3, "mnist": 10}
 HIDDEN_WIDE = 100   # the hidden-unit row (no exact log-likelihood beyond ~25 hidden units)
 EPOCHS_FACTOR = 5   # the training-budget row
-SEEDS = (1, 2)      # rows that only change the seed: the noise of every number
 
 
 def train(dataset: str, principle: study.Principle, lr: float, data: DataSplits, args, *, hidden: int = 20,
@@ -66,27 +66,52 @@ def run(args) -> dict:
     validation = study.validation_split(data, 0.2, torch.Generator().manual_seed(args.seed))
     principles = [p for p in study.PRINCIPLES if p.name in NAMES]
     patterns = ablation.fill_patterns(BLOCK[args.dataset], exact_up_to=9 if args.dataset == "digits" else 3)
-    measure = lambda model, **kw: ablation.measure_model(model, data, patterns, seed=args.seed, **kw)  # noqa: E731
+    measure = lambda model, **kw: ablation.measure_model(model, data, patterns, seed=args.seed,  # noqa: E731
+                                                         log_likelihood=not args.no_log_likelihood, **kw)
     search, variants = {}, {name: {} for name in ablation.VARIANTS}
+    published = {r["name"]: json.loads(r["overrides"][0].split("=")[1]) for part in json.loads(PUBLISHED.read_text())["datasets"]
+                 if part["dataset"] == args.dataset for r in part["results"]}
     for p in principles:
-        points = []
-        for lr in p.learning_rates:  # the study's search, scored by validation log-likelihood and by validation accuracy
-            model = train(args.dataset, p, lr, validation, args)
-            points.append({"lr": lr, "validation_log_likelihood": study.exact_log_likelihood(model, validation.test),
-                           "validation_accuracy": study.classification_accuracy(model, validation)})
-        search[p.name] = points
-        by_ll = max(points, key=lambda point: point["validation_log_likelihood"])["lr"]
-        by_accuracy = max(points, key=lambda point: point["validation_accuracy"])["lr"]
+        if args.published_rates:  # the rate the study's own search chose on the whole training set: no search here
+            by_ll = by_accuracy = published[p.name]
+        else:
+            points = []
+            for lr in p.learning_rates:  # the study's search, scored by validation log-likelihood and by validation accuracy
+                model = train(args.dataset, p, lr, validation, args)
+                points.append({"lr": lr, "validation_log_likelihood": study.exact_log_likelihood(model, validation.test),
+                               "validation_accuracy": study.classification_accuracy(model, validation)})
+            search[p.name] = points
+            by_ll = max(points, key=lambda point: point["validation_log_likelihood"])["lr"]
+            by_accuracy = max(points, key=lambda point: point["validation_accuracy"])["lr"]
         base = train(args.dataset, p, by_ll, data, args)
         variants["base"][p.name] = {"lr": by_ll, **measure(base, classifiers=True)}
-        variants["lr_by_accuracy"][p.name] = {"lr": by_accuracy, **measure(train(args.dataset, p, by_accuracy, data, args))}
+        if not args.published_rates:
+            variants["lr_by_accuracy"][p.name] = {"lr": by_accuracy, **measure(train(args.dataset, p, by_accuracy, data, args))}
         variants["hidden"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, hidden=HIDDEN_WIDE))}
         variants["epochs"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, epochs=epochs * EPOCHS_FACTOR))}
-        for seed in SEEDS:
+        for seed in args.seeds:  # rows that only change the training seed: the noise of every number
             variants[f"seed{seed}"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, seed=seed))}
     return {"dataset": args.dataset, "train": list(data.train.shape), "test": list(data.test.shape), "hidden": 20,
             "hidden_wide": HIDDEN_WIDE, "epochs": epochs, "epochs_factor": EPOCHS_FACTOR, "block": BLOCK[args.dataset],
-            "search": search, "variants": variants}
+            "search": search, "variants": variants, "published_rates": args.published_rates}
+
+
+def maximum_likelihood(args) -> None:
+    """Exact maximum likelihood (L-BFGS on the enumerated gradient) from the base pseudolikelihood RBM, measured like the
+    rest, into the data set's results JSON (which an earlier invocation wrote)."""
+    path = args.out / f"results_{args.dataset}.json"
+    payload = json.loads(path.read_text())
+    data, _ = load(args.dataset, args)
+    principle = next(p for p in study.PRINCIPLES if p.name == ablation.PL)
+    model = train(args.dataset, principle, payload["variants"]["base"][ablation.PL]["lr"], data, args)
+    began = time.perf_counter()
+    trace = ablation.fit_maximum_likelihood(model, data.train, iterations=args.maximum_likelihood, dtype=torch.float32)
+    seconds = time.perf_counter() - began
+    patterns = ablation.fill_patterns(BLOCK[args.dataset], exact_up_to=9 if args.dataset == "digits" else 3)
+    payload["maximum_likelihood"] = {"start": ablation.PL, "iterations": args.maximum_likelihood, "evaluations": len(trace),
+                                     "train_log_likelihood": trace, "seconds": seconds, "load_average": load_average(),
+                                     **ablation.measure_model(model, data, patterns, seed=args.seed)}
+    path.write_text(json.dumps(payload, indent=1))
 
 
 def main() -> None:
@@ -95,16 +120,23 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=None, help="a random subset of this many training rows")
     parser.add_argument("--data-root", default=os.environ.get("PFZOO_DATA"), help="for MNIST (default $PFZOO_DATA)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="*", default=[1, 2], help="training seeds of the noise rows")
+    parser.add_argument("--published-rates", action="store_true", help="each principle's rate from reports/principles: no search")
+    parser.add_argument("--no-log-likelihood", action="store_true", help="skip the exact log-likelihood (2^20 states for MNIST)")
+    parser.add_argument("--maximum-likelihood", type=int, default=0, metavar="ITERATIONS",
+                        help="add exact maximum likelihood from the base pseudolikelihood RBM to an existing results JSON")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "principles" / "ablation")
     parser.add_argument("--render", type=Path, default=None, help="rewrite README.md in this folder from its results_*.json")
     args = parser.parse_args()
     if args.render:
         payloads = [json.loads(path.read_text()) for path in sorted(args.render.glob("results_*.json"))]
-        published = json.loads((REPO / "reports" / "principles" / "results.json").read_text())
+        published = json.loads(PUBLISHED.read_text())
         (args.render / "README.md").write_text(ablation.readme(payloads, published))
         return
     torch.set_num_threads(args.threads)
+    if args.maximum_likelihood:
+        return maximum_likelihood(args)
     began = time.perf_counter()
     payload = run(args)
     payload.update(machine=machine_description(), threads=args.threads, load_average=load_average(),

@@ -110,6 +110,30 @@ def test_a_payload_of_measured_models_renders_every_claim_table():
                "epochs_factor": 5, "block": 2, "variants": variants,
                "search": {n: [{"lr": 0.1, "validation_log_likelihood": -9.0, "validation_accuracy": 0.5}] for n in names},
                "date": "2026-11-28", "machine": "test", "threads": 1, "load_average": None, "seconds": 1.0}
+    payload["maximum_likelihood"] = {"evaluations": 2, "train_log_likelihood": [-10.0, -9.0],
+                                     **ablation.measure_model(models["pseudolikelihood"], data, patterns, seed=0)}
     text = ablation.readme([payload], {"datasets": []})
     assert "| base: the study's setting, retrained here |" in text and "2 → 10 epochs" in text
-    assert text.count("PL − SML") >= 3 and "classifier: rbf svm" in text
+    assert text.count("PL − SML") >= 3 and "classifier: rbf svm" in text and "| exact ML (from PL) |" in text
+
+
+def test_the_exact_likelihood_gradient_matches_autograd_through_the_enumerated_visible_states():
+    model = random_rbm(5, 3, scale=1.0, seed=4)
+    data = (torch.rand(30, 5, generator=torch.Generator().manual_seed(5)) < 0.5).double()
+    value, gradient = ablation.log_likelihood_and_gradient(model, data, chunk=3)  # chunks of 3 of the 8 hidden states
+    states = torch.tensor(list(itertools.product((0.0, 1.0), repeat=5)), dtype=torch.float64)
+    reference = -model.free_energy(data).mean() - torch.logsumexp(-model.free_energy(states), 0)  # log Z over v, not h
+    reference.backward()
+    assert abs(value - reference.item()) < 1e-12
+    for name in ("weight", "visible_bias", "hidden_bias"):
+        torch.testing.assert_close(gradient[name], getattr(model, name).grad, rtol=1e-10, atol=1e-12)
+
+
+def test_maximum_likelihood_raises_the_training_likelihood_to_a_stationary_point():
+    model = random_rbm(6, 2, scale=0.1, seed=6)
+    data = (torch.rand(200, 6, generator=torch.Generator().manual_seed(7)) < torch.linspace(0.1, 0.9, 6)).double()
+    start = max(g.abs().max().item() for g in ablation.log_likelihood_and_gradient(model, data)[1].values())
+    trace = ablation.fit_maximum_likelihood(model, data, iterations=200)
+    value, gradient = ablation.log_likelihood_and_gradient(model, data)
+    assert trace[-1] > trace[0] + 0.01 and abs(value - max(trace)) < 1e-9
+    assert max(g.abs().max().item() for g in gradient.values()) < start / 100

@@ -40,20 +40,29 @@ def main() -> None:
     parser.add_argument("--max-lbfgs-steps", type=int, default=400)
     parser.add_argument("--cd-seconds", type=float, default=120.0, help="time budget of the SGD learners (CD-1, PT-SML)")
     parser.add_argument("--cd-learning-rate", type=float, default=0.02)
-    parser.add_argument("--linear-epochs", type=int, default=60, help="epochs of CD-1 with the thesis's linear schedule")
+    parser.add_argument("--linear-epochs", type=int, default=30, help="epochs of CD-1 with the thesis's linear schedule")
     parser.add_argument("--model-samples", type=int, default=20000, help="samples from each learned model for ε_corr")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "ising" / "ablation")
     parser.add_argument("--runs", type=Path, default=REPO / "runs" / "ising" / "ablation", help="checkpoints and metrics (git-ignored)")
+    parser.add_argument("--merge", type=Path, nargs="*", default=(),
+                        help="results.json files of runs of other rows (e.g. in parallel processes): their rows join this record")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "results.json"
     record = json.loads(path.read_text()) if path.exists() else {"rows": {}, "truth": {}}
+    for other in map(lambda path: json.loads(path.read_text()), args.merge):
+        record["rows"] |= other["rows"]
+        record["truth"] |= other["truth"]
+        record.setdefault("merged", []).append({key: other[key] for key in ("command", "date", "machine", "threads", "load_average")}
+                                              | {"rows": list(other["rows"])})
+    if args.merge:
+        path.write_text(json.dumps(record, indent=1))
     if not args.report_only:
         torch.set_num_threads(args.threads)
-        settings = settings_record(vars(args), leave_out=("out", "runs", "report_only", "rows", "redo"))
+        settings = settings_record(vars(args), leave_out=("out", "runs", "report_only", "rows", "redo", "merge"))
         ablation = Ablation(settings, lambda overrides: compose("train", overrides), args.runs)
         selected = [row for row in ROWS if args.rows is None or row.key in args.rows]
         done = {key: value for key, value in record["rows"].items() if not (args.redo and key in (args.rows or ()))}

@@ -48,6 +48,21 @@ def ablation_table(rows: dict) -> list[str]:
     return lines
 
 
+def conventions_table(rows: dict) -> list[str]:
+    """MPF's and PL's ε_J in every convention (module docstring of :mod:`pfzoo.studies.ising_ablation`) for every refit row."""
+    thesis_mpf, thesis_pl = THESIS_TABLE["MPF"][0], THESIS_TABLE["pseudo-likelihood"][0]
+    lines = ["| row | pairs, our J: MPF / PL | edges, our J | pairs, J' (÷ 4) | all D² entries of J' | thesis |",
+             "|---|---|---|---|---|---|"]
+    for row in ROWS:
+        record = rows.get(row.key)
+        if row.fit is None or record is None or not {"MPF", "pseudo-likelihood"} <= record["learners"].keys():
+            continue
+        mpf, pl = (record["learners"][name]["coupling_errors"] for name in ("MPF", "pseudo-likelihood"))
+        cells = [f"{_number(mpf[convention])} / {_number(pl[convention])}" for convention in ("pairs", "edges", "thesis_pairs", "thesis_matrix")]
+        lines.append(f"| `{row.key}` | " + " | ".join(cells) + f" | {thesis_mpf} / {thesis_pl} |")
+    return lines
+
+
 def sgd_table(rows: dict) -> list[str]:
     """CD-1 and PT-SML's ε_J and seconds in the rows that fit them, beside the thesis's CD-1."""
     lines = ["| row | learner | ε_J | ε_J ÷ 4 (J' units) | thesis ε_J | seconds (epochs) |", "|---|---|---|---|---|---|"]
@@ -63,14 +78,15 @@ def correlation_table(record: dict, baseline_std: float) -> list[str]:
     """ε_corr of the baseline's learners and the SGD learners in each convention, beside the thesis's column, with what
     separates couplings from biases: the field error, ε_corr with the true zero field, the samples' mean |⟨s_i⟩|."""
     rows = record["rows"]
-    learners = {**rows.get("baseline", {}).get("learners", {}), **rows.get("sgd_learners", {}).get("learners", {})}
+    learners = {**rows.get("baseline", {}).get("learners", {}), **rows.get("sgd_learners", {}).get("learners", {}),
+                **{f"{name} (thesis's schedule)": result for name, result in rows.get("cd_thesis_schedule", {}).get("learners", {}).items()}}
     truth = record["truth"].get(repr(baseline_std))
     lines = ["| learner | thesis ε_corr | ε_corr ⟨x_i x_j⟩ (ours) | ⟨s_i s_j⟩ | covariances | ε_J | field error | "
              "ε_corr ⟨x_i x_j⟩, own J with zero field | mean \\|⟨s_i⟩\\| of its samples |", "|---|---|---|---|---|---|---|---|---|"]
     entries = list(learners.items()) + ([("true glass (sampling floor)", truth)] if truth else [])
     for name, result in entries:
         corr, zero = result["correlation_errors"], result["zero_field_correlation_errors"]
-        thesis = THESIS_TABLE.get(name, (None, None))[1]
+        thesis = THESIS_TABLE.get(name.split(" (")[0], (None, None))[1]
         lines.append(f"| {name} | {_number(thesis)} | {_number(corr['moments'])} | {_number(corr['spin_moments'])} | "
                      f"{_number(corr['covariances'])} | {_number(result['coupling_errors']['pairs'])} | {_number(result['field_error'])} | "
                      f"{_number(zero['moments'])} | {result['mean_abs_magnetisation']:.3f} |")
@@ -103,6 +119,9 @@ def render(record: dict, baseline_std: float) -> str:
     if "command" in record:
         lines += [f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {record['threads']} threads, load average "
                   f"{record['load_average']}); rows kept from earlier runs of the same command are as they were measured.", ""]
+    for merged in record.get("merged", []):
+        lines += [f"Rows {', '.join(f'`{key}`' for key in merged['rows'])}: made by `{merged['command']}` on {merged['date']} "
+                  f"(load average {merged['load_average']}), merged with `--merge`.", ""]
     lines += [THESIS_SETTINGS, "",
               "Baseline: reports/ising/sigma10's protocol (σ = √10 on our pair coupling J of E = −½ xᵀJx − b·x, J = −2J'), refitted "
               "here on the same 20,000 Swendsen–Wang states (seed 1): every learner fits all 4,950 couplings from J = 0 and the "
@@ -112,6 +131,8 @@ def render(record: dict, baseline_std: float) -> str:
               "no training); `thesis_protocol` changes two (lattice-only fit and the J'-variance reading of σ²). ε_J: mean "
               "square over all pairs i < j of our J unless the row says otherwise; seconds: training only, one thread.", ""]
     lines += ablation_table(record["rows"]) + [""]
+    lines += ["Every refit row's ε_J in each reading of the thesis's \"mean square error in recovered coupling strengths\":", ""]
+    lines += conventions_table(record["rows"]) + [""]
     lines += ["CD-1 and PT-SML (the thesis's CD rows ran ~20,000 s; ours run in seconds):", ""] + sgd_table(record["rows"]) + [""]
     lines += ["## ε_corr beside the thesis's column", "",
               "ε_corr of 20,000 block-Gibbs samples of each learned model (1,000 chains, burn-in 1,000 sweeps, thinning 10) against "

@@ -149,5 +149,12 @@ def test_ising_ablation_script_runs_its_rows_and_resumes(tmp_path, monkeypatch):
     before = (tmp_path / "ablation" / "results.json").read_text()
     script.main()  # resumes: every row is done, nothing is refitted
     assert json.loads((tmp_path / "ablation" / "results.json").read_text())["rows"] == json.loads(before)["rows"]
+    other = {"rows": {"zero_start": {**rows["baseline"], "change": "a row of another process"}}, "truth": {}, "command": "python x",
+             "date": "today", "machine": "here", "threads": 1, "load_average": [1.0]}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    monkeypatch.setattr(sys, "argv", ["ising_ablation.py", "--report-only", "--out", str(tmp_path / "ablation"), "--merge", str(tmp_path / "other.json")])
+    script.main()
+    assert json.loads((tmp_path / "ablation" / "results.json").read_text())["rows"]["zero_start"]["change"] == "a row of another process"
     readme = (tmp_path / "ablation" / "README.md").read_text()
+    assert "Rows `zero_start`: made by `python x`" in readme and "| `zero_start` | a row of another process |" in readme
     assert "| `lattice_fit` |" in readme and "## ε_corr beside the thesis's column" in readme and "| PT-SML |" in readme

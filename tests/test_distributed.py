@@ -217,11 +217,14 @@ def test_train_under_torchrun_writes_one_run_directory(tmp_path):
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(ROOT / "scripts" / "train.py"), *overrides]
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.count("test log-likelihood") == 1, result.stdout  # rank 0 alone reports
+    # rank 0 alone reports (and logs the headline: train.log's copy of it, also on the terminal)
+    assert result.stdout.count("final epoch:") == result.stdout.count("test log-likelihood  =") == 1, result.stdout
     (run_dir,) = (tmp_path / "runs" / "train").iterdir()  # both ranks trained in rank 0's run directory
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [record["epoch"] for record in records] == [1, 2] and "test_log_likelihood" in records[1]
     assert len(zoo.load_checkpoint(run_dir / "checkpoint.pt")["trainer_state"]["ranks"]) == 2
+    result_file = json.loads((run_dir / "result.json").read_text())  # written once, by rank 0
+    assert result_file["status"] == "completed" and records[-1]["closing_test_log_likelihood"] == result_file["headline"]["mean"]
 
 
 def test_unsharded_estimates_run_as_without_a_process_group(tmp_path, monkeypatch):

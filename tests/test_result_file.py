@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from pfzoo import cli, pictures
-from pfzoo.app.result_file import RESULT_FILE, RESULT_FORMAT
+from pfzoo.app.result_file import RESULT_FILE, RESULT_FORMAT, evaluation_headline, headline_text
 from pfzoo.training.metrics_log import MetricsLog, read_records
 
 TINY = ["trainer.epochs=2", "trainer.progress=false", "model.num_hidden=3", "pictures=false"]
@@ -133,3 +133,13 @@ def test_the_closing_numbers_reach_tensorboard(tmp_path):
     events.Reload()
     assert [(e.step, e.value) for e in events.Scalars("closing_test_log_likelihood")] == [(1, -21.5)]
     assert [e.step for e in events.Scalars("loss")] == [1]
+
+
+def test_a_comparison_headline_is_the_difference_of_the_two_models():
+    result = {"num_test": 360, "test_rows": {"description": "all 360"},
+              "comparison": {"difference": 1.25, "stderr": 0.5, "better": "A"}}
+    headline = evaluation_headline(result)
+    assert (headline["mean"], headline["stderr"], headline["estimator"]) == (1.25, 0.5, "bridge sampling")
+    assert headline_text(headline) == ("log p_A − log p_B = 1.2500 ± 0.5000 (bridge sampling on all 360 test examples; "
+                                       "difference of two models' estimates)")
+    assert headline_text(None).startswith("test log-likelihood: not measured")

@@ -32,6 +32,22 @@ MIN_SWAP_ACCEPTANCE = 0.05
 """A neighbouring pair whose mean exchange acceptance is below this barely overlaps: its ratio's estimate is dominated
 by rare states, biased beyond its stderr, and states cannot cross it."""
 
+MIN_ROUND_TRIP_FRACTION = 0.15
+"""With alternating (non-reversible) exchanges, a ladder whose states move freely between levels makes
+``1 / (2 + 2Λ)`` round trips per chain per step, ``Λ = Σ_k (1 − a_k)`` over the PT pairs' exchange acceptances a_k
+(Syed, Bouchard-Côté, Deligiannidis & Doucet 2022, Theorem 3). Well-mixing ladders on enumerable RBMs, Ising models,
+Gaussians and POEs measure 0.25-0.85 of it; the zoo's CD-1(20) MNIST RBM, 2.1-2.4 nats low, 0.03: states that reach a
+mode of the top levels stay there, so the top levels are not refreshed from the base."""
+
+MIN_ROUND_TRIP_BOUND = 20.0
+"""The round-trip fraction is judged only when the bound promises at least this many round trips (fewer make it noise)."""
+
+DRIFT_Z = 4.0
+"""A run whose second half's stepping-stone estimate differs from its first half's by more than this many standard
+errors is still moving (Welch's t over the batches of each half: 18 degrees of freedom at 20 batches, so a false alarm
+has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.8 and +6.1 (its chains at β = 1 are still
+finding the configuration that holds 40 % of the mass); well-mixing ladders on enumerable models within ±2.8."""
+
 ADAPTATION_ROUNDS = 4
 """With ``adapt_ladder``, the burn-in is cut into this many rounds, each ending with a move of the ladder towards equal
 exchange acceptance (:func:`~pfzoo.kernels.adapt_ladder`)."""
@@ -156,6 +172,7 @@ class SteppingStone(PathPartitionEstimator):
                                for part in levels.tensor_split(self.num_batches)]).sum(1)  # [B]
         log_z = (path.base_log_partition() + total.sum()).item()
         stderr = (batches.std() / math.sqrt(self.num_batches)).item()
+        drift_z = half_drift(batches)
         pair_acceptance = (run.swap_sum / run.swap_count.clamp(min=1)).cpu()
         inner = (run.inner_sum / max(run.inner_count, 1)).cpu() if run.inner_count else None
         trips = int(run.round_trips.item())
@@ -164,11 +181,12 @@ class SteppingStone(PathPartitionEstimator):
             "burn_in": self.burn_in, "base": base, "path": self.path, "betas": [0.0, *ladder],
             "exchange_acceptance": pair_acceptance.tolist(), "round_trips": trips,
             "round_trip_rate": trips / (self.num_chains * self.num_steps), "log_ratios": total.cpu().tolist(),
+            "round_trip_bound": round_trip_bound(pair_acceptance[1:]), "drift_z": drift_z,
         }
         if inner is not None:
             info["acceptance"] = inner.tolist()
         return PartitionEstimate(log_z=log_z, stderr=stderr, log_weights=None, ess=None, kind=BoundKind.CONSISTENT, info=info,
-                                 warnings=self.warnings([0.0, *ladder], pair_acceptance, trips, inner) + path.warnings)
+                                 warnings=self.warnings([0.0, *ladder], pair_acceptance, trips, inner, drift_z) + path.warnings)
 
     def run_ladder(self, path, ladder: list[float], generator, progress: ProgressCallback | None) -> tuple[list[float], LadderRun]:
         """Burn in (adapting the ladder in :data:`ADAPTATION_ROUNDS` rounds when asked), then keep ``num_steps`` PT steps
@@ -229,9 +247,11 @@ class SteppingStone(PathPartitionEstimator):
             sums.append(torch.logsumexp(path.log_weight_increment(stats, ladder[index], ladder[index + 1]), 0))
         record.log_sums.append(torch.stack(sums))
 
-    def warnings(self, betas: list[float], pair_acceptance: torch.Tensor, round_trips: int, inner: torch.Tensor | None) -> tuple[str, ...]:
-        """A pair that barely exchanges (its ratio biased beyond the stderr), no round trip (the ladder does not mix), a
-        collapsed inner kernel."""
+    def warnings(self, betas: list[float], pair_acceptance: torch.Tensor, round_trips: int, inner: torch.Tensor | None,
+                 drift_z: float | None = None) -> tuple[str, ...]:
+        """A pair that barely exchanges (its ratio biased beyond the stderr), no round trip or far fewer than the exchange
+        acceptances allow (the ladder does not mix), an estimate still moving between the run's halves, a collapsed inner
+        kernel."""
         lines = []
         worst = int(pair_acceptance.argmin())
         if pair_acceptance[worst] < MIN_SWAP_ACCEPTANCE:
@@ -246,6 +266,22 @@ class SteppingStone(PathPartitionEstimator):
                 f"no state went from β = {betas[1]:.4g} to β = 1 and back in {self.num_steps} steps: the ladder does not mix, so "
                 f"the batches are not independent and the stderr understates the error; use more levels or more steps"
             )
+        bound = round_trip_bound(pair_acceptance[1:])
+        expected = bound * self.num_chains * self.num_steps
+        if self.swaps == "alternate" and round_trips and expected >= MIN_ROUND_TRIP_BOUND \
+                and round_trips < MIN_ROUND_TRIP_FRACTION * expected:
+            lines.append(
+                f"{round_trips} round trips between β = {betas[1]:.4g} and 1, {round_trips / expected:.3f} of the {expected:.0f} "
+                f"the exchange acceptances allow (below {MIN_ROUND_TRIP_FRACTION}): states stay stuck in modes of the top levels, "
+                f"so a mode the ladder does not carry is missed and the estimate is likely low by more than its stderr; use "
+                f"more steps (num_steps, burn_in) and levels, and compare with estimator=raise or exact on a smaller model"
+            )
+        if drift_z is not None and abs(drift_z) > DRIFT_Z:
+            lines.append(
+                f"the estimate moved by {drift_z:+.1f} standard errors from the first to the second half of the kept steps "
+                f"(beyond {DRIFT_Z}): the chains are still finding mass at the top levels, so the estimate is likely low by more "
+                f"than its stderr; raise num_steps and burn_in until the halves agree"
+            )
         if inner is not None and inner.min().item() < MIN_ACCEPTANCE:
             lines.extend(reliability_warnings(None, self.num_chains, inner, torch.tensor(betas[1:], dtype=torch.float64)))
         return tuple(lines)
@@ -253,3 +289,20 @@ class SteppingStone(PathPartitionEstimator):
     def extra_repr(self) -> str:
         return (f"num_chains={self.num_chains}, num_levels={self.num_levels}, num_steps={self.num_steps}, burn_in={self.burn_in}, "
                 f"num_batches={self.num_batches}, adapt_ladder={self.adapt_ladder}, swaps={self.swaps!r}")
+
+
+def round_trip_bound(acceptance: torch.Tensor) -> float:
+    """Round trips per chain per step of non-reversible PT whose states move freely between levels, ``1 / (2 + 2Λ)``
+    with ``Λ = Σ_k (1 − a_k)`` over the exchange acceptances ``acceptance [R − 1]`` (Syed et al. 2022, Theorem 3)."""
+    return 1.0 / (2.0 + 2.0 * (1.0 - acceptance).sum().item())
+
+
+def half_drift(batches: torch.Tensor) -> float | None:
+    """Welch's t of the change in mean from the first to the second half of the batch estimates ``batches [B]`` (``None``
+    with fewer than two batches in a half; 0 when neither half varies)."""
+    half = batches.numel() // 2
+    first, second = batches[:half], batches[half:]
+    if half < 2:
+        return None
+    spread = math.sqrt(first.var().item() / first.numel() + second.var().item() / second.numel())
+    return (second.mean() - first.mean()).item() / spread if spread > 0 else 0.0

@@ -1,5 +1,6 @@
-"""Reproduce Fig. 4.1 of Sohl-Dickstein's thesis (steepest descent zig-zags, the natural gradient goes straight) and
-race plain against natural gradient on exact-ML ICA (:mod:`pfzoo.studies.natural_gradient`).
+"""Reproduce Fig. 4.1 of Sohl-Dickstein's thesis (steepest descent zig-zags, the natural gradient goes straight), race
+plain against natural gradient on exact-ML ICA (:mod:`pfzoo.studies.natural_gradient`), L-BFGS in θ against L-BFGS in
+the natural parameter space φ (§4.1.4, §4.2.7) and a non-probabilistic autoencoder (§4.2.8; :mod:`pfzoo.studies.natural_space`).
 
     python scripts/reproduce_natural_gradient.py                # reports/natural_gradient/{README.md,results.json,paths.png}
     python scripts/reproduce_natural_gradient.py --report-only  # re-render README.md and paths.png from results.json
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from pfzoo.studies import natural_space
 from pfzoo.studies.natural_gradient import FIGURE_DESIGN, as_json, figure_4_1, fisher_checks, ica_race
 from pfzoo.studies.reporting import machine_description
 
@@ -28,9 +30,15 @@ def run(seed: int) -> dict:
     shown = figure_4_1(rates={"natural": (0.3,)})["natural"]  # lr 1 lands in one step: show a path with a few
     with tempfile.TemporaryDirectory() as run_dir:
         ica = ica_race(seed=seed, run_dir=run_dir)
+        ica_lbfgs = natural_space.ica_lbfgs(seed=seed, run_dir=run_dir)
+    space = {"figure_4_1": {"thesis_start": natural_space.figure_4_1_lbfgs(start=(1.0, -1.0)),
+                            "report_start": natural_space.figure_4_1_lbfgs(start=(-2.0, 10.0))},
+             "ica": ica_lbfgs, "autoencoder": natural_space.autoencoder_race(seed=seed),
+             "eq_4_41_z": natural_space.squared_error_fisher_check(seed=seed)}
     return {"figure_4_1": as_json(figure), "figure_4_1_natural_lr_0.3": as_json({"natural": shown})["natural"],
-            "ica": as_json(ica), "fisher_z": fisher_checks(seed=seed), "seed": seed,
-            "seconds": round(time.perf_counter() - began, 1), "machine": machine_description()}
+            "ica": as_json(ica), "fisher_z": fisher_checks(seed=seed), "natural_space": space, "seed": seed,
+            "seconds": round(time.perf_counter() - began, 1), "machine": machine_description(),
+            "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def plot(results: dict, path: Path) -> None:
@@ -82,7 +90,7 @@ def readme(results: dict) -> str:
         "# The natural gradient (Sohl-Dickstein thesis, chapter 4)", "",
         "Made by `python scripts/reproduce_natural_gradient.py` (study: `pfzoo/studies/natural_gradient.py`; the "
         "preconditioner: `pfzoo/training/natural_gradient.py`, Trainer setting `natural_gradient`). "
-        f"Seed {results['seed']}, {results['seconds']} s on {results['machine']}.", "",
+        f"Seed {results['seed']}, {results['seconds']} s on {results['machine']}, {results['date']}.", "",
         "![paths](paths.png)", "",
         "## After Fig. 4.1: a badly parametrised 2-D Gaussian",
         "", "`p(x; θ) = N(x; Aθ, I)`, `A = [[3, ⅓], [⅓, 0]]`, fitted by maximum likelihood (exact expectation over the "
@@ -102,6 +110,7 @@ def readme(results: dict) -> str:
         "## Closed-form Fisher against its sample estimate", "",
         "Largest z-score |Ĝ − G| / (Monte-Carlo s.e.) over the entries, 20,000 model samples "
         "(`fisher_checks`): " + ", ".join(f"{name} {value:.2f}" for name, value in results["fisher_z"].items()) + ".", "",
+        *natural_space.report_lines(results["natural_space"]),
     ]
     return "\n".join(lines)
 
@@ -110,7 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report-only", action="store_true", help="re-render from reports/natural_gradient/results.json")
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     OUT.mkdir(parents=True, exist_ok=True)
     if args.report_only:
         results = json.loads((OUT / "results.json").read_text())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.func import functional_call, jacrev
+from torch.func import functional_call, grad, jacrev, vmap
 
 _CHUNK = 128
 
@@ -46,11 +46,13 @@ def output_jacobians(function: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """``∂f(x_n)/∂θᵀ`` ``[B, D_out, P]`` (float64) of ``function``'s outputs ``f(x) [B, D_out]`` for ``x [B, D_in]``."""
     _check_pairs(x)
     values = _trainable(function)
-    rows = []
-    for chunk in x.split(_CHUNK):
-        jacobian = jacrev(lambda params, chunk=chunk: functional_call(function, params, (chunk,)))(values)
-        rows.append(torch.cat([piece.reshape(chunk.shape[0], -1, piece[0, 0].numel()) for piece in jacobian.values()], dim=2))
-    return torch.cat(rows).double()
+
+    def single(params, row):
+        return functional_call(function, params, (row[None],))[0]
+    # one row at a time under vmap: D_out backward passes batched over the rows (a Jacobian of a whole chunk's outputs
+    # would cost chunk·D_out passes)
+    jacobian = vmap(jacrev(single), in_dims=(None, 0))(values, x)
+    return torch.cat([piece.reshape(x.shape[0], piece.shape[1], -1) for piece in jacobian.values()], dim=2).double()
 
 
 def squared_error(function: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -64,13 +66,11 @@ def penalty_gradients(function: nn.Module, x: torch.Tensor, y: torch.Tensor) -> 
     autograd: the rows whose outer products eq. 4.39 averages."""
     _check_pairs(x, y)
     values = _trainable(function)
-    rows = []
-    for chunk, target in zip(x.split(_CHUNK), y.split(_CHUNK)):
-        def losses(params, chunk=chunk, target=target):
-            return (target - functional_call(function, params, (chunk,))).square().sum(1)
-        jacobian = jacrev(losses)(values)
-        rows.append(torch.cat([piece.reshape(chunk.shape[0], -1) for piece in jacobian.values()], dim=1))
-    return torch.cat(rows).double()
+
+    def single(params, row, target):
+        return (target - functional_call(function, params, (row[None],))[0]).square().sum()
+    gradient = vmap(grad(single), in_dims=(None, 0, 0))(values, x, y)
+    return torch.cat([piece.reshape(x.shape[0], -1) for piece in gradient.values()], dim=1).double()
 
 
 def penalty_metric(gradients: torch.Tensor) -> torch.Tensor:

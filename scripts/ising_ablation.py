@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from pfzoo.cli import compose
-from pfzoo.studies.ising_ablation import ROWS, Ablation, run_rows
+from pfzoo.studies.ising_ablation import ROWS, Ablation, costs, run_rows
 from pfzoo.studies.ising_ablation_report import render
 from pfzoo.studies.reporting import run_header, settings_record
 
@@ -48,6 +48,9 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=REPO / "runs" / "ising" / "ablation", help="checkpoints and metrics (git-ignored)")
     parser.add_argument("--merge", type=Path, nargs="*", default=(),
                         help="results.json files of runs of other rows (e.g. in parallel processes): their rows join this record")
+    parser.add_argument("--costs", type=Path, nargs="*", default=None,
+                        help="time one evaluation of MPF's and PL's loss and read each row's L-BFGS evaluations from the "
+                             "checkpoints under --runs and these folders (the runs of merged rows)")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -62,13 +65,13 @@ def main() -> None:
         path.write_text(json.dumps(record, indent=1))
     if not args.report_only:
         torch.set_num_threads(args.threads)
-        settings = settings_record(vars(args), leave_out=("out", "runs", "report_only", "rows", "redo", "merge"))
+        settings = settings_record(vars(args), leave_out=("out", "runs", "report_only", "rows", "redo", "merge", "costs"))
         ablation = Ablation(settings, lambda overrides: compose("train", overrides), args.runs)
         selected = [row for row in ROWS if args.rows is None or row.key in args.rows]
         done = {key: value for key, value in record["rows"].items() if not (args.redo and key in (args.rows or ()))}
-        record |= {**run_header(sys.argv, args.threads), "settings": settings}
 
         def save(key: str, row: dict) -> None:
+            record.update(run_header(sys.argv, args.threads), settings=settings)  # the command that made the latest rows
             record["rows"][key] = row
             for std in {row["coupling_std"] for row in record["rows"].values()} - {float(s) for s in record["truth"]}:
                 record["truth"][repr(std)] = ablation.truth_record(std)
@@ -76,7 +79,10 @@ def main() -> None:
             print(f"{key}: " + ", ".join(f"{name} ε_J {result['coupling_errors']['pairs']:.4f} ({result['seconds']:.0f} s)"
                                          for name, result in row["learners"].items()), flush=True)
 
-        run_rows(ablation, selected, done, on_row=save)
+        run_rows(ablation, [row for row in selected if args.costs is None], done, on_row=save)
+        if args.costs is not None:
+            record["costs"] = costs(ablation, record["rows"], [args.runs, *args.costs]) | run_header(sys.argv, args.threads)
+            path.write_text(json.dumps(record, indent=1))
     (args.out / "README.md").write_text(render(record, math.sqrt(10)))
     print(f"wrote {args.out}/README.md")
 

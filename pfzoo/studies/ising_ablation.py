@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import torch
+from hydra.utils import instantiate
 from torch import Tensor
 
 from pfzoo.data import sample_spin_glass, spin_glass_model
@@ -298,3 +299,57 @@ def run_rows(ablation: Ablation, rows: Sequence[Row], done: dict, *, on_row: Cal
             records[row.key] = {"change": row.change, **ablation.refit(row)}
         on_row(row.key, records[row.key])
     return records
+
+
+# -- cost, independent of the machine's load ------------------------------------------------------------------------------
+
+def lbfgs_evaluations(checkpoint: Path) -> int:
+    """How many times L-BFGS evaluated the loss and its gradient over a run, from the optimiser state its last checkpoint
+    holds (torch's ``func_evals``, carried across epochs as the history is)."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["trainer_state"]["optimizer"]["state"]
+    return int(state[0]["func_evals"])
+
+
+def evaluation_cpu_seconds(objective: torch.nn.Module, model: Ising, train: Tensor, *, repeats: int = 5) -> float:
+    """CPU seconds of this process (``time.process_time``, blind to other processes' load) for one evaluation of
+    ``objective``'s loss on all of ``train [N, D]`` and its gradient: the median of ``repeats``."""
+    times = []
+    for _ in range(repeats):
+        began = time.process_time()
+        objective.loss(model, train).backward()
+        times.append(time.process_time() - began)
+    model.zero_grad()
+    return sorted(times)[len(times) // 2]
+
+
+def costs(ablation: Ablation, records: Mapping[str, dict], runs_dirs: Sequence[Path]) -> dict:
+    """Per L-BFGS learner the CPU seconds of one full-data evaluation (the baseline's start, float64, fully connected) and,
+    per refit row and learner, the evaluations its run made (from the checkpoint under any of ``runs_dirs``):
+    their product is the run's CPU time on an idle core, which the wall-clock seconds under load are not."""
+    truth, train, _ = ablation.data(math.sqrt(10))
+    per_evaluation = {}
+    for name in ("MPF", "pseudo-likelihood"):
+        cfg = ablation.compose([f"+experiment={LEARNERS[name][0]}"])
+        model = Ising(train.shape[1], init_std=0.0).double()
+        model.init_from_data(train.double())
+        objective = instantiate(cfg.trainer.objective)
+        per_evaluation[name] = evaluation_cpu_seconds(objective, model, train.double())
+    evaluations, largest = {}, {}
+    for key, record in records.items():
+        for name in record.get("learners", {}):
+            found = [path for path in (Path(d) / key / LEARNERS[name][0] / "checkpoint.pt" for d in runs_dirs) if path.exists()]
+            if not found or "trace" not in record["learners"][name]:
+                continue
+            if name in per_evaluation:
+                evaluations.setdefault(key, {})[name] = lbfgs_evaluations(found[0])
+            truth = spin_glass_model(side=ablation.settings["side"], coupling_std=record["coupling_std"], seed=ablation.settings["seed"],
+                                     zero_field=True)
+            largest.setdefault(key, {})[name] = [largest_coupling(found[0]), truth.symmetric_coupling.abs().max().item()]
+    return {"evaluation_cpu_seconds": per_evaluation, "function_evaluations": evaluations, "largest_coupling": largest}
+
+
+def largest_coupling(checkpoint: Path) -> float:
+    """max |J_ij| of the Ising model a checkpoint holds (its last epoch's): a coupling the sample cannot bound (a pair that
+    never disagrees) keeps growing under an unregularised fit."""
+    coupling = torch.load(checkpoint, map_location="cpu", weights_only=False)["state_dict"]["coupling"]
+    return ((coupling + coupling.T) / 2).fill_diagonal_(0).abs().max().item()

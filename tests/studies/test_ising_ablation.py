@@ -149,6 +149,11 @@ def test_ising_ablation_script_runs_its_rows_and_resumes(tmp_path, monkeypatch):
     before = (tmp_path / "ablation" / "results.json").read_text()
     script.main()  # resumes: every row is done, nothing is refitted
     assert json.loads((tmp_path / "ablation" / "results.json").read_text())["rows"] == json.loads(before)["rows"]
+    monkeypatch.setattr(sys, "argv", [*args, "--costs"])
+    script.main()  # times one evaluation per L-BFGS learner and reads each run's evaluations from its checkpoint
+    costs = json.loads((tmp_path / "ablation" / "results.json").read_text())["costs"]
+    assert costs["evaluation_cpu_seconds"]["MPF"] > 0 and costs["function_evaluations"]["baseline"]["pseudo-likelihood"] >= 3
+    assert costs["largest_coupling"]["lattice_fit"]["MPF"][0] > 0
     other = {"rows": {"zero_start": {**rows["baseline"], "change": "a row of another process"}}, "truth": {}, "command": "python x",
              "date": "today", "machine": "here", "threads": 1, "load_average": [1.0]}
     (tmp_path / "other.json").write_text(json.dumps(other))

@@ -20,6 +20,13 @@ from pfzoo.sampling import randint, uniform
 from pfzoo.validation import allocating, check_positive_int, check_sample_count
 
 
+MIN_RUN_ESS_FRACTION = 0.25
+"""Below this fraction of the runs as the weights' ESS, the runs' last levels are far from the model: the weights correct
+for mass the runs reach too rarely, not for mass none reaches, and the stochastic lower bound sits well below log Z
+while the tail fit can look light. Measured with the defaults on the zoo's 784×20 MNIST RBMs: PCD(20) ESS 10.8 of 100,
+1.05 nats low (stderr 0.29, Pareto k̂ below 0.7, silent before); CD-1(20) 1.0 of 100 (warned by the tail)."""
+
+
 class LinkedImportanceSampling(PathPartitionEstimator):
     """LIS estimate of ``log Z`` along the model's annealing path from its tractable base.
 
@@ -95,11 +102,16 @@ class LinkedImportanceSampling(PathPartitionEstimator):
         ess = summary.ess.item()
         info = {"estimator": type(self).__name__, "num_runs": self.num_runs, "num_levels": self.num_levels,
                 "states_per_level": self.states_per_level, "base": base, "path": self.path}
+        remedy = "use more levels (num_levels), states per level or runs"
+        weight_warnings = reliability_warnings(ess, self.num_runs, log_weights=log_weights, remedy=remedy)
+        if ess < MIN_RUN_ESS_FRACTION * self.num_runs and not any(line.startswith("ESS") for line in weight_warnings):
+            weight_warnings += (f"ESS {ess:.1f} of {self.num_runs} runs (below {MIN_RUN_ESS_FRACTION:.0%}): the runs are far from "
+                                f"the model at the last levels, so mass none of them reaches is missed and the estimate is likely low "
+                                f"by more than its stderr; {remedy}",)
         return PartitionEstimate(
             log_z=summary.log_mean.item(), stderr=summary.stderr.item(), log_weights=log_weights, ess=ess, kind=BoundKind.UNBIASED_Z,
             info=info,
-            warnings=reliability_warnings(ess, self.num_runs, log_weights=log_weights,
-                                          remedy="use more levels (num_levels), states per level or runs")
+            warnings=weight_warnings
             + schedule_warnings(path, fitted, energy_scale, steps="num_levels", energy_schedule=False) + path.warnings,
         )
 

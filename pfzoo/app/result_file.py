@@ -46,8 +46,15 @@ def machine_record(device: torch.device) -> dict[str, Any]:
     CUDA), torch and its threads, pfzoo's version and the checkout's commit (``None`` for an installed wheel)."""
     return {"description": machine_description(), "platform": platform.platform(), "device": str(device),
             "device_name": device_name(device), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "threads": torch.get_num_threads(), "pfzoo": pfzoo.__version__,
-            "git_commit": git_commit(Path(pfzoo.__file__).resolve().parents[1])}
+            "threads": torch.get_num_threads(), "pfzoo": pfzoo.__version__, "git_commit": checkout_commit()}
+
+
+def checkout_commit() -> str | None:
+    """The commit of the pfzoo checkout this package runs from (``+dirty`` with uncommitted changes), ``None`` for an
+    installed package: its folder's parent must be the repository itself (``.git``, ``conf/``), not merely lie inside one
+    (a virtual environment in a user's own repository)."""
+    root = Path(pfzoo.__file__).resolve().parents[1]
+    return git_commit(root) if (root / ".git").exists() and (root / "conf").is_dir() else None
 
 
 def training_headline(final: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -186,6 +186,8 @@ def test_a_diverged_training_run_under_torchrun_exits_3_with_one_line(tmp_path):
     assert result.returncode == cli.EXIT_DIVERGED, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: training diverged at epoch 1"), result.stderr[-2000:]
+    recorded = json.loads((tmp_path / "run" / "result.json").read_text())  # rank 0's record of it
+    assert recorded["status"] == "diverged" and recorded["divergence"]["message"] == lines[0].removeprefix("error: ")
 
 
 @pytest.mark.slow

@@ -61,39 +61,44 @@ def load(dataset: str, args) -> tuple[DataSplits, int]:
     return data, cfg.trainer.epochs
 
 
-def run(args) -> dict:
+def run(args, began: float) -> None:
     data, epochs = load(args.dataset, args)
     validation = study.validation_split(data, 0.2, torch.Generator().manual_seed(args.seed))
     principles = [p for p in study.PRINCIPLES if p.name in NAMES]
     patterns = ablation.fill_patterns(BLOCK[args.dataset], exact_up_to=9 if args.dataset == "digits" else 3)
-    measure = lambda model, **kw: ablation.measure_model(model, data, patterns, seed=args.seed,  # noqa: E731
-                                                         log_likelihood=not args.no_log_likelihood, **kw)
-    search, variants = {}, {name: {} for name in ablation.VARIANTS}
     published = {r["name"]: json.loads(r["overrides"][0].split("=")[1]) for part in json.loads(PUBLISHED.read_text())["datasets"]
                  if part["dataset"] == args.dataset for r in part["results"]}
+    payload = {"dataset": args.dataset, "train": list(data.train.shape), "test": list(data.test.shape), "hidden": 20,
+               "hidden_wide": HIDDEN_WIDE, "epochs": epochs, "epochs_factor": EPOCHS_FACTOR, "block": BLOCK[args.dataset],
+               "search": {}, "variants": {}, "published_rates": args.published_rates}
+    rates = {}  # principle: (rate by validation log-likelihood, rate by validation accuracy)
     for p in principles:
         if args.published_rates:  # the rate the study's own search chose on the whole training set: no search here
-            by_ll = by_accuracy = published[p.name]
-        else:
-            points = []
-            for lr in p.learning_rates:  # the study's search, scored by validation log-likelihood and by validation accuracy
-                model = train(args.dataset, p, lr, validation, args)
-                points.append({"lr": lr, "validation_log_likelihood": study.exact_log_likelihood(model, validation.test),
-                               "validation_accuracy": study.classification_accuracy(model, validation)})
-            search[p.name] = points
-            by_ll = max(points, key=lambda point: point["validation_log_likelihood"])["lr"]
-            by_accuracy = max(points, key=lambda point: point["validation_accuracy"])["lr"]
-        base = train(args.dataset, p, by_ll, data, args)
-        variants["base"][p.name] = {"lr": by_ll, **measure(base, classifiers=True)}
-        if not args.published_rates:
-            variants["lr_by_accuracy"][p.name] = {"lr": by_accuracy, **measure(train(args.dataset, p, by_accuracy, data, args))}
-        variants["hidden"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, hidden=HIDDEN_WIDE))}
-        variants["epochs"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, epochs=epochs * EPOCHS_FACTOR))}
-        for seed in args.seeds:  # rows that only change the training seed: the noise of every number
-            variants[f"seed{seed}"][p.name] = {"lr": by_ll, **measure(train(args.dataset, p, by_ll, data, args, seed=seed))}
-    return {"dataset": args.dataset, "train": list(data.train.shape), "test": list(data.test.shape), "hidden": 20,
-            "hidden_wide": HIDDEN_WIDE, "epochs": epochs, "epochs_factor": EPOCHS_FACTOR, "block": BLOCK[args.dataset],
-            "search": search, "variants": variants, "published_rates": args.published_rates}
+            rates[p.name] = (published[p.name],) * 2
+            continue
+        points = []
+        for lr in p.learning_rates:  # the study's search, scored by validation log-likelihood and by validation accuracy
+            model = train(args.dataset, p, lr, validation, args)
+            points.append({"lr": lr, "validation_log_likelihood": study.exact_log_likelihood(model, validation.test),
+                           "validation_accuracy": study.classification_accuracy(model, validation)})
+        payload["search"][p.name] = points
+        rates[p.name] = tuple(max(points, key=lambda point: point[key])["lr"] for key in ("validation_log_likelihood", "validation_accuracy"))
+    settings = {"base": {}, "lr_by_accuracy": {}, "hidden": {"hidden": HIDDEN_WIDE}, "epochs": {"epochs": epochs * EPOCHS_FACTOR},
+                **{f"seed{seed}": {"seed": seed} for seed in args.seeds}}  # seeds: the noise of every number
+    for variant, changes in settings.items():
+        if variant == "lr_by_accuracy" and args.published_rates:
+            continue
+        row = {}
+        for p in principles:
+            lr = rates[p.name][variant == "lr_by_accuracy"]
+            row[p.name] = {"lr": lr, **ablation.measure_model(train(args.dataset, p, lr, data, args, **changes), data, patterns,
+                                                              seed=args.seed, classifiers=variant == "base",
+                                                              log_likelihood=not args.no_log_likelihood)}
+        payload["variants"][variant] = row
+        payload.update(machine=machine_description(), threads=args.threads, load_average=load_average(),
+                       date=datetime.date.today().isoformat(), seconds=time.perf_counter() - began)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"results_{args.dataset}.json").write_text(json.dumps(payload, indent=1))
 
 
 def maximum_likelihood(args) -> None:
@@ -130,19 +135,12 @@ def main() -> None:
     parser.add_argument("--render", type=Path, default=None, help="rewrite README.md in this folder from its results_*.json")
     args = parser.parse_args()
     if args.render:
-        payloads = [json.loads(path.read_text()) for path in sorted(args.render.glob("results_*.json"))]
-        published = json.loads(PUBLISHED.read_text())
-        (args.render / "README.md").write_text(ablation.readme(payloads, published))
+        ablation.write_report(args.render, json.loads(PUBLISHED.read_text()))
         return
     torch.set_num_threads(args.threads)
     if args.maximum_likelihood:
         return maximum_likelihood(args)
-    began = time.perf_counter()
-    payload = run(args)
-    payload.update(machine=machine_description(), threads=args.threads, load_average=load_average(),
-                   date=datetime.date.today().isoformat(), seconds=time.perf_counter() - began)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"results_{args.dataset}.json").write_text(json.dumps(payload, indent=1))
+    run(args, time.perf_counter())
 
 
 if __name__ == "__main__":

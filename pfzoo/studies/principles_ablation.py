@@ -23,6 +23,8 @@ validation fifth of the training rows).
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -31,6 +33,7 @@ from pfzoo.models import RBM
 from pfzoo.sampling import uniform
 from pfzoo.studies.features import hidden_features
 from pfzoo.studies.principles import classification_accuracy, exact_log_likelihood, hidden_blocks
+from pfzoo.studies.reporting import with_kept_section
 
 CLASSIFIERS = ("logistic", "linear_svm", "rbf_svm")
 """The classifiers :func:`classifier_accuracy` fits: scikit-learn's ``LogisticRegression``, ``LinearSVC`` and ``SVC``."""
@@ -358,3 +361,45 @@ def fit_maximum_likelihood(model: RBM, data: torch.Tensor, *, iterations: int = 
                                   line_search_fn="strong_wolfe", tolerance_grad=1e-9, tolerance_change=1e-12)
     optimizer.step(closure)
     return trace
+
+
+def summary(payloads: Sequence[dict[str, Any]], published: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the claims are judged by, per data set and setting, for citing (``summary.json``): the SML margin
+    (and its mean and standard deviation over training seeds), pseudolikelihood minus SML in test log-likelihood and in
+    every fill-in error, and exact maximum likelihood minus pseudolikelihood where it was run."""
+    out = {}
+    for payload in payloads:
+        names = list(payload["variants"]["base"])
+        part = next((p for p in published["datasets"] if p["dataset"] == payload["dataset"]), None)
+        settings = {key: payload["variants"][key] for key in VARIANTS if payload["variants"].get(key)}
+        if part is not None and part["train"][0] != payload["train"][0]:
+            settings = {"published": {r["name"]: {"accuracy": r["classification_accuracy"], "log_likelihood": r["test_log_likelihood"],
+                                                  "fill": {}} for r in part["results"] if r["name"] in names}, **settings}
+        base = payload["variants"]["base"]
+        accuracies = {key: {n: r["accuracy"] for n, r in records.items()} for key, records in settings.items()}
+        accuracies.update({f"classifier_{kind}": {n: base[n]["classifiers"][kind]["accuracy"] for n in names} for kind in CLASSIFIERS})
+        seeded = [sml_margin(accuracies[key])["margin"] for key in settings if key == "base" or key.startswith("seed")]
+        mean = sum(seeded) / len(seeded)
+        record = {"sml_margin": {key: sml_margin(values) for key, values in accuracies.items()},
+                  "sml_margin_seeds": {"count": len(seeded), "mean": mean,
+                                       "std": (sum((m - mean) ** 2 for m in seeded) / max(1, len(seeded) - 1)) ** 0.5},
+                  "log_likelihood_pl_minus_sml": {key: records[PL]["log_likelihood"] - records[SML]["log_likelihood"]
+                                                  for key, records in settings.items() if records[PL]["log_likelihood"] is not None},
+                  "fill_pl_minus_sml": {key: {p: records[PL]["fill"][p] - records[SML]["fill"][p] for p in records[PL]["fill"]}
+                                        for key, records in settings.items() if records[PL]["fill"]}}
+        ml = payload.get("maximum_likelihood")
+        if ml:
+            record["maximum_likelihood_minus_pl"] = {"log_likelihood": ml["log_likelihood"] - base[PL]["log_likelihood"],
+                                                     "fill": {p: ml["fill"][p] - base[PL]["fill"][p] for p in ml["fill"]}}
+        out[payload["dataset"]] = record
+    return out
+
+
+def write_report(folder: Path, published: dict[str, Any]) -> None:
+    """``folder/README.md`` (:func:`readme`, keeping its hand-written ``## Cause`` section) and ``folder/summary.json``
+    (:func:`summary`) from ``folder/results_*.json``."""
+    payloads = [json.loads(path.read_text()) for path in sorted(Path(folder).glob("results_*.json"))]
+    target = Path(folder) / "README.md"
+    previous = target.read_text() if target.is_file() else ""
+    target.write_text(with_kept_section(readme(payloads, published), previous, CAUSE_SECTION))
+    (Path(folder) / "summary.json").write_text(json.dumps(summary(payloads, published), indent=1))

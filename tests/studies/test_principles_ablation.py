@@ -2,6 +2,7 @@
 classifiers' validation choice, the SML margin and the rendered report."""
 
 import itertools
+import json
 
 import pytest
 import torch
@@ -93,7 +94,7 @@ def test_the_sml_margin_is_pcd_minus_the_best_other_principle():
         ablation.sml_margin({"CD-1": 0.8})
 
 
-def test_a_payload_of_measured_models_renders_every_claim_table():
+def test_a_payload_of_measured_models_renders_every_claim_table(tmp_path):
     g = torch.Generator().manual_seed(0)
     labels = torch.arange(120) % 2
     images = (torch.rand(120, 16, generator=g) < 0.2 + 0.6 * labels[:, None]).double()
@@ -115,6 +116,16 @@ def test_a_payload_of_measured_models_renders_every_claim_table():
     text = ablation.readme([payload], {"datasets": []})
     assert "| base: the study's setting, retrained here |" in text and "2 → 10 epochs" in text
     assert text.count("PL − SML") >= 3 and "classifier: rbf svm" in text and "| exact ML (from PL) |" in text
+    numbers = ablation.summary([payload], {"datasets": []})["toy"]
+    base = variants["base"]
+    assert numbers["log_likelihood_pl_minus_sml"]["base"] == pytest.approx(
+        base["pseudolikelihood"]["log_likelihood"] - base["PCD (SML)"]["log_likelihood"])
+    assert numbers["sml_margin_seeds"]["count"] == 3 and set(numbers["sml_margin"]) >= {"base", "hidden", "classifier_rbf_svm"}
+    assert numbers["maximum_likelihood_minus_pl"]["log_likelihood"] == 0.0  # the "ML" model here is the PL model itself
+    (tmp_path / "results_toy.json").write_text(json.dumps(payload))
+    (tmp_path / "README.md").write_text("old\n\n## Cause\n\nkept words\n")
+    ablation.write_report(tmp_path, {"datasets": []})
+    assert (tmp_path / "README.md").read_text().rstrip().endswith("kept words") and (tmp_path / "summary.json").is_file()
 
 
 def test_the_exact_likelihood_gradient_matches_autograd_through_the_enumerated_visible_states():

@@ -32,9 +32,9 @@ from pfzoo.studies.raise_results import checkpoint_record
 from pfzoo.studies.reporting import machine_description
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = {"screen": {"kinds": ("GA",), "steps": [1000]}, "full": {"kinds": ("GA", "MAS"), "steps": [1000, 10000]}, "raise": {}}
+STAGES = {"screen": {"kinds": ("GA",), "steps": [1000]}, "full": {"kinds": ("GA", "MAS"), "steps": [1000, 10000]}, "raise": {}, "parameters": {}}
 """What each stage measures: the screen finds where GA from uniform falls short; the full stage adds MAS and K = 10⁴; the
-raise stage checks the full stage's log Ẑs against RAISE on test digits."""
+raise stage checks the full stage's log Ẑs against RAISE on test digits; parameters only records the parameter summary."""
 
 
 def checkpoint_of(name: str, runs_dir: Path, data_root: Path) -> tuple[Path, dict | None]:
@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> None:
         if entry.get("checkpoint_sha256") != record["checkpoint_sha256"]:
             entry = {"training": training}
         entry |= {**record, "changed": VARIANTS[name].changed, "relative_to": VARIANTS[name].relative_to}
+        if args.stage == "parameters":
+            entry["parameters"] = parameter_summary(zoo.load(checkpoint), data.train)
+            store(args.output, name, entry)
+            continue
         settings = stage_settings(args)
         if entry.get(args.stage, {}).get("settings") == settings or (args.stage == "raise" and "full" not in entry):
             print(f"{name}: {args.stage} stored for this checkpoint, or no full stage to check: skipped", flush=True)
@@ -102,16 +106,21 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  {r['path']} {r['base']} K = {r['steps']:,}: log Ẑ {r['log_z']:.2f} ± {r['stderr']:.2f} (ESS {r['ess']:.0f})", flush=True)
         entry[args.stage] = {"settings": settings, **measured, "measured_on": f"{datetime.date.today().isoformat()}, {machine_description()}",
                              "threads": args.threads}
-        results = load(args.output)  # merge into the file as it is now
-        stored = results["variants"].get(name, {})
-        results["variants"][name] = (stored if stored.get("checkpoint_sha256") == entry["checkpoint_sha256"] else {}) | entry
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(results, indent=1) + "\n")
-        args.output.with_suffix(".md").write_text(markdown(results))
+        store(args.output, name, entry)
 
 
 def load(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {"variants": {}}
+
+
+def store(path: Path, name: str, entry: dict) -> None:
+    """Merge ``entry`` into the file as it is now (another run of this script may have stored other variants meanwhile)."""
+    results = load(path)
+    stored = results["variants"].get(name, {})
+    results["variants"][name] = (stored if stored.get("checkpoint_sha256") == entry["checkpoint_sha256"] else {}) | entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    path.with_suffix(".md").write_text(markdown(results))
 
 
 def stage_settings(args) -> dict:

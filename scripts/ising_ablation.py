@@ -71,7 +71,8 @@ def main() -> None:
         done = {key: value for key, value in record["rows"].items() if not (args.redo and key in (args.rows or ()))}
 
         def save(key: str, row: dict) -> None:
-            record.update(run_header(sys.argv, args.threads), settings=settings)  # the command that made the latest rows
+            if any("trace" in result for result in row["learners"].values()):  # a refit, not a re-reading: its command heads the record
+                record.update(run_header(sys.argv, args.threads), settings=settings)
             record["rows"][key] = row
             for std in {row["coupling_std"] for row in record["rows"].values()} - {float(s) for s in record["truth"]}:
                 record["truth"][repr(std)] = ablation.truth_record(std)

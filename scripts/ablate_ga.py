@@ -32,9 +32,11 @@ from pfzoo.studies.raise_results import checkpoint_record
 from pfzoo.studies.reporting import machine_description
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = {"screen": {"kinds": ("GA",), "steps": [1000]}, "full": {"kinds": ("GA", "MAS"), "steps": [1000, 10000]}, "raise": {}, "parameters": {}}
+STAGES = {"screen": {"kinds": ("GA",), "steps": [1000]}, "full": {"kinds": ("GA", "MAS"), "steps": [1000, 10000]}, "mas": {"kinds": ("MAS",), "steps": [1000]},
+          "raise": {}, "parameters": {}}
 """What each stage measures: the screen finds where GA from uniform falls short; the full stage adds MAS and K = 10⁴; the
-raise stage checks the full stage's log Ẑs against RAISE on test digits; parameters only records the parameter summary."""
+mas stage runs MAS alone (beside a GA-only full stage); the raise stage checks the full stage's log Ẑs against RAISE on
+test digits; parameters only records the parameter summary."""
 
 
 def checkpoint_of(name: str, runs_dir: Path, data_root: Path) -> tuple[Path, dict | None]:
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stage", choices=list(STAGES), default="screen")
     parser.add_argument("--steps", type=int, nargs="+", default=None, help="K values (default: the stage's)")
     parser.add_argument("--mas-steps", type=int, nargs="+", default=None, help="full stage: MAS's K values (default: the stage's)")
-    parser.add_argument("--mas-bases", nargs="+", choices=list(BASES), default=list(BASES), help="full stage: MAS's bases")
+    parser.add_argument("--mas-bases", nargs="*", choices=list(BASES), default=list(BASES), help="full stage: MAS's bases (none: GA only)")
     parser.add_argument("--chains", type=int, default=100)
     parser.add_argument("--raise-steps", type=int, default=10000, help="raise stage: RAISE from the base rates at this K")
     parser.add_argument("--raise-digits", type=int, default=20)
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
             measured = raise_check(model, data.train, data.test, entry["full"]["rows"], steps=args.raise_steps, chains=args.raise_chains,
                                    digits=args.raise_digits, seed=args.seed)
         else:
-            rows = path_runs(model, data.train, settings["steps"], args.chains, seed=args.seed, kinds=("GA",), name=name)
+            rows = path_runs(model, data.train, settings["steps"], args.chains, seed=args.seed, kinds=("GA",), name=name) if "GA" in settings["kinds"] else []
             if "mas_steps" in settings:
                 rows += path_runs(model, data.train, settings["mas_steps"], args.chains, seed=args.seed, kinds=("MAS",), bases=settings["mas_bases"],
                                   name=name)
@@ -131,6 +133,7 @@ def stage_settings(args) -> dict:
     settings = {"kinds": list(stage["kinds"]), "steps": stage["steps"], "chains": args.chains, "seed": args.seed}
     mas = {"mas_steps": args.mas_steps or stage["steps"], "mas_bases": args.mas_bases} if "MAS" in stage["kinds"] else {}
     return settings | mas
+
 
 if __name__ == "__main__":
     main()

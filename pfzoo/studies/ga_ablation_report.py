@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pfzoo.studies.ga_ablation import BASES, SEED_CLAIMS, VARIANTS, cause
+from pfzoo.studies.ga_ablation import BASES, SEED_CLAIMS, VARIANTS, cause, shortfalls
 
 _BASE_NAMES = {"uniform": "uniform", "base_rate": "base rates"}
 
@@ -18,6 +18,17 @@ def _rows(stage: dict) -> dict[tuple[str, str, int], dict]:
 
 def _stage_entries(results: dict, stage: str) -> dict[str, dict]:
     return {name: entry[stage] for name, entry in results["variants"].items() if stage in entry}
+
+
+def _measured(results: dict) -> dict[str, dict]:
+    """Per variant with a full or a mas stage: their rows together (``rows``), the K values (``steps``) and the
+    shortfalls over all of them (:func:`~pfzoo.studies.ga_ablation.shortfalls`)."""
+    out = {}
+    for name, entry in results["variants"].items():
+        rows = [r for stage in ("full", "mas") if stage in entry for r in entry[stage]["rows"]]
+        if rows:
+            out[name] = {"rows": rows, "steps": sorted({r["steps"] for r in rows}), "shortfalls": shortfalls(rows)}
+    return out
 
 
 def _closing(entry: dict) -> str:
@@ -56,8 +67,8 @@ def screen_table(results: dict) -> list[str]:
 
 
 def full_table(results: dict) -> list[str]:
-    """GA and MAS from both bases at every K of the full stage, the shortfalls from the largest log Ẑ, and RAISE."""
-    entries = _stage_entries(results, "full")
+    """GA and MAS from both bases at every K of the full and mas stages, the shortfalls from the largest log Ẑ, and RAISE."""
+    entries = _measured(results)
     if not entries:
         return []
     lines = ["## Geometric path against the moment-averaged spline, both bases", "",
@@ -69,7 +80,7 @@ def full_table(results: dict) -> list[str]:
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, stage in entries.items():
         rows, falls = _rows(stage), stage["shortfalls"]["runs"]
-        for k in stage["settings"]["steps"]:
+        for k in stage["steps"]:
             cells = [_cell(rows.get((p, b, k))) for b in BASES for p in ("GA", "MAS")]
             short = [(f"{falls[key]['shortfall']:.2f} ± {falls[key]['stderr']:.2f}" if (key := f"{p} uniform {k}") in falls else "—")
                      for p in ("GA", "MAS")]
@@ -83,7 +94,7 @@ def full_table(results: dict) -> list[str]:
                   "| variant | RAISE, base rates | implied by GA uniform | implied by MAS uniform | implied by GA base rates | implied by MAS base rates |",
                   "|---|---:|---:|---:|---:|---:|"]
         for name, check in raised.items():
-            k = max(entries[name]["settings"]["steps"])
+            k = max(entries[name]["steps"])
             r = check["raise_base_rate"]
             implied = [check["implied_test_log_likelihood"].get(f"{p} {b} {k}") for b in BASES for p in ("GA", "MAS")]
             lines.append(f"| {name} | {r['mean']:.2f} ± {r['stderr']:.2f} (K = {r['steps']:,}, {r['chains']} chains × {r['digits']} digits) | "
@@ -100,6 +111,7 @@ def verdict(results: dict) -> list[str]:
         return []
     variants = results["variants"]
     found = cause(entries, relative_to={name: variants[name].get("relative_to", "centre") for name in entries})
+    measured = _measured(results)
     c = found["centre"]
     lines = ["## The cause", "",
              f"Screen (K = {c['steps']:,}): GA from uniform falls {c['shortfall']:.2f} ± {c['stderr']:.2f} nats short of the largest log Ẑ on the "
@@ -112,13 +124,13 @@ def verdict(results: dict) -> list[str]:
     lines += ["", f"Measured cause: **{named}** ({variants[named]['changed']}), the largest significant move "
                   f"(+{found['moves'][named]['move']:.1f} nats at K = {found['moves'][named]['steps']:,}; the slides: about {SEED_CLAIMS['slides_ga_shortfall']:.0f})."]
     for name in (n for n in variants if n == named or variants[n].get("relative_to") == named or (found["moves"].get(n, {}).get("significant"))):
-        full = variants[name].get("full")
+        full = measured.get(name)
         if full is None:
             continue
-        k, falls, ref = max(full["settings"]["steps"]), full["shortfalls"]["runs"], full["shortfalls"]["reference"]
-        parts = [f"{p} from {_BASE_NAMES[b]} {falls[key]['shortfall']:.2f} ± {falls[key]['stderr']:.2f}"
-                 for p in ("GA", "MAS") for b in BASES if (key := f"{p} {b} {k}") in falls]
-        lines += ["", f"{name}, K = {k:,}: shortfalls from the largest log Ẑ ({ref['path']} from {_BASE_NAMES[ref['base']]}, "
+        falls, ref = full["shortfalls"]["runs"], full["shortfalls"]["reference"]
+        parts = [f"{p} from {_BASE_NAMES[b]} at K = {k:,}: {falls[key]['shortfall']:.2f} ± {falls[key]['stderr']:.2f}"
+                 for k in full["steps"] for p in ("GA", "MAS") for b in BASES if (key := f"{p} {b} {k}") in falls]
+        lines += ["", f"{name}: shortfalls from the largest log Ẑ ({ref['path']} from {_BASE_NAMES[ref['base']]}, "
                       f"K = {ref['steps']:,}: {ref['log_z']:.2f} ± {ref['stderr']:.2f}): " + "; ".join(parts) + "."]
     p, q = variants[named].get("parameters"), variants.get(variants[named].get("relative_to", "centre"), {}).get("parameters")
     if p and q:

@@ -96,9 +96,12 @@ def test_the_report_renders_from_json():
              "measured_on": "2026-11-28, test"}
     check = raise_check(model, data, data[:20], rows, steps=20, chains=2, digits=5)
     results = json.loads(json.dumps({"variants": {
-        "centre": {"changed": "none", "training": None, "screen": stage, "full": stage, "raise": check},
+        "centre": {"changed": "none", "training": None, "screen": stage, "raise": check,
+                   "full": {**stage, "rows": [r for r in rows if r["path"] == "GA"]}, "mas": {**stage, "rows": [r for r in rows if r["path"] == "MAS"]}},
         "momentum 0.5": {"changed": "momentum 0.5, not 0.9", "training": {"closing_test_log_likelihood": {"mean": -150.0}}, "screen": stage}}}))
     text = markdown(results)
+    mas = next(r for r in rows if r["path"] == "MAS" and r["base"] == "uniform")
+    assert f"{mas['log_z']:.2f} ± {mas['stderr']:.2f}" in text  # the mas stage's rows join the full stage's
     for needle in ("## Screen", "## Geometric path against the moment-averaged spline", "### RAISE", "## The cause", "momentum 0.5, not 0.9",
                    "-150.00", "2026-11-28, test"):
         assert needle in text, needle

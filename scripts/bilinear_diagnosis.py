@@ -26,7 +26,8 @@ from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
 from pfzoo.models import BilinearGenerative
 from pfzoo.studies import reporting
-from pfzoo.studies.bilinear_diagnosis import bidirectional, convergence_in_n, excess_kurtosis, second_moments, state_hash, train_variant
+from pfzoo.studies.bilinear_diagnosis import (bidirectional, convergence_in_n, e_step_geweke, excess_kurtosis, second_moments, state_hash,
+                                             train_variant)
 from pfzoo.studies.bilinear_diagnosis_report import readme
 from pfzoo.studies.model_comparison.settings import SETTINGS
 from pfzoo.studies.step_size_pilot import HAISSetting
@@ -73,7 +74,7 @@ def load_model(path: Path) -> BilinearGenerative:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stage", choices=("train", "measure", "ablate", "render"))
+    parser.add_argument("stage", choices=("train", "measure", "ablate", "geweke", "render"))
     parser.add_argument("--name", default="baseline", help="model name: <model-dir>/<name>.pt")
     parser.add_argument("--start", choices=("random", "ica"), default="random", help="train: initial weights")
     parser.add_argument("--epochs", type=int, default=SETTINGS["full"]["bilinear_epochs"], help="train: EM epochs")
@@ -118,6 +119,12 @@ def main(argv: list[str] | None = None) -> None:
         payload["data"] = {source: {"excess_kurtosis": excess_kurtosis(load_data(args.data_root, args.seed, source)[0].test),
                                     "comparison": comparison_means(path)} for source, path in COMPARISONS.items()}
         payload["references"] = same_patch_references(args.patches)
+    elif args.stage == "geweke":  # the E-step sampler at the trained model's own adapted step, ten leapfrog steps as in training
+        step = json.loads(model_path.with_suffix(".json").read_text())["final_step_size"]
+        result = e_step_geweke(model.double(), 50000, 20, args.seed + 400, step_size=step, num_leapfrog=10)
+        payload.setdefault("geweke", {})[args.name] = {**record, **{k: v for k, v in result.items() if k != "z_scores"}, "step_size": step,
+                                                       "num_statistics": len(result["z_scores"])}
+        print(f"Geweke: largest |z| {result['max_abs_z']:.2f} of {len(result['z_scores'])} statistics, acceptance {result['acceptance']:.2f}")
     else:
         training = json.loads(model_path.with_suffix(".json").read_text())
         row = convergence_in_n(model, patches, setting, [args.ablation_steps], args.particles, args.seed + 100, print)[0]

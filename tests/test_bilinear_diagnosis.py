@@ -3,9 +3,13 @@
 import math
 
 import torch
+from scipy import stats
+
+import pfzoo.kernels.hmc as hmc
+from pfzoo.hamiltonian import leapfrog
 
 from pfzoo.models import BilinearGenerative
-from pfzoo.studies.bilinear_diagnosis import bidirectional, convergence_in_n, second_moments
+from pfzoo.studies.bilinear_diagnosis import bidirectional, convergence_in_n, e_step_geweke, second_moments
 from pfzoo.studies.bilinear_diagnosis_report import convergence_verdict, readme
 from pfzoo.studies.step_size_pilot import HAISSetting
 
@@ -76,3 +80,44 @@ def test_readme_renders_every_measured_section():
     assert "converged within 0.5 nat" in text and "| 100,000 | -65.90 ± 0.01 (0.80) |" in text
     assert "between -40.00 and -39.50" in text and "25.9 nats less" in text and "Gaussian -52.80 (exact)" in text
     assert "| one van Hateren image | 1.00 | -51.60 | -49.90 (+1.7) | — | — | — | -66.80 (-15.2) |" in text
+
+
+def small_bilinear() -> BilinearGenerative:
+    return BilinearGenerative(3, 3, 3, 2, noise_std=0.5, init_std=0.6, generator=torch.Generator().manual_seed(5)).double().requires_grad_(False)
+
+
+def test_e_step_geweke_passes_the_correct_sampler_and_catches_a_broken_one(monkeypatch):
+    threshold = stats.norm.isf(1e-3 / (2 * 31))  # false-failure rate 1e-3, Bonferroni over the 31 statistics
+    result = e_step_geweke(small_bilinear(), 20000, 10, seed=0)
+    assert len(result["z_scores"]) == 31 and result["max_abs_z"] < threshold and 0.5 < result["acceptance"] < 1.0
+
+    def wrong_sign_leapfrog(position, momentum, current, evaluate, *, step_size, num_steps=1, lower=None):
+        x, p, evaluation = leapfrog(position, momentum, current, evaluate, step_size=step_size, num_steps=num_steps, lower=lower)
+        return x, p + step_size * evaluation.grad, evaluation  # the last half kick of the wrong sign: not reversible
+
+    monkeypatch.setattr(hmc, "leapfrog", wrong_sign_leapfrog)
+    assert e_step_geweke(small_bilinear(), 20000, 10, seed=0)["max_abs_z"] > 2 * threshold  # measured 13.3
+
+
+def test_cause_section_reads_the_estimator_sampler_and_training_rows():
+    sweep = [{"num_steps": n, "mean": v, "stderr": 0.05, "acceptance_last_10pct": 0.8, "seconds": 1.0} for n, v in ((30000, -68.4), (100000, -68.6))]
+    bdmc = [{"num_steps": 30000, "lower": -4.5, "upper": -4.2, "gap": 0.3, "lower_stderr": 0.05, "upper_stderr": 0.1, "gap_stderr": 0.1, "seconds": 1.0}]
+    moments = {"model_covariance_eigenvalues": [0.04, 0.24], "data_covariance_eigenvalues": [1.0, 1.0], "model_excess_kurtosis": 3.0,
+               "data_excess_kurtosis": 1.5, "data_gaussian_on_model_samples": -35.0, "data_gaussian_on_data": -51.0}
+    measure = {"model": "baseline", "sha256": "0" * 64, "date": "d", "machine": "m", "threads": 1, "command": "c", "particles": 100, "patches": 20,
+               "setting": {"step_size": 1.0, "stiffness": 300.0, "schedule": "geometric"}, "sweep": sweep, "bdmc": bdmc, "moments": moments}
+
+    def row(mean):
+        return {"training": {"start": "ica", "epochs": 50, "overrides": [], "final_loss": 1.0, "wall_seconds": 1.0},
+                "estimate": {"num_steps": 10000, "mean": mean, "stderr": 0.05}}
+
+    rows = {"baseline": row(-68.8), "ica-0": row(-51.3), "ica-50": row(-53.2), "ica-50-hmc10": row(-59.7), "ica-200": row(-52.7)}
+    geweke = {"baseline": {"chains": 50000, "iterations": 20, "step_size": 0.069, "max_abs_z": 3.97, "num_statistics": 1744}}
+    text = readme({"measure": {"baseline": measure}, "ablation": rows, "geweke": geweke})
+    assert "moves by -0.20 nats" in text and "agree to 0.30 ± 0.10" in text
+    assert "largest |z| 3.97 of 1,744 joint moments against 5.00" in text and "leaves p(z | x) invariant" in text
+    assert "eigenvalues are 0.04–0.24" in text and "ends +16.1 nats higher" in text and "(-1.40 after 200 epochs)" in text
+    assert "lower it further (-6.50 nats" in text
+    assert "- `ica-0` → `ica-50`, 50 epochs of the recipe's EM-HMC from ICA's start: -1.90 ± 0.07 nats." in text
+    geweke["baseline"]["max_abs_z"] = 7.0
+    assert "**the sampler fails**" in readme({"measure": {"baseline": measure}, "ablation": rows, "geweke": geweke})

@@ -28,6 +28,7 @@ from pfzoo.estimators.sandwich import Sandwich
 from pfzoo.kernels import HMCKernel
 from pfzoo.models import BilinearGenerative, Gaussian
 from pfzoo.studies.step_size_pilot import HAISSetting
+from pfzoo.training import EMHMC
 from pfzoo.studies.model_comparison.comparison import ModelComparison
 from pfzoo.studies.model_comparison.row_recorder import RowRecorder
 from pfzoo.studies.model_comparison.settings import NOISE_STD
@@ -135,3 +136,29 @@ def train_variant(splits: DataSplits, settings: dict, seed: int, recipe: Callabl
     trained, _, info, _, _ = recorder.fit_em(RECIPE, seed + SEED_OFFSET, epochs, *overrides, model=model)
     info["wall_seconds"] = time.perf_counter() - began
     return trained, info
+
+
+@torch.no_grad()
+def e_step_geweke(model: BilinearGenerative, chains: int, iterations: int, seed: int, *, step_size: float = 0.3,
+                  num_leapfrog: int = 4) -> dict:
+    """Geweke's joint-distribution test (Geweke 2004) of EM-HMC's E-step sampler on ``model``'s latents z = [c, d], with the
+    reflection at d = 0: marginal-conditional draws of p(z, x) against ``chains`` successive-conditional chains started at
+    exact draws, each repeating {one E-step, x ~ p(x | z)} ``iterations`` times. A sampler that leaves p(z | x) invariant
+    keeps every iterate a draw of p(z, x), so the z-scores of the first and second joint moments (z, x, z², x², z·x per
+    coordinate pair) stay standard normal. Returns the z-scores ``[S]``, their largest |z| and the E-step's acceptance."""
+    generator = _generator(seed)
+    x_marginal, z_marginal = model.sample_joint(chains, generator=generator)
+    x, z = model.sample_joint(chains, generator=generator)
+    sampler = EMHMC(num_hmc_steps=1, step_size=step_size, num_leapfrog=num_leapfrog, target_acceptance=None, batch_hmc_steps=0)
+    sampler.latents, sampler.batch_advanced = z, torch.zeros(chains, dtype=torch.bool)
+    for _ in range(iterations):
+        sampler.prepare(model, x, generator=generator)
+        x = model.sample_visible(sampler.latents, generator=generator)
+
+    def joint_moments(z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([z, x, z**2, x**2, (z[:, :, None] * x[:, None, :]).flatten(1)], dim=1)
+
+    successive, marginal = joint_moments(sampler.latents, x), joint_moments(z_marginal, x_marginal)
+    scores = (successive.mean(0) - marginal.mean(0)) / (successive.var(0) / chains + marginal.var(0) / chains).sqrt()
+    return {"z_scores": scores.tolist(), "max_abs_z": scores.abs().max().item(), "acceptance": sampler.adaptation[-1][0],
+            "chains": chains, "iterations": iterations}

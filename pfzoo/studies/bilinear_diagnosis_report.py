@@ -3,6 +3,11 @@ bidirectional bounds, the model's moments against the data's, the training ablat
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
+GEWEKE_ALPHA = 1e-3
+"""False-failure rate of the E-step's Geweke test; each statistic's |z| is held to the Bonferroni threshold for it."""
+
 CONVERGED_NATS = 0.5
 """Largest rise of the mean lower bound between the sweep's last two N for which it counts as converged (issue 52)."""
 
@@ -84,8 +89,10 @@ def _moments_section(measured: dict) -> list[str]:
 
 
 def _references(references: dict, num_patches: int) -> list[str]:
-    kinds = {"exact": "exact", "stochastic_lower_bound": "HAIS, a lower bound"}
-    rows = ", ".join(f"{r['label']} {r['mean']:.2f} ({kinds.get(r['kind'], 'log Ẑ by HAIS, biased upward')})" for r in references.values())
+    def kind(text: str) -> str:
+        return "exact" if text == "exact" else "biased upward" if "upward" in text else "a lower bound" if "lower bound" in text else text
+
+    rows = ", ".join(f"{r['label']} {r['mean']:.2f} ({kind(r['kind'])})" for r in references.values())
     return [f"The comparison's rows on the same {num_patches} patches (from its per-patch values): {rows}.", ""]
 
 
@@ -113,6 +120,29 @@ def _data_section(data: dict) -> list[str]:
     return out + [""]
 
 
+ONE_CHANGE = (
+    ("baseline", "nobound-200", "no bound on the columns' norms (the recipe's 1.0 removed)"),
+    ("baseline", "random-50", "50 epochs instead of 200"),
+    ("baseline", "ica-200", "the start: ICA's basis (Θ = I, gains ≈ 1) instead of 0.17·N(0, 1) weights"),
+    ("ica-0", "ica-50", "50 epochs of the recipe's EM-HMC from ICA's start"),
+    ("ica-0", "ica-200", "200 epochs of the recipe's EM-HMC from ICA's start"),
+    ("ica-200", "ica-200-lr3e-4", "Adam's lr 3e-4 instead of the recipe's 3e-3"),
+    ("ica-50", "ica-50-hmc10", "10 HMC transitions of each minibatch's latents before its M-step instead of 2"),
+    ("random-50", "random-50-hmc10", "10 HMC transitions of each minibatch's latents before its M-step instead of 2"),
+)
+"""(from, to, the one setting that differs): the ablation's comparisons, each shown where both rows were measured."""
+
+
+def one_change_moves(rows: dict) -> list[tuple[str, str, str, float, float]]:
+    """For each pair of :data:`ONE_CHANGE` with both rows measured: (from, to, change, to − from, its stderr)."""
+    moves = []
+    for before, after, change in ONE_CHANGE:
+        if before in rows and after in rows:
+            a, b = rows[before]["estimate"], rows[after]["estimate"]
+            moves.append((before, after, change, b["mean"] - a["mean"], (a["stderr"] ** 2 + b["stderr"] ** 2) ** 0.5))
+    return moves
+
+
 def _ablation_section(rows: dict) -> list[str]:
     out = ["## 4. Training ablation: one setting changed at a time", "",
            "Each model trained by the comparison's EM-HMC recipe (`+experiment=models_bilinear`) with one setting changed, evaluated by "
@@ -123,6 +153,61 @@ def _ablation_section(rows: dict) -> list[str]:
         loss = "—" if t["final_loss"] is None else f"{t['final_loss']:.2f}"
         out.append(f"| {name} | {t['start']} | {t['epochs']} | {', '.join(t['overrides']) or '—'} | {loss} | {e['num_steps']:,} | "
                    f"{_pm(e['mean'], e['stderr'])} | {t['wall_seconds']:.0f} |")
+    out += ["", "One setting at a time (HAIS's estimator stderrs in quadrature; the patches are the same, so the test-sampling error cancels):", ""]
+    out += [f"- `{before}` → `{after}`, {change}: {move:+.2f} ± {stderr:.2f} nats." for before, after, change, move, stderr in one_change_moves(rows)]
+    return out + [""]
+
+
+def _eigen_range(moments: dict) -> str:
+    values = moments["model_covariance_eigenvalues"]
+    return f"{values[0]:.2f}–{values[-1]:.2f}"
+
+
+def _cause_section(payload: dict) -> list[str]:
+    """The causes the measurements name, with their numbers (needs the baseline measured and its ablation rows)."""
+    measured, rows, data = payload.get("measure", {}), payload.get("ablation", {}), payload.get("data", {})
+    if "baseline" not in measured or not {"baseline", "ica-0", "ica-200"} <= set(rows):
+        return []
+    base = measured["baseline"]
+    _, rise = convergence_verdict(base["sweep"])
+    own = base["bdmc"][-1]
+    mean = {name: r["estimate"]["mean"] for name, r in rows.items()}
+    ica = payload.get("references", {}).get("ica", {}).get("mean")
+    out = ["## What causes it", "",
+           f"- **Not the estimator.** On `baseline` the bound moves by {rise:+.2f} nats from N = {base['sweep'][-2]['num_steps']:,} to "
+           f"{base['sweep'][-1]['num_steps']:,}, and on the model's own patches forward and reverse HAIS agree to {own['gap']:.2f} ± "
+           f"{own['gap_stderr']:.2f} nats at N = {own['num_steps']:,}: HAIS is converged and tight on this model.",
+           ]
+    for name, g in payload.get("geweke", {}).items():
+        limit = NormalDist().inv_cdf(1 - GEWEKE_ALPHA / (2 * g["num_statistics"]))
+        out.append(f"- **Not the E-step sampler.** Geweke's test of EM-HMC's E-step on `{name}` itself ({g['chains']:,} chains × "
+                   f"{g['iterations']} E-steps of 10 leapfrog steps at the trained step {g['step_size']:.3f}, reflecting at d = 0): largest |z| "
+                   f"{g['max_abs_z']:.2f} of {g['num_statistics']:,} joint moments against {limit:.2f} (false-failure rate {GEWEKE_ALPHA:g}): "
+                   + ("the sampler leaves p(z | x) invariant." if g["max_abs_z"] < limit else "**the sampler fails**."))
+    out += [
+           f"- **The training (the main cause).** The recipe's EM-HMC from its random start ends with a model whose samples' covariance "
+           f"eigenvalues are {_eigen_range(base['moments'])} where the whitened data's are 1: it spreads its mass over a small part of the "
+           f"data's range, gives its own samples {own['lower']:.1f} nats and the test patches {base['sweep'][-1]['mean']:.1f}. Started from "
+           f"ICA's basis, the same training ends {mean['ica-200'] - mean['baseline']:+.1f} nats higher. The untrained ICA start already "
+           f"scores {mean['ica-0']:.2f}" + (f" (ICA itself: {ica:.2f})" if ica is not None else "") + f", and EM-HMC *lowers* it "
+           f"({mean['ica-200'] - mean['ica-0']:+.2f} after 200 epochs)" + (
+               f"; at lr 3e-4 by less ({mean['ica-200-lr3e-4'] - mean['ica-0']:+.2f})" if "ica-200-lr3e-4" in mean else "") + ".",
+           ]
+    if "ica-200-lr3e-4" in measured:
+        out.append(f"  That model's samples, too, have shrunk (eigenvalues {_eigen_range(measured['ica-200-lr3e-4']['moments'])}): "
+                   "the EM-HMC updates contract the model's spread, however they start.")
+    if {"ica-50", "ica-50-hmc10"} <= set(mean):
+        out.append(f"  Ten HMC transitions of each minibatch's latents before its M-step instead of two lower it further "
+                   f"({mean['ica-50-hmc10'] - mean['ica-50']:+.2f} nats at 50 epochs from ICA's start), so latents lagging behind the parameters "
+                   "are not the mechanism; which property of the stochastic EM updates contracts the spread is not measured here.")
+    if {"vanhateren", "embedded"} <= set(data):
+        vh, em = data["vanhateren"], data["embedded"]
+        gain = {k: d["comparison"]["ica"] - d["comparison"]["gaussian"] for k, d in (("vh", vh), ("em", em))}
+        out.append(f"- **The data sets the spread between the other models.** Our van Hateren patches (one image) have excess kurtosis "
+                   f"{vh['excess_kurtosis']:.2f}, the embedded photos' {em['excess_kurtosis']:.2f}; ICA gains {gain['vh']:+.1f} nats over the "
+                   f"Gaussian on the first and {gain['em']:+.1f} on the second, the paper's Laplace model {PAPER_TABLE['sparse-coding'] - PAPER_TABLE['gaussian']:+.1f} "
+                   "on its 4,112 images. On the heavy-tailed photos the same bilinear recipe beats ICA and sparse coding, as the paper's bilinear "
+                   "model beats its Laplace models.")
     return out + [""]
 
 
@@ -139,7 +224,7 @@ def readme(payload: dict) -> str:
     for name, m in measured.items():
         out.append(f"- `{name}` (SHA-256 {m['sha256'][:12]}…): measured {m['date']} on {m['machine']}, {m['threads']} thread: `{m['command']}`")
     if measured:
-        out += [""] + _sweep_section(measured)
+        out += [""] + _cause_section(payload) + _sweep_section(measured)
         if payload.get("references"):
             out += _references(payload["references"], next(iter(measured.values()))["patches"])
         out += _bdmc_section(measured) + _moments_section(measured)

@@ -9,7 +9,7 @@ import pytest
 import torch
 from factories import biased_binary_data, random_rbm
 
-from pfzoo.estimators import BridgeSampling, LinkedImportanceSampling
+from pfzoo.estimators import BridgeSampling, LinkedImportanceSampling, SteppingStone
 from pfzoo.estimators.bridge import MIN_WEIGHT_ESS_FRACTION
 from pfzoo.estimators.bridge_ladder import ladder_log_ratio
 from pfzoo.estimators.linked import MIN_RUN_ESS_FRACTION
@@ -158,3 +158,28 @@ def test_defaults_within_a_quarter_nat_on_a_784x20_mnist_rbm(estimator):
         model = zoo.pretrained(name)
         estimate = estimator()(model, data=train, generator=torch.Generator().manual_seed(0))
         assert abs(estimate.log_z - exact) < 0.25, (name, estimate.log_z - exact, estimate.stderr)
+
+
+MNIST_EXACT = {**MNIST_RBMS, "rbm-binarized_mnist-cd1-20": 214.08588920232367}
+"""Both zoo 784×20 MNIST RBMs: the CD-1(20) one puts 40 % of its mass on one hidden configuration the chains of every
+path estimator miss (reports/raise_mass)."""
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.skipif(not (DATA / "binarized_mnist").is_dir(), reason="needs ../shared/data/binarized_mnist")
+@pytest.mark.parametrize("name", sorted(MNIST_EXACT))
+@pytest.mark.parametrize("estimator", [BridgeSampling, LinkedImportanceSampling, SteppingStone], ids=["bridge", "linked", "pt"])
+def test_defaults_on_the_mnist_rbms_are_close_or_warn(estimator, name):
+    """Issue 49's must-hold with its escape: with defaults, within 0.25 nats (pt: 3 stderr) of the enumerated log Z, or a
+    warning. Measured (seed 0, one CPU thread, 7-60 s each): bridge PCD(20) −0.06 ± 0.07 silent, CD-1(20) −0.77 ± 0.13
+    warned (weights' ESS 50 of 300); linked PCD(20) −1.05 ± 0.29 warned (ESS 10.8 of 100), CD-1(20) +0.71 ± 0.99 warned;
+    pt PCD(20) −0.14 ± 0.05 warned (round trips 0.11 of the bound), CD-1(20) −2.09 ± 0.28 warned (drift +6.1)."""
+    from pfzoo import zoo
+    from pfzoo.data import binarized_mnist
+
+    model = zoo.pretrained(name)
+    estimate = estimator()(model, data=binarized_mnist(DATA).train, generator=torch.Generator().manual_seed(0))
+    error = abs(estimate.log_z - MNIST_EXACT[name])
+    close = error < 3 * estimate.stderr if estimator is SteppingStone else error < 0.25
+    assert close or estimate.warnings, (name, estimate.log_z - MNIST_EXACT[name], estimate.stderr)

@@ -111,6 +111,9 @@ def readme(meta: dict, rows: list[dict], order: dict, sweep: list[dict] | None) 
                    "(see the estimator check for its size on a model with a known answer)")
         why += "; the difference is within 2 stderr, so the violation itself is not significant" if abs(p["difference"]) <= 2 * p["stderr"] else ""
         lines.append(f"- {labels[p['higher']]} < {labels[p['lower']]}: {why}.")
+    if meta.get("source") == "vanhateren" and any(not p["holds"] and "bilinear" in (p["higher"], p["lower"]) for p in order["pairs"]):
+        lines += ["", "Why the bilinear model is last here is measured in [bilinear/README.md](bilinear/README.md#what-causes-it) "
+                  "(`scripts/bilinear_diagnosis.py`): its HAIS value is converged and tight, and the cause is its EM-HMC training."]
     if any(r["name"] in ROUTE_PAIRS_NAMES for r in rows):
         lines += ["", "The paper's own analysis models are 2× overcomplete and trained by MPF: the MPF-trained 2× overcomplete Laplace POE "
                   "joins the Laplace group and the Student-t one the richer group."]

@@ -173,6 +173,7 @@ ROWS = (
     Row("best_on_path", "early stopping at the epoch of least ε_J (an oracle: it reads the truth)", derived_from="baseline",
         reading={"best": True}),
     Row("lattice_fit", "lattice-only fit: the 200 edges' couplings and the biases, all other couplings held at 0", Fit(lattice_fit=True)),
+    Row("lattice_fit_seed1", "`lattice_fit` on another glass and sample (run with --seed 1)", Fit(lattice_fit=True)),
     Row("sgd_learners", "PT-SML as in reports/ising/sigma10 (SGD with momentum, 0.02/(1 + epoch/10)) for its 39 epochs",
         Fit(learners=("PT-SML",), sgd_epochs=(("PT-SML", 39),))),
     Row("thesis_protocol", "the thesis as stated, read with J' of variance 10: lattice-only fit of the σ = 2√10 glass",

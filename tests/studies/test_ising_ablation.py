@@ -163,3 +163,17 @@ def test_ising_ablation_script_runs_its_rows_and_resumes(tmp_path, monkeypatch):
     readme = (tmp_path / "ablation" / "README.md").read_text()
     assert "Rows `zero_start`: made by `python x`" in readme and "| `zero_start` | a row of another process |" in readme
     assert "| `lattice_fit` |" in readme and "## ε_corr beside the thesis's column" in readme and "| PT-SML |" in readme
+
+
+def test_committed_ablation_report_rerenders_from_its_results(tmp_path, monkeypatch):
+    committed = REPO / "reports" / "ising" / "ablation"
+    if not (committed / "results.json").exists():
+        pytest.skip("reports/ising/ablation has no results.json")
+    (tmp_path / "ablation").mkdir()
+    (tmp_path / "ablation" / "results.json").write_text((committed / "results.json").read_text())
+    spec = importlib.util.spec_from_file_location("ising_ablation_script", REPO / "scripts" / "ising_ablation.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(sys, "argv", ["ising_ablation.py", "--report-only", "--out", str(tmp_path / "ablation")])
+    script.main()
+    assert (tmp_path / "ablation" / "README.md").read_text() == (committed / "README.md").read_text()

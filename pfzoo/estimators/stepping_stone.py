@@ -36,8 +36,9 @@ MIN_ROUND_TRIP_FRACTION = 0.15
 """With alternating (non-reversible) exchanges, a ladder whose states move freely between levels makes
 ``1 / (2 + 2Λ)`` round trips per chain per step, ``Λ = Σ_k (1 − a_k)`` over the PT pairs' exchange acceptances a_k
 (Syed, Bouchard-Côté, Deligiannidis & Doucet 2022, Theorem 3). Well-mixing ladders on enumerable RBMs, Ising models,
-Gaussians and POEs measure 0.25-0.85 of it; the zoo's CD-1(20) MNIST RBM, 2.1-2.4 nats low, 0.03: states that reach a
-mode of the top levels stay there, so the top levels are not refreshed from the base."""
+Gaussians and POEs measure 0.25-0.85 of it; the zoo's CD-1(20) MNIST RBM 0.03 at 500 steps (2.1-2.4 nats low) and 0.05
+at 2000 (0.89 low): states that reach a mode of the top levels stay there, so the top levels are not refreshed from the
+base."""
 
 MIN_ROUND_TRIP_BOUND = 20.0
 """The round-trip fraction is judged only when the bound promises at least this many round trips (fewer make it noise)."""
@@ -45,8 +46,8 @@ MIN_ROUND_TRIP_BOUND = 20.0
 DRIFT_Z = 4.0
 """A run whose second half's stepping-stone estimate differs from its first half's by more than this many standard
 errors is still moving (Welch's t over the batches of each half: 18 degrees of freedom at 20 batches, so a false alarm
-has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.8 and +6.1 (its chains at β = 1 are still
-finding the configuration that holds 40 % of the mass); well-mixing ladders on enumerable models within ±2.8."""
+has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.8 and +6.1 at 500 steps (its chains at β = 1 are
+still finding the configuration that holds 40 % of the mass); well-mixing ladders on enumerable models within ±2.8."""
 
 ADAPTATION_ROUNDS = 4
 """With ``adapt_ladder``, the burn-in is cut into this many rounds, each ending with a move of the ladder towards equal
@@ -99,6 +100,11 @@ class SteppingStone(PathPartitionEstimator):
     level. Warnings: a pair whose acceptance is below :data:`MIN_SWAP_ACCEPTANCE`, no round trip at all, a collapsed
     inner kernel.
 
+    Measured with the defaults (seed 0, one CPU thread) on the zoo's 784×20 binarized-MNIST RBMs against the log Z that
+    enumerates 2^20 hidden states: PCD(20) −0.03 ± 0.02, silent (500 steps: −0.14 ± 0.05); CD-1(20) −0.89 ± 0.04, warned
+    (round trips 0.05 of the bound): 40 % of its mass sits on a hidden configuration that only β ≈ 1 holds (3.5 % at
+    β = 0.92), which the chains there find too slowly and the ladder cannot bring up (20 levels, 2000 steps: −0.74 ± 0.05).
+
     Args:
         num_chains: C, chains per level.
         num_levels: R, levels above the base (≥ 2).
@@ -118,8 +124,8 @@ class SteppingStone(PathPartitionEstimator):
         self,
         num_chains: int = 100,
         num_levels: int = 10,
-        num_steps: int = 500,
-        burn_in: int = 100,
+        num_steps: int = 2000,
+        burn_in: int = 400,
         schedule: ScheduleSpec = "energy",
         num_batches: int = 20,
         adapt_ladder: bool = True,

@@ -174,7 +174,7 @@ def test_defaults_on_the_mnist_rbms_are_close_or_warn(estimator, name):
     """Issue 49's must-hold with its escape: with defaults, within 0.25 nats (pt: 3 stderr) of the enumerated log Z, or a
     warning. Measured (seed 0, one CPU thread, 7-60 s each): bridge PCD(20) −0.06 ± 0.07 silent, CD-1(20) −0.77 ± 0.13
     warned (weights' ESS 50 of 300); linked PCD(20) −1.05 ± 0.29 warned (ESS 10.8 of 100), CD-1(20) +0.71 ± 0.99 warned;
-    pt PCD(20) −0.14 ± 0.05 warned (round trips 0.11 of the bound), CD-1(20) −2.09 ± 0.28 warned (drift +6.1)."""
+    pt PCD(20) −0.03 ± 0.02 silent, CD-1(20) −0.89 ± 0.04 warned (round trips 0.05 of the bound)."""
     from pfzoo import zoo
     from pfzoo.data import binarized_mnist
 

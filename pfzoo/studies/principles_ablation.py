@@ -245,8 +245,10 @@ def claim_tables(payload: dict[str, Any], published: dict[str, Any] | None) -> l
     seeds = [sml_margin({n: payload["variants"][v][n]["accuracy"] for n in names})["margin"] for v in seeded]
     mean = sum(seeds) / len(seeds)
     spread = (sum((s - mean) ** 2 for s in seeds) / max(1, len(seeds) - 1)) ** 0.5
-    lines += ["", f"SML margin over {len(seeds)} training seeds: mean {mean:+.4f}, standard deviation {spread:.4f}. "
-              f"C chosen: " + "; ".join(f"{kind.replace('_', ' ')} " + ", ".join(f"{n} {base[n]['classifiers'][kind]['C']:g}" for n in names)
+    noise = (f"SML margin over {len(seeds)} training seeds: mean {mean:+.4f}, standard deviation {spread:.4f}. " if len(seeds) > 1
+             else "One training seed only (no seed-to-seed spread measured). ")
+    lines += ["", noise +
+              "C chosen: " + "; ".join(f"{kind.replace('_', ' ')} " + ", ".join(f"{n} {base[n]['classifiers'][kind]['C']:g}" for n in names)
                                        for kind in CLASSIFIERS) + ".", ""]
     lines += ["**§18.3 density estimation** (exact test log-likelihood, nats; PL − SML < 0 is the claim)", ""]
     table = []

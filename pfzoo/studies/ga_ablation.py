@@ -77,7 +77,7 @@ PATHS = {"GA": "geometric", "MAS": "moment_averaged"}
 SEED_CLAIMS = {"slides_ga_shortfall": 20.0, "raise_ais_uniform": -106.52, "raise_ais_base_rate": -124.09, "raise_raise_base_rate": -124.77,
                "raise_raise_uniform": -150.78}
 """The slides' ~20-nat GA shortfall on their CD1(500), and RAISE Table 1's mnistCD1-500 (K = 10⁵, the same RBMs as
-Grosse et al. 2013 per RAISE §5): mean test log-probabilities by GA AIS and RAISE from each base."""
+Grosse et al. 2013 per RAISE §5.1): mean test log-probabilities by GA AIS and RAISE from each base."""
 
 
 def path_runs(model, data: torch.Tensor, steps: list[int], chains: int, *, seed: int = 0, kinds=("GA", "MAS"), bases=BASES,

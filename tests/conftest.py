@@ -1,3 +1,4 @@
+import logging
 import os
 import pathlib
 
@@ -23,6 +24,21 @@ def no_hydra_job_left_behind():
     from hydra.core.hydra_config import HydraConfig
 
     HydraConfig.instance().cfg = None
+
+
+@pytest.fixture(autouse=True)
+def no_log_handler_left_behind():
+    """An in-process ``hydra.main`` run configures the root logger (Hydra's job logging) with a handler on the stream the
+    test captured; after the test that stream is closed, and the next ``logger.info`` in that worker writes "--- Logging
+    error ---" to stderr. Remove the logging handlers a test added to the root logger and restore its level (pytest's
+    own capture handlers, from ``_pytest``, are left to pytest)."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in before and not type(h).__module__.startswith("_pytest")]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

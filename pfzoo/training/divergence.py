@@ -208,6 +208,19 @@ class DivergenceGuard:
         self.last_good_update = self.updates
         return None
 
+    @torch.no_grad()
+    def after_prepare(self) -> bool:
+        """After the objective's epoch start: when it rewrote the parameters (a DBM's greedy pretraining), the kept states
+        describe a model training no longer starts from, so the parameters as they now are become the start, the last
+        good and the best state, with their score. Returns whether it rebased (one comparison per parameter tensor)."""
+        if all(torch.equal(kept, now) for kept, now in zip(self.last_good, self.parameters)):
+            return False
+        self.last_good, self.last_good_update = self._copy(), self.updates
+        self.start_score = self.score()
+        self.best, self.best_score, self.best_update = self._copy(), self.start_score, self.updates
+        self.largest["parameter"] = max(self.largest["parameter"], self._read()[0])
+        return True
+
     def failed_step(self) -> Alarm | None:
         """After an update raised (e.g. a Bernoulli draw refusing NaN probabilities): the divergence behind it
         (non-finite parameters or gradients) or ``None`` when they are finite (the error has another cause)."""

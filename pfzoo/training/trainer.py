@@ -345,6 +345,8 @@ class Trainer:
         parameters = self._parameters(model)
         if ranks.agree_on_change(self.objective.prepare(model, train, generator=sampling), model):
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
+        if run.guard is not None:
+            run.guard.after_prepare()  # a pretraining prepare: restore to the pretrained model, never to the initialisation
         order = torch.randperm(train.shape[0], generator=run.generators["shuffle"]).to(train.device)
         # The loss sum and the first non-finite loss stay on the device and are read once, after the epoch: a read per
         # batch would stall a GPU's queue at every step. L-BFGS reads every loss itself (its line search), so there the

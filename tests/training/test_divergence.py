@@ -227,3 +227,26 @@ def test_score_matching_warns_about_kinks_and_denoising_about_its_noise(tmp_path
                     batch_size=100, progress=False)
     noisy.fit(copy.deepcopy(student), data)
     assert len(noisy.warnings) == 1 and "σ = 0.1, 0.3" in noisy.warnings[0] and "biased" in noisy.warnings[0]
+
+
+def test_a_prepare_that_rewrites_the_parameters_becomes_the_guards_start():
+    """A DBM's greedy pretraining runs in the first epoch's prepare, after the guard took its start: without a rebase a
+    blow-up at the first update would restore the random initialisation instead of the pretrained model."""
+    from pfzoo.training.divergence import DivergenceGuard, Score
+
+    weight = torch.nn.Parameter(torch.zeros(3))
+    calls = []
+
+    def score():
+        calls.append(weight.detach().clone())
+        return Score("held-out score", -float(weight.detach().sub(1).square().sum()), 1.0)
+
+    guard = DivergenceGuard([weight], score, num_visible=3)
+    assert not guard.after_prepare() and len(calls) == 1  # unchanged parameters: nothing read, nothing rescored
+    with torch.no_grad():
+        weight.fill_(1.0)  # "pretraining"
+    assert guard.after_prepare() and guard.start_score.value == 0.0
+    with torch.no_grad():
+        weight.fill_(1e9)  # the blow-up
+    update, restored = guard.restore()
+    assert torch.equal(weight.detach(), torch.ones(3)) and restored.value == 0.0 and update == 0

@@ -303,6 +303,16 @@ def check_finite_number(
     return number
 
 
+def check_step_size(value, name: str = "step_size") -> float | torch.Tensor:
+    """A kernel's step: a positive finite number (returned as a float), or a 0-dim floating-point tensor kept as it is (a
+    step adapted on the chains' device between calls, never read back)."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() != 0 or not value.is_floating_point():
+            raise ValueError(f"{name} must be a number or a 0-dim floating-point tensor, got a {value.dtype} tensor of shape {tuple(value.shape)}")
+        return value
+    return check_finite_number(value, name, minimum=0.0, exclusive=True)
+
+
 def check_choice(value, name: str, choices) -> str:
     """Require one of the strings ``choices``; anything else is refused naming ``name`` (an array too, which ``in``
     would compare element by element into an ambiguous truth value)."""

@@ -20,7 +20,7 @@ import torch
 from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
 from pfzoo.kernels.base import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, TEMPERED_LOG_DENSITY
 from pfzoo.sampling import normal, uniform
-from pfzoo.validation import check_finite_number, check_positive_int
+from pfzoo.validation import check_positive_int, check_step_size
 
 
 class PositionTarget(Protocol):
@@ -115,11 +115,7 @@ class HMCKernel:
         lower: float | list[float] | torch.Tensor | None = None,
         stiffness: float = 0.0,
     ) -> None:
-        if isinstance(step_size, torch.Tensor):
-            if step_size.dim() != 0 or not step_size.is_floating_point():
-                raise ValueError(f"step_size must be a number or a 0-dim floating-point tensor, got a {step_size.dtype} tensor of shape {tuple(step_size.shape)}")
-        else:
-            step_size = float(check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True))
+        step_size = check_step_size(step_size)
         if not (isinstance(stiffness, (int, float)) and math.isfinite(stiffness) and stiffness >= 0):
             raise ValueError(f"stiffness must be a finite number >= 0, got {stiffness!r}")
         if momentum_refresh is not None and not 0.0 < float(momentum_refresh) <= 1.0:

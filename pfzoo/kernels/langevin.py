@@ -25,7 +25,7 @@ from pfzoo.hamiltonian import select
 from pfzoo.kernels.base import ENERGY_AND_GRADIENT
 from pfzoo.kernels.hmc import PositionTarget
 from pfzoo.sampling import normal, uniform
-from pfzoo.validation import check_bool, check_finite_number
+from pfzoo.validation import check_bool, check_step_size
 
 
 class LangevinState(NamedTuple):
@@ -58,11 +58,7 @@ class LangevinKernel:
     needs = ENERGY_AND_GRADIENT
 
     def __init__(self, step_size: float | torch.Tensor, *, adjusted: bool = True) -> None:
-        if isinstance(step_size, torch.Tensor):
-            if step_size.dim() != 0 or not step_size.is_floating_point():
-                raise ValueError(f"step_size must be a number or a 0-dim floating-point tensor, got a {step_size.dtype} tensor of shape {tuple(step_size.shape)}")
-        else:
-            step_size = float(check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True))
+        step_size = check_step_size(step_size)
         self.step_size = step_size
         self.adjusted = check_bool(adjusted, "adjusted")
 

@@ -36,7 +36,7 @@ from pfzoo.hamiltonian import Evaluation, hamiltonian, leapfrog, select
 from pfzoo.kernels.base import ENERGY_AND_GRADIENT
 from pfzoo.kernels.hmc import PositionTarget
 from pfzoo.sampling import normal, uniform
-from pfzoo.validation import check_finite_number, check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int, check_step_size
 
 
 class NUTSState(NamedTuple):
@@ -111,11 +111,7 @@ class NUTSKernel:
     needs = ENERGY_AND_GRADIENT
 
     def __init__(self, step_size: float | torch.Tensor, *, max_depth: int = 10, max_energy_error: float = 1000.0) -> None:
-        if isinstance(step_size, torch.Tensor):
-            if step_size.dim() != 0 or not step_size.is_floating_point():
-                raise ValueError(f"step_size must be a number or a 0-dim floating-point tensor, got a {step_size.dtype} tensor of shape {tuple(step_size.shape)}")
-        else:
-            step_size = float(check_finite_number(step_size, "step_size", minimum=0.0, exclusive=True))
+        step_size = check_step_size(step_size)
         self.step_size = step_size
         self.max_depth = check_positive_int(max_depth, "max_depth")
         self.max_energy_error = float(check_finite_number(max_energy_error, "max_energy_error", minimum=0.0, exclusive=True))

@@ -30,7 +30,7 @@ from pfzoo.models import BilinearGenerative, Gaussian
 from pfzoo.studies.step_size_pilot import HAISSetting
 from pfzoo.training import EMHMC
 from pfzoo.studies.model_comparison.comparison import ModelComparison
-from pfzoo.studies.model_comparison.row_recorder import RowRecorder
+from pfzoo.studies.model_comparison.row_recorder import RowRecorder, gen
 from pfzoo.studies.model_comparison.settings import NOISE_STD
 
 RECIPE, SEED_OFFSET = "models_bilinear", 2
@@ -44,10 +44,6 @@ def state_hash(model: torch.nn.Module) -> str:
     return hashlib.sha256(buffer.getvalue()).hexdigest()
 
 
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
 def convergence_in_n(model: BilinearGenerative, patches: torch.Tensor, setting: HAISSetting, steps: Sequence[int], particles: int,
                      seed: int, progress: Callable[[str], None] | None = None) -> list[dict]:
     """Per-example HAIS (eqs. 27–29) with ``setting`` on ``patches [B, M]`` at every N of ``steps``, ``particles`` per patch.
@@ -59,7 +55,7 @@ def convergence_in_n(model: BilinearGenerative, patches: torch.Tensor, setting: 
     for index, num_steps in enumerate(steps):
         began = time.perf_counter()
         estimate = setting.estimator(particles, num_steps, base="isotropic").log_likelihood(
-            model, patches, generator=_generator(seed + index))
+            model, patches, generator=gen(seed + index))
         acceptance = estimate.info.get("acceptance") or [float("nan")]
         rows.append({"num_steps": num_steps, "mean": estimate.mean, "stderr": estimate.stderr, "per_example": estimate.per_example.tolist(),
                      "acceptance_last_10pct": acceptance[-1], "seconds": time.perf_counter() - began, "warnings": list(estimate.warnings)})
@@ -77,7 +73,7 @@ def bidirectional(model: BilinearGenerative, num_examples: int, setting: HAISSet
     rows = []
     for index, num_steps in enumerate(steps):
         began = time.perf_counter()
-        result = Sandwich(chains, num_steps, schedule=setting.schedule, kernel=kernel)(model, num_examples, generator=_generator(seed))
+        result = Sandwich(chains, num_steps, schedule=setting.schedule, kernel=kernel)(model, num_examples, generator=gen(seed))
         rows.append({"num_steps": num_steps, "lower": result.lower_mean, "upper": result.upper_mean, "gap": result.gap,
                      "lower_stderr": result.lower_stderr, "upper_stderr": result.upper_stderr, "gap_stderr": result.gap_stderr,
                      "lower_ess": result.lower_ess, "upper_ess": result.upper_ess, "seconds": time.perf_counter() - began,
@@ -91,7 +87,7 @@ def bidirectional(model: BilinearGenerative, num_examples: int, setting: HAISSet
 def second_moments(model: BilinearGenerative, data: torch.Tensor, num_samples: int, seed: int) -> dict:
     """How the model's samples' second moments compare with the data's ``[N, M]`` (whitened, so about the identity): the
     eigenvalues of each covariance, and the exact log-likelihood that a Gaussian fitted to the data gives each."""
-    samples = model.sample(num_samples, generator=_generator(seed)).double()
+    samples = model.sample(num_samples, generator=gen(seed)).double()
     data = data.double()
     gaussian = Gaussian.fit(data.float()).double()
     return {"model_covariance_eigenvalues": torch.linalg.eigvalsh(samples.T.cov()).tolist(),
@@ -116,7 +112,7 @@ def ica_start(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..
     study.products_of_experts()
     basis = study.ica_basis
     num_components = basis.shape[1]
-    style = 1.0 / num_style + 0.01 * torch.randn(num_components, num_style, generator=_generator(seed + SEED_OFFSET), dtype=basis.dtype)
+    style = 1.0 / num_style + 0.01 * torch.randn(num_components, num_style, generator=gen(seed + SEED_OFFSET), dtype=basis.dtype)
     return BilinearGenerative.from_tensors(basis, torch.eye(num_components, dtype=basis.dtype), style, noise_std=NOISE_STD,
                                            max_basis_norm=max_basis_norm)
 
@@ -146,7 +142,7 @@ def e_step_geweke(model: BilinearGenerative, chains: int, iterations: int, seed:
     exact draws, each repeating {one E-step, x ~ p(x | z)} ``iterations`` times. A sampler that leaves p(z | x) invariant
     keeps every iterate a draw of p(z, x), so the z-scores of the first and second joint moments (z, x, z², x², z·x per
     coordinate pair) stay standard normal. Returns the z-scores ``[S]``, their largest |z| and the E-step's acceptance."""
-    generator = _generator(seed)
+    generator = gen(seed)
     x_marginal, z_marginal = model.sample_joint(chains, generator=generator)
     x, z = model.sample_joint(chains, generator=generator)
     sampler = EMHMC(num_hmc_steps=1, step_size=step_size, num_leapfrog=num_leapfrog, target_acceptance=None, batch_hmc_steps=0)

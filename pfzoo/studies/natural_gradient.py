@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 from pathlib import Path
 
 import torch
@@ -115,6 +116,23 @@ def random_mixing(size: int, condition: float, *, generator: torch.Generator) ->
     return q1 @ torch.diag(singular) @ q2
 
 
+def ica_problem(size: int, condition: float, num_train: int, num_test: int, seed: int) -> tuple[DataSplits, Callable[[ICA], float]]:
+    """The ICA races' problem: a complete Laplace ICA truth with a :func:`random_mixing` of ``condition``, ``num_train``
+    training samples (the ``DataSplits``; its test split, 10 rows, is only the Trainer's closing check) and
+    ``kl(model)``, KL ``(p* ‖ p_W)`` as the mean of ``log p*(x) − log p_W(x)`` over ``num_test`` fixed samples of the
+    truth (common random numbers: its Monte-Carlo error shifts every run alike)."""
+    generator = torch.Generator().manual_seed(seed)
+    truth = ICA.from_tensors(torch.linalg.inv(random_mixing(size, condition, generator=generator)))
+    train, test = truth.sample(num_train, generator=generator), truth.sample(num_test, generator=generator)
+    with torch.no_grad():
+        truth_log_prob = truth.log_prob(test).mean().item()
+
+    def kl(model: ICA) -> float:
+        return truth_log_prob - model.log_prob(test).mean().item()
+
+    return DataSplits("ica", train=train, test=test[:10]), kl
+
+
 def ica_race(
     *, size: int = 3, condition: float = 10.0, num_train: int = 4000, num_test: int = 20000, target: float = 0.01,
     max_steps: int = 300, rates: dict[str, tuple[float, ...]] | None = None, damping: float = 1e-3,
@@ -128,15 +146,7 @@ def ica_race(
     natural = (0.1, 0.3, 0.5, 0.7, 1.0)
     rates = rates or {"gradient": (0.01, 0.03, 0.05, 0.1, 0.15, 0.2, 0.3), "relative": natural, "model_fisher": natural,
                       "data_fisher": natural, "energy": natural}
-    generator = torch.Generator().manual_seed(seed)
-    truth = ICA.from_tensors(torch.linalg.inv(random_mixing(size, condition, generator=generator)))
-    train, test = truth.sample(num_train, generator=generator), truth.sample(num_test, generator=generator)
-    with torch.no_grad():
-        truth_log_prob = truth.log_prob(test).mean().item()
-    data = DataSplits("ica", train=train, test=test[:10])
-
-    def kl(model) -> float:
-        return truth_log_prob - model.log_prob(test).mean().item()
+    data, kl = ica_problem(size, condition, num_train, num_test, seed)
 
     def run(method: str, lr: float) -> tuple[int | None, list[float]]:
         model = ICA(size, generator=torch.Generator().manual_seed(seed + 1)).double()

@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pfzoo.data import DataSplits, digits
+from pfzoo.data import digits
 from pfzoo.models.ica import ICA
-from pfzoo.studies.natural_gradient import FIGURE_DESIGN, random_mixing
+from pfzoo.studies.natural_gradient import FIGURE_DESIGN, ica_problem
 from pfzoo.training import ExactMaximumLikelihood, Trainer
 from pfzoo.training.natural_gradient import linear_gaussian_fisher
 from pfzoo.training.natural_space import NaturalParameterSpace
@@ -112,15 +112,7 @@ def ica_lbfgs(*, size: int = 3, condition: float = 10.0, num_train: int = 4000, 
     fitted through the Trainer by full-batch L-BFGS (strong Wolfe, history 20), one iteration per epoch, in θ and in
     φ (``natural_parameter_space`` = each of :data:`ICA_SPACES` with ``damping``, ``num_samples``): epochs (=
     iterations) and loss evaluations to ``KL ≤ target``, the KL trace and the training seconds."""
-    generator = torch.Generator().manual_seed(seed)
-    truth = ICA.from_tensors(torch.linalg.inv(random_mixing(size, condition, generator=generator)))
-    train, test = truth.sample(num_train, generator=generator), truth.sample(num_test, generator=generator)
-    with torch.no_grad():
-        truth_log_prob = truth.log_prob(test).mean().item()
-    data = DataSplits("ica", train=train, test=test[:10])
-
-    def kl(model) -> float:
-        return truth_log_prob - model.log_prob(test).mean().item()
+    data, kl = ica_problem(size, condition, num_train, num_test, seed)
 
     results = {}
     for name, space in ICA_SPACES.items():

@@ -61,15 +61,20 @@ def training_data(data, valid=None, *, held_out: str = "auto") -> TrainingData:
       shape the training (the Trainer draws its own minibatches from its seed), so a loader with ``shuffle=False``
       is as good as any, and one that shuffles from torch's global generator makes the run's data order depend on it.
 
+    * a :class:`TrainingData`, taken as it is (a :class:`~pfzoo.training.GreedyTrainer` hands each layer's Trainer the
+      rows mapped up to it this way, keeping the held-out split's name).
+
     ``valid`` is ``None`` (no held-out data: the model is judged on its training rows) or a tensor, ``Dataset`` or
     ``DataLoader`` as above, named ``"test"`` when ``held_out="test"`` and ``"valid"`` otherwise. Rows are flattened
     from ``[*shape]``; ``image_shape`` is ``shape`` when it is ``(H, W)`` or ``(1, H, W)`` (torchvision's images).
     Anything else is refused in one line naming the argument and what was expected.
     """
+    if isinstance(data, (DataSplits, TrainingData)) and valid is not None:
+        raise ValueError(f"valid must be None when data is a {type(data).__name__} (it holds its own held-out data), "
+                         f"got {type(valid).__name__}")
+    if isinstance(data, TrainingData):
+        return data
     if isinstance(data, DataSplits):
-        if valid is not None:
-            raise ValueError(f"valid must be None when data is a DataSplits (its own {held_out!r} split is the held-out data), "
-                             f"got {type(valid).__name__}")
         name, split = data.held_out(held_out)
         return TrainingData(data.name, data.train, name, split, data.image_shape, {"train": "data.train", name: f"data.{name}"})
     train, image_shape = rows(data, "data")

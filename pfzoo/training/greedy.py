@@ -22,13 +22,13 @@ import torch
 from torch import nn
 
 from pfzoo import distributed
-from pfzoo.data.splits import DataSplits
 from pfzoo.estimators.base import ProgressCallback
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbn import DBN
 from pfzoo.sampling import bernoulli
 from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.contrastive import CD
+from pfzoo.training.fit_data import TrainingData, training_data
 from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
 from pfzoo.validation import check_positive_int
 from pfzoo.zoo import load_model, save
@@ -57,15 +57,16 @@ class GreedyTrainer(Trainer):
        training input (:meth:`RBM.init_from_data <pfzoo.models.RBM.init_from_data>`);
     2. ``rbms[i]`` is trained on its input by ``Trainer(deepcopy(objective), …, run_dir=<run_dir>/layer<i>,
        seed=seed + 4i)`` (a fresh copy of the objective per layer, so e.g. PCD chains are per layer);
-    3. the train, test and (where there is one) valid inputs are mapped up, ``x_{i+1} ~ q(x_{i+1} | x_i) = Bernoulli(σ(x_i W_i + c_i))``,
-       with a generator on the model's device seeded ``seed + 4i + 3``.
+    3. the training rows and (where there are some) the held-out rows are mapped up,
+       ``x_{i+1} ~ q(x_{i+1} | x_i) = Bernoulli(σ(x_i W_i + c_i))``, with a generator on the model's device seeded
+       ``seed + 4i + 3`` (training rows first, so the training inputs do not depend on the held-out data).
 
     Everything is a deterministic function of ``seed``, so ``fit(…, resume=True)`` re-derives the
     upper layers' inputs exactly and each layer's Trainer resumes from its own checkpoint.
     After the last layer the whole DBN is saved to ``<run_dir>/checkpoint.pt`` (trainer state: the
     layer folders); ``<run_dir>/metrics.jsonl`` holds one line per finished layer (its last epoch's
     metrics with ``"layer": i``). With an ``estimator`` and ``evaluate_every > 0``, the finished DBN's
-    held-out (``held_out``) log-likelihood is estimated once at the end (needs an exact DBN free energy, i.e.
+    held-out (``held_out``; the training rows when there are no held-out rows) log-likelihood is estimated once at the end (needs an exact DBN free energy, i.e.
     ``model.free_energy_cost ≤ max_enumeration_units``; otherwise skipped with a warning). Under a
     ``torch.distributed`` process group each layer's Trainer shards its minibatches across the ranks (see
     :class:`Trainer`) and rank 0 alone writes these files.
@@ -131,18 +132,21 @@ class GreedyTrainer(Trainer):
             track_partition=self.track_partition,
         )
 
-    def fit(self, model: DBN, data: DataSplits, *, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
-        """Greedily train every RBM of ``model`` (in place) on ``data.train [N, V]``; returns flat metrics.
+    def fit(self, model: DBN, data, *, valid=None, resume: bool = False, config: dict | None = None) -> dict[str, Any]:
+        """Greedily train every RBM of ``model`` (in place) on the training rows ``[N, V]``; returns flat metrics.
 
-        The result holds ``epoch`` (epochs per layer), ``layers`` (L), ``layer<i>_<metric>`` for each
-        layer's last-epoch metrics, and, when the estimator ran, ``<held>_log_likelihood``,
-        ``<held>_log_likelihood_stderr`` and ``log_z``, with ``<held>`` the ``held_out`` split (``valid`` or ``test``).
+        ``data`` and ``valid`` are what :meth:`Trainer.fit <pfzoo.training.Trainer.fit>` takes (a ``DataSplits``, or a
+        tensor, ``Dataset`` or ``DataLoader`` with optional held-out ``valid``), read by the same
+        :func:`~pfzoo.training.fit_data.training_data`. The result holds ``epoch`` (epochs per layer), ``layers`` (L),
+        ``layer<i>_<metric>`` for each layer's last-epoch metrics, and, when the estimator ran,
+        ``<held>_log_likelihood``, ``<held>_log_likelihood_stderr`` and ``log_z``, with ``<held>`` the held-out split's
+        name (``valid`` or ``test``; ``train`` without held-out rows).
         """
         require(model, Capability.RBM_STACK, by="greedy layer-wise training")
         self._check_pretrained_layers(model)
-        # every split is mapped up the stack, so each layer's Trainer judges its RBM on the held-out split it is told to
-        splits = {name: self._prepare(model, getattr(data, name), f"data.{name}")
-                  for name in ("train", "test", "valid") if getattr(data, name) is not None}
+        data = training_data(data, valid, held_out=self.settings.held_out)
+        # the held-out rows are mapped up the stack too, so each layer's Trainer judges its RBM on the split this fit is judged on
+        splits = self._splits(model, data)
         leader = distributed.rank() == 0  # under a process group one rank writes the run directory
         if leader:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +164,9 @@ class GreedyTrainer(Trainer):
                     start_from_layer_below(rbm, model.rbms[layer - 1], name=f"init_from_below (layer {layer})")
                 elif self.init_from_data:
                     rbm.init_from_data(splits["train"])
-                layer_data = DataSplits(name=f"{data.name}-layer{layer}", **splits)
+                # only the bottom layer's input is the data's images; the layers above see hidden units
+                layer_data = TrainingData(f"{data.name}-layer{layer}", splits["train"], data.held_out_name, splits.get(data.held_out_name),
+                                          data.image_shape if layer == 0 else None, data.labels)
                 logger.info("greedy training of layer %d/%d: RBM(%d, %d)", layer + 1, len(model.rbms), rbm.num_visible, rbm.num_hidden)
                 metrics = self.layer_trainer(layer).fit(rbm, layer_data, resume=resume, config=config)
             if leader:
@@ -190,8 +196,9 @@ class GreedyTrainer(Trainer):
                 raise ValueError(f"pretrained_layers[{layer}]: {source} is {trained!r}, but layer {layer} of this model is {rbm!r}; "
                                  f"give a trained RBM of that class and size")
 
-    def _evaluate_dbn(self, model: DBN, data: DataSplits) -> dict[str, Any]:
-        """The estimator's log-likelihood of the finished DBN on the held-out split, when configured and affordable."""
+    def _evaluate_dbn(self, model: DBN, data: TrainingData) -> dict[str, Any]:
+        """The estimator's log-likelihood of the finished DBN on the held-out rows (the training rows without them), when
+        configured and affordable."""
         if self.estimator is None or not self.settings.evaluate_every:
             return {}
         if model.free_energy_cost > model.max_enumeration_units:
@@ -203,7 +210,7 @@ class GreedyTrainer(Trainer):
         self.estimator.to(model.device)
         generator = torch.Generator(model.device).manual_seed(self.settings.seed + 2)
         train = data.train.to(device=model.device, dtype=model.dtype)
-        held_out_name, held_out = data.held_out(self.settings.held_out)
+        held_out_name, held_out = (data.held_out_name, data.held_out) if data.held_out is not None else ("train", data.train)
         estimate = self.estimator.log_likelihood(model, held_out.to(device=model.device, dtype=model.dtype), base_data=train, generator=generator)
         return {
             f"{held_out_name}_log_likelihood": estimate.mean,
@@ -245,8 +252,9 @@ def _as_sources(pretrained_layers: Sequence[str | os.PathLike] | None) -> list[s
 
 def train_greedy(
     model: DBN | Sequence[int],
-    data: DataSplits | torch.Tensor,
+    data,
     *,
+    valid=None,
     objective_factory: Callable[[], nn.Module] = lambda: CD(k=1),
     epochs_per_layer: int = 10,
     batch_size: int = 100,
@@ -265,8 +273,9 @@ def train_greedy(
     Args:
         model: a :class:`~pfzoo.models.DBN` (trained in place), or its ``layer_sizes`` ``[V, H1, …, HL]``
             (then built as ``DBN(layer_sizes, init_std=init_std, generator=Generator().manual_seed(seed))``).
-        data: binary data, a :class:`~pfzoo.data.DataSplits` or the training tensor ``[N, V]`` alone
-            (then also used as the "test" split of the per-epoch diagnostics).
+        data, valid: binary data as :meth:`GreedyTrainer.fit` takes it: a :class:`~pfzoo.data.DataSplits`, or the
+            training rows (a tensor ``[N, V]``, a ``Dataset`` or a ``DataLoader``) with optional held-out rows ``valid``
+            (without them the per-epoch diagnostics read the training rows).
         objective_factory: builds the objective (default CD-1); every layer trains with its own copy.
         epochs_per_layer, batch_size, optimizer, weight_decay: as for :class:`Trainer`.
         seed: root of every random stream (initial weights, data order, Gibbs sampling, mapping up):
@@ -285,10 +294,6 @@ def train_greedy(
     else:
         require(model, Capability.RBM_STACK, by="train_greedy")
         dbn = model
-    if isinstance(data, torch.Tensor):
-        data = DataSplits(name="data", train=data, test=data)
-    elif not isinstance(data, DataSplits):
-        raise ValueError(f"data must be a pfzoo.data.DataSplits or a tensor [N, V], got {type(data).__name__}")
     epochs_per_layer = check_positive_int(epochs_per_layer, "epochs_per_layer")
     if not callable(objective_factory):
         raise ValueError(f"objective_factory must be a callable returning an objective, got {type(objective_factory).__name__}")
@@ -312,7 +317,7 @@ def train_greedy(
             init_from_data=init_from_data,
             on_layer_end=on_layer_end,
         )
-        trainer.fit(dbn, data, resume=resume)
+        trainer.fit(dbn, data, valid=valid, resume=resume)
 
     if run_dir is None:
         with tempfile.TemporaryDirectory(prefix="pfzoo-greedy-") as directory:

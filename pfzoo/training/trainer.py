@@ -23,7 +23,7 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trainer_state, trainer_state
 from pfzoo.training.distributed_strategy import DistributedStrategy
 from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind, score_rows
-from pfzoo.training.fit_data import training_data
+from pfzoo.training.fit_data import TrainingData, training_data
 from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
@@ -289,9 +289,7 @@ class Trainer:
                              f"({', '.join(name for name, _ in model.named_parameters())})")
         if self.estimator is not None:
             self.estimator.check(model)
-        splits = {"train": self._prepare(model, data.train, data.labels["train"])}
-        if data.held_out is not None:
-            splits[data.held_out_name] = self._prepare(model, data.held_out, data.labels[data.held_out_name])
+        splits = self._splits(model, data)
         self.objective.to(model.device)
         if self.estimator is not None:
             self.estimator.to(model.device)
@@ -318,6 +316,13 @@ class Trainer:
             self._checkpoints.remove_stale_temporaries()
         bars = self.settings.progress and sys.stderr.isatty() and ranks.leader  # redirected to a file, a bar writes a line per refresh
         return _Run(model, ranks, splits, weights, optimizer, generators, config, bars)
+
+    def _splits(self, model: EnergyModel, data: TrainingData) -> dict[str, torch.Tensor]:
+        """``{"train": [N, V], <held-out split's name>: [M, V] if there is one}``, each checked by :meth:`_prepare`."""
+        splits = {"train": self._prepare(model, data.train, data.labels["train"])}
+        if data.held_out is not None:
+            splits[data.held_out_name] = self._prepare(model, data.held_out, data.labels[data.held_out_name])
+        return splits
 
     def _prepare(self, model: EnergyModel, split: torch.Tensor, name: str) -> torch.Tensor:
         """``split`` on the model's device and dtype, checked to be ``[N ≥ 1, V]`` (binary for binary models)."""

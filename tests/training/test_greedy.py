@@ -8,6 +8,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from torch.utils.data import DataLoader, TensorDataset
 
 from pfzoo import zoo
 from pfzoo.data import DataSplits, digits
@@ -258,3 +259,35 @@ def test_init_from_below_starts_each_upper_layer_from_the_trained_layer_below(sm
     with pytest.raises(ValueError, match=r"init_from_below \(layer 1\): an RBM\(8, 3\) cannot start"):
         GreedyTrainer(CD(k=1), run_dir=tmp_path / "small", epochs=1, batch_size=50, progress=False, init_from_below=True).fit(
             DBN([64, 8, 3]), small_data)
+
+
+def test_greedy_trainer_takes_a_tensor_a_dataset_or_a_data_loader_as_trainer_fit_does(small_data, tmp_path):
+    """Issue 50: GreedyTrainer.fit reads a tensor, a Dataset or a DataLoader (and optional held-out ``valid``) through
+    Trainer.fit's own reader: each trains the DBN bit for bit as the same rows in a DataSplits do (the training rows are
+    mapped up first, so they do not depend on the held-out rows) and writes a loadable checkpoint; without held-out rows
+    every layer and the closing estimate are judged on the training rows (exact, by enumeration, for this tiny stack)."""
+    train, held = small_data.train[:200], small_data.test[:50]
+
+    def fit(name, data, **kwargs):
+        dbn = DBN([64, 6, 3], generator=torch.Generator().manual_seed(0))
+        trainer = GreedyTrainer(CD(k=1), run_dir=tmp_path / name, epochs=1, batch_size=50, progress=False, seed=5,
+                                evaluate_every=1, estimator=AIS(num_chains=20, num_steps=50))
+        return dbn, trainer, trainer.fit(dbn, data, **kwargs)
+
+    reference, _, reference_result = fit("splits", DataSplits("rows", train=train, test=held))
+    for name, data in {"tensor": train, "dataset": TensorDataset(train, torch.zeros(200)),
+                       "loader": DataLoader(TensorDataset(train, torch.zeros(200)), batch_size=32)}.items():
+        dbn, trainer, result = fit(name, data)
+        assert same_parameters(parameters(dbn), parameters(reference)), name
+        assert same_parameters(parameters(zoo.load(trainer.checkpoint_path)), parameters(reference)), name
+        assert {"layer0_train_pseudo_log_likelihood", "layer1_train_reconstruction_error", "train_log_likelihood"} <= set(result), name
+        assert not any(key.startswith(("test_", "valid_")) or "_test_" in key or "_valid_" in key for key in result), name
+        with torch.no_grad():
+            exact = dbn.log_prob(train).mean().item()
+        assert abs(result["train_log_likelihood"] - exact) < 3 * result["train_log_likelihood_stderr"] + 1e-4, name
+    dbn, _, result = fit("loader-valid", DataLoader(train, batch_size=64), valid=DataLoader(held, batch_size=64))
+    assert same_parameters(parameters(dbn), parameters(reference))
+    assert result["layer1_valid_reconstruction_error"] == reference_result["layer1_test_reconstruction_error"]
+    assert result["valid_log_likelihood"] == reference_result["test_log_likelihood"]
+    with pytest.raises(ValueError, match=r"^data must be a pfzoo.data.DataSplits, a torch.Tensor \[N, V\], .*got ndarray; torch.as_tensor"):
+        GreedyTrainer(CD(), run_dir=tmp_path / "refused", progress=False).fit(DBN([64, 6, 3]), train.numpy())

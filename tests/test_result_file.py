@@ -143,3 +143,32 @@ def test_a_comparison_headline_is_the_difference_of_the_two_models():
     assert headline_text(headline) == ("log p_A − log p_B = 1.2500 ± 0.5000 (bridge sampling on all 360 test examples; "
                                        "difference of two models' estimates)")
     assert headline_text(None).startswith("test log-likelihood: not measured")
+
+
+def test_a_sampling_run_ends_with_what_was_drawn_from_which_model_in_result_json(tmp_path, capsys, caplog):
+    """``pfzoo sample``'s run folder: result.json names the model file (sha256 = the zoo card's), what was drawn and how
+    (the RBM by its Gibbs chain, ICA by exact draws), the seed, the settings, the timings and the machine."""
+    from pfzoo import zoo
+
+    cfg = cli.compose("sample", [f"run_dir={tmp_path / 'rbm'}", "pretrained=rbm-digits", "num_samples=6", "seed=2"])
+    with caplog.at_level(logging.INFO, logger="pfzoo"):
+        assert cli.execute("sample", cfg) == 0
+    assert f"result written to {tmp_path / 'rbm' / RESULT_FILE}" in capsys.readouterr().out
+    result = result_of(tmp_path / "rbm")
+    assert result["format"] == RESULT_FORMAT and result["task"] == "sample" and result["status"] == "completed"
+    assert result["headline"] is None and result["estimator"] is None and result["seed"] == 2
+    assert result["settings"] == OmegaConf.to_container(cfg, resolve=True) and result["machine"]["device"] == "cpu"
+    drew = result["samples"]
+    card = zoo.pretrained_card("rbm-digits")
+    assert drew["checkpoint_sha256"] == card["checkpoint"]["sha256"] and drew["pretrained"] == "rbm-digits"
+    assert drew["model"] == "rbm" and drew["model_config"] == zoo.pretrained("rbm-digits").config()
+    assert (drew["num_samples"], drew["shape"], drew["exact"], drew["sampler_steps"]) == (6, [6, 64], False, 1000)
+    samples = __import__("torch").load(result["files"]["samples"])
+    assert list(samples.shape) == drew["shape"] and result["files"]["pictures"] == [str(tmp_path / "rbm" / "samples.png")]
+    timings = result["timings"]
+    assert timings["total"] >= timings["load"] + timings["sampling"] + timings["writing"] - 1e-6 and timings["sampling"] > 0
+    assert any("6 samples of rbm from rbm-digits" in r.getMessage() for r in caplog.records if r.name.startswith("pfzoo.app"))
+    assert cli.execute("sample", cli.compose("sample", [f"run_dir={tmp_path / 'ica'}", "pretrained=ica-patches", "num_samples=3"])) == 0
+    drew = result_of(tmp_path / "ica")["samples"]
+    assert (drew["exact"], drew["sampler_steps"], drew["shape"]) == (True, None, [3, 36])
+    assert result_of(tmp_path / "ica")["files"]["pictures"] == []

@@ -1,21 +1,24 @@
-"""``result.json``: what every train and evaluate run folder ends with, one machine-readable record of the run.
+"""``result.json``: what every train, evaluate and sample run folder ends with, one machine-readable record of the run.
 
 Its keys (``format`` :data:`RESULT_FORMAT`):
 
-- ``task`` (``"train"`` / ``"evaluate"``) and ``status``: ``"completed"``, or ``"diverged"`` for a training run the
-  divergence guard stopped (:class:`~pfzoo.training.TrainingDiverged`);
+- ``task`` (``"train"`` / ``"evaluate"`` / ``"sample"``) and ``status``: ``"completed"``, or ``"diverged"`` for a
+  training run the divergence guard stopped (:class:`~pfzoo.training.TrainingDiverged`);
 - ``headline``: the closing estimate, ``{quantity, mean, stderr, kind, estimator, num_test, of, examples, log_z}``
   (``kind`` says whether it is exact, an estimate or a stochastic bound; ``stderr`` is the estimator's; a ``versus=``
-  comparison's is the difference of the two models' mean log-likelihoods), or ``None`` when nothing applied;
+  comparison's is the difference of the two models' mean log-likelihoods), or ``None`` when nothing applied (and for
+  sampling, which estimates nothing);
 - ``estimator``: ``{name, config}``, the estimator that made the headline and its resolved settings (``config`` ``None``
-  for exact values);
+  for exact values); ``None`` for sampling;
+- ``samples`` (sampling only, else ``None``): what was drawn, from which model and how
+  (:func:`pfzoo.app.sampling.sample`);
 - ``settings``: the whole resolved config; ``seed``;
 - ``timings``: seconds (``total``; for training also ``training`` and ``evaluation``, the epochs' sums from the metrics,
-  and ``closing_estimate``);
+  and ``closing_estimate``; for evaluation ``estimate``; for sampling ``load``, ``sampling`` and ``writing``);
 - ``machine``: :func:`machine_record`;
 - ``divergence``: ``None``, or what the guard saw and did: ``message`` (its line), ``epoch``, ``update``, ``signal``,
   ``restored`` (in words) with ``restored_update`` and the restored model's held-out score;
-- ``files`` (checkpoint, metrics, pictures), ``last_epoch`` (training's last metrics record) and ``warnings``.
+- ``files`` (checkpoint, metrics or samples, pictures), ``last_epoch`` (training's last metrics record) and ``warnings``.
 
 The same headline goes to the run's log (``train.log`` / ``evaluate.log``, :func:`headline_text`) and, for training, into
 the last record of the metrics files (:meth:`pfzoo.training.Trainer.record_result`: CSV and TensorBoard too).
@@ -107,13 +110,13 @@ def divergence_record(message: str, details: Mapping[str, Any], checkpoint: str)
 
 
 def result_record(task: str, cfg: DictConfig, device: torch.device, *, headline: dict[str, Any] | None,
-                  estimator: dict[str, Any], timings: dict[str, float], files: dict[str, Any],
+                  estimator: dict[str, Any] | None, timings: dict[str, float], files: dict[str, Any],
                   divergence: dict[str, Any] | None = None, last_epoch: dict[str, Any] | None = None,
-                  warnings: list[str] | None = None) -> dict[str, Any]:
+                  warnings: list[str] | None = None, samples: dict[str, Any] | None = None) -> dict[str, Any]:
     """The document ``result.json`` holds (module docstring)."""
     return {"format": RESULT_FORMAT, "task": task, "status": "diverged" if divergence else "completed",
             "date": datetime.datetime.now().isoformat(timespec="seconds"), "headline": headline, "estimator": estimator,
-            "seed": cfg.seed, "timings": timings, "machine": machine_record(device), "divergence": divergence,
+            "samples": samples, "seed": cfg.seed, "timings": timings, "machine": machine_record(device), "divergence": divergence,
             "files": files, "last_epoch": last_epoch, "warnings": list(warnings or []),
             "settings": OmegaConf.to_container(cfg, resolve=True)}
 

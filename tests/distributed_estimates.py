@@ -6,13 +6,14 @@ from pathlib import Path
 import torch
 
 from pfzoo import distributed
-from pfzoo.estimators import AIS, CSL, HAIS, RAISE, BridgeSampling, LinkedImportanceSampling
+from pfzoo.estimators import AIS, CSL, HAIS, RAISE, SMC, BridgeSampling, LinkedImportanceSampling
 from pfzoo.models import RBM, Gaussian, LinearGenerative
 
 
 def estimates(seed: int) -> dict:
-    """AIS (float64 and float32), bridge sampling and LIS (float32: blocks batched), RAISE, CSL, HAIS and HAIS over a generative
-    model's latents on small models, floats as hex so that equality is to the last bit."""
+    """AIS (float64 and float32), bridge sampling and LIS (float32: blocks batched), RAISE, CSL, HAIS, HAIS over a generative
+    model's latents, SMC (three blocks of groups) and waste-free SMC over the latents on small models, floats as hex so that
+    equality is to the last bit."""
     g = torch.Generator().manual_seed(3)
     model = RBM.from_tensors(torch.randn(10, 6, generator=g, dtype=torch.float64) * 1.5,
                              torch.randn(10, generator=g, dtype=torch.float64), torch.randn(6, generator=g, dtype=torch.float64))
@@ -34,6 +35,10 @@ def estimates(seed: int) -> dict:
     hais = HAIS(num_chains=96, num_steps=40, step_size=0.3)(gaussian, generator=seeded())
     generative = LinearGenerative.from_tensors(0.5 * torch.randn(6, 4, generator=g, dtype=torch.float64), prior="laplace", noise_std=0.3)
     latents = HAIS(num_chains=4, num_steps=20, step_size=0.1).log_likelihood(generative, generative.sample(96, generator=g), generator=seeded())
+    # three blocks of two groups, each block its own adaptive run: one rank runs one, the other two
+    smc = SMC(num_chains=192, num_groups=6, num_blocks=3, target_cess=0.9)(model, data=data, generator=seeded())
+    smc_latents = SMC(num_chains=16, num_groups=2, chain_length=4, target_cess=0.7).log_likelihood(
+        generative, generative.sample(96, generator=g), generator=seeded())  # 96 examples: three blocks
     return {
         "ais": hexed(ais.log_weights) + hexed([ais.log_z, ais.stderr, ais.ess]) + [hexed(column) for column in ais.info["diagnostics"][1:]],
         "ais32": hexed(ais32.log_weights) + hexed([ais32.log_z, ais32.stderr, ais32.ess])
@@ -44,9 +49,12 @@ def estimates(seed: int) -> dict:
         "csl": hexed(csl.per_example) + hexed([csl.stderr]),
         "hais": hexed(hais.log_weights) + hexed(hais.info["acceptance"]),
         "posterior": hexed(latents.per_example) + hexed(latents.info["acceptance"]) + hexed([latents.stderr]),
+        "smc": hexed(smc.log_weights) + hexed([smc.log_z, smc.stderr, smc.ess]) + [hexed(betas) for betas in smc.info["betas"]],
+        "smc_latents": hexed(smc_latents.per_example) + hexed(smc_latents.info["acceptance"]) + hexed([smc_latents.stderr]),
         "check": {"ais": [ais.log_z, ais.stderr, model.log_partition().item()],
                   "ais32": [ais32.log_z, ais32.stderr, model.log_partition().item()],
-                  "hais": [hais.log_z, hais.stderr, gaussian.log_partition().item()]},
+                  "hais": [hais.log_z, hais.stderr, gaussian.log_partition().item()],
+                  "smc": [smc.log_z, smc.stderr, model.log_partition().item()]},
     }
 
 

@@ -76,7 +76,7 @@ def one_rank(tmp_path: Path):
         torch.set_num_threads(threads)
 
 
-ESTIMATES = ("ais", "ais32", "bridge", "linked", "raise", "csl", "hais", "posterior")
+ESTIMATES = ("ais", "ais32", "bridge", "linked", "raise", "csl", "hais", "posterior", "smc", "smc_latents")
 
 
 def test_plain_one_rank_and_two_ranks_give_the_same_estimates_to_the_last_bit(tmp_path):

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from pfzoo.estimators.base import MIN_TAIL_FIT_CHAINS
-from pfzoo.estimators.smc import next_step
+from pfzoo.estimators.adaptive_tempering import next_step
 from pfzoo.logmath import log_mean_exp, pareto_tail_index
 from pfzoo.paths.base import AnnealingPath
 
@@ -165,7 +165,7 @@ def pilot_ladder(path: AnnealingPath, num_chains: int, *, target_overlap: float,
                  generator: Any) -> list[float]:
     """A ladder ``[0, β_1, …, 1]`` for ``path`` from a pilot run of ``num_chains`` chains of its own: at each level, the
     next β is the largest (up to 1) whose conditional ESS over the chains' states, ``(Σ w̃)² / (C Σ w̃²)`` with
-    ``w̃ = f_{β'} / f_β``, stays at least ``target_overlap`` (:func:`~pfzoo.estimators.smc.next_step`'s secant search;
+    ``w̃ = f_{β'} / f_β``, stays at least ``target_overlap`` (:func:`~pfzoo.estimators.adaptive_tempering.next_step`'s secant search;
     steps no shorter than ``1 / MAX_RUNGS``); the chains then take ``steps_per_rung`` kernel steps there. One host read
     per CESS evaluation."""
     state = path.sample_base(num_chains, generator=generator)

@@ -57,6 +57,16 @@ def test_same_seed_same_estimate_and_another_seed_another():
     assert not torch.equal(first.log_weights, other.log_weights)
 
 
+def test_blocks_are_independent_runs_each_with_its_own_schedule():
+    model = random_rbm(20, 10, 2.0, 3)
+    run = lambda: SMC(num_chains=600, num_groups=6, num_blocks=3)(model, generator=torch.Generator().manual_seed(0))  # noqa: E731
+    three = run()
+    assert len(three.info["betas"]) == 3 and three.log_weights.shape == (6,)
+    assert len({tuple(betas) for betas in three.info["betas"]}) == 3  # each block chose its own steps from its particles
+    assert abs(three.log_z - model.log_partition().item()) <= max(3 * three.stderr, TOLERANCE)
+    assert torch.equal(three.log_weights, run().log_weights)
+
+
 def test_any_kernel_the_path_accepts():
     rbm = random_rbm(10, 6, 1.0, 5)
     estimate = SMC(num_chains=400, kernel=Repeat(BlockGibbs(), 2))(rbm, generator=torch.Generator().manual_seed(0))
@@ -104,7 +114,8 @@ def test_the_conditional_ess_is_one_for_constant_increments_and_the_ess_for_unif
 def test_bad_settings_are_refused_in_one_line():
     for kwargs, word in ((dict(num_chains=3), "num_chains"), (dict(target_cess=1.0), "target_cess"),
                          (dict(resample_threshold=1.5), "resample_threshold"), (dict(num_groups=1), "num_groups"),
-                         (dict(max_steps=0), "max_steps"), (dict(num_mcmc_steps=0), "num_mcmc_steps")):
+                         (dict(max_steps=0), "max_steps"), (dict(num_mcmc_steps=0), "num_mcmc_steps"),
+                         (dict(num_blocks=0), "num_blocks"), (dict(num_groups=4, num_blocks=5), "num_blocks")):
         with pytest.raises(ValueError, match=word):
             SMC(**kwargs)
 

@@ -267,7 +267,7 @@ def run(task: str, argv: Sequence[str]) -> NoReturn:
     try:
         if task not in TASKS:
             raise ValueError(cli_hints.unknown_command(task, [*COMMANDS, *ALIASES]))
-        word = cli_hints.completion_query(argv)
+        word = cli_hints.completion_query(task, argv)
         if word is not None:  # Hydra completes a plain key's value with its current one; zoo names come from the zoo
             print(cli_hints.complete_zoo_names(word, zoo.list_pretrained()))
             sys.exit(0)

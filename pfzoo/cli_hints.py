@@ -11,8 +11,8 @@ from typing import Sequence
 
 from omegaconf import DictConfig
 
-ZOO_KEYS = ("pretrained", "versus")
-"""Keys whose values are zoo names, completed from the zoo."""
+ZOO_KEYS = {"evaluate": ("pretrained", "versus"), "sample": ("pretrained",)}
+"""Each command's keys whose values are zoo names, completed from the zoo (``train`` has none)."""
 
 
 def close(word: str, choices: Sequence[str]) -> str | None:
@@ -46,6 +46,9 @@ def suggest(base: DictConfig, config_dir: Path, overrides: Sequence[str]) -> str
                 path.append(part)
                 continue
             nearest = close(part, [str(name) for name in node.keys()])
+            if "." not in key and nearest is not None and (config_dir / nearest).is_dir():
+                # a key close to a config group's name (pretrained=rbm-digits → trainer): a hint only when the value is one of its options
+                nearest = nearest if value in group_options(config_dir, nearest) else None
             if nearest is not None:
                 fixed = ".".join([*path, nearest, *key.split(".")[len(path) + 1:]])
                 return f"did you mean {fixed}={value}?"
@@ -60,16 +63,17 @@ def group_choices(overrides: Sequence[str], config_dir: Path) -> list[str]:
             if "=" in override and "." not in (key := override.split("=", 1)[0].lstrip("+~")) and (config_dir / key).is_dir()]
 
 
-def completion_query(argv: Sequence[str]) -> str | None:
+def completion_query(task: str, argv: Sequence[str]) -> str | None:
     """The word being completed when ``argv`` is Hydra's completion query (``-sc query=bash`` with ``COMP_LINE`` set)
-    and that word is ``pretrained=...`` or ``versus=...``; else ``None`` (Hydra answers the query itself)."""
+    for ``task`` and that word is one of its :data:`ZOO_KEYS` (``pretrained=...``, ``versus=...``); else ``None``
+    (Hydra answers the query itself)."""
     flags = list(argv)
     asked = any(flag in ("-sc", "--shell-completion") for flag in flags) and any(flag.startswith("query=") for flag in flags)
     line = os.environ.get("COMP_LINE")
     if not asked or line is None or line.endswith(" "):
         return None
     word = line.split()[-1]
-    return word if word.partition("=")[0] in ZOO_KEYS else None
+    return word if word.partition("=")[0] in ZOO_KEYS.get(task, ()) else None
 
 
 def complete_zoo_names(word: str, names: Sequence[str]) -> str:

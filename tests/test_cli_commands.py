@@ -72,12 +72,21 @@ def test_sample_draws_seeded_samples_into_a_tensor_file_and_a_grid(tmp_path):
     ("train", ["model=dbm", "model.hidden_size=[8]"], "did you mean model.hidden_sizes=[8]?"),
     ("train", ["num_tset=5"], "did you mean final_num_test=5?"),
     ("evaluate", ["estimator=raise", "estimator.num_exmples=5"], "did you mean estimator.num_examples=5?"),
+    ("train", ["tranier=cd"], "did you mean trainer=cd?"),
+    ("train", ["traner.epochs=5"], "did you mean trainer.epochs=5?"),
 ])
 def test_a_misspelt_key_or_option_gets_a_one_line_suggestion(task, overrides, hint):
     with pytest.raises(ValueError) as error:
         cli.compose(task, overrides)
     message = cli.one_line(error.value)
     assert message.endswith(hint) and "\n" not in str(error.value)
+
+
+def test_a_key_near_a_config_group_gets_no_hint_naming_an_option_it_lacks():
+    """pfzoo-train has no pretrained=; "did you mean trainer=rbm-digits?" would name a trainer that does not exist."""
+    with pytest.raises(cli.USER_ERRORS) as error:
+        cli.compose("train", ["pretrained=rbm-digits"])
+    assert "did you mean" not in cli.one_line(error.value) and "pretrained" in cli.one_line(error.value)
 
 
 def test_shell_completion_offers_zoo_names_after_pretrained_and_versus(monkeypatch, capsys):
@@ -87,6 +96,10 @@ def test_shell_completion_offers_zoo_names_after_pretrained_and_versus(monkeypat
         with pytest.raises(SystemExit) as exit_:
             cli.run("evaluate", ["-sc", "query=bash"])
         assert exit_.value.code == 0 and capsys.readouterr().out.split() == expected
+    monkeypatch.setenv("COMP_LINE", "pfzoo-train pretrained=rbm-d")  # train takes no zoo name: Hydra answers (nothing to offer)
+    with pytest.raises(SystemExit) as exit_:
+        cli.run("train", ["-sc", "query=bash"])
+    assert "rbm-digits" not in capsys.readouterr().out
 
 
 def test_a_failed_command_leaves_no_run_folder_holding_only_its_log(tmp_path):

@@ -107,7 +107,14 @@ class SMC(PathPartitionEstimator):
     **Waste-free SMC** (``chain_length`` P; Dau & Chopin 2022): every step resamples ``n / P`` ancestors per group of n
     particles and keeps all P states of a chain of ``P − 1`` kernel moves from each as the next particles
     (:mod:`pfzoo.estimators.adaptive_tempering`); Ẑ stays unbiased for a given schedule. Resampling then happens at every
-    step, so ``resample_threshold`` plays no part.
+    step, so ``resample_threshold`` plays no part. Measured at equal time (scripts/smc_waste_free.py; a 2-core AMD EPYC
+    shared with other jobs, one thread, CPU time, 300 runs each) on an enumerable RBM (20 × 12, weights N(0, 2.5²), from
+    the uniform base): ``SMC()`` 0.067 s, 85 steps, RMSE 0.034; waste-free P = 10, τ = 0.5 with 10,800 particles (7
+    steps) 0.034 and P = 20, τ = 0.5 with 9,200 particles 0.032 (±4 %), scaled to the default's time; P ∈ {5, 10, 20}
+    × τ ∈ {0.5, 0.8} over 100 runs 0.030–0.043 (±7 %). No gain there, where one block-Gibbs sweep per temperature
+    already moves the particles, so standard SMC stays the default. Waste-free needs a kernel that moves within its
+    ``P − 1`` steps: with the posterior path's HAIS-style HMC (acceptance 0.998) on a 10-d linear-Gaussian model, P = 5
+    and τ = 0.8 left an example's groups disagreeing (ESS 3.4 of 10, errors to 0.5 nats) until ``num_mcmc_steps=5``.
 
     Args:
         num_chains: particles N over all groups (≥ 4; rounded down to a multiple of the groups, and with

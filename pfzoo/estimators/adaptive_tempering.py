@@ -14,7 +14,7 @@ weights need not be uniform: ZJA eq. 2.7), then
   particle by the path's kernel at ``β'``;
 - waste-free SMC (Dau & Chopin 2022, Algorithm 2): resample ``M = N / P`` ancestors at every step and run a chain of
   ``P − 1`` kernel moves at ``β'`` from each, keeping all ``P`` states of every chain (the ancestor included) as the N
-  equally weighted particles of the next step. It is a standard SMC sampler whose M particles are the chains (D&C §3.2:
+  equally weighted particles of the next step. It is a standard SMC sampler whose M particles are the chains (D&C:
   the chain's potential is the mean of its states' ``w̃``), so ``Ẑ = Π_t (1/N) Σ_n w̃_t(x_n)`` stays unbiased for a
   given schedule.
 """

@@ -105,3 +105,24 @@ def test_the_report_renders_from_json():
     for needle in ("## Screen", "## Geometric path against the moment-averaged spline", "### RAISE", "## The cause", "momentum 0.5, not 0.9",
                    "-150.00", "2026-11-28, test"):
         assert needle in text, needle
+
+
+def _row(path, base, steps, log_z, stderr=0.5, ess=50.0):
+    return {"path": path, "base": base, "steps": steps, "log_z": log_z, "stderr": stderr, "ess": ess}
+
+
+def test_the_full_length_section_reads_the_shortfall_at_every_k():
+    def results(uniform_10k):
+        rows = [_row("GA", "uniform", 1000, 270.0, ess=1.0), _row("GA", "uniform", 10000, uniform_10k, ess=1.0),
+                _row("GA", "base_rate", 1000, 300.0), _row("GA", "base_rate", 10000, 300.0)]
+        mas = [_row("MAS", "uniform", 10000, 299.5)]
+        entry = {"changed": "visible biases start at 0", "training": None, "full": {"rows": rows}, "mas": {"rows": mas}}
+        return {"variants": {"60 epochs, visible biases 0": entry}}
+
+    text = markdown(results(285.0))
+    assert "## At the zoo's full length: 60 epochs, visible biases 0" in text
+    assert "K = 1,000: 270.00 ± 0.50 (ESS 1), 30.00 short; K = 10,000: 285.00 ± 0.50 (ESS 1), 15.00 short" in text
+    assert "still rises with K" in text and "ESS near 1" in text and "0.50 ± 0.71 short: it closes the gap" in text
+    assert "by 15.0 ± 0.7 nats at K = 10,000, 0.8 times the slides' figure: the slides' order of magnitude" in text
+    assert "levels off with K" in markdown(results(270.5))
+    assert "At the zoo's full length" not in markdown({"variants": {}})

@@ -25,6 +25,7 @@ from pfzoo.training.nce import NCE
 from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.partition_tracking import PartitionTracker
+from pfzoo.training.replica_tracking import ReplicaPartitionTracker
 from pfzoo.training.persistent_mpf import PersistentMPF
 from pfzoo.training.pseudolikelihood import PseudoLikelihood
 from pfzoo.training.ratio_matching import RatioMatching
@@ -56,6 +57,7 @@ __all__ = [
     "Objective",
     "PerceptronFit",
     "PartitionTracker",
+    "ReplicaPartitionTracker",
     "PersistentMPF",
     "PT",
     "PseudoLikelihood",

@@ -112,18 +112,25 @@ class LogPartitionFilter:
         self.mean = self.mean + change
         self.covariance = self.covariance + noise
 
-    def observe(self, differences: torch.Tensor, noise: torch.Tensor) -> None:
-        """Fold in ``differences [K]``, estimates of ``ζ_k − ζ_{k−1}`` (``ζ_0 = log Z_0``) of covariance ``noise [K, K]``;
-        the first observation sets the state alone."""
-        size = differences.shape[0]
+    def observe(self, differences: torch.Tensor, noise: torch.Tensor, rows: Sequence[int] | None = None) -> None:
+        """Fold in ``differences [J]``, estimates of ``ζ_k − ζ_{k−1}`` (``ζ_0 = log Z_0``) for all K differences or for
+        those numbered ``rows`` (0-based, J of them; 0 is ``ζ_1 − log Z_0``), of covariance ``noise [J, J]``. The first
+        observation must hold all K and sets the state alone."""
         observed = differences.clone()
-        observed[0] += self.log_z0
+        rows = list(range(differences.shape[0])) if rows is None else list(rows)
+        if rows and rows[0] == 0:
+            observed[0] += self.log_z0
         if not self.started:  # ζ = H⁻¹ y: cumulative sums; H⁻¹ is the lower triangle of ones
+            if rows != list(range(len(rows))):
+                raise ValueError(f"the first observation must hold every difference from the base, got rows {rows}")
+            size = differences.shape[0]
             lower = torch.ones(size, size, dtype=differences.dtype, device=differences.device).tril()
             self.mean = observed.cumsum(0)
             self.covariance = lower @ noise @ lower.T
             return
+        size = self.mean.shape[0]
         step = torch.eye(size, dtype=differences.dtype, device=differences.device) - torch.diag(differences.new_ones(size - 1), -1)
+        step = step[rows]
         innovation = observed - step @ self.mean
         innovation_covariance = step @ self.covariance @ step.T + noise
         # the pseudo-inverse keeps a degenerate case finite: a model equal to its base has zero-variance estimates

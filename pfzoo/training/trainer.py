@@ -29,7 +29,7 @@ from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
 from pfzoo.training.natural_space import check_space_settings, line_searches, natural_space_from_settings
 from pfzoo.training.objective import Objective
-from pfzoo.training.partition_tracking import tracker_from_settings
+from pfzoo.training.replica_tracking import partition_tracker
 from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory
 from pfzoo.validation import check_binary, check_bool, check_matrix, values_checked
 
@@ -128,7 +128,9 @@ class Trainer:
         track_partition: None/False, True or the settings of a :class:`~pfzoo.training.PartitionTracker` added to
             ``callbacks``: ``log Z`` followed update by update and the tracked train/held-out log-likelihoods logged every
             epoch (Desjardins, Courville & Bengio 2011); from the command line ``trainer.track_partition=true`` or
-            ``+trainer.track_partition.num_chains=100``.
+            ``+trainer.track_partition.num_chains=100``. Under :class:`~pfzoo.training.PT` training it is a
+            :class:`~pfzoo.training.ReplicaPartitionTracker` on the objective's own replicas instead (its settings:
+            ``observe_every``, ``burn_in``, ``anchor_steps``, ``anchor_chains``).
     """
 
     def __init__(
@@ -168,7 +170,7 @@ class Trainer:
         for callback in self.callbacks:
             if not isinstance(callback, TrainingCallback):
                 raise ValueError(f"callbacks must hold pfzoo.training.TrainingCallback objects, got {type(callback).__name__}")
-        tracker = tracker_from_settings(track_partition)
+        tracker = partition_tracker(track_partition, self.objective)
         if tracker is not None:
             self.callbacks.append(tracker)
         self.run_dir = Path(run_dir)

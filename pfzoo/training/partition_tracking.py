@@ -92,6 +92,38 @@ def log_mean_and_covariance(log_ratios: torch.Tensor) -> tuple[torch.Tensor, tor
     return torch.log(mean) + shift[:, 0], covariance
 
 
+def tracked_record(model, splits: Mapping[str, torch.Tensor], log_z: float, stderr: float, correction: float) -> dict[str, float]:
+    """The numbers every tracker logs per epoch: ``log_z_tracked`` and its stderr, ``{split}_tracked_log_likelihood``
+    (mean ``log f(v) = −F(v)`` of each split's rows ``[N, V]`` minus ``log_z``) with that stderr, and
+    ``log_z_tracking_correction``, the epoch's sum of the observations' corrections to ``log Ẑ``."""
+    record = {"log_z_tracked": log_z, "log_z_tracked_stderr": stderr}
+    for split, rows in splits.items():
+        record[f"{split}_tracked_log_likelihood"] = -model.free_energy(rows).double().mean().item() - log_z
+        record[f"{split}_tracked_log_likelihood_stderr"] = stderr
+    record["log_z_tracking_correction"] = correction
+    return record
+
+
+class LagMonitor:
+    """Warns when a tracker's observations keep correcting its prediction one way: :data:`LAG_EPOCHS` epochs in a row
+    whose corrections share a sign and exceed 3 stderr and :data:`LAG_FLOOR` (a diagnostic, not resumed)."""
+
+    def __init__(self, advice: str) -> None:
+        self.advice = advice
+        self.epochs = 0
+        self.last_sign = 0
+
+    def observe(self, correction: float, stderr: float) -> None:
+        sign = (correction > 0) - (correction < 0)
+        beyond = abs(correction) > max(3 * stderr, LAG_FLOOR)
+        self.epochs = self.epochs + 1 if beyond and sign == self.last_sign else int(beyond)
+        self.last_sign = sign
+        if self.epochs >= LAG_EPOCHS:
+            logger.warning("the tracked log Z lags the training: %d epochs in a row its observations moved it by %+.3g nats "
+                           "(this epoch), beyond 3 of its stderr %.3g and %g nats, so the tracked log-likelihoods are "
+                           "biased; %s", self.epochs, correction, stderr, LAG_FLOOR, self.advice)
+
+
 class LogPartitionFilter:
     """The Kalman filter over ``ζ = (log Z_{β_1}, …, log Z_{β_K})`` (module docstring): ``mean [K]`` and ``covariance
     [K, K]`` (float64), with ``log Z_0`` known exactly; observations are the K differences of neighbouring levels."""
@@ -192,8 +224,7 @@ class PartitionTracker(TrainingCallback):
             raise ValueError(f"base must be a string ('auto' or a base the model's family offers), got {type(base).__name__}")
         self.base = base
         self._path = None
-        self._lagging_epochs = 0  # epochs in a row with a one-signed correction beyond 3 stderr (a diagnostic, not resumed)
-        self._last_correction_sign = 0.0
+        self._lag = LagMonitor("raise track_partition.sweeps")
 
     @property
     def num_levels(self) -> int:
@@ -264,21 +295,10 @@ class PartitionTracker(TrainingCallback):
 
     @torch.no_grad()
     def on_epoch_end(self, model, epoch: int, splits: Mapping[str, torch.Tensor]) -> dict[str, float]:
-        log_z, stderr = self._filter.mean[-1].item(), self._filter.covariance[-1, -1].clamp(min=0).sqrt().item()
-        record = {"log_z_tracked": log_z, "log_z_tracked_stderr": stderr}
-        for split, rows in splits.items():
-            record[f"{split}_tracked_log_likelihood"] = -model.free_energy(rows).double().mean().item() - log_z
-            record[f"{split}_tracked_log_likelihood_stderr"] = stderr
+        log_z, stderr = self.log_partition()
         correction = self._filter.correction.item()
-        record["log_z_tracking_correction"] = correction
-        sign = (correction > 0) - (correction < 0)
-        beyond = abs(correction) > max(3 * stderr, LAG_FLOOR)
-        self._lagging_epochs = self._lagging_epochs + 1 if beyond and sign == self._last_correction_sign else int(beyond)
-        self._last_correction_sign = sign
-        if self._lagging_epochs >= LAG_EPOCHS:
-            logger.warning("the tracked log Z lags the training: %d epochs in a row its bridge observations moved it by %+.3g nats "
-                           "(this epoch), beyond 3 of its stderr %.3g and %g nats, so the tracked log-likelihoods "
-                           "are biased; raise track_partition.sweeps", self._lagging_epochs, correction, stderr, LAG_FLOOR)
+        record = tracked_record(model, splits, log_z, stderr, correction)
+        self._lag.observe(correction, stderr)
         if self._accept_count.gt(0).all():
             acceptance = (self._accept_sum / self._accept_count).min().item()
             record["tracking_swap_acceptance_min"] = acceptance

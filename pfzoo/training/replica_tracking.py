@@ -66,7 +66,8 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.dbm import DBMParallelTempering
 from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.parallel_tempering import PT
-from pfzoo.training.partition_tracking import MIN_SWAP_ACCEPTANCE, LogPartitionFilter, log_mean_and_covariance, tracker_from_settings
+from pfzoo.training.partition_tracking import (MIN_SWAP_ACCEPTANCE, LagMonitor, LogPartitionFilter, log_mean_and_covariance,
+                                                tracked_record, tracker_from_settings)
 from pfzoo.validation import check_positive_int
 
 PATH_KIND = "geometric"
@@ -130,8 +131,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         self.anchor_chains = check_positive_int(anchor_chains, "anchor_chains")
         if self.anchor_chains < 2:
             raise ValueError(f"anchor_chains must be at least 2 (a variance needs two chains), got {anchor_chains}")
-        self._lagging_epochs = 0
-        self._last_correction_sign = 0
+        self._lag = LagMonitor("raise track_partition.relax_sweeps (the relaxed replicas still lag the training)")
 
     def check(self, model) -> None:
         offered = model.capabilities
@@ -171,19 +171,15 @@ class ReplicaPartitionTracker(TrainingCallback):
             return {}
         self._observe(model, anchor=True)
         log_z, stderr = self.log_partition()
-        record = {"log_z_tracked": log_z, "log_z_tracked_stderr": stderr}
-        for split, rows in splits.items():
-            record[f"{split}_tracked_log_likelihood"] = -model.free_energy(rows).double().mean().item() - log_z
-            record[f"{split}_tracked_log_likelihood_stderr"] = stderr
         correction = self._filter.correction.item()
-        record["log_z_tracking_correction"] = correction
+        record = tracked_record(model, splits, log_z, stderr, correction)
         record["tracking_anchor_log_z"], record["tracking_anchor_ess"] = self._anchor
         record["tracking_relax_sweeps"] = self._sweeps_run
         if not self._settled:
             logger.warning("the tracked log Z may be low: %d relaxation sweeps did not settle the copy of the PT replicas "
                            "(its log Z still moved by more than two standard errors per block); raise "
                            "track_partition.relax_sweeps", self._sweeps_run)
-        self._warn_if_lagging(correction, stderr)
+        self._lag.observe(correction, stderr)
         acceptance = [rate for rate in self.objective.pair_acceptance() if not math.isnan(rate)]
         if acceptance and min(acceptance) < MIN_SWAP_ACCEPTANCE:
             logger.warning("the tracked log Z may be off by more than its stderr: the PT ladder's least exchange acceptance "
@@ -335,17 +331,6 @@ class ReplicaPartitionTracker(TrainingCallback):
             raise MissingCapability(f"ReplicaPartitionTracker needs PT's tempered family p_β ∝ exp(−βE) to be the {PATH_KIND} "
                                     f"path from the {BASE} base; {type(model).__name__}'s is not (use "
                                     "trainer.evaluate_every with an estimator instead)")
-
-    def _warn_if_lagging(self, correction: float, stderr: float) -> None:
-        sign = (correction > 0) - (correction < 0)
-        beyond = abs(correction) > max(3 * stderr, 0.1)
-        self._lagging_epochs = self._lagging_epochs + 1 if beyond and sign == self._last_correction_sign else int(beyond)
-        self._last_correction_sign = sign
-        if self._lagging_epochs >= 3:
-            logger.warning("the tracked log Z lags the training: %d epochs in a row its observations moved it by %+.3g nats "
-                           "(this epoch), beyond 3 of its stderr %.3g, so the tracked log-likelihoods are biased; observe "
-                           "more often (track_partition.observe_every) or give PT more steps per update (k)",
-                           self._lagging_epochs, correction, stderr)
 
     # ---- checkpoint -------------------------------------------------------------------------------
 

@@ -13,8 +13,9 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
 * **relaxed replicas**: the replicas are the training's negatives, and every update lowers the model's density where
   they are, so they sit where the model has just become less likely than on average. Estimates made on them come out
   low: one epoch into PT training of a 784 × 500 RBM (lr 0.01) the bridges below put log Z 14 nats under AIS's. So an
-  observation works on a *copy* of the replicas after parallel-tempering sweeps of the tracker's own (until it settles,
-  at most ``relax_sweeps``) at the model's current parameters (after 1, 3, 10, 30 sweeps that gap was 11, 5, −0.4 and −0.7 nats), which also carries
+  observation works on a *copy* of the replicas whose levels at β ≥ ``relax_from`` (where the lag sits) have run
+  parallel-tempering sweeps of the tracker's own (until they settle, at most ``relax_sweeps``) at the model's current
+  parameters (after 1, 3, 10, 30 sweeps that gap was 11, 5, −0.4 and −0.7 nats), which also carries
   them over the update made since they were drawn (early in training one update can move log Z by 6 nats);
 * **temporal**: the change of every level since the last observation by the trapezoid rule of thermodynamic integration
   in parameter space, ``ζ_{t,k} − ζ_{s,k} ≈ ½ (mean_c [log f_t − log f_s](x_{s,k,c}) + mean_c [log f_t − log f_s](x_{t,k,c}))``
@@ -34,11 +35,12 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
 The trainer's random stream is untouched (the tracker reads the replicas and draws from its own generator), so a
 tracked run trains bit for bit as the same run without it.
 
-Cost: per observation the relaxation's PT sweeps of all R·C replica states (20 to ``relax_sweeps``) and a product of
-their states with the weights for every second sweep, plus three such products; per epoch one anchor run. Measured on
+Cost: per observation the relaxation's PT sweeps of the relaxed levels' states (:data:`MIN_RELAX_SWEEPS` to
+``relax_sweeps``) and a product of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block
+of :data:`RELAX_BLOCK`, plus three products of all R·C states; per epoch one anchor run. Measured on
 binarized MNIST, 784 × 500 from scratch, 30 replicas × 33 chains (2-core CPU, under other load;
-reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four of five epochs and 2.1 nats low at one, at 18–23 % of
-the training time once training settles — the relaxation is what costs.
+reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four of five epochs and 1.2 nats above at one, at 10–18 %
+of the training time once training settles — the relaxation is what costs.
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
@@ -68,7 +70,7 @@ from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.partition_tracking import (MIN_SWAP_ACCEPTANCE, LagMonitor, LogPartitionFilter, log_mean_and_covariance,
                                                 tracked_record, tracker_from_settings)
-from pfzoo.validation import check_positive_int
+from pfzoo.validation import check_finite_number, check_positive_int
 
 PATH_KIND = "geometric"
 BASE = "uniform"
@@ -79,11 +81,12 @@ RELAX_BLOCK = 10
 POOLED_SWEEPS = 3
 """The last sweeps of each block whose states the block's bridge estimate pools."""
 
-MIN_RELAX_SWEEPS = 80
-"""Sweeps before the settling check may stop the relaxation. On the MNIST run of reports/tracking/pt_mnist.md, after its
-third epoch, copies relaxed 10, 20, 40, 80 sweeps put log Z 8.5, 5.1, 1.6, −0.9 nats from AIS's (uniform base, K = 10⁴);
-with the check allowed after 40 sweeps the tracked log Z stayed 1.6–3.1 nats low over epochs 2–5 with a stderr of
-0.4–0.8, the copy rising too slowly per block for the check to see."""
+MIN_RELAX_SWEEPS = 160
+"""Sweeps before the settling check may stop the relaxation. On the MNIST run of reports/tracking, after its third
+epoch, copies relaxed 10, 20, 40, 80, 160, 320 sweeps put log Z 10.9, 7.6, 1.1, 1.4, −0.2, −0.5 nats from AIS's
+(uniform base, K = 10⁴); with the check allowed after 40 sweeps the tracked log Z stayed 1.6–3.1 nats low over epochs
+2–5 with a stderr of 0.4–0.8 (the copy rises too slowly per block for the check to see), after 80 one epoch in five was
+2.1 low."""
 
 logger = logging.getLogger(__name__)
 
@@ -105,13 +108,15 @@ class ReplicaPartitionTracker(TrainingCallback):
         relax_sweeps: the most parallel-tempering sweeps run on a copy of the replicas before each observation, in blocks
             of :data:`RELAX_BLOCK` until the copy settles (module docstring); 0 observes the replicas as the training
             left them.
+        relax_from: the least β of the levels relaxed (the two top levels always are); the levels below are observed as
+            the training left them.
         burn_in: with ``observe_every``, updates before the first observation within the first epoch.
         anchor_steps: linear AIS steps from the uniform base to the hottest replica's β.
         anchor_chains: AIS chains of the anchor.
     """
 
-    def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 200, burn_in: int = 100,
-                 anchor_steps: int = 300, anchor_chains: int = 64) -> None:
+    def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,
+                 burn_in: int = 100, anchor_steps: int = 300, anchor_chains: int = 64) -> None:
         if not isinstance(objective, PT):
             raise ValueError(f"objective must be the pfzoo.training.PT objective whose replicas are tracked, got {type(objective).__name__}")
         self.objective = objective
@@ -127,6 +132,9 @@ class ReplicaPartitionTracker(TrainingCallback):
             raise ValueError(f"relax_sweeps must be 0 or a multiple of {RELAX_BLOCK} of at least {least} (room to see the copy "
                              f"settle), got {relax_sweeps!r}")
         self.relax_sweeps = relax_sweeps
+        self.relax_from = check_finite_number(relax_from, "relax_from", minimum=0.0)
+        if self.relax_from > 1.0:
+            raise ValueError(f"relax_from must be an inverse temperature in [0, 1], got {relax_from}")
         self.anchor_steps = check_positive_int(anchor_steps, "anchor_steps")
         self.anchor_chains = check_positive_int(anchor_chains, "anchor_chains")
         if self.anchor_chains < 2:
@@ -248,36 +256,40 @@ class ReplicaPartitionTracker(TrainingCallback):
         _copy_parameters(model, self._observed_at)
 
     def _relaxed_replicas(self, model, path, ladder: tuple[float, ...]) -> tuple[torch.Tensor, list, torch.Tensor]:
-        """A copy of the objective's replicas relaxed by parallel-tempering sweeps of the tracker's own at ``model``'s
-        parameters (its generator; the objective's chains are not touched): the final positions ``[R, C, V]``, their path
-        statistics per level, and each chain's bridge log ratios pooled over the last :data:`POOLED_SWEEPS` of the
-        last block of sweeps, ``log mean_sweeps (f_{β_{k±1}}/f_{β_k})^{½}`` ``[2(R − 1), C]`` (forward and backward per pair, as
-        :meth:`_bridge_log_ratios`): averaging within a chain before the delta method across chains keeps the
-        covariance honest about the sweeps' correlation.
+        """A copy of the objective's replicas whose levels at β ≥ ``relax_from`` are relaxed by parallel-tempering sweeps
+        of the tracker's own over those levels, at ``model``'s parameters (its generator; the objective's chains are not
+        touched): the positions ``[R, C, V]``, their path statistics per level, and each chain's bridge log ratios, pooled
+        over the last :data:`POOLED_SWEEPS` of the last block of sweeps, ``log mean_sweeps (f_{β_{k±1}}/f_{β_k})^{½}``
+        ``[2(R − 1), C]`` (forward and backward per pair, as :meth:`_bridge_log_ratios`): averaging within a chain before
+        the delta method across chains keeps the covariance honest about the sweeps' correlation.
 
-        The sweeps run in blocks of :data:`RELAX_BLOCK`, at least :data:`MIN_RELAX_SWEEPS`, until the bridges' total ``log Z_1 − log Z_{β_1}`` of a block
-        rises by less than one standard error of the difference over the block before (the copy climbs out of where the
-        training pushed the density down, so its drift is upward), or ``relax_sweeps`` are spent; the number run is the
-        epoch record's ``tracking_relax_sweeps``. Why relax: the replicas are the training's persistent negatives (module
-        docstring). Measured on the MNIST run of reports/tracking/pt_mnist.md (2-core CPU): after its first epoch the
-        relaxed copy's log Z after 10, 20, 40, 80 sweeps is 400.91, 403.00, 404.15, 404.28 against AIS's 404.31; after
-        its third, after 10, 20, 40, 80, 160, 320 sweeps 361.89, 365.17, 371.74, 371.40, 372.96, 373.28 against AIS's
-        372.79 (uniform base, K = 10⁴, 100 chains)."""
+        The sweeps run in blocks of :data:`RELAX_BLOCK`, at least :data:`MIN_RELAX_SWEEPS`, until the bridges' total
+        ``log Z_1 − log Z_{β_1}`` of a block rises by less than one standard error of the difference over the block
+        before (the copy climbs out of where the training pushed the density down, so its drift is upward), or
+        ``relax_sweeps`` are spent; the number run is the epoch record's ``tracking_relax_sweeps``. Why relax: the
+        replicas are the training's persistent negatives (module docstring). Why only the top: on the MNIST run of
+        reports/tracking (2-core CPU) after its second and third epochs, the copy relaxed 80 sweeps over the whole ladder
+        moved the bridges' total from the base to β = 0.66 by under 1.2 nats and that to β = 1 by 13–16 nats. Measured
+        there with the whole ladder relaxed: after the first epoch the copy's log Z after 10, 20, 40, 80 sweeps is
+        400.91, 403.00, 404.15, 404.28 against AIS's 404.31; after the third, after 10, 20, 40, 80, 160, 320 sweeps
+        361.89, 365.17, 371.74, 371.40, 372.96, 373.28 against AIS's 372.79 (uniform base, K = 10⁴, 100 chains)."""
         positions = self.objective.chains.unflatten(0, (len(ladder), -1))
+        low = min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
+        fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
         if self.relax_sweeps == 0:
             stats, _ = self._log_f(path, positions, ladder)
             self._sweeps_run, self._settled = 0, True
             return positions.clone(), stats, self._bridge_log_ratios(path, stats, ladder)
         kernel, target = model.gibbs_chain()
-        tempering = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
-        state = tempering.init_replicas(positions.clone(), target, generator=self._generator)
+        tempering = ParallelTempering(kernel, ladder[low:], swaps=self.objective.swaps)
+        state = tempering.init_replicas(positions[low:].clone(), target, generator=self._generator)
         previous, self._sweeps_run, self._settled = None, 0, False
         while self._sweeps_run < self.relax_sweeps:
             pooled = []
             for sweep in range(RELAX_BLOCK):
                 state, _ = tempering.step(state, target, generator=self._generator)
                 if sweep >= RELAX_BLOCK - POOLED_SWEEPS:
-                    stats, _ = self._log_f(path, state.replica_positions, ladder)
+                    stats = fixed_stats + self._log_f(path, state.replica_positions, ladder[low:])[0]
                     pooled.append(self._bridge_log_ratios(path, stats, ladder))
             self._sweeps_run += RELAX_BLOCK
             ratios = torch.logsumexp(torch.stack(pooled), 0) - math.log(len(pooled))
@@ -288,7 +300,7 @@ class ReplicaPartitionTracker(TrainingCallback):
                 self._settled = True
                 break
             previous = (total, variance)
-        return state.replica_positions.clone(), stats, ratios
+        return torch.cat([positions[:low], state.replica_positions]), stats, ratios
 
     @staticmethod
     def _bridge_log_ratios(path, stats: list, ladder: tuple[float, ...]) -> torch.Tensor:
@@ -362,11 +374,12 @@ class ReplicaPartitionTracker(TrainingCallback):
             self._kept_positions, self._kept_log_f = state["kept_positions"].to(device), state["kept_log_f"].to(device)
 
     def __repr__(self) -> str:
-        return (f"ReplicaPartitionTracker(observe_every={self.observe_every}, relax_sweeps={self.relax_sweeps}, burn_in={self.burn_in}, "
+        return (f"ReplicaPartitionTracker(observe_every={self.observe_every}, relax_sweeps={self.relax_sweeps}, "
+                f"relax_from={self.relax_from}, burn_in={self.burn_in}, "
                 f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains})")
 
 
-REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "burn_in", "anchor_steps", "anchor_chains")
+REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains")
 
 
 def tempering_objective(objective) -> PT | None:

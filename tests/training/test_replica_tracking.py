@@ -103,7 +103,8 @@ def test_pt_training_gets_the_replica_tracker_and_other_objectives_keep_their_ow
     assert partition_tracker(None, objective) is None and partition_tracker(False, objective) is None
     for bad, match in [({"num_chains": 5}, "unknown settings num_chains: under PT training"), ("yes", "null, true or a mapping"),
                        ({"observe_every": -1}, "observe_every"), ({"burn_in": -1}, "burn_in"),
-                       ({"relax_sweeps": 15}, "relax_sweeps must be 0 or a multiple of 10"), ({"relax_sweeps": 80}, "at least 90"), ({"anchor_chains": 1}, "anchor_chains")]:
+                       ({"relax_sweeps": 15}, "relax_sweeps must be 0 or a multiple of 10"), ({"relax_sweeps": 160}, "at least 170"), ({"relax_from": 1.5}, "relax_from"),
+                       ({"anchor_chains": 1}, "anchor_chains")]:
         with pytest.raises(ValueError, match=match) as refused:
             partition_tracker(bad, objective)
         assert "\n" not in str(refused.value)

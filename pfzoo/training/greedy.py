@@ -263,6 +263,7 @@ def train_greedy(
     seed: int = 0,
     init_std: float = 0.01,
     init_from_data: bool = True,
+    init_from_below: bool = False,
     run_dir: str | os.PathLike | None = None,
     resume: bool = False,
     progress: ProgressCallback | None = None,
@@ -315,6 +316,7 @@ def train_greedy(
             progress=show_progress,
             seed=seed,
             init_from_data=init_from_data,
+            init_from_below=init_from_below,
             on_layer_end=on_layer_end,
         )
         trainer.fit(dbn, data, valid=valid, resume=resume)

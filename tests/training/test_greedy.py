@@ -259,6 +259,9 @@ def test_init_from_below_starts_each_upper_layer_from_the_trained_layer_below(sm
     with pytest.raises(ValueError, match=r"init_from_below \(layer 1\): an RBM\(8, 3\) cannot start"):
         GreedyTrainer(CD(k=1), run_dir=tmp_path / "small", epochs=1, batch_size=50, progress=False, init_from_below=True).fit(
             DBN([64, 8, 3]), small_data)
+    starts.clear()
+    via_function = train_greedy([64, 8, 70], small_data, epochs_per_layer=1, batch_size=50, seed=3, init_from_below=True)
+    assert torch.equal(starts[8]["weight"][:, :64], via_function.rbms[0].weight.T)  # train_greedy passes it on
 
 
 def test_greedy_trainer_takes_a_tensor_a_dataset_or_a_data_loader_as_trainer_fit_does(small_data, tmp_path):

@@ -123,7 +123,7 @@ def test_constructor_forms_and_checkpoint_round_trip(tmp_path):
     assert DBM(num_visible=6, hidden_sizes=[4, 2]).layer_sizes == [6, 4, 2]
     model = random_dbm([6, 4, 2], seed=1).float()
     path = tmp_path / "dbm.pt"
-    zoo.save(path, model)
+    zoo.save(model, path)
     loaded = zoo.load(path)
     assert isinstance(loaded, DBM) and loaded.layer_sizes == [6, 4, 2]
     assert loaded.log_partition().item() == pytest.approx(model.log_partition().item())

@@ -410,7 +410,7 @@ def test_annealing_bases():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_zoo_round_trip(tmp_path, cls, dtype):
     model = random_ising(6, seed=16, dtype=dtype, cls=cls)
-    zoo.save(tmp_path / "model.pt", model)
+    zoo.save(model, tmp_path / "model.pt")
     loaded = zoo.load(tmp_path / "model.pt")
     assert type(loaded) is cls and loaded.config() == model.config() and loaded.dtype == dtype
     x = all_states(6, dtype=dtype)

@@ -73,7 +73,7 @@ def test_laplace_prior_has_no_closed_form_marginal_and_says_what_to_use():
 
 def test_checkpoint_round_trip(tmp_path):
     model = random_linear_generative(prior="laplace")
-    zoo.save(tmp_path / "m.pt", model)
+    zoo.save(model, tmp_path / "m.pt")
     loaded = zoo.load(tmp_path / "m.pt")
     assert isinstance(loaded, LinearGenerative) and loaded.config() == model.config()
     torch.testing.assert_close(loaded.basis, model.basis)

@@ -318,7 +318,7 @@ def test_public_methods_validate_x():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_checkpoint_round_trip_keeps_hyperparameters(tmp_path, dtype):
     model = MeanCovarianceRBM.from_tensors(**random_mcrbm_parameters(dtype=dtype), normalization_eps=0.1, factor_norm=1.5, normalize_pooling=True)
-    loaded = zoo.load(zoo.save(tmp_path / "mcrbm.pt", model))
+    loaded = zoo.load(zoo.save(model, tmp_path / "mcrbm.pt"))
     assert type(loaded) is MeanCovarianceRBM and loaded.config() == model.config() and loaded.dtype == dtype
     assert loaded.normalization_eps == 0.1 and loaded.factor_norm == 1.5 and loaded.normalize_pooling
     x = points(dtype=dtype)

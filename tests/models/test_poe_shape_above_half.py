@@ -57,7 +57,7 @@ def test_checkpoint_round_trip_keeps_the_parametrization(tmp_path):
     model = ProductOfExperts.from_tensors(filters, shapes, expert="student_t", shape_above_half=True)
     assert model.config()["shape_above_half"] is True
     assert "shape_above_half" not in ProductOfExperts(4, 4, "student_t").config()  # old checkpoints' configs unchanged
-    zoo.save(tmp_path / "poe.pt", model)
+    zoo.save(model, tmp_path / "poe.pt")
     loaded = zoo.load(tmp_path / "poe.pt")
     assert loaded.shape_above_half and torch.allclose(loaded.shape.double(), shapes, atol=1e-6)
 

@@ -28,9 +28,9 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
 * **the hot anchor** (at the first observation and at every epoch's end): the hottest replica's ``β_1`` is rarely close
   enough to 0 for a bridge from uniform draws (on the zoo's 784 × 500 PCD(500) RBM, ``log f_{0.1}/f_0`` over uniform
   draws has a standard deviation of about 6 nats), so ``ζ_1 − log Z_0`` comes from a short AIS run of its own from the
-  uniform base to ``β_1`` (``anchor_steps`` linear steps × ``anchor_chains`` chains; hot distributions are easy: 300 steps
-  × 64 chains give log-weights of standard deviation 0.6 nat in about a second on that RBM, 2-core CPU) — observed
-  difference 1.
+  uniform base to ``β_1`` (``anchor_steps`` linear steps × ``anchor_chains`` chains; hot distributions are easy: on that
+  RBM, from 0 to β = 0.05, 100 steps × 64 chains give log-weights of standard deviation 0.63 nat, 300 steps 0.37, so
+  the default 100 puts the anchor's log-mean within about 0.1 nat) — observed difference 1.
 
 The trainer's random stream is untouched (the tracker reads the replicas and draws from its own generator), so a
 tracked run trains bit for bit as the same run without it.
@@ -39,8 +39,8 @@ Cost: per observation the relaxation's PT sweeps of the relaxed levels' states (
 ``relax_sweeps``) and a product of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block
 of :data:`RELAX_BLOCK`, plus three products of all R·C states; per epoch one anchor run. Measured on
 binarized MNIST, 784 × 500 from scratch, 30 replicas × 33 chains (2-core CPU, under other load;
-reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four of five epochs and 1.2 nats above at one, at 10–18 %
-of the training time once training settles — the relaxation is what costs.
+reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four of five epochs and 1.4 nats above at one, at 11–13 %
+of the training time — the relaxation is what costs.
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
@@ -116,7 +116,7 @@ class ReplicaPartitionTracker(TrainingCallback):
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,
-                 burn_in: int = 100, anchor_steps: int = 300, anchor_chains: int = 64) -> None:
+                 burn_in: int = 100, anchor_steps: int = 100, anchor_chains: int = 64) -> None:
         if not isinstance(objective, PT):
             raise ValueError(f"objective must be the pfzoo.training.PT objective whose replicas are tracked, got {type(objective).__name__}")
         self.objective = objective

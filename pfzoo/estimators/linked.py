@@ -44,8 +44,20 @@ class LinkedImportanceSampling(PathPartitionEstimator):
     on ``log Z``, with AIS's delta-method stderr, ESS and warnings. With ``n = 1`` the link is the only state at each
     level, no transition runs and LIS is importance sampling through the levels; with more states each ratio averages
     over a chain at β_j, which pays when neighbouring distributions overlap little (Neal 2005, §6). A run costs
-    ``2(n − 1)`` transitions per level (the forward and backward stretches are simulated in full, and the window that μ
-    picks is kept).
+    ``n − 1`` transitions per level: the forward stretch and then, restarted at the link, the backward one, as one
+    batched stretch (the places' order does not matter, since every use of a level's states is symmetric in them).
+
+    Measured on the zoo's 784×20 binarized-MNIST PCD(20) RBM (exact log Z from its 2^20 hidden states; one CPU thread of
+    a shared two-core machine; error in nats ± stderr, estimator seeds 0, 1, … unless said): the defaults −0.40 ± 0.37
+    (ESS 6.7 of 100 runs, warned; −1.05 ± 0.29 from the same seed before a level's stretches shared one batch); 1000
+    levels × 2 states, 100 runs −0.08 ± 0.21, +0.26 ± 0.29 (both warned); 3000 levels × 2 states, 300 runs (0.9 M
+    transitions, BridgeSampling's defaults 1.1 M) −0.16, −0.17, −0.20 and, from another stream, −0.24 (stderr
+    0.08-0.10, ESS 26-35 % of the runs: silent though 2-3 stderr low; a power:2 schedule −0.26, −0.07, −0.19); 200
+    levels × 11 states, 500 runs −0.32, −0.12, +0.11 (stderr 0.09-0.11, warned); 6000 levels × 2 states, 300 runs
+    +0.50 ± 0.42 (one run carries the weights: ESS 5.6). A link is a uniformly placed state of its level's chain, so the
+    links move about half as far per transition as AIS's chains (AIS, 3000 linear steps × 300 chains: +0.00, −0.08); at
+    6000 levels 5 % of the runs end in the top hidden configuration, which holds 10 % of the mass, with 3 % of the
+    weight. No setting of BridgeSampling's cost is within 0.25 nats there with margin yet.
 
     Args:
         num_runs: independent LIS runs (≥ 2), run as one batch in blocks with their own streams.
@@ -133,20 +145,17 @@ def linked_runs(path: AnnealingPath, betas: list[float], states_per_level: int, 
         if rows is None:
             rows = torch.arange(num_runs, device=positions.device)
         link = positions[rows, _categorical(half_increments, generator=generator)]
-        place = randint(n, (num_runs,), generator=generator, device=positions.device)  # μ
-        forward, backward = [path.init(link, generator=generator)], []
-        for _ in range(n - 1):
-            forward.append(path.transition(forward[-1], beta_to, generator=generator)[0])
-        previous = forward[0]
-        for _ in range(n - 1):
-            previous = path.transition(previous, beta_to, generator=generator)[0]
-            backward.append(previous)
-        # places 0..n−1 of level j: backward[μ−1] … backward[0], the link, forward[1] … forward[n−1−μ]
-        candidates = torch.stack([state.position for state in backward + forward], 1)  # [R, 2n − 1, D]
-        slots = torch.arange(n, device=positions.device)
-        index = torch.where(slots < place[:, None], place[:, None] - slots - 1, (n - 1) + slots - place[:, None])  # [R, n]
-        level_positions = candidates[rows[:, None], index]  # [R, n, D]
-        states = [path.init(level_positions[:, slot], generator=generator) for slot in range(n)]
+        # the link takes place μ (uniform); the n − 1 − μ places after it run forward from it and the μ before it
+        # backward, as one stretch of n − 1 steps restarted at the link at step n − μ. Every use of a level's states
+        # (the next numerator and link, this denominator) is symmetric in them, so they are kept in this order; with
+        # n = 2 either stretch is one step from the link, so μ need not be drawn.
+        if n > 2:
+            restart = n - randint(n, (num_runs,), generator=generator, device=positions.device)  # [R]
+            restart = restart.reshape(-1, *(1,) * (link.dim() - 1))
+        states = [path.init(link, generator=generator)]
+        for step in range(1, n):
+            start = states[-1] if step == 1 else path.init(torch.where(restart == step, link, states[-1].position), generator=generator)
+            states.append(path.transition(start, beta_to, generator=generator)[0])
         denominator = log_mean_exp(torch.stack([-path.log_weight_increment(path.statistics(state), beta_from, beta_to) / 2
                                                 for state in states], 1), 1)
         increment = numerator - denominator

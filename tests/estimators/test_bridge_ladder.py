@@ -124,12 +124,12 @@ def test_a_concentrated_mode_warns_through_the_weights_ess():
 
 
 def test_linked_runs_far_from_a_concentrated_mode_warn():
-    """A 32×4 RBM (weights 1, visible biases 1, hidden biases −29) with a concentrated all-on hidden mode: at seed 1 the
-    defaults land 0.37 nats from the enumerated log Z with light-looking tails (Pareto k̂ 0.30) and an ESS of 22.9 of 100
+    """A 32×4 RBM (weights 1, visible biases 1, hidden biases −29) with a concentrated all-on hidden mode: with 30 levels
+    at seed 9 LIS lands 0.51 nats low (stderr 0.23) with light-looking tails (no Pareto line) and an ESS of 16.2 of 100
     runs, which no warning named before (the zoo's PCD(20) MNIST RBM: 1.05 nats low at ESS 10.8); the ESS line does."""
     model = RBM.from_tensors(torch.ones(32, 4, dtype=torch.float64), torch.ones(32, dtype=torch.float64),
                              torch.full((4,), -29.0, dtype=torch.float64))
-    estimate = LinkedImportanceSampling()(model, generator=torch.Generator().manual_seed(1))
+    estimate = LinkedImportanceSampling(num_levels=30)(model, generator=torch.Generator().manual_seed(9))
     assert abs(estimate.log_z - model.log_partition().item()) > 0.25, "the model no longer shows the failure this test guards"
     assert any(f"runs (below {MIN_RUN_ESS_FRACTION:.0%})" in line for line in estimate.warnings), estimate.warnings
 
@@ -144,9 +144,12 @@ MNIST_RBMS = {"rbm-binarized_mnist-pcd-20": 191.25505171854604}
 @pytest.mark.skipif(not (DATA / "binarized_mnist").is_dir(), reason="needs ../shared/data/binarized_mnist")
 @pytest.mark.parametrize("estimator", [
     BridgeSampling,
-    # measured: 100 runs × 1000 levels × 2 states −0.25 ± 0.16 (8 s); 400 runs −0.27 ± 0.13 (23 s); the defaults' 100 levels
-    # −1.05 ± 0.29: LIS's weights degenerate as AIS's do, and no default of affordable size is yet within 0.25
-    pytest.param(LinkedImportanceSampling, marks=pytest.mark.xfail(reason="issue 49 item 4: LIS defaults not yet within 0.25 nats on MNIST")),
+    # measured (LinkedImportanceSampling's docstring): the defaults −0.40 ± 0.37 (ESS 6.7 of 100); at BridgeSampling's cost (3000 levels ×
+    # 2 states × 300 runs) −0.16 to −0.24 over four seeds with stderr 0.08-0.10, silent; 6000 levels +0.50 ± 0.42 (one run
+    # carries the weights): a link moves about half as far per transition as an AIS chain, and the runs reach the top
+    # hidden mode too rarely, so no default of affordable size is within 0.25 with margin on held-out seeds
+    pytest.param(LinkedImportanceSampling, marks=pytest.mark.xfail(
+        reason="issue 49 item 4: at BridgeSampling's cost LIS is 0.16-0.24 nats low on MNIST (stderr 0.08-0.10); defaults -0.40")),
 ], ids=["bridge", "linked"])
 def test_defaults_within_a_quarter_nat_on_a_784x20_mnist_rbm(estimator):
     """About 15 s for bridge sampling on one CPU thread."""
@@ -173,7 +176,7 @@ path estimator miss (reports/raise_mass)."""
 def test_defaults_on_the_mnist_rbms_are_close_or_warn(estimator, name):
     """Issue 49's must-hold with its escape: with defaults, within 0.25 nats (pt: 3 stderr) of the enumerated log Z, or a
     warning. Measured (seed 0, one CPU thread, 7-60 s each): bridge PCD(20) −0.06 ± 0.07 silent, CD-1(20) −0.77 ± 0.13
-    warned (weights' ESS 50 of 300); linked PCD(20) −1.05 ± 0.29 warned (ESS 10.8 of 100), CD-1(20) +0.71 ± 0.99 warned;
+    warned (weights' ESS 50 of 300); linked PCD(20) −0.40 ± 0.37 warned (ESS 6.7 of 100), CD-1(20) −1.56 ± 0.75 warned;
     pt PCD(20) −0.03 ± 0.02 silent, CD-1(20) −0.89 ± 0.04 warned (round trips 0.05 of the bound)."""
     from pfzoo import zoo
     from pfzoo.data import binarized_mnist

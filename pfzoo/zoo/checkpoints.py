@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,13 +33,11 @@ def save(
     The file is written to a temporary file in the same directory and moved over ``path`` with
     ``os.replace``, so an interrupted save leaves the previous checkpoint intact.
     ``config`` must consist of dicts, lists and scalars (``OmegaConf.to_container(cfg, resolve=True)``).
-    ``save(path, model)``, the order before pfzoo 0.2, still works with a ``DeprecationWarning`` (a path first and a
-    registered model second cannot mean anything else); any other pair is refused in one line naming both arguments.
+    The reverse order, ``save(path, model)``, and any other pair are refused in one line naming both arguments.
     """
     if isinstance(model, (str, os.PathLike)) and is_registered_model(path):
-        warnings.warn("pfzoo.zoo.save(path, model) is deprecated: pass the model first, as torch.save(obj, f) does "
-                      "(pfzoo.zoo.save(model, path))", DeprecationWarning, stacklevel=2)
-        model, path = path, model
+        raise ValueError(f"save(model, path) takes the model first, as torch.save(obj, f) does: got model={type(model).__name__} "
+                         f"and path={type(path).__name__}; call pfzoo.zoo.save(model, path)")
     if not is_registered_model(model) or not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"save(model, path) takes an instance of a registered model class (see register_model) and then a file "
                          f"path, got model={type(model).__name__} and path={type(path).__name__} (a plain nn.Module is no pfzoo "

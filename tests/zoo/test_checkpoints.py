@@ -129,12 +129,12 @@ def test_load_returns_the_model_in_eval_mode(tmp_path):
     assert not zoo.load(path).training
 
 
-def test_save_takes_torch_saves_order_and_the_old_order_with_a_deprecation_warning(tmp_path):
+def test_save_takes_torch_saves_order_and_refuses_the_reverse_in_one_line_naming_both_arguments(tmp_path):
     model = trained_rbm(seed=3)
     assert zoo.save(model, tmp_path / "new.pt") == tmp_path / "new.pt"
-    with pytest.warns(DeprecationWarning, match=r"model first.*zoo.save\(model, path\)"):
-        old = zoo.save(str(tmp_path / "old.pt"), model)  # the order before 0.2: a path, then a model
-    assert torch.equal(zoo.load(old).weight, zoo.load(tmp_path / "new.pt").weight)
+    with pytest.raises(ValueError, match=r"^save\(model, path\) takes the model first.*model=str and path=RBM; call pfzoo.zoo.save\(model, path\)$"):
+        zoo.save(str(tmp_path / "old.pt"), model)
+    assert not (tmp_path / "old.pt").exists()
 
 
 def test_save_refuses_a_plain_module_or_two_paths_in_one_line_naming_both_arguments(tmp_path):

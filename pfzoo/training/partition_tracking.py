@@ -92,6 +92,28 @@ def log_mean_and_covariance(log_ratios: torch.Tensor) -> tuple[torch.Tensor, tor
     return torch.log(mean) + shift[:, 0], covariance
 
 
+def bridge_log_ratios(path, stats: Sequence[Any], betas: Sequence[float]) -> torch.Tensor:
+    """The geometric bridge's log ratios between neighbouring levels of ``betas`` (K + 1 of them), from each level's path
+    statistics ``stats`` of C chains: ``½[log f_{β_{k+1}} − log f_{β_k}]`` at level k's states and
+    ``½[log f_{β_k} − log f_{β_{k+1}}]`` at level k+1's, for each pair k in turn → ``[2K, C]`` float64."""
+    rows = []
+    for low in range(len(betas) - 1):
+        rows.append(0.5 * path.log_weight_increment(stats[low], betas[low], betas[low + 1]))
+        rows.append(0.5 * path.log_weight_increment(stats[low + 1], betas[low + 1], betas[low]))
+    return torch.stack(rows)
+
+
+def bridge_differences(log_ratios: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bridge-sampling estimates of ``ζ_{k+1} − ζ_k`` ``[K]`` from :func:`bridge_log_ratios`'s ``[2K, C]`` (the forward
+    pair's log mean minus the backward one's) and their joint delta-method covariance ``[K, K]`` over the chain indices."""
+    log_means, covariance = log_mean_and_covariance(log_ratios)  # [2K], [2K, 2K]: (forward, backward) per pair
+    size = log_ratios.shape[0] // 2
+    combine = torch.zeros(size, 2 * size, dtype=torch.float64, device=log_means.device)
+    pairs = torch.arange(size, device=log_means.device)
+    combine[pairs, 2 * pairs], combine[pairs, 2 * pairs + 1] = 1.0, -1.0
+    return combine @ log_means, combine @ covariance @ combine.T
+
+
 def tracked_record(model, splits: Mapping[str, torch.Tensor], log_z: float, stderr: float, correction: float) -> dict[str, float]:
     """The numbers every tracker logs per epoch: ``log_z_tracked`` and its stderr, ``{split}_tracked_log_likelihood``
     (mean ``log f(v) = −F(v)`` of each split's rows ``[N, V]`` minus ``log_z``) with that stderr, and
@@ -365,19 +387,9 @@ class PartitionTracker(TrainingCallback):
         """Bridge-sampling estimates of ``ζ_{k+1} − ζ_k`` for every neighbouring pair, folded into the filter: for pair k
         the log ratios ``½[log f_{β_{k+1}} − log f_{β_k}]`` at level k's states and ``½[log f_{β_k} − log f_{β_{k+1}}]`` at
         level k+1's, their log means and joint covariance over the chain indices, then their difference."""
-        path, levels = self._path, self._levels()
-        rows = []
-        for low in range(self.num_levels - 1):
-            beta_low, beta_high = self.betas[low], self.betas[low + 1]
-            rows.append(0.5 * path.log_weight_increment(path.statistics(levels[low]), beta_low, beta_high))
-            rows.append(0.5 * path.log_weight_increment(path.statistics(levels[low + 1]), beta_high, beta_low))
-        log_means, covariance = log_mean_and_covariance(torch.stack(rows))  # [2K], [2K, 2K]: (forward, backward) per pair
-        size = self.num_levels - 1
-        combine = torch.zeros(size, 2 * size, dtype=torch.float64, device=log_means.device)
-        pairs = torch.arange(size, device=log_means.device)
-        combine[pairs, 2 * pairs] = 1.0
-        combine[pairs, 2 * pairs + 1] = -1.0
-        self._filter.observe(combine @ log_means, combine @ covariance @ combine.T)
+        path = self._path
+        stats = [path.statistics(level) for level in self._levels()]
+        self._filter.observe(*bridge_differences(bridge_log_ratios(path, stats, self.betas)))
 
     # ---- checkpoint -------------------------------------------------------------------------------
 

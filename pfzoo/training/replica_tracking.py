@@ -61,6 +61,7 @@ import torch
 from pfzoo.estimators.annealing import anneal
 from pfzoo.kernels import ParallelTempering
 from pfzoo.kernels.base import take_chains
+from pfzoo.logmath import log_mean_exp, summarize_log_weights
 from pfzoo.models.capabilities import Capability, MissingCapability, describe
 from pfzoo.paths import build_from_base, is_annealable, make_base, path_kinds
 from pfzoo.training.callbacks import TrainingCallback
@@ -68,8 +69,8 @@ from pfzoo.training.centering import Centered
 from pfzoo.training.dbm import DBMParallelTempering
 from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.parallel_tempering import PT
-from pfzoo.training.partition_tracking import (MIN_SWAP_ACCEPTANCE, LagMonitor, LogPartitionFilter, log_mean_and_covariance,
-                                                tracked_record, tracker_from_settings)
+from pfzoo.training.partition_tracking import (MIN_SWAP_ACCEPTANCE, LagMonitor, LogPartitionFilter, bridge_differences,
+                                                bridge_log_ratios, tracked_record, tracker_from_settings)
 from pfzoo.validation import check_finite_number, check_positive_int
 
 PATH_KIND = "geometric"
@@ -185,7 +186,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         record["tracking_relax_sweeps"] = self._sweeps_run
         if not self._settled:
             logger.warning("the tracked log Z may be low: %d relaxation sweeps did not settle the copy of the PT replicas "
-                           "(its log Z still moved by more than two standard errors per block); raise "
+                           "(its log Z still rose by more than one standard error per block); raise "
                            "track_partition.relax_sweeps", self._sweeps_run)
         self._lag.observe(correction, stderr)
         acceptance = [rate for rate in self.objective.pair_acceptance() if not math.isnan(rate)]
@@ -245,7 +246,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             half_width = (0.5 * (backward.mean(1) - forward.mean(1))).clamp(min=0.0)  # the rule's error is within it
             noise = centred @ centred.T / ((num_chains - 1) * num_chains) + torch.outer(half_width, half_width)
             self._filter.predict(per_chain.mean(1), noise)
-        differences, noise = self._bridges(bridge_ratios)
+        differences, noise = bridge_differences(bridge_ratios)
         rows = list(range(1, len(ladder)))
         if anchor:
             anchor_difference, anchor_noise = self._anchor_run(path, ladder[0])
@@ -260,7 +261,8 @@ class ReplicaPartitionTracker(TrainingCallback):
         of the tracker's own over those levels, at ``model``'s parameters (its generator; the objective's chains are not
         touched): the positions ``[R, C, V]``, their path statistics per level, and each chain's bridge log ratios, pooled
         over the last :data:`POOLED_SWEEPS` of the last block of sweeps, ``log mean_sweeps (f_{β_{k±1}}/f_{β_k})^{½}``
-        ``[2(R − 1), C]`` (forward and backward per pair, as :meth:`_bridge_log_ratios`): averaging within a chain before
+        ``[2(R − 1), C]`` (forward and backward per pair, as
+        :func:`~pfzoo.training.partition_tracking.bridge_log_ratios`): averaging within a chain before
         the delta method across chains keeps the covariance honest about the sweeps' correlation.
 
         The sweeps run in blocks of :data:`RELAX_BLOCK`, at least :data:`MIN_RELAX_SWEEPS`, until the bridges' total
@@ -274,12 +276,12 @@ class ReplicaPartitionTracker(TrainingCallback):
         400.91, 403.00, 404.15, 404.28 against AIS's 404.31; after the third, after 10, 20, 40, 80, 160, 320 sweeps
         361.89, 365.17, 371.74, 371.40, 372.96, 373.28 against AIS's 372.79 (uniform base, K = 10⁴, 100 chains)."""
         positions = self.objective.chains.unflatten(0, (len(ladder), -1))
-        low = min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
-        fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
         if self.relax_sweeps == 0:
             stats, _ = self._log_f(path, positions, ladder)
             self._sweeps_run, self._settled = 0, True
-            return positions.clone(), stats, self._bridge_log_ratios(path, stats, ladder)
+            return positions.clone(), stats, bridge_log_ratios(path, stats, ladder)
+        low = min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
+        fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
         kernel, target = model.gibbs_chain()
         tempering = ParallelTempering(kernel, ladder[low:], swaps=self.objective.swaps)
         state = tempering.init_replicas(positions[low:].clone(), target, generator=self._generator)
@@ -290,10 +292,10 @@ class ReplicaPartitionTracker(TrainingCallback):
                 state, _ = tempering.step(state, target, generator=self._generator)
                 if sweep >= RELAX_BLOCK - POOLED_SWEEPS:
                     stats = fixed_stats + self._log_f(path, state.replica_positions, ladder[low:])[0]
-                    pooled.append(self._bridge_log_ratios(path, stats, ladder))
+                    pooled.append(bridge_log_ratios(path, stats, ladder))
             self._sweeps_run += RELAX_BLOCK
-            ratios = torch.logsumexp(torch.stack(pooled), 0) - math.log(len(pooled))
-            differences, noise = self._bridges(ratios)
+            ratios = log_mean_exp(torch.stack(pooled), dim=0)
+            differences, noise = bridge_differences(ratios)
             total, variance = differences.sum().item(), noise.sum().item()
             settling = self._sweeps_run >= MIN_RELAX_SWEEPS and previous is not None
             if settling and total - previous[0] <= math.sqrt(max(variance + previous[1], 0.0)):
@@ -302,36 +304,14 @@ class ReplicaPartitionTracker(TrainingCallback):
             previous = (total, variance)
         return torch.cat([positions[:low], state.replica_positions]), stats, ratios
 
-    @staticmethod
-    def _bridge_log_ratios(path, stats: list, ladder: tuple[float, ...]) -> torch.Tensor:
-        """``½ [log f_{β_{k+1}} − log f_{β_k}]`` at level k's states and ``½ [log f_{β_k} − log f_{β_{k+1}}]`` at level k+1's,
-        for each neighbouring pair k in turn → ``[2(R − 1), C]`` (R ≥ 2)."""
-        rows = []
-        for low in range(len(ladder) - 1):
-            rows.append(0.5 * path.log_weight_increment(stats[low], ladder[low], ladder[low + 1]))
-            rows.append(0.5 * path.log_weight_increment(stats[low + 1], ladder[low + 1], ladder[low]))
-        return torch.stack(rows)
-
-    def _bridges(self, ratios: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Geometric-bridge estimates of ``ζ_{k+1} − ζ_k`` ``[R − 1]`` from the per-chain log ratios ``[2(R − 1), C]`` and
-        their joint delta-method covariance ``[R − 1, R − 1]`` over the chain indices."""
-        size = ratios.shape[0] // 2  # PT's ladder has at least two levels
-        log_means, covariance = log_mean_and_covariance(ratios)
-        combine = torch.zeros(size, 2 * size, dtype=torch.float64, device=log_means.device)
-        pairs = torch.arange(size, device=log_means.device)
-        combine[pairs, 2 * pairs], combine[pairs, 2 * pairs + 1] = 1.0, -1.0
-        return combine @ log_means, combine @ covariance @ combine.T
-
     def _anchor_run(self, path, beta: float) -> tuple[torch.Tensor, torch.Tensor]:
         """AIS from the uniform base to ``beta`` (Neal 2001): ``log Z_β − log Z_0`` ``[1]`` and its delta-method variance
         ``[1, 1]``; keeps the estimate and its ESS for the epoch's record."""
         betas = torch.linspace(0.0, beta, self.anchor_steps + 1, dtype=torch.float64)
         result = anneal(path, betas, path.sample_base(self.anchor_chains, generator=self._generator), generator=self._generator)
-        log_weights = result.log_weights.double()
-        difference, variance = log_mean_and_covariance(log_weights[None])
-        normalised = torch.softmax(log_weights, 0)
-        self._anchor = ((difference[0] + self._filter.log_z0).item(), (1.0 / normalised.square().sum()).item())
-        return difference, variance
+        summary = summarize_log_weights(result.log_weights.double())
+        self._anchor = ((summary.log_mean + self._filter.log_z0).item(), summary.ess.item())
+        return summary.log_mean.reshape(1), summary.stderr.square().reshape(1, 1)
 
     def _check_tempered_family(self, model, states: torch.Tensor, log_f: torch.Tensor, beta: float) -> None:
         """Refuse, in one line, a model whose PT replicas are not the uniform-base geometric path's levels: the path's

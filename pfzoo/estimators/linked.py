@@ -11,7 +11,7 @@ from pfzoo.estimators.base import BoundKind, PartitionEstimate, ProgressCallback
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.sharding import sharded_chains
 from pfzoo.estimators.trust import schedule_warnings
-from pfzoo.kernels import Kernel
+from pfzoo.kernels import Kernel, select_chains
 from pfzoo.logmath import log_mean_exp, summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.base import AnnealingPath
@@ -151,10 +151,9 @@ def linked_runs(path: AnnealingPath, betas: list[float], states_per_level: int, 
         # n = 2 either stretch is one step from the link, so μ need not be drawn.
         if n > 2:
             restart = n - randint(n, (num_runs,), generator=generator, device=positions.device)  # [R]
-            restart = restart.reshape(-1, *(1,) * (link.dim() - 1))
         states = [path.init(link, generator=generator)]
         for step in range(1, n):
-            start = states[-1] if step == 1 else path.init(torch.where(restart == step, link, states[-1].position), generator=generator)
+            start = states[-1] if step == 1 else select_chains(restart == step, states[0], states[-1], num_runs)
             states.append(path.transition(start, beta_to, generator=generator)[0])
         denominator = log_mean_exp(torch.stack([-path.log_weight_increment(path.statistics(state), beta_from, beta_to) / 2
                                                 for state in states], 1), 1)

@@ -14,7 +14,7 @@ from pfzoo.kernels.adaptation import AdaptedChain, adaptive_chain
 from pfzoo.kernels.base import (
     BINARY_ENERGY_VALUES, BLOCK_CONDITIONALS, CHAIN_BETAS, ENERGY_AND_GRADIENT, EXACT_DRAWS, PAIRWISE_BINARY, REAL_ENERGY_VALUES,
     SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, ReflectingKernel, Repeat, Target, check_kernel,
-    reflection_bounds, run_chain, take_chains,
+    reflection_bounds, run_chain, select_chains, take_chains,
 )
 from pfzoo.kernels.exact import ExactDraws, ExactInfo, ExactState, PerfectTransition
 from pfzoo.kernels.gibbs import BlockConditionals, BlockGibbs, GibbsInfo, GibbsState, ScanConditionals, ScanGibbs
@@ -35,7 +35,7 @@ __all__ = [
     "AdaptedChain", "BitFlipMetropolis", "BlockConditionals", "BlockGibbs", "CompositeInfo", "Cycle", "EnergyTarget", "Evaluation",
     "GibbsInfo", "GibbsState", "HMCInfo", "HMCKernel", "HMCState", "Kernel", "MetropolisInfo", "MetropolisState", "PositionTarget",
     "RandomWalkMetropolis", "Repeat", "ScanConditionals", "ScanGibbs", "adaptive_chain", "hais_momentum_refresh", "leapfrog",
-    "refresh_momentum", "run_chain", "take_chains", "LangevinInfo", "LangevinKernel", "LangevinState",
+    "refresh_momentum", "run_chain", "select_chains", "take_chains", "LangevinInfo", "LangevinKernel", "LangevinState",
     "NUTSInfo", "NUTSKernel", "NUTSState",
     "CHAIN_BETAS", "SWAP_SCHEMES", "TEMPERED_LOG_DENSITY", "ParallelTempering", "TemperingInfo", "TemperingState", "adapt_ladder",
     "check_ladder", "temperature_ladder",

@@ -118,6 +118,21 @@ def take_chains(tree: Any, index: Any, rows: int) -> Any:
     return tree
 
 
+def select_chains(mask: torch.Tensor, if_true: Any, if_false: Any, rows: int) -> Any:
+    """Chain by chain, ``if_true``'s where ``mask [rows]`` (bool) holds and ``if_false``'s elsewhere, for two kernel states
+    (or infos) of the same structure: every pair of tensors whose first dimension is ``rows`` on both sides is merged by
+    ``torch.where``; any other leaf (a step size, a hidden layer not drawn yet on one side) is ``if_false``'s. How a chain
+    restarts from an earlier state without recomputing the statistics the state carries."""
+    if torch.is_tensor(if_false):
+        if torch.is_tensor(if_true) and if_true.dim() > 0 and if_false.dim() > 0 and if_true.shape[0] == if_false.shape[0] == rows:
+            return torch.where(mask.reshape(-1, *(1,) * (if_false.dim() - 1)), if_true, if_false)
+        return if_false
+    if isinstance(if_false, tuple):
+        items = [select_chains(mask, a, b, rows) for a, b in zip(if_true, if_false)]
+        return type(if_false)(*items) if hasattr(if_false, "_fields") else tuple(items)
+    return if_false
+
+
 def _composite_info(infos: list) -> CompositeInfo:
     probs = [info.accept_prob for info in infos if info.accept_prob is not None]
     accept_prob = None if not probs else (probs[0] if len(probs) == 1 else torch.stack(probs).mean(0))

@@ -164,3 +164,25 @@ def test_ais_takes_any_kernel_on_the_paths_target_and_stays_exact():
     exact = rbm.log_partition().item()
     assert abs(float(estimate.log_z) - exact) < 3 * float(estimate.stderr) + 1e-9
     assert float(estimate.stderr) < 0.1
+
+
+def test_select_chains_merges_the_chains_row_by_row_and_keeps_other_leaves():
+    """A restart from an earlier state: rows where the mask holds come from ``if_true``, whole state by state; a leaf
+    that is not one row per chain (a step size, a hidden layer not drawn yet) is ``if_false``'s."""
+    from typing import NamedTuple
+
+    from pfzoo.kernels import select_chains
+
+    class State(NamedTuple):
+        position: torch.Tensor
+        stats: tuple
+        step_size: torch.Tensor
+        hidden: torch.Tensor
+
+    earlier = State(torch.zeros(3, 2), (torch.zeros(3),), torch.tensor(0.1), torch.empty(0))
+    later = State(torch.ones(3, 2), (torch.ones(3),), torch.tensor(0.2), torch.ones(3, 4))
+    merged = select_chains(torch.tensor([True, False, True]), earlier, later, 3)
+    assert isinstance(merged, State)
+    assert torch.equal(merged.position, torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]))
+    assert torch.equal(merged.stats[0], torch.tensor([0.0, 1.0, 0.0]))
+    assert merged.step_size.item() == pytest.approx(0.2) and torch.equal(merged.hidden, later.hidden)

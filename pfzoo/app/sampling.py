@@ -72,9 +72,9 @@ def sample(cfg: DictConfig) -> dict[str, Any]:
               "picture": None if picture is None else str(picture), "seconds": seconds,
               "no_picture": None if picture is not None or not cfg.picture else "the model's data are not images"}
     # what was drawn and from what, so a samples.pt can be traced to its model file even after the zoo changes
-    drew = {"model": model.registry_name, "model_config": model.config(), "pretrained": name, "checkpoint": str(checkpoint),
-            "checkpoint_sha256": zoo.file_sha256(checkpoint), "num_samples": cfg.num_samples, "shape": list(samples.shape),
-            "drawn": drawn, "exact": model.samples_exactly, "sampler_steps": None if model.samples_exactly else DEFAULT_SAMPLER_STEPS}
+    drew = {key: result[key] for key in ("model", "pretrained", "checkpoint", "num_samples", "shape", "drawn")}
+    drew.update(model_config=model.config(), checkpoint_sha256=zoo.file_sha256(checkpoint), exact=model.samples_exactly,
+                sampler_steps=None if model.samples_exactly else DEFAULT_SAMPLER_STEPS)
     ended = time.perf_counter()
     timings = {"total": ended - began, "load": started - began, "sampling": seconds, "writing": ended - started - seconds}
     files = {"checkpoint": str(checkpoint), "samples": str(tensor_file), "pictures": [] if picture is None else [str(picture)]}

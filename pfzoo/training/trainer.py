@@ -212,7 +212,7 @@ class Trainer:
         Metrics per epoch: ``epoch``, ``loss`` (mean minimised loss, penalty included), ``seconds`` (training time:
         the objective's ``prepare``, a DBM's greedy pretraining in the first epoch included, and the updates),
         ``evaluation_seconds`` (the time of the diagnostics below, the estimator and the epoch metrics: with
-        ``seconds`` and ``callback_seconds`` the epoch's wall time up to the checkpoint write),
+        ``seconds`` and ``callback_seconds`` the epoch's time up to the checkpoint write; all three on ``settings.clock``),
         ``{train,<held>}_reconstruction_error`` (``<held>``: ``valid`` or ``test``, the ``held_out`` split; models with ``hidden_probs`` / ``visible_probs``, and DBMs, where it is
         the squared error of ``σ(μ¹ W_0ᵀ + b_0)`` with ``μ¹`` the first hidden layer's mean-field posterior means: a
         cheap diagnostic, not a likelihood; see :func:`~pfzoo.training.reconstruction_error`),
@@ -339,6 +339,10 @@ class Trainer:
         """What the optimiser updates: the model's parameters, then the objective's own (e.g. NCE's normaliser c)."""
         return [*model.parameters(), *self.objective.parameters()]
 
+    def _now(self) -> float:
+        """The clock of every timing the Trainer records (``settings.clock``): wall time, or the process's CPU time."""
+        return time.process_time() if self.settings.clock == "cpu" else time.perf_counter()
+
     def _train_epoch(self, run: _Run, epoch: int) -> tuple[float, float]:
         """Epoch ``epoch``'s training phase: the objective's ``prepare``, then one pass over ``train [N, V]`` in a fresh
         random order; returns the example-weighted mean loss and this rank's seconds (the callbacks' time left out).
@@ -348,7 +352,7 @@ class Trainer:
         sampling = run.generators["sampling"]
         self.settings.apply_schedule(optimizer, epoch)
         self.objective.start_epoch(epoch)
-        began, run.callback_seconds = time.perf_counter(), 0.0
+        began, run.callback_seconds = self._now(), 0.0
         parameters = self._parameters(model)
         if ranks.agree_on_change(self.objective.prepare(model, train, generator=sampling), model):
             optimizer.state.clear()  # e.g. L-BFGS's curvature pairs describe the objective before the refresh
@@ -412,19 +416,19 @@ class Trainer:
             self._diverged(run, epoch, alarm)
         if first_bad_batch.item() >= 0:
             raise self._non_finite(first_bad_loss.item(), epoch, first_bad_batch.item())
-        return total.item() / train.shape[0], time.perf_counter() - began - run.callback_seconds
+        return total.item() / train.shape[0], self._now() - began - run.callback_seconds
 
     def _evaluate_epoch(self, run: _Run, epoch: int, loss: float, train_seconds: float) -> dict[str, Any]:
         """Epoch ``epoch``'s record (``fit``'s docstring): its ``loss``, the diagnostics (:meth:`_evaluate`), the
         objective's epoch metrics and ``epoch_metrics`` (timed together as ``evaluation_seconds``, outside ``seconds``:
         a DBM's exact pseudo-likelihood can take 20 times its epoch), both times the slowest rank's, then the callbacks'."""
         model = run.model
-        began = time.perf_counter()
+        began = self._now()
         diagnostics = self._evaluate(model, run.splits, epoch)
         with torch.no_grad():
             diagnostics.update(self.objective.epoch_metrics())
             diagnostics.update({name: float(metric(model)) for name, metric in self.epoch_metrics.items()})
-        seconds, evaluation_seconds = run.ranks.slowest((train_seconds, time.perf_counter() - began), model.device)
+        seconds, evaluation_seconds = run.ranks.slowest((train_seconds, self._now() - began), model.device)
         record = {"epoch": epoch, "loss": loss, "seconds": seconds, "evaluation_seconds": evaluation_seconds, **diagnostics}
         with torch.no_grad():
             record.update(self._end_callbacks_epoch(run, epoch))
@@ -451,21 +455,21 @@ class Trainer:
         """Every callback's ``on_step`` after an update, timed into ``run.callback_seconds``."""
         if not self.callbacks:
             return
-        began = time.perf_counter()
+        began = self._now()
         with torch.no_grad():
             for callback in self.callbacks:
                 callback.on_step(run.model)
-        run.callback_seconds += time.perf_counter() - began
+        run.callback_seconds += self._now() - began
 
     def _end_callbacks_epoch(self, run: _Run, epoch: int) -> dict[str, float]:
         """The callbacks' numbers for ``epoch``'s record (on the diagnostic rows) and ``callback_seconds``, their time."""
         if not self.callbacks:
             return {}
-        began, rows = time.perf_counter(), slice(self.settings.metrics_rows)
+        began, rows = self._now(), slice(self.settings.metrics_rows)
         record: dict[str, float] = {}
         for callback in self.callbacks:
             record.update(callback.on_epoch_end(run.model, epoch, {name: split[rows] for name, split in run.splits.items()}))
-        record["callback_seconds"] = run.callback_seconds + time.perf_counter() - began
+        record["callback_seconds"] = run.callback_seconds + self._now() - began
         return record
 
     def _guard(self, run: _Run) -> DivergenceGuard | None:

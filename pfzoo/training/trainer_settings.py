@@ -17,6 +17,9 @@ from pfzoo.validation import check_bool, check_choice, check_finite_number, chec
 
 OptimizerFactory = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
 DEFAULT_OPTIMIZER: OptimizerFactory = partial(torch.optim.SGD, lr=0.05, momentum=0.5)
+CLOCKS = ("wall", "cpu")
+"""What the Trainer's ``seconds`` measure: wall time (``time.perf_counter``) or the process's CPU time
+(``time.process_time``, all its threads), which other processes sharing the cores do not stretch."""
 LOGGED_EPOCHS = 20
 """By default about this many epochs get a log line (the first and last always), so a run's report fits on a screen;
 metrics.jsonl keeps every epoch."""
@@ -61,8 +64,11 @@ class TrainerSettings:
         seed: root of the run's random streams.
         stop_tolerance: τ ≥ 0; stop when ``|loss_e − loss_(e−1)| ≤ τ · max(1, |loss_e|)`` (e.g. full-batch
             L-BFGS on a convex objective that has converged); 0 = never.
-        max_seconds: stop once the epochs' training seconds sum to at least this (a wall-time budget, as in
+        max_seconds: stop once the epochs' training seconds sum to at least this (a budget on ``clock``, as in
             comparisons of learners at equal time; the epoch count then depends on the machine); None = never.
+        clock: what ``seconds``, ``evaluation_seconds``, ``callback_seconds`` and ``max_seconds`` count
+            (:data:`CLOCKS`): ``"wall"`` (default) wall time; ``"cpu"`` the process's CPU time, for timings on a
+            shared machine, where wall time grows with the other processes' load.
         metrics_rows: the per-epoch diagnostics (reconstruction error, pseudo-log-likelihood) read the first this many
             rows of each split; ``None``: every row (a DBM's mean-field reconstruction of all 50,000 MNIST digits costs
             about half an epoch of training).
@@ -109,6 +115,7 @@ class TrainerSettings:
     tensorboard: bool = False
     divergence: str = "stop"
     clip_grad_norm: float | None = None
+    clock: str = "wall"
 
     def __post_init__(self) -> None:
         normalised = {
@@ -144,6 +151,7 @@ class TrainerSettings:
             check_positive_int(self.log_every, "log_every")
         check_held_out(self.held_out)
         check_choice(self.divergence, "divergence", DIVERGENCE_MODES)
+        check_choice(self.clock, "clock", CLOCKS)
         if self.clip_grad_norm is not None:
             normalised["clip_grad_norm"] = check_finite_number(self.clip_grad_norm, "clip_grad_norm", minimum=0.0, exclusive=True)
         for name, value in normalised.items():

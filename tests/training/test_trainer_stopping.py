@@ -104,6 +104,27 @@ def test_max_seconds_stops_once_the_training_seconds_reach_the_budget(tmp_path, 
     assert [r["seconds"] for r in records] == [1.0, 1.0, 1.0] and metrics["epoch"] == 3
 
 
+class CpuAndWallClock(FakeClock):
+    """A FakeClock whose ``process_time`` moves a quarter as fast as ``perf_counter``: a process sharing its core."""
+
+    def process_time(self):
+        return self.now / 4
+
+
+@pytest.mark.parametrize("clock, seconds", [("wall", [1.0, 1.0, 1.0]), ("cpu", [0.25] * 10)])
+def test_clock_chooses_wall_or_cpu_seconds_for_the_records_and_the_budget(tmp_path, data, monkeypatch, clock, seconds):
+    fake = CpuAndWallClock()
+    monkeypatch.setattr(trainer_module, "time", fake)
+    # one second of wall time per epoch, a quarter of CPU time: the 2.5 s budget lasts 3 wall epochs or 10 CPU ones
+    full_batch_trainer(tmp_path, ScriptedObjective([1.0], fake), max_seconds=2.5, clock=clock).fit(model(), data)
+    assert [r["seconds"] for r in read_metrics(tmp_path)] == seconds
+
+
+def test_clock_refuses_an_unknown_name(tmp_path):
+    with pytest.raises(ValueError, match="clock must be one of 'wall', 'cpu', got 'gpu'"):
+        full_batch_trainer(tmp_path, ScriptedObjective([1.0]), clock="gpu")
+
+
 def test_epoch_metrics_are_logged_every_epoch_outside_the_timed_region(tmp_path, data, monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(trainer_module, "time", clock)

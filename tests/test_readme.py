@@ -48,6 +48,13 @@ def test_readme_is_short_titled_first_and_links_only_inside_the_repository():
             assert resolved.is_relative_to(REPO) and resolved.exists(), (page.name, target)
 
 
+def test_quick_start_is_ten_lines_and_the_command_line_example_five():
+    code = re.search(r"```python\n(.*?)\n```", section("## Quick start (library)"), re.S).group(1)
+    assert len([line for line in code.splitlines() if line.strip()]) <= 10, code
+    commands = re.search(r"```bash\n(.*?)```", section("## Command line"), re.S).group(1)
+    assert len(commands.splitlines()) <= 5, commands
+
+
 @pytest.mark.slow  # a fresh interpreter: about 10 s of CPU
 def test_quick_start_runs_as_written_from_another_folder(tmp_path):
     code = re.search(r"```python\n(.*?)\n```", section("## Quick start (library)"), re.S).group(1)

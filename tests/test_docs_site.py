@@ -1,6 +1,7 @@
 """The documentation site (issue 50): ``mkdocs build --strict`` of the repository's Markdown passes, and fails on a link
-to a file that does not exist or an anchor that no heading makes (so CI's build can fail)."""
+to a file that does not exist or an anchor that no heading makes (so CI's build can fail); the changelog is by release."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -41,3 +42,12 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
     (tmp_path / "README.md").write_text("# pfzoo\n\n## Setup\n\nSee [the command line](docs/cli.md).\n")
     done = build(tmp_path, tmp_path / "anchor")
     assert done.returncode != 0 and "#install" in done.stderr
+
+
+def test_the_changelog_is_by_release_and_its_newest_release_is_the_package_version():
+    import pfzoo
+
+    releases = re.findall(r"^## (\S+)(?: — (\d{4}-\d{2}-\d{2}))?$", (REPO / "CHANGELOG.md").read_text(), re.M)
+    assert releases[0] == ("Unreleased", ""), releases[:2]
+    version, date = releases[1]
+    assert version == pfzoo.__version__ and date, releases[:2]

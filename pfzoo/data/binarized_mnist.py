@@ -40,25 +40,31 @@ SHA256 = {
 }
 """The SHA-256 of Larochelle & Murray's three files (78.4 MB, 15.7 MB, 15.7 MB), which :func:`fetch` checks."""
 KNOWN_SOURCE = "http://www.cs.toronto.edu/~larocheh/public/datasets/binarized_mnist/"
-"""Where Larochelle published the files; not reachable from pfzoo's build machines, so never fetched without being named."""
-NO_PACKAGE = ("no package on the Python package index ships these files, so pfzoo cannot fetch them on its own: pass "
-              "source=URL or folder (e.g. binarized_mnist(root, source=\"" + KNOWN_SOURCE + "\"), where Larochelle published "
-              "them) or copy binarized_mnist_{train,valid,test}.amat there yourself")
+"""Where Larochelle published the files: ``download=True`` fetches from here unless ``source`` names another place. Not
+reachable from pfzoo's build machines, so nothing fetches from it unasked."""
+NO_PACKAGE = ("no package on the Python package index ships these files, so pfzoo fetches them only when asked: pass "
+              "download=True (from " + KNOWN_SOURCE + ", where Larochelle published them) or source=URL or folder, "
+              "or copy binarized_mnist_{train,valid,test}.amat there yourself")
 _ALLOWED = np.zeros(256, dtype=bool)
 _ALLOWED[list(b"01 \t\r\n")] = True
 
 
-def binarized_mnist(root: str | os.PathLike | None = None, source: str | os.PathLike | None = None) -> DataSplits:
+def binarized_mnist(
+    root: str | os.PathLike | None = None, source: str | os.PathLike | None = None, *, download: bool = False
+) -> DataSplits:
     """Train ``[50000, 784]``, valid ``[10000, 784]`` and test ``[10000, 784]`` of 0/1 float32.
 
     The splits are returned in file order. The test file is ordered by digit class, so shuffle
     before taking a subset of it (``pfzoo.data.subset_rows``). ``image_shape`` is ``(28, 28)``.
-    Files missing under ``root`` are fetched from ``source`` first (:func:`fetch`: a URL or a local folder holding
-    the three files, each checked against :data:`SHA256`); without ``source`` they are only read.
+    Files missing under ``root`` are fetched first (:func:`fetch`: each checked against :data:`SHA256`) from
+    ``source``, a URL or a local folder holding the three files, or with ``download=True`` and no ``source`` from
+    :data:`KNOWN_SOURCE`, where Larochelle published them; with neither they are only read.
     """
+    if not isinstance(download, bool):
+        raise ValueError(f"download must be True or False, got {download!r}")
     root = resolve_data_root(root)
-    if source is not None and find_files(root) is None:
-        fetch(source, root)
+    if (download or source is not None) and find_files(root) is None:
+        fetch(KNOWN_SOURCE if source is None else source, root)
     paths = find_files(root)
     if paths is None:
         expected = " or ".join(str(f / "binarized_mnist_{train,valid,test}.amat") for f in (root / "binarized_mnist", root))

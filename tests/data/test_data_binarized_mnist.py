@@ -1,3 +1,4 @@
+import importlib
 import pathlib
 
 import numpy as np
@@ -116,7 +117,7 @@ def test_real_binarized_mnist_is_not_in_mnist_order(shared_data_root):
 
 
 def test_missing_files_name_what_to_do_since_no_package_ships_them(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"no package on the Python package index ships these files.*pass source=URL or folder"):
+    with pytest.raises(FileNotFoundError, match=r"no package on the Python package index ships these files.*pass download=True .* or source=URL or folder"):
         binarized_mnist(tmp_path)
 
 
@@ -127,6 +128,19 @@ def test_fetch_refuses_files_whose_hash_differs_and_keeps_nothing(tmp_path):
     assert not list((tmp_path / "root" / "binarized_mnist").iterdir())
     with pytest.raises(FileNotFoundError, match=r"cannot fetch binarized_mnist_train.amat from source=file://"):
         binarized_mnist(tmp_path / "root", source=(tmp_path / "nowhere").as_uri())
+
+
+def test_download_fetches_from_larochelles_folder_unless_a_source_is_named(tmp_path, monkeypatch):
+    module = importlib.import_module("pfzoo.data.binarized_mnist")  # the package exports a function of the same name
+
+    _fake_files(tmp_path / "published")
+    monkeypatch.setattr(module, "KNOWN_SOURCE", (tmp_path / "published").as_uri())  # stands in for Larochelle's URL
+    with pytest.raises(ValueError, match=r"binarized_mnist_train.amat from source=file://.*published has sha256"):
+        binarized_mnist(tmp_path / "root", download=True)
+    with pytest.raises(FileNotFoundError, match=r"cannot fetch binarized_mnist_train.amat from source=file://.*nowhere"):
+        binarized_mnist(tmp_path / "root", source=(tmp_path / "nowhere").as_uri(), download=True)
+    with pytest.raises(ValueError, match=r"download must be True or False, got 'yes'"):
+        binarized_mnist(tmp_path / "root", download="yes")
 
 
 @pytest.mark.data

@@ -156,13 +156,15 @@ def describe_glass(kind: str, side: int, num_units: int) -> str:
 
 def recipe_overrides(settings: Mapping) -> list[str]:
     """The Hydra overrides every learner's recipe takes from a run's ``settings`` (scripts/reproduce_ising.py's
-    arguments): the data set's spin glass and sampler settings, the seed, the weight decay."""
+    arguments): the data set's spin glass and sampler settings, the seed, the weight decay, the trainer's clock (wall or
+    CPU seconds, :data:`pfzoo.training.trainer_settings.CLOCKS`)."""
     num_units = "null" if settings["num_units"] is None else settings["num_units"]
     data = dict(kind=settings["kind"], side=settings["side"], num_units=num_units, coupling_std=settings["coupling_std"],
                 bias_std=settings["bias_std"], zero_field=settings["zero_field_biases"], burn_in=settings["burn_in"],
                 thin=settings["thin"], num_train=settings["num_samples"], seed=settings["seed"])
     overrides = [f"dataset.{key}={value}" for key, value in data.items()] + [f"seed={settings['seed']}"]
-    return overrides + ([f"trainer.weight_decay={settings['weight_decay']}"] if settings["weight_decay"] else [])
+    overrides += [f"trainer.weight_decay={settings['weight_decay']}"] if settings["weight_decay"] else []
+    return overrides + ([f"++trainer.clock={settings['clock']}"] if settings.get("clock", "wall") != "wall" else [])
 
 
 def learner_overrides(name: str, settings: Mapping) -> list[str]:
@@ -208,21 +210,37 @@ def fit_learner(cfg: DictConfig, dtype: torch.dtype, train: Tensor, truth, run_d
     return model.float(), trace, correlations, len(records)
 
 
-def fit_closed_form(name: str, train: Tensor, truth) -> tuple[torch.nn.Module, Trace, Trace, int]:
+def fit_closed_form(name: str, train: Tensor, truth, *, clock: str = "wall") -> tuple[torch.nn.Module, Trace, Trace, int]:
     """Mean-field inversion ``name`` of :data:`CLOSED_FORM` on ``train [N, D]``, as :func:`fit_learner` returns it (one
-    step, no ε_corr trace). Raises ``ValueError`` when the method has no fit for these moments."""
-    began = time.perf_counter()
+    step, no ε_corr trace), timed in wall or (``clock="cpu"``) process CPU seconds. Raises ``ValueError`` when the method
+    has no fit for these moments."""
+    now = time.process_time if clock == "cpu" else time.perf_counter
+    began = now()
     model = fit_mean_field(train.double(), correction=CLOSED_FORM[name])
-    seconds = time.perf_counter() - began
+    seconds = now() - began
     start = upper_pairs(truth.symmetric_coupling.detach()).pow(2).mean().item()  # ε_J of J = 0, every learner's start
     return model.float(), [(0.0, start), (seconds, coupling_error(model, truth))], [], 1
+
+
+def training_glass(settings: Mapping, compose: Compose) -> tuple[torch.nn.Module, Tensor, dict, float]:
+    """The true model of a run's ``settings`` (scripts/reproduce_ising.py's arguments) and its training states ``[N, D]``
+    (drawn with seed + 1 by the run's sampler), the block-Gibbs settings every model's samples are drawn with
+    (``num_chains``, ``burn_in``, ``thin``) and the seconds the training states took."""
+    dataset = compose(["+experiment=ising_mpf", *recipe_overrides(settings)]).dataset
+    truth = spin_glass_model(kind=dataset.kind, side=dataset.side, num_units=dataset.num_units, coupling_std=dataset.coupling_std,
+                             bias_std=dataset.bias_std, seed=dataset.seed, zero_field=dataset.zero_field)
+    gibbs = dict(num_chains=dataset.num_chains, burn_in=dataset.burn_in, thin=dataset.thin)
+    kernel = SwendsenWang() if settings["sampler"] == "swendsen_wang" else None  # None: block-Gibbs sweeps
+    began = time.perf_counter()
+    train = sample_spin_glass(truth, dataset.num_train, **gibbs, kernel=kernel, generator=torch.Generator().manual_seed(settings["seed"] + 1))
+    return truth, train, gibbs, time.perf_counter() - began
 
 
 def recover_spin_glass(settings: Mapping, compose: Compose, runs_dir: Path, *,
                        on_progress: Callable[[str], None] = lambda line: None) -> dict:
     """Sample the spin glass of a run's ``settings`` (scripts/reproduce_ising.py's arguments), fit every learner of
-    :data:`LEARNERS` and :data:`CLOSED_FORM` to the sample and measure ε_J and ε_corr: results.json's record but for
-    the run's head (:func:`pfzoo.studies.reporting.run_header`).
+    :data:`LEARNERS` and :data:`CLOSED_FORM` (or those of ``settings["learners"]``) to the sample and measure ε_J and
+    ε_corr: results.json's record but for the run's head (:func:`pfzoo.studies.reporting.run_header`).
 
     ``compose`` composes a recipe from overrides; each learner's checkpoints and metrics go to ``runs_dir/<recipe>``.
     Training states are drawn with seed + 1, ε_corr's floor (the true model's own samples) with seed + 9, the ε_corr
@@ -230,29 +248,26 @@ def recover_spin_glass(settings: Mapping, compose: Compose, runs_dir: Path, *,
     ``on_progress(line)`` gets a line when the sample is drawn and after each learner.
     """
     seed, overrides = settings["seed"], recipe_overrides(settings)
-    mpf_recipe = compose(["+experiment=ising_mpf", *overrides])
-    dataset, trainer = mpf_recipe.dataset, mpf_recipe.trainer
+    truth, train, gibbs, sampling_seconds = training_glass(settings, compose)
+    trainer = compose(["+experiment=ising_mpf", *overrides]).trainer
     lbfgs = {"lbfgs_iterations": trainer.optimizer.max_iter, "stop_tolerance": trainer.stop_tolerance}
-    truth = spin_glass_model(kind=dataset.kind, side=dataset.side, num_units=dataset.num_units, coupling_std=dataset.coupling_std,
-                             bias_std=dataset.bias_std, seed=dataset.seed, zero_field=dataset.zero_field)
-    gibbs = dict(num_chains=dataset.num_chains, burn_in=dataset.burn_in, thin=dataset.thin)
-    kernel = SwendsenWang() if settings["sampler"] == "swendsen_wang" else None  # None: block-Gibbs sweeps
-    began = time.perf_counter()
-    train = sample_spin_glass(truth, dataset.num_train, **gibbs, kernel=kernel, generator=torch.Generator().manual_seed(seed + 1))
-    sampling_seconds = time.perf_counter() - began
     on_progress(f"sampled {settings['num_samples']} states of {describe_glass(settings['kind'], settings['side'], truth.num_units)} "
                 f"by {settings['sampler']} in {sampling_seconds:.1f} s")
     # ε_corr's floor: block-Gibbs samples of the true model itself, drawn as each learned model's are
     floor = correlation_error(sample_spin_glass(truth, settings["model_samples"], **gibbs, generator=torch.Generator().manual_seed(seed + 9)), train)
     constant_units = nearly_constant_units(train)  # their couplings are hardly determined by the sample (README)
     traced = settings["correlation_trace"]
-    trace_sampling = dict(num_samples=settings["trace_samples"], **gibbs, seed=seed + 8)  # every point of every curve: the same draws
+    trace_sampling = dict(num_samples=settings["trace_samples"], **gibbs, seed=seed + 8,  # every point of every curve: the same draws
+                          growth=settings.get("trace_growth", 1.25))
     trace_floor = CorrelationTrace(train, **trace_sampling)(truth) if traced else None
     results, traces, correlation_traces = {}, {}, {}
+    chosen = settings.get("learners") or [*LEARNERS, *CLOSED_FORM]
     for index, name in enumerate([*LEARNERS, *CLOSED_FORM]):
+        if name not in chosen:
+            continue  # index counts every learner, so each one's sampling seed is the same as in a run of them all
         try:
             if name in CLOSED_FORM:
-                model, trace, correlations, epochs = fit_closed_form(name, train, truth)
+                model, trace, correlations, epochs = fit_closed_form(name, train, truth, clock=settings.get("clock", "wall"))
             else:
                 recipe, dtype, seed_offset = LEARNERS[name]
                 cfg = compose([f"+experiment={recipe}", *overrides, *learner_overrides(name, settings), f"trainer.seed={seed + seed_offset}"])

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from hydra.utils import instantiate
 
+from pfzoo.cli import compose
 from pfzoo.data import sample_spin_glass, spin_glass_model
 from pfzoo.models import RBM, Ising
 from pfzoo.studies.ising_recovery import (
@@ -18,6 +20,7 @@ from pfzoo.studies.ising_recovery import (
     coupling_error,
     nearly_constant_units,
     pair_moments,
+    recipe_overrides,
     upper_pairs,
 )
 
@@ -134,6 +137,19 @@ def test_reproduce_ising_fits_a_fully_connected_glass_with_correlation_traces(tm
     assert "6-unit fully connected spin glass" in readme and "(thesis Figure 3.2)" in readme
     assert "![ε_corr against training time](correlation.png)" in readme and "The figure's claim" in readme
     assert (tmp_path / "fc" / "correlation.png").stat().st_size > 0 and (tmp_path / "fc" / "convergence.png").stat().st_size > 0
+
+
+def test_reproduce_ising_fits_only_the_learners_asked_for_and_times_them_in_cpu_seconds(tmp_path, monkeypatch):
+    """``--learners`` leaves the others out; ``--clock cpu`` reaches the trainer, whose CD budget then counts CPU seconds."""
+    monkeypatch.chdir(tmp_path)
+    _reproduce_ising(monkeypatch, "--side", "3", "--num-samples", "200", "--burn-in", "10", "--cd-seconds", "0.2",
+                     "--max-lbfgs-steps", "3", "--model-samples", "100", "--threads", "1", "--clock", "cpu",
+                     "--learners", "MPF", "CD-1", "MFT+TAP", "--out", str(tmp_path / "some"))
+    record = json.loads((tmp_path / "some" / "results.json").read_text())
+    assert list(record["results"]) == ["MPF", "CD-1", "MFT+TAP"] and record["settings"]["clock"] == "cpu"
+    assert record["results"]["CD-1"]["seconds"] >= 0.2
+    cfg = compose("train", ["+experiment=ising_cd1", *recipe_overrides(record["settings"])])
+    assert instantiate(cfg.trainer, run_dir=tmp_path / "cd1").settings.clock == "cpu"
 
 
 @pytest.mark.parametrize("folder", ["sigma10", "fully_connected40", "fully_connected40/weight_decay"])

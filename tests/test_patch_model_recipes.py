@@ -10,7 +10,8 @@ from pfzoo.cli import compose
 from pfzoo.models import EnergyModel
 from pfzoo.training import Trainer
 
-RECIPES = ["hais_poe_laplace", "hais_poe_student", "models_sparse_coding", "models_bilinear", "models_mcrbm"]
+RECIPES = ["hais_poe_laplace", "hais_poe_student", "models_sparse_coding", "models_bilinear", "models_mcrbm", "models_poe_laplace_mpf_lbfgs",
+           "models_poe_student_mpf_lbfgs"]
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "conf" / "experiment"
 
 

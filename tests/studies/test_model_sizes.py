@@ -1,0 +1,57 @@
+"""model_comparison.sizes: a complete POE trained by the size sweep's L-BFGS MPF recipe has its HAIS log-likelihood
+checked against the exact one, the best size per family is the largest test value, the curve's description reports the
+measured drop after the peak, and the stored report re-renders from its results.json."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from pfzoo.cli import compose
+from pfzoo.data.splits import DataSplits
+from pfzoo.studies.model_comparison.settings import SETTINGS
+from pfzoo.studies.model_comparison.size_report import curve_text, readme
+from pfzoo.studies.model_comparison.sizes import SizeSweep, best_rows
+
+REPORT = Path(__file__).resolve().parents[2] / "reports" / "models" / "vanhateren" / "sizes"
+
+
+def _row(family, size, mean, stderr=0.1, train=None, failed=None):
+    row = {"name": f"{family}-{size}", "family": family, "size": size, "label": f"{family} {size}", "num_train": 100,
+           "evaluation": {"mean": mean, "estimator_stderr": 0.0, "data_stderr": stderr}, "train_mean": mean if train is None else train}
+    return {**row, "failed": failed} if failed else row
+
+
+def test_a_complete_poe_swept_by_mpf_lbfgs_has_its_hais_value_checked_against_the_exact_one():
+    g = torch.Generator().manual_seed(0)
+    mixing = torch.linalg.qr(torch.randn(36, 36, generator=g))[0]  # orthogonal: unit-variance Laplace sources stay white, like the patches
+    draw = lambda n: (torch.rand(n, 36, generator=g) - 0.5).sign() * -torch.rand(n, 36, generator=g).log() / math.sqrt(2) @ mixing  # noqa: E731
+    splits = DataSplits("laplace", draw(400), draw(200))
+    s = {**SETTINGS["quick"], "hais_patches": 20, "pilot_chains": 20, "pilot_logz_steps": 100, "logz_chains": 50, "logz_steps": 3000,
+         "convergence_steps": [300]}
+    recipe = lambda name, run_seed, *more: compose("train", [f"+experiment={name}", f"seed={run_seed}", "trainer.progress=false", *more])  # noqa: E731
+    sweep = SizeSweep(splits, s, 0, recipe)
+    row = sweep.product_of_experts("laplace", 36, 3, 1)
+    check = row["exact_check"]
+    assert math.isfinite(check["exact"]) and abs(check["error"]) < 4 * check["log_z_stderr"] + 0.05  # log Ẑ is the only estimate in it
+    assert row["exact_check"]["hais"] == row["evaluation"]["mean"] and row["evaluation"]["log_z_stderr"] > 0
+    assert [c["num_steps"] for c in row["evaluation"]["convergence"]] == [300, 3000]
+    assert sweep.product_of_experts("laplace", 36, 3, 1) is row  # a resumed run keeps the row it holds
+
+
+def test_the_best_size_is_the_largest_test_value_and_the_curve_reports_the_drop_after_it():
+    rows = [_row("student-t", 36, -50.0, train=-49.5), _row("student-t", 144, -48.0), _row("student-t", 288, -49.0, stderr=0.3, train=-45.0),
+            _row("student-t", 576, 0.0, failed="NaN loss"), _row("laplace", 36, -51.0)]
+    best = best_rows(rows)
+    assert best["student-t"]["size"] == 144 and best["laplace"]["size"] == 36
+    text = curve_text(rows, "student-t")
+    assert "best at 144" in text and f"then -1.00 ± {math.hypot(0.1, 0.3):.2f} at 288" in text  # −49 − (−48), stderrs in quadrature
+    assert "gap +0.50 at 36 to +4.00 at 288" in text
+    assert "no overfitting" in curve_text(rows, "laplace")
+
+
+@pytest.mark.skipif(not (REPORT / "results.json").exists(), reason="the size sweep's report is not measured yet")
+def test_the_stored_size_report_re_renders_from_its_results_json():
+    assert readme(json.loads((REPORT / "results.json").read_text())) == (REPORT / "README.md").read_text()

@@ -117,17 +117,13 @@ class SMC(PathPartitionEstimator):
     on the Gaussian over held-out seeds 200–349, 0.031 on the RBM) at the same time per run, the stderr 0.033, mean z²
     1.20 and 0.96, and 1 of 150 and 0 of 60 runs beyond 3 stderr; 100 groups of 10 gave 0 of 150 (mean z² 1.18).
     On the Ising model (seeds 500–539) 50 groups gave 0 of 40 beyond 3 stderr (mean z² 1.40), 20 groups 2 of 40 (1.85).
-    **Not fixed on the 10-d Laplace POE** from its ``auto`` base (a Gaussian fitted to the model's own draws; 15 steps,
-    HMC): 3 of 40 runs (50 groups) and 1 of 40 (20 groups) more than max(3 stderr, 0.05) off, mean z² 1.80 and 1.67,
-    the stderr varying from run to run (root mean square 0.051 against mean 0.043): there the groups' estimates are
-    heavy-tailed, which more groups do not cure. One setting at a time over the same seeds: ``num_mcmc_steps=3`` 1 of
-    40 off (error sd 0.022, mean z² 1.58); ``base="student_t"`` (fitted to the same draws) none of 40, error sd 0.014
-    against 0.055, mean z² 1.11, in 8 steps. The Gaussian stays ``auto``'s choice for models with exponential tails
-    because AIS on the zoo's ICA measured the opposite (:func:`~pfzoo.paths.continuous.choose_continuous_base`). SMC
-    itself on the zoo's ICA (``ica-patches``, seeds 0–39, exact log Z): the auto (fitted Gaussian) base's error −0.035
-    ± sd 0.073 with mean z² 2.00 (its stderr understated), ``base="student_t"`` +0.006 ± 0.034 with mean z² 1.05, one
-    run of 40 beyond max(3 stderr, 0.05) each, at 0.06 and 0.33 s per run (one thread): which rule serves AIS and SMC
-    both is not settled yet.
+    On the 10-d Laplace POE the base decides: from a Gaussian fitted to the model's own draws (15 steps, HMC) 3 of 40
+    runs (50 groups) and 1 of 40 (20 groups) were more than max(3 stderr, 0.05) off, mean z² 1.80 and 1.67, the
+    stderr varying from run to run (root mean square 0.051 against mean 0.043): the groups' estimates are heavy-tailed
+    there, which more groups do not cure, and ``num_mcmc_steps=3`` left 1 of 40 off (error sd 0.022, mean z² 1.58).
+    From the Student-t base fitted to the same draws, which ``base="auto"`` chooses for any model whose own draws have
+    heavier tails than a Gaussian's (:func:`~pfzoo.paths.continuous.choose_continuous_base`, with the ICA's numbers),
+    none of 40 were, error sd 0.014 against 0.055, mean z² 1.11, in 8 steps.
     (The measurements of the other paragraphs were made with 20 groups.)
 
     **Waste-free SMC** (``chain_length`` P; Dau & Chopin 2022): every step resamples ``n / P`` ancestors per group of n

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel, take_chains
+from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel, select_chains, take_chains
 from pfzoo.sampling import randint, uniform
 from pfzoo.validation import check_bool, check_choice, check_finite_number, check_positive_int
 
@@ -107,6 +107,16 @@ class TemperingState(NamedTuple):
         """Replica ``index``'s chains (β ascending) as an inner kernel state: rows ``index·N … (index+1)·N − 1``."""
         rows = self.replicas.position.shape[0]
         return take_chains(self.replicas, slice(index * self.num_chains, (index + 1) * self.num_chains), rows)
+
+    def with_replica(self, index: int, replica: Any, mask: torch.Tensor) -> "TemperingState":
+        """This state with replica ``index``'s chains replaced by ``replica``'s (an inner kernel state of N chains) where
+        ``mask [N]`` (bool) holds: how a move made outside the exchanges (a fresh draw accepted at a level) lands."""
+        rows, count = self.replicas.position.shape[0], self.num_chains
+        merged = select_chains(mask, replica, self.replica(index), count)
+        pieces = [take_chains(self.replicas, slice(0, index * count), rows), merged,
+                  take_chains(self.replicas, slice((index + 1) * count, rows), rows)]
+        pieces = [piece for piece in pieces if piece.position.shape[0]]
+        return self._replace(replicas=_concatenate(pieces, pieces[0].position.shape[0]))
 
 
 class TemperingInfo(NamedTuple):

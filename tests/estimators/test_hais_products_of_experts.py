@@ -163,6 +163,8 @@ def test_auto_base_follows_the_tails():
     cauchy = torch.randn(2000, 3, generator=torch.Generator().manual_seed(1)) / torch.randn(2000, 1, generator=torch.Generator().manual_seed(2))
     assert choose_continuous_base(gaussian, cauchy) == "fitted"  # a Gaussian model's tails are Gaussian, whatever the data
     assert choose_continuous_base(student_t_poe(dim=3), light) == "student_t"  # the model declares heavy tails
+    laplace = ProductOfExperts.from_tensors(torch.eye(3, dtype=torch.float64), expert="laplace")
+    assert choose_continuous_base(laplace, light) == "student_t"  # exponential tails in its own draws, whatever the data
     user_energy = EnergyFunction(torch.nn.Linear(3, 1), num_visible=3)  # says nothing of its tails: judged by its data
     assert choose_continuous_base(user_energy, cauchy) == "student_t" and choose_continuous_base(user_energy, light) == "fitted"
     assert choose_continuous_base(user_energy, None) == "isotropic"  # nothing to fit to: no data, no exact samples

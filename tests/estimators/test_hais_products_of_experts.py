@@ -12,7 +12,7 @@ import torch
 
 from pfzoo.estimators import AIS, HAIS, applicable_estimators
 from pfzoo.models import EnergyFunction, Gaussian, MissingCapability, ProductOfExperts
-from pfzoo.paths.continuous import StudentTBase, choose_continuous_base
+from pfzoo.paths.continuous import StudentTBase, choose_continuous_base, fitting_samples, heavy_tailed
 
 K_SIGMA = 3.0
 TOLERANCE = 0.05  # nats, the accuracy asked of HAIS at N = 10⁴ distributions and 200 particles
@@ -165,6 +165,11 @@ def test_auto_base_follows_the_tails():
     assert choose_continuous_base(student_t_poe(dim=3), light) == "student_t"  # the model declares heavy tails
     laplace = ProductOfExperts.from_tensors(torch.eye(3, dtype=torch.float64), expert="laplace")
     assert choose_continuous_base(laplace, light) == "student_t"  # exponential tails in its own draws, whatever the data
+    # filters far from orthogonal mix the experts: no principal component of the draws looks heavy-tailed, yet a
+    # Student-t base still fits the held-out draws better than the Gaussian
+    mixing = torch.eye(10, dtype=torch.float64) + 0.5 * torch.randn(10, 10, generator=torch.Generator().manual_seed(3), dtype=torch.float64) / math.sqrt(10)
+    mixed = ProductOfExperts.from_tensors(3.0 * mixing, expert="laplace")
+    assert not heavy_tailed(fitting_samples(mixed, None)) and choose_continuous_base(mixed, None) == "student_t"
     user_energy = EnergyFunction(torch.nn.Linear(3, 1), num_visible=3)  # says nothing of its tails: judged by its data
     assert choose_continuous_base(user_energy, cauchy) == "student_t" and choose_continuous_base(user_energy, light) == "fitted"
     assert choose_continuous_base(user_energy, None) == "isotropic"  # nothing to fit to: no data, no exact samples

@@ -7,7 +7,8 @@ fit in T (timed from a pilot run of 100 steps) and the same number of runs. The 
 
     .venv/bin/python scripts/smc_vs_ais.py --repeats 10 --out smc_vs_ais.json
 
-Timing is the host's wall clock on one thread (``torch.set_num_threads(1)``); run it on an idle machine.
+Timing is this process's CPU time on one thread (``torch.set_num_threads(1)``), so other processes' load on a shared
+machine does not stretch one side of the comparison more than the other.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ def runs(make, model, exact: float, seeds: range) -> tuple[list[float], list[flo
     errors, seconds = [], []
     for seed in seeds:
         estimator = make()
-        start = time.perf_counter()
+        start = time.process_time()
         estimate = estimator(model, generator=torch.Generator().manual_seed(seed))
-        seconds.append(time.perf_counter() - start)
+        seconds.append(time.process_time() - start)
         errors.append(estimate.log_z - exact)
     return errors, seconds
 

@@ -31,10 +31,11 @@ import pfzoo
 from pfzoo.cli import compose
 from pfzoo.data.root import resolve_data_root
 from pfzoo.data.splits import DataSplits
+from pfzoo.models import Gaussian
 from pfzoo.studies import reporting
 from pfzoo.studies.model_comparison.settings import SETTINGS
 from pfzoo.studies.model_comparison.size_report import readme, sizes_figure
-from pfzoo.studies.model_comparison.sizes import SizeSweep
+from pfzoo.studies.model_comparison.sizes import SizeSweep, total_stderr
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     except FileNotFoundError as error:
         sys.exit(f"reproduce_model_sizes.py: {error}\nPass --data-root <folder that holds natural_images/>.")
     sweep = SizeSweep(splits, s, seed, recipe)
+    with torch.no_grad():  # Table 1's Gaussian row, exact: the anchor for the gains over the Gaussian that the paper's claims are
+        test_ll, train_ll = (Gaussian.fit(splits.train).log_prob(x).double() for x in (splits.test, splits.train))
+    gaussian = {"mean": test_ll.mean().item(), "stderr": (test_ll.std() / len(test_ll) ** 0.5).item(), "train_mean": train_ll.mean().item()}
     ablation = None
     if args.ablation_train:
         small = DataSplits(splits.name, splits.train[: args.ablation_train], splits.test, image_shape=splits.image_shape, transform=splits.transform)
@@ -104,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.resume and (args.out_dir / "results.json").exists():
         previous = json.loads((args.out_dir / "results.json").read_text())
         sweep.rows, meta["resumed_from"] = previous["rows"], previous["meta"]
+        for row in (r for r in sweep.rows if not r.get("failed")):  # rows measured before the total stderr was stored
+            row["evaluation"].setdefault("stderr", total_stderr(row["evaluation"]))
         if ablation:
             ablation.rows = previous["ablation"]
 
@@ -111,18 +117,18 @@ def main(argv: list[str] | None = None) -> None:
         timers = {k: sweep.timers.get(k, 0.0) + (ablation.timers.get(k, 0.0) if ablation else 0.0) for k in ("training", "pilot", "evaluation", "convergence")}
         meta.update({f"{k}_seconds": v for k, v in timers.items()}, total_seconds=time.perf_counter() - began,
                     load_average={"start": load_at_start, "end": reporting.load_average()})
-        write(args.out_dir, {"meta": meta, "rows": sweep.rows, "ablation": ablation.rows if ablation else []})
+        write(args.out_dir, {"meta": meta, "gaussian": gaussian, "rows": sweep.rows, "ablation": ablation.rows if ablation else []})
 
     for size in args.sizes:  # size-major, so a stopped run has every family at the smaller sizes
         for i, family in enumerate(args.families):
             sweep.product_of_experts(family, size, args.epochs, seed + 100 * i + size)
             save()
-    for size in args.mcrbm_sizes:
-        sweep.mcrbm(size, args.mcrbm_epochs, seed + 300 + size)
-        save()
     for size in args.ablation_sizes if ablation else ():
         ablation.product_of_experts(args.ablation_family, size, args.epochs, seed + 100 * args.families.index(args.ablation_family) + size,
                                     tag=f", {args.ablation_train:,} training patches")
+        save()
+    for size in args.mcrbm_sizes:
+        sweep.mcrbm(size, args.mcrbm_epochs, seed + 300 + size)
         save()
     print(f"wrote {args.out_dir}/README.md, results.json, sizes.png ({meta['total_seconds']:.0f} s in all)")
 

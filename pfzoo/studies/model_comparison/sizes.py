@@ -86,6 +86,7 @@ class SizeSweep(RowRecorder):
         is the overfitting of §5.3's Student-t curve)."""
         with torch.no_grad():
             row["train_mean"] = (-model.free_energy(self.train)).double().mean().item() - evaluation["log_z"]
+        evaluation["stderr"] = total_stderr(evaluation)
         return self.finish(row, evaluation)
 
     def mcrbm(self, size: int, epochs: int, run_seed: int) -> dict:

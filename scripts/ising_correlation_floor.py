@@ -30,9 +30,10 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True, help="a scripts/reproduce_ising.py output folder (its results.json)")
     parser.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH", help="another learned model to measure")
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 5000, 20000, 80000], help="sample sizes of the floor")
-    parser.add_argument("--repeats", type=int, default=3, help="draws of the truth's samples at each size")
+    parser.add_argument("--repeats", type=int, default=3, help="draws of the truth's samples at each size, and of each learned model's")
     parser.add_argument("--mean-squares", type=float, nargs="+", default=None,
-                        help="ε of the random directions (default: the run's MPF and pseudo-likelihood ε_J)")
+                        help="ε of the random directions (default: 1e-6, the truth sampled as the dense learned models are, "
+                             "by single-site sweeps, and the run's MPF and pseudo-likelihood ε_J)")
     parser.add_argument("--directions", type=int, default=3, help="random directions per ε and bias rule")
     parser.add_argument("--seed", type=int, default=1000, help="seed of this study's draws (apart from the run's)")
     parser.add_argument("--threads", type=int, default=1)
@@ -47,7 +48,7 @@ def main() -> None:
         if not path:
             parser.error(f"--checkpoint must be NAME=PATH, got {entry!r}")
         checkpoints[name] = Path(path)
-    mean_squares = args.mean_squares or [round(results[name]["coupling_error"], 4) for name in ("MPF", "pseudo-likelihood")]
+    mean_squares = args.mean_squares or [1e-6, *(round(results[name]["coupling_error"], 4) for name in ("MPF", "pseudo-likelihood"))]
     study = correlation_floor_study(record["settings"], lambda overrides: compose("train", overrides), checkpoints,
                                     sizes=args.sizes, repeats=args.repeats, mean_squares=mean_squares,
                                     directions=args.directions, seed=args.seed)

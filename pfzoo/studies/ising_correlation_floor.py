@@ -9,10 +9,13 @@ learner's ε_corr:
   correlated draws raise it, so the floor is measured at several ``n`` beside that prediction;
 - **ε_J in random directions**: the true couplings moved by independent ``N(0, ε)`` steps on every pair ``i < j`` (so
   ε_J ≈ ε), with the truth's biases kept (each unit's spin field then moves by ``Σ_j E_ij / 4``) or reset to zero field
-  ``b = −½ J𝟙`` (the truth's construction). A learner whose ε_corr lies far below these has errors in directions the
-  moments hardly see; far above, errors that ε_J does not measure, such as the biases;
-- **the learners' error anatomy**: each learned model as it is, and with its own couplings but zero field, and the mean
-  square error of its spin fields ``h = J𝟙/4 + b/2`` (the truth's are 0), which ε_J never reads.
+  ``b = −½ J𝟙`` (the truth's construction); a tiny ε (1e-6) leaves the truth as it is but makes its couplings dense, so
+  it is sampled as the learned models are, by single-site sweeps rather than the lattice's two blocks. A learner whose
+  ε_corr lies far below these has errors in directions the moments hardly see; far above, errors that ε_J does not
+  measure, such as the biases;
+- **the learners' error anatomy**: each learned model as it is (several draws: the measurement's own noise), and with
+  its own couplings but zero field, and the mean square error of its spin fields ``h = J𝟙/4 + b/2`` (the truth's are 0),
+  which ε_J never reads.
 
 Every sample is drawn as :func:`~pfzoo.studies.ising_recovery.recover_spin_glass` draws the learned models' (block-Gibbs,
 its chains, burn-in and thinning), each from its own seed.
@@ -94,28 +97,36 @@ def field_error(model: Ising) -> float:
     return model.spin_parameters()[1].double().pow(2).mean().item()
 
 
-def error_anatomy(model: Ising, truth: Ising, train: torch.Tensor, *, num_samples: int, sampling: Mapping, seed: int) -> dict:
-    """``model``'s ε_J, ε_corr, ε_corr with its own couplings and zero field (``b = −½ J𝟙``), and its field error; both
-    samples drawn with seed ``seed`` (common random numbers)."""
+def error_anatomy(model: Ising, truth: Ising, train: torch.Tensor, *, num_samples: int, sampling: Mapping, seed: int,
+                  repeats: int = 1) -> dict:
+    """``model``'s ε_J; its ε_corr from ``repeats`` draws (seeds ``seed``, ``seed + 1``, ...: the spread is the
+    measurement's own noise for this model and sampler), their mean and standard error; its ε_corr with its own couplings
+    and zero field (``b = −½ J𝟙``, seed ``seed``: common random numbers with the first draw); its field error."""
+    check_positive_int(repeats, "repeats")
     coupling = model.symmetric_coupling.detach().double()
     zero_field = Ising.from_tensors(coupling, -0.5 * coupling.sum(1))
 
-    def error(glass: Ising) -> float:
-        return correlation_error(sample_spin_glass(glass, num_samples, **sampling, generator=torch.Generator().manual_seed(seed)), train)
+    def error(glass: Ising, draw: int) -> float:
+        return correlation_error(sample_spin_glass(glass, num_samples, **sampling, generator=torch.Generator().manual_seed(draw)), train)
 
-    return {"coupling_error": coupling_error(model, truth), "correlation_error": error(model.double()),
-            "correlation_error_zero_field": error(zero_field), "field_error": field_error(model.double())}
+    errors = [error(model.double(), seed + repeat) for repeat in range(repeats)]
+    mean, stderr = _mean_and_stderr(errors)
+    return {"coupling_error": coupling_error(model, truth), "correlation_errors": errors, "correlation_error": mean,
+            "correlation_error_stderr": stderr, "correlation_error_zero_field": error(zero_field, seed),
+            "field_error": field_error(model.double())}
 
 
 def correlation_floor_study(settings: Mapping, compose: Compose, checkpoints: Mapping[str, Path], *, sizes: Sequence[int],
                             repeats: int, mean_squares: Sequence[float], directions: int, seed: int) -> dict:
     """The three measurements of the module docstring on the glass and training states of a run's ``settings`` (what
     scripts/reproduce_ising.py stored in results.json), for the learned models at ``checkpoints`` (``{learner: path}``);
-    ε_corr from ``settings["model_samples"]`` samples except in the floor's size sweep. results.json's
+    ε_corr from ``settings["model_samples"]`` samples except in the floor's size sweep; ``repeats`` draws of the truth
+    at each size and of each learned model. results.json's
     ``correlation_floor`` record."""
     truth, train, sampling, _ = training_glass(settings, compose)
     num_samples = settings["model_samples"]
-    anatomy = {name: error_anatomy(load(path), truth, train, num_samples=num_samples, sampling=sampling, seed=seed + 300)
+    anatomy = {name: error_anatomy(load(path), truth, train, num_samples=num_samples, sampling=sampling, seed=seed + 300,
+                                      repeats=repeats)
                for name, path in checkpoints.items()}
     return {"num_samples": num_samples, "sampling": dict(sampling), "seed": seed,
             "floor": sampling_floor(truth, train, sizes, repeats=repeats, sampling=sampling, seed=seed),
@@ -154,7 +165,8 @@ def floor_markdown(study: Mapping) -> str:
         f"{sum(row['coupling_errors']) / len(row['coupling_errors']):.4f} | {row['mean']:.2e} ± {row['stderr']:.1e} |"
         for row in study["random_directions"])
     learner_rows = "\n".join(
-        f"| {name} | {row['coupling_error']:.4f} | {row['correlation_error']:.2e} | {row['correlation_error_zero_field']:.2e} | "
+        f"| {name} | {row['coupling_error']:.4f} | {row['correlation_error']:.2e} ± {row['correlation_error_stderr']:.1e} | "
+        f"{row['correlation_error_zero_field']:.2e} | "
         f"{row['field_error']:.2e} | `{study['checkpoints'][name]}` |" for name, row in study["learners"].items())
     sampling = study["sampling"]
     return (
@@ -168,7 +180,8 @@ def floor_markdown(study: Mapping) -> str:
         f"The true couplings moved in random directions (independent N(0, ε) steps on all pairs i < j), {study['num_samples']:,} "
         "samples each, mean ± standard error over the directions:\n\n"
         "| ε | biases | ε_J | ε_corr |\n|---|---|---|---|\n" + direction_rows + "\n\n"
-        "The learned models (their checkpoints): as they are, with their own couplings and zero field, and the mean square "
+        "The learned models (their checkpoints): as they are (mean ± standard error over draws of their samples), with their own "
+        "couplings and zero field (one draw), and the mean square "
         "error of their spin fields h = J𝟙/4 + b/2 (the truth's are 0; ε_J does not read them):\n\n"
         "| learner | ε_J | ε_corr | ε_corr, own J with zero field | field error | checkpoint |\n|---|---|---|---|---|---|\n"
         + learner_rows + "\n\n" + "\n".join(learner_readings(study)) + "\n"

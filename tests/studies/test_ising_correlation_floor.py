@@ -44,6 +44,9 @@ def test_error_anatomy_of_a_zero_field_model_is_unchanged_by_zeroing_its_field()
     moved = error_anatomy(biased, truth, train, num_samples=1000, sampling=SAMPLING, seed=5)
     assert abs(moved["field_error"] - 0.25) < 1e-6  # h moves by b/2 = 0.5 on every unit
     assert moved["correlation_error"] > 10 * moved["correlation_error_zero_field"]
+    drawn = error_anatomy(truth, truth, train, num_samples=1000, sampling=SAMPLING, seed=5, repeats=3)
+    assert len(set(drawn["correlation_errors"])) == 3 and drawn["correlation_errors"][0] == same["correlation_error"]
+    assert drawn["correlation_error_stderr"] > 0
 
 
 def test_floor_markdown_reads_each_learner_against_the_nearest_random_directions():
@@ -52,7 +55,8 @@ def test_floor_markdown_reads_each_learner_against_the_nearest_random_directions
              "random_directions": [{"mean_square": m, "zero_field": z, "coupling_errors": [m], "correlation_errors": [e],
                                     "mean": e, "stderr": 0.0} for m, z, e in ((0.03, False, 1e-2), (0.05, False, 2e-2),
                                                                                (0.03, True, 1e-3), (0.05, True, 2e-3))],
-             "learners": {"PT-SML": {"coupling_error": 0.06, "correlation_error": 4e-2, "correlation_error_zero_field": 2e-3,
+             "learners": {"PT-SML": {"coupling_error": 0.06, "correlation_error": 4e-2, "correlation_error_stderr": 1e-3,
+                                     "correlation_errors": [4e-2], "correlation_error_zero_field": 2e-3,
                                      "field_error": 0.08}},
              "checkpoints": {"PT-SML": "runs/x.pt"}, "truth": {"field_error": 0.0}}
     text = floor_markdown(study)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from pfzoo.kernels import Kernel, Target
-from pfzoo.kernels.base import NoiseFirstKernel
+from pfzoo.kernels.base import draws_noise_first
 
 
 class AnnealingPath(ABC):
@@ -80,7 +80,7 @@ class AnnealingPath(ABC):
         """The draws the next :meth:`transition` from ``state`` would make, made now (for a compiled transition that
         holds no draw), where the kernel can make them first (:class:`~pfzoo.kernels.base.NoiseFirstKernel`); else
         ``None``, and the transition draws them itself."""
-        return self.kernel.draw_noise(state, generator=generator) if isinstance(self.kernel, NoiseFirstKernel) else None
+        return self.kernel.draw_noise(state, generator=generator) if draws_noise_first(self.kernel) else None
 
     def advance(self, state: Any, beta_from: float, beta_to: float, *, generator: torch.Generator | None = None,
                 workspace: dict | None = None) -> tuple[torch.Tensor, Any, Any]:

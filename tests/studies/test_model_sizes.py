@@ -18,9 +18,10 @@ from pfzoo.studies.model_comparison.sizes import SizeSweep, best_rows
 REPORT = Path(__file__).resolve().parents[2] / "reports" / "models" / "vanhateren" / "sizes"
 
 
-def _row(family, size, mean, stderr=0.1, train=None, failed=None):
+def _row(family, size, mean, stderr=0.1, train=None, failed=None, spread=0.0):
     row = {"name": f"{family}-{size}", "family": family, "size": size, "label": f"{family} {size}", "num_train": 100,
-           "evaluation": {"mean": mean, "estimator_stderr": 0.0, "data_stderr": stderr}, "train_mean": mean if train is None else train}
+           "evaluation": {"mean": mean, "estimator_stderr": 0.0, "data_stderr": stderr, "log_z_stderr": 0.0},
+           "train_mean": mean if train is None else train, "subset_per_example": [mean - spread, mean + spread]}
     return {**row, "failed": failed} if failed else row
 
 
@@ -42,14 +43,15 @@ def test_a_complete_poe_swept_by_mpf_lbfgs_has_its_hais_value_checked_against_th
 
 
 def test_the_best_size_is_the_largest_test_value_and_the_curve_reports_the_drop_after_it():
-    rows = [_row("student-t", 36, -50.0, train=-49.5), _row("student-t", 144, -48.0), _row("student-t", 288, -49.0, stderr=0.3, train=-45.0),
-            _row("student-t", 576, 0.0, failed="NaN loss"), _row("laplace", 36, -51.0)]
+    rows = [_row("student-t", 36, -50.0, train=-49.5), _row("student-t", 144, -48.0), _row("student-t", 288, -49.0, train=-45.0, spread=0.1),
+            _row("student-t", 576, 0.0, failed="NaN loss"), _row("laplace", 36, -51.0), _row("laplace", 72, -51.5, spread=0.4)]
     best = best_rows(rows)
     assert best["student-t"]["size"] == 144 and best["laplace"]["size"] == 36
     text = curve_text(rows, "student-t")
-    assert "best at 144" in text and f"then -1.00 ± {math.hypot(0.1, 0.3):.2f} at 288" in text  # −49 − (−48), stderrs in quadrature
+    # per patch −49.1 − (−48) and −48.9 − (−48): mean −1, sample variance 0.02, stderr √(0.02 / 2) = 0.1
+    assert "best at 144" in text and "then -1.00 ± 0.10 at 288 (paired, 2 test patches): it overfits" in text
     assert "gap +0.50 at 36 to +4.00 at 288" in text
-    assert "no overfitting" in curve_text(rows, "laplace")
+    assert "then -0.50 ± 0.40 at 72 (paired, 2 test patches): no significant drop" in curve_text(rows, "laplace")
 
 
 @pytest.mark.skipif(not (REPORT / "results.json").exists(), reason="the size sweep's report is not measured yet")

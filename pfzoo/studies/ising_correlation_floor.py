@@ -155,9 +155,25 @@ def learner_readings(study: Mapping) -> list[str]:
     return lines
 
 
+def against_mpf(study: Mapping) -> str:
+    """A paragraph: each learned model's ε_corr as a multiple of MPF's (means over draws), as it is and with zero field,
+    and the spread of single draws (what one ε_corr can resolve)."""
+    learners = study["learners"]
+    if "MPF" not in learners:
+        return ""
+    mpf = learners["MPF"]
+    ratios = "; ".join(f"{name} {row['correlation_error'] / mpf['correlation_error']:.3g}× (own couplings with zero field: "
+                       f"{row['correlation_error_zero_field'] / mpf['correlation_error_zero_field']:.3g}×)"
+                       for name, row in learners.items() if name != "MPF")
+    spreads = "; ".join(f"{name} {min(row['correlation_errors']):.2e} to {max(row['correlation_errors']):.2e}"
+                        for name, row in learners.items())
+    return (f"ε_corr against MPF's, means over draws: {ratios}. Single draws of one model's samples spread over: {spreads}; "
+            "a difference between two learners smaller than that spread is not resolved by one draw each.\n")
+
+
 def floor_markdown(study: Mapping) -> str:
     """The README section of a :func:`correlation_floor_study` record (with the ``command``, ``date`` and ``load_average``
-    of the run that made it)."""
+    of the run that made it, and an optional ``note`` on how it was run)."""
     floor_rows = "\n".join(f"| {row['num_samples']:,} | {row['mean']:.2e} ± {row['stderr']:.1e} | {row['iid_prediction']:.2e} | "
                            f"{row['mean'] / row['iid_prediction']:.2f} |" for row in study["floor"])
     direction_rows = "\n".join(
@@ -171,7 +187,8 @@ def floor_markdown(study: Mapping) -> str:
     sampling = study["sampling"]
     return (
         "## What sets ε_corr: the sampling floor and ε_J in random directions\n\n"
-        f"Made by `{study['command']}` on {study['date']} (load average {study['load_average']}). Samples: block-Gibbs, "
+        f"Made by `{study['command']}` on {study['date']} (load average {study['load_average']})."
+        + (f" {study['note']}" if "note" in study else "") + " Samples: block-Gibbs, "
         f"{sampling['num_chains']} chains, burn-in {sampling['burn_in']} sweeps, thinning {sampling['thin']}, as "
         "every learned model's above; ε_corr against the training states.\n\n"
         "The true glass's own samples (the floor), against the prediction for independent draws, mean over pairs of "
@@ -184,5 +201,5 @@ def floor_markdown(study: Mapping) -> str:
         "couplings and zero field (one draw), and the mean square "
         "error of their spin fields h = J𝟙/4 + b/2 (the truth's are 0; ε_J does not read them):\n\n"
         "| learner | ε_J | ε_corr | ε_corr, own J with zero field | field error | checkpoint |\n|---|---|---|---|---|---|\n"
-        + learner_rows + "\n\n" + "\n".join(learner_readings(study)) + "\n"
+        + learner_rows + "\n\n" + "\n".join(learner_readings(study)) + "\n\n" + against_mpf(study) + "\n"
     )

@@ -173,7 +173,7 @@ def against_mpf(study: Mapping) -> str:
 
 def floor_markdown(study: Mapping) -> str:
     """The README section of a :func:`correlation_floor_study` record (with the ``command``, ``date`` and ``load_average``
-    of the run that made it, and an optional ``note`` on how it was run)."""
+    of the run that made it)."""
     floor_rows = "\n".join(f"| {row['num_samples']:,} | {row['mean']:.2e} ± {row['stderr']:.1e} | {row['iid_prediction']:.2e} | "
                            f"{row['mean'] / row['iid_prediction']:.2f} |" for row in study["floor"])
     direction_rows = "\n".join(
@@ -187,8 +187,7 @@ def floor_markdown(study: Mapping) -> str:
     sampling = study["sampling"]
     return (
         "## What sets ε_corr: the sampling floor and ε_J in random directions\n\n"
-        f"Made by `{study['command']}` on {study['date']} (load average {study['load_average']})."
-        + (f" {study['note']}" if "note" in study else "") + " Samples: block-Gibbs, "
+        f"Made by `{study['command']}` on {study['date']} (load average {study['load_average']}). Samples: block-Gibbs, "
         f"{sampling['num_chains']} chains, burn-in {sampling['burn_in']} sweeps, thinning {sampling['thin']}, as "
         "every learned model's above; ε_corr against the training states.\n\n"
         "The true glass's own samples (the floor), against the prediction for independent draws, mean over pairs of "

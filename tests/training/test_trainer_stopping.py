@@ -228,4 +228,6 @@ def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     newer["trainer"]["metrics_rows"] = 100
     assert config_differences(stored, newer) == ["trainer.metrics_rows: '<absent>' → 100"]
     assert config_differences({"model": {"sizes": [1, 2]}}, {"model": {"sizes": [1, 3]}}) == ["model.sizes: [1, 2] → [1, 3]"]
+    # which clock the timings read touches no number of the training: a run started before trainer.clock existed resumes
+    assert config_differences(stored, {**stored, "trainer": {**stored["trainer"], "clock": "cpu"}}) == []
     assert format_record({"epoch": 2, "loss": -0.0476243411, "seconds": 1.23456}) == "loss -0.04762  seconds 1.235"

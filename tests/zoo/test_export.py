@@ -97,9 +97,13 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None),
                          ("final_momentum", None), ("momentum_ramp_epochs", 0), ("centered", False), ("metrics_rows", None),
                          ("track_partition", None), ("pretrained_layers", None), ("init_from_below", False),
-                         ("held_out", "auto"), ("clip_grad_norm", None), ("divergence", "stop")):
+                         ("held_out", "auto"), ("clip_grad_norm", None), ("divergence", "stop"), ("clock", "wall")):
         if key in composed["trainer"]:
             stored["trainer"].setdefault(key, default)
+    # ... binarized MNIST's fetching switches, off ...
+    for key, default in (("download", False), ("source", None)):
+        if key in composed["dataset"]:
+            stored["dataset"].setdefault(key, default)
     # ... and these objective keys (PCD's kernel: null is its block Gibbs chain).
     for key, default in (("kernel", None),):
         if key in composed["trainer"].get("objective", {}) and "objective" in stored["trainer"]:

@@ -28,6 +28,7 @@ import torch
 
 from pfzoo.data.root import ENV_VAR, resolve_data_root
 from pfzoo.data.splits import DataSplits
+from pfzoo.validation import check_bool
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +61,8 @@ def binarized_mnist(
     ``source``, a URL or a local folder holding the three files, or with ``download=True`` and no ``source`` from
     :data:`KNOWN_SOURCE`, where Larochelle published them; with neither they are only read.
     """
-    if not isinstance(download, bool):
-        raise ValueError(f"download must be True or False, got {download!r}")
     root = resolve_data_root(root)
-    if (download or source is not None) and find_files(root) is None:
+    if (check_bool(download, "download") or source is not None) and find_files(root) is None:
         fetch(KNOWN_SOURCE if source is None else source, root)
     paths = find_files(root)
     if paths is None:

@@ -19,9 +19,8 @@ DEFAULT_STEP_SIZE = 0.2
 """The leapfrog step of the default HMC transition (HAIS's ε)."""
 
 HEAVY_TAIL_KURTOSIS = 1.0
-"""base="auto" anneals from a Student-t base when some principal component of the data (or of a model's own exact
-draws) has excess kurtosis above this
-(a Gaussian has 0, a Laplace 3, a Student t with ν ≤ 4 degrees of freedom infinitely much)."""
+"""base="auto" anneals a model that cannot draw its own samples, and says nothing of its tails, from a Student-t base when
+some principal component of the data has excess kurtosis above this (a Gaussian has 0, a Laplace 3, a Student t with ν ≤ 4 degrees of freedom infinitely much)."""
 
 _FIT_ROWS = 2048
 """At most this many rows of the data enter the shape fit (the first ones; the fit is deterministic)."""

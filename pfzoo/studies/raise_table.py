@@ -377,7 +377,7 @@ def heating_section(title: str, comparison: dict) -> list[str]:
 def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
     """Model ``name``'s zoo card for its zoo ``folder`` (as the card should name it, e.g. relative to the repository): its
     recipe, the table's estimates, the bracket's verdict and its sweep against K."""
-    s, entry, sweep = results["settings"], results["models"][name], results.get("sweeps", {}).get(name)
+    s, entry = results["settings"], results["models"][name]
     estimates, recipe = entry["estimates"], MODELS[name][1]
     rows = [f"| {key.replace('_', ' ').replace('@', ', K = ')} | {cell(row, s, key)} |" for key, row in estimates.items()]
     measured = "\n".join(["| estimator | value |", "|---|---|", *rows, "", (
@@ -385,7 +385,7 @@ def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
         f"CSL {s['csl_chains']} × {s['csl_samples']} samples.{' ' + IMPOSSIBLE if any('‡' in row for row in rows) else ''} Evaluate again with e.g.\n"
         f"`pfzoo evaluate pretrained={Path(folder).name} estimator=bracket data.root=DIR`.")])
     if "exact" not in estimates:
-        headline = conservative_headline([measurement(key, row, s, 10_000) for key, row in estimates.items()])
+        headline = conservative_headline(card_measurements(name, results))
         measured += (f"\n\nHeadline (the card's `log_likelihood`, what `pfzoo zoo` lists): **{headline['value']:.2f} ± {headline['stderr']:.2f}**, "
                      f"{headline['headline_rule']}: AIS overstates the likelihood when its log Ẑ falls short, RAISE understates it.")
     gap = estimates["ais_base_rate"]["mean"] - estimates["raise_base_rate"]["mean"] if {"ais_base_rate", "raise_base_rate"} <= estimates.keys() else 0.0
@@ -398,12 +398,12 @@ def model_card(name: str, results: dict, model, folder: str) -> zoo.ModelCard:
                      "common for under-trained models) or AIS's log Ẑ overshot (a heavy-tailed weight: look at its ESS). Either way the two do not "
                      "bracket the model's log-likelihood here.**")
     sections = [("Measured mean test log-likelihood (nats, 10,000 test digits)", measured)]
-    if sweep is not None:
+    for base, sweep in card_sweeps(name, results):
         w = sweep["settings"]
-        sections.append(("AIS and RAISE against K (base rates)", "\n".join([*markdown_table(["K", "AIS", "RAISE", "AIS − RAISE"], "rrrr", [
+        sections.append((f"AIS and RAISE against K ({CARD_BASES[base]})", "\n".join([*markdown_table(["K", "AIS", "RAISE", "AIS − RAISE"], "rrrr", [
             [f"{r['steps']:,}", pm(r, "ais"), pm(r, "raise"), f"{r['ais'] - r['raise']:+.2f}"] for r in sweep["rows"]]), "",
             (f"AIS {w['sweep_ais_chains']} chains; RAISE {w['raise_chains']} chains on the same {w['sweep_raise_examples']} test digits at every K "
-             "(control variates); see `estimators/raise/table.md`.")])))
+             f"(control variates); see `estimators/raise/table.md`.{sweep_measured(sweep)}")])))
     return zoo.ModelCard(
         title=f"{family(name)}-binarized_mnist ({label(name, results)})",
         summary=(f"Trained and measured by {command_markdown('python scripts/reproduce_raise.py')}; last measured "
@@ -447,8 +447,9 @@ def training_fact(training: dict) -> str:
                    "trained by its own recipe (its card gives its time)" if pretrained else "")
 
 
-def measurement(key: str, row: dict, s: dict, num_test: int) -> dict:
-    """One results.json estimate as a card measurement (:data:`pfzoo.zoo.CARD_FIELDS`' ``log_likelihood`` layout)."""
+def measurement(key: str, row: dict, s: dict, num_test: int, measured_on: str | None = None) -> dict:
+    """One results.json estimate as a card measurement (:data:`pfzoo.zoo.CARD_FIELDS`' ``log_likelihood`` layout);
+    ``measured_on``: the day and machine of its entry."""
     estimator, _, rest = key.partition("_")
     base, _, long_steps = rest.partition("@")
     steps = int(long_steps) if long_steps else s["steps"]
@@ -460,14 +461,55 @@ def measurement(key: str, row: dict, s: dict, num_test: int) -> dict:
     label = estimator if estimator in ("csl", "exact") else f"{estimator} {base.replace('_', ' ')}, K = {steps:,}"
     extra = {name: row[name] for name in ("log_z", "log_z_stderr", "ess") if name in row}
     return {"label": label, "estimator": estimator, "kind": KINDS[estimator].value, "value": row["mean"], "stderr": row["stderr"],
-            "data_stderr": None, "num_test": num_test, "settings": settings, "seconds": row.get("seconds"), "warnings": [], **extra}
+            "data_stderr": None, "num_test": num_test, "settings": settings, "seconds": row.get("seconds"), "warnings": [], **extra,
+            **({"measured_on": measured_on} if measured_on else {})}
+
+
+CARD_BASES = {"base_rate": "base rates", "uniform": "uniform start"}  # a card's words for a sweep's initial distribution
+
+
+def card_sweeps(name: str, results: dict) -> list[tuple[str, dict]]:
+    """``(base, sweep)`` for each of model ``name``'s sweeps against K in ``results`` that was measured on the checkpoint
+    of the model's row (a sweep of another or an older checkpoint describes another model, so its card leaves it out)."""
+    sha, sweeps = results["models"][name].get("checkpoint_sha256"), results.get("sweeps", {})
+    return [(base, sweeps[sweep_key(name, base)]) for base in SWEEP_BASES if sweep_key(name, base) in sweeps
+            and sweeps[sweep_key(name, base)].get("checkpoint_sha256") == sha and not sweeps[sweep_key(name, base)].get(OLDER)]
+
+
+def sweep_measurements(name: str, results: dict) -> list[dict]:
+    """Card measurements (:func:`measurement`'s layout) of AIS and RAISE at the largest K of each of model ``name``'s
+    sweeps (:func:`card_sweeps`), labelled with their chains (the sweep's, not the table's) and ``measured_on``."""
+    rows = []
+    for base, sweep in card_sweeps(name, results):
+        w, point = sweep["settings"], max(sweep["rows"], key=lambda row: row["steps"])
+        steps, words, when = point["steps"], base.replace("_", " "), point.get("measured_on", sweep.get("measured_on"))
+        common = {"data_stderr": None, "num_test": 10_000, "seconds": None, **({"measured_on": when} if when else {})}
+        rows.append({"label": f"ais {words}, K = {steps:,}, {w['sweep_ais_chains']} chains", "estimator": "ais", "kind": KINDS["ais"].value,
+                     "value": point["ais"], "stderr": point["ais_stderr"], "log_z": point["ais_log_z"], "ess": point["ais_ess"],
+                     "settings": {"num_chains": w["sweep_ais_chains"], "num_steps": steps, "base": base, "posterior_samples": w["posterior_samples"]},
+                     "warnings": [text for text in point.get("warnings", []) if text.startswith("AIS")], **common})
+        rows.append({"label": f"raise {words}, K = {steps:,}, {w['raise_chains']} chains × {w['sweep_raise_examples']} digits", "estimator": "raise",
+                     "kind": KINDS["raise"].value, "value": point["raise"], "stderr": point["raise_stderr"],
+                     "settings": {"num_chains": w["raise_chains"], "num_steps": steps, "base": base, "num_examples": w["sweep_raise_examples"]},
+                     "warnings": [text for text in point.get("warnings", []) if text.startswith("RAISE")], **common})
+    return rows
+
+
+def card_measurements(name: str, results: dict) -> list[dict]:
+    """Every card measurement of model ``name``: its row's estimates (:func:`measurement`) and its sweeps' largest K
+    (:func:`sweep_measurements`), from which :func:`conservative_headline` chooses."""
+    entry = results["models"][name]
+    when = entry.get("trained_on")  # the day and machine the row was (last) measured on
+    return ([measurement(key, row, results["settings"], 10_000, when) for key, row in entry["estimates"].items()]
+            + sweep_measurements(name, results))
 
 
 def conservative_headline(rows: list[dict]) -> dict:
     """The headline a careful reader accepts (issue 48) among card measurements ``rows``: at the largest K with both AIS
     and RAISE rows, the lower of the most conservative AIS (the lowest: the start whose log Ẑ came out highest, since AIS
     overstates the likelihood) and the tightest RAISE (the highest: each start's RAISE is a stochastic lower bound). A copy
-    of that row with ``headline_rule`` saying so."""
+    of that row with ``headline_rule`` saying so: both candidates with their labels (K, start, chains), AIS's log Ẑ, where
+    they were measured (``measured_on``), and whether AIS had only one start at that K."""
     by_steps: dict[int, dict[str, list[dict]]] = {}
     for row in rows:
         if row["estimator"] in ("ais", "raise"):
@@ -479,9 +521,13 @@ def conservative_headline(rows: list[dict]) -> dict:
     ais = min(by_steps[steps]["ais"], key=lambda row: row["value"])
     tightest_raise = max(by_steps[steps]["raise"], key=lambda row: row["value"])
     chosen = min(ais, tightest_raise, key=lambda row: row["value"])
-    rule = (f"the lower of AIS's lowest start ({ais['label']}: {ais['value']:.2f}) and RAISE's highest ({tightest_raise['label']}: "
-            f"{tightest_raise['value']:.2f}) at K = {steps:,}")
-    return {**chosen, "headline_rule": rule}
+    log_z = f", log Ẑ {ais['log_z']:.2f}" if "log_z" in ais else ""
+    starts = {row["settings"].get("base") for row in by_steps[steps]["ais"]}
+    only = f" (AIS from one start only at this K: {ais['settings'].get('base', '?').replace('_', ' ')})" if len(starts) < 2 else ""
+    rule = (f"the lower of AIS's lowest start ({ais['label']}: {ais['value']:.2f}{log_z}) and RAISE's highest ({tightest_raise['label']}: "
+            f"{tightest_raise['value']:.2f}) at K = {steps:,}{only}")
+    where = list(dict.fromkeys(row["measured_on"] for row in (ais, tightest_raise) if row.get("measured_on")))
+    return {**chosen, "headline_rule": rule + (f", measured {' and '.join(where)}" if where else "")}
 
 
 def card_fields(name: str, results: dict, model, config: dict | None, *, git_commit: str | None, kept: list[dict] = ()) -> dict:
@@ -489,9 +535,8 @@ def card_fields(name: str, results: dict, model, config: dict | None, *, git_com
     log-likelihood where the model has one, else :func:`conservative_headline`; every other estimate is a measurement.
     ``config`` is the training run's stored config (made portable here); ``kept`` are measurements to carry over (a
     linear-classifier section of the same checkpoint)."""
-    s, entry = results["settings"], results["models"][name]
-    recipe, num_test = MODELS[name][1], 10_000
-    rows = [measurement(key, row, s, num_test) for key, row in entry["estimates"].items()]
+    entry, recipe = results["models"][name], MODELS[name][1]
+    rows = card_measurements(name, results)
     headline = next((row for row in rows if row["estimator"] == "exact"), None) or conservative_headline(rows)
     folder = zoo_folder(name, Path("."))
     portable = None if config is None else zoo.portable_config(config)

@@ -77,12 +77,18 @@ def test_card_fields_hold_every_stored_estimate_with_the_exact_or_the_conservati
     fields = card_fields(name, results, RBM(784, num_hidden), config, git_commit="abc", kept=[{"metric": "test accuracy", "value": 0.9}])
     if headline == "exact":
         assert fields["log_likelihood"]["label"] == "exact"
-    else:  # the lower of the lowest AIS and the highest RAISE at the table's K
-        values = {key: row["mean"] for key, row in results["models"][name]["estimates"].items()}
-        expected = min(min(values["ais_uniform"], values["ais_base_rate"]), max(values["raise_uniform"], values["raise_base_rate"]))
-        assert fields["log_likelihood"]["value"] == expected and "lower of AIS's lowest start" in fields["log_likelihood"]["headline_rule"]
-    stored = results["models"][name]["estimates"]
-    assert sorted(row["value"] for row in [fields["log_likelihood"], *fields["measurements"][:-1]]) == sorted(row["mean"] for row in stored.values())
+    sweeps = [sweep for key, sweep in results["sweeps"].items() if sweep_model(key)[0] == name]
+    last = [max(sweep["rows"], key=lambda row: row["steps"]) for sweep in sweeps]  # each sweep's largest K: its card rows
+    if headline == "exact":
+        assert fields["log_likelihood"]["label"] == "exact"
+    else:  # the lower of the lowest AIS and the highest RAISE at the largest K: the sweeps' K = 10⁵
+        assert {row["steps"] for row in last} == {100_000}
+        expected = min(min(row["ais"] for row in last), max(row["raise"] for row in last))
+        rule = fields["log_likelihood"]["headline_rule"]
+        assert fields["log_likelihood"]["value"] == expected and "lower of AIS's lowest start" in rule and "at K = 100,000" in rule
+        assert "300 chains" in rule and "measured 2026-" in rule
+    stored = [row["mean"] for row in results["models"][name]["estimates"].values()] + [row[key] for row in last for key in ("ais", "raise")]
+    assert sorted(row["value"] for row in [fields["log_likelihood"], *fields["measurements"][:-1]]) == sorted(stored)
     assert fields["measurements"][-1] == {"metric": "test accuracy", "value": 0.9}
     assert fields["dataset_config"]["root"] is None and "/somewhere" not in json.dumps(fields)
     assert fields["training_seconds"] == 7.0 and fields["recipe"]["experiment"] == MODELS[name][1]
@@ -107,3 +113,44 @@ def test_the_conservative_headline_takes_the_largest_k_with_both_estimators_and_
     assert conservative_headline(rows)["label"] == "ais uniform, K = 10,000"
     with pytest.raises(ValueError, match="no K with both AIS and RAISE"):
         conservative_headline([row("ais", "uniform", 1000, -80.0)])
+
+
+def test_a_card_heads_with_the_conservative_k_1e5_figure_of_both_sweeps_and_shows_both():
+    from pfzoo.studies.raise_table import SETTINGS, model_card
+
+    def point(ais, log_z, raise_):
+        return {"steps": 100_000, "ais": ais, "ais_stderr": 0.1, "ais_log_z": log_z, "ais_ess": 50.0, "raise": raise_, "raise_stderr": 0.2,
+                "seconds": 60.0, "warnings": ["AIS: a", "RAISE: b"]}
+
+    def sweep(sha, ais, log_z, raise_, **extra):
+        settings = {**SETTINGS, "sweep_ais_chains": 300, "sweep_raise_examples": 20}
+        return {"settings": settings, "rows": [{**point(ais + 3, log_z - 3, raise_ - 5), "steps": 1000}, point(ais, log_z, raise_)],
+                "measured_on": "2026-01-02, machine B", "checkpoint_sha256": sha, **extra}
+
+    estimate = {"mean": -90.0, "stderr": 0.1, "log_z": 500.0}  # K = 10⁴: the table's K, no longer the headline's
+    results = {"settings": SETTINGS, "models": {"pcd-500": {
+        "checkpoint_sha256": "aa", "config": {"num_hidden": 20}, "trained_on": "2026-01-01, machine A",
+        "estimates": {key: estimate for key in ("raise_uniform", "raise_base_rate", "ais_uniform", "ais_base_rate")}}},
+        "sweeps": {"pcd-500": sweep("aa", -94.5, 516.5, -95.0), "pcd-500@uniform": sweep("aa", -95.5, 517.5, -95.2)}}
+    fields = card_fields("pcd-500", results, RBM(784, 20), None, git_commit=None)
+    head = fields["log_likelihood"]  # AIS from the start with the higher log Ẑ (uniform) is below RAISE's highest (base rates)
+    assert head["label"] == "ais uniform, K = 100,000, 300 chains" and head["value"] == -95.5 and head["log_z"] == 517.5
+    assert head["settings"] == {"num_chains": 300, "num_steps": 100_000, "base": "uniform", "posterior_samples": 100}
+    assert head["warnings"] == ["AIS: a"] and head["measured_on"] == "2026-01-02, machine B"
+    assert head["headline_rule"] == ("the lower of AIS's lowest start (ais uniform, K = 100,000, 300 chains: -95.50, log Ẑ 517.50) and RAISE's "
+                                     "highest (raise base rate, K = 100,000, 10 chains × 20 digits: -95.00) at K = 100,000, measured 2026-01-02, machine B")
+    assert {row["label"] for row in fields["measurements"]} >= {"ais base rate, K = 100,000, 300 chains", "raise uniform, K = 100,000, 10 chains × 20 digits"}
+    assert all(row["measured_on"] == "2026-01-01, machine A" for row in fields["measurements"] if "K = 10,000" in row["label"])
+    card = model_card("pcd-500", results, RBM(784, 20), "models/rbm-binarized_mnist-pcd-500").render()
+    assert "**-95.50 ± 0.10**, the lower of AIS's lowest start (ais uniform, K = 100,000, 300 chains" in card
+    assert "## AIS and RAISE against K (base rates)" in card and "## AIS and RAISE against K (uniform start)" in card
+    assert "| 100,000 | -95.50 ± 0.10 | -95.20 ± 0.20 | -0.30 |" in card and "Measured 2026-01-02, machine B, 2.0 min in all." in card
+    results["sweeps"]["pcd-500@uniform"] = sweep("bb", -95.5, 517.5, -95.2)  # another checkpoint's sweep: not this card's
+    results["sweeps"]["pcd-500"] = sweep("aa", -94.5, 516.5, -95.0, older_checkpoint="an older file")
+    fields = card_fields("pcd-500", results, RBM(784, 20), None, git_commit=None)
+    assert fields["log_likelihood"]["headline_rule"].endswith("at K = 10,000, measured 2026-01-01, machine A")
+    assert not any("K = 100,000" in row["label"] for row in fields["measurements"])
+    assert "against K" not in model_card("pcd-500", results, RBM(784, 20), "models/x").render()
+    results["sweeps"]["pcd-500"] = sweep("aa", -94.5, 516.5, -95.0)  # one start at K = 10⁵: the rule says so
+    rule = card_fields("pcd-500", results, RBM(784, 20), None, git_commit=None)["log_likelihood"]["headline_rule"]
+    assert rule.endswith("at K = 100,000 (AIS from one start only at this K: base rate), measured 2026-01-02, machine B")

@@ -232,11 +232,16 @@ def sweep_measured(sweep: dict) -> str:
     return f" Measured {'; '.join(parts)}." if parts else ""
 
 
-def measured_dates(models: dict) -> str:
-    """``"; measured <date>, <date>"``: the days the rows' entries were measured on (each entry's ``trained_on`` begins with
-    its measurement's date), or nothing where none records one."""
-    dates = sorted({entry["trained_on"].split(",")[0] for entry in models.values() if re.match(r"\d{4}-\d\d-\d\d", entry.get("trained_on", ""))})
-    return f"; measured {', '.join(dates)}" if dates else ""
+def measured_where(results: dict) -> str:
+    """``<machine> (measured <date>, <date>); <machine> (…)``: the machines and days the table's rows were measured on
+    (each entry's ``trained_on`` is ``<date>, <machine>``), not the machine of whichever run stored results.json last
+    (a sweep-only run on another machine changes no row); the results' own machine where no entry records one."""
+    by_machine: dict[str, set[str]] = {}
+    for entry in results["models"].values():
+        date, _, machine = entry.get("trained_on", "").partition(", ")
+        if re.fullmatch(r"\d{4}-\d\d-\d\d", date) and machine:
+            by_machine.setdefault(machine, set()).add(date)
+    return "; ".join(f"{machine} (measured {', '.join(sorted(dates))})" for machine, dates in sorted(by_machine.items(), key=lambda item: min(item[1]))) or hardware(results)
 
 
 def markdown_table(header: list[str], align: str, rows: list[list[str]]) -> list[str]:
@@ -309,7 +314,7 @@ def render_table(results: dict) -> str:
         f"full-set mean by control variates (§4). CSL: {s['csl_chains']} chains × {s['csl_samples']} samples after {s['csl_burn_in']} burn-in "
         "sweeps, started at training digits. ± is each estimator's own standard error (not the test-set sampling error). AIS is biased upward "
         "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds. Wall time: the row's estimates one after "
-        f"another (a longer K's row: its RAISE and AIS only) on {hardware(results)}{measured_dates(models)}. Every row below records the SHA-256 of the "
+        f"another (a longer K's row: its RAISE and AIS only) on {measured_where(results)}. Every row below records the SHA-256 of the "
         "checkpoint it was measured on and is rendered only if that is the file its model now loads, unless marked † with the "
         "older checkpoint named." + (
             "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "

@@ -30,6 +30,14 @@ def test_a_uniform_sweep_is_stored_beside_the_base_rate_one_and_says_so():
     assert "## PCD(20): AIS and RAISE against K (uniform initialisation)" in table and "(figures/pcd-20@uniform-against-K.png)" in table
 
 
+def test_the_tables_wall_times_name_the_machines_their_rows_were_measured_on_not_the_last_runs():
+    from pfzoo.studies.raise_table import measured_where
+    results = {"machine": "machine C", "gpu": None, "models": {"a": {"trained_on": "2026-01-03, machine B"}, "b": {"trained_on": "2026-01-01, machine A"},
+                                                               "c": {"trained_on": "2026-01-02, machine B"}, "d": {}}}
+    assert measured_where(results) == "machine A (measured 2026-01-01); machine B (measured 2026-01-02, 2026-01-03)"
+    assert measured_where({"machine": "machine C", "gpu": None, "models": {"d": {}}}) == "machine C"
+
+
 def test_a_label_names_the_sizes_the_model_was_measured_with():
     results = {"models": {"cd1-500": {"config": {"num_hidden": 10}}, "dbm-500-1000": {"config": {"layer_sizes": [784, 10, 10]}}}}
     assert label("cd1-500", results) == "CD1(10)" and label("dbm-500-1000", results) == "DBM (10–10)"

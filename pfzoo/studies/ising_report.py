@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from pfzoo.studies.ising_correlation_floor import floor_markdown
+from pfzoo.studies.ising_correlation_scale import scale_markdown
 from pfzoo.studies.ising_recovery import SAMPLER_NAMES, describe_glass
 
 THESIS = {  # Table 3.1 (seed 003, §3.1.1): ε_J and learning time (seconds), 10×10 lattice, 20,000 samples
@@ -349,6 +350,7 @@ def report(record: dict, out: Path) -> str:
     correlations = ("" if "correlation_traces" not in record else figure_31_section(record, out) if lattice
                     else correlation_section(record, out))
     correlations += floor_markdown(record["correlation_floor"]) if "correlation_floor" in record else ""
+    correlations += scale_markdown(record["correlation_scale"], THESIS_CORRELATION) if "correlation_scale" in record else ""
     return (
         f"# Learning {describe_glass(kind, side, num_units)[0]} {title} (thesis {'Table 3.1' if lattice else 'Figure 3.2'})\n\n"
         f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {record['threads']} threads, "

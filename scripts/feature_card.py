@@ -35,7 +35,7 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits, mnist
 from pfzoo.models import Capability
 from pfzoo.studies.features import feature_accuracy
-from pfzoo.zoo.cards import ACCURACY_METRIC, with_accuracy_section
+from pfzoo.zoo.cards import ACCURACY_METRIC, with_card_sections
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL = "linear classifier on hidden features: test accuracy"
@@ -123,7 +123,7 @@ def write(folder: Path, entry: dict) -> None:
     rendered_here = readme == zoo.render_card(card).render()
     card["measurements"] = [m for m in card.get("measurements") or [] if m.get("label") != entry["label"]] + [entry]
     card = zoo.write_card(folder, card, readme=False)
-    (folder / zoo.CARD_FILE).write_text(zoo.render_card(card).render() if rendered_here else with_accuracy_section(readme, card))
+    (folder / zoo.CARD_FILE).write_text(zoo.render_card(card).render() if rendered_here else with_card_sections(readme, card))
 
 
 if __name__ == "__main__":

@@ -62,14 +62,20 @@ def hidden_features(model, v: torch.Tensor, *, layer: int | None = None) -> torc
     return torch.cat(chunks)
 
 
-def linear_accuracy(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, *,
-                    C: float = 1.0, max_iter: int = 200) -> tuple[float, bool]:
-    """Test accuracy of multinomial logistic regression fitted on ``train [N, F]`` with ``train_labels [N]``, scored on
-    ``test [M, F]``, and whether L-BFGS converged within ``max_iter`` iterations."""
+def fit_linear_classifier(train: torch.Tensor, train_labels: torch.Tensor, *, C: float = 1.0, max_iter: int = 200):
+    """Multinomial logistic regression (scikit-learn, L-BFGS, L2 strength ``1/C``) fitted on ``train [N, F]`` with
+    ``train_labels [N]``, and whether L-BFGS converged within ``max_iter`` iterations."""
     from sklearn.linear_model import LogisticRegression  # imported here: scikit-learn is slow to import
 
     classifier = LogisticRegression(C=C, max_iter=max_iter).fit(train.numpy(), train_labels.numpy())
-    converged = bool((classifier.n_iter_ < max_iter).all())
+    return classifier, bool((classifier.n_iter_ < max_iter).all())
+
+
+def linear_accuracy(train: torch.Tensor, train_labels: torch.Tensor, test: torch.Tensor, test_labels: torch.Tensor, *,
+                    C: float = 1.0, max_iter: int = 200) -> tuple[float, bool]:
+    """Test accuracy of :func:`fit_linear_classifier` on ``train [N, F]``, scored on ``test [M, F]``, and whether it
+    converged."""
+    classifier, converged = fit_linear_classifier(train, train_labels, C=C, max_iter=max_iter)
     return float(classifier.score(test.numpy(), test_labels.numpy())), converged
 
 

@@ -26,7 +26,7 @@ from pfzoo.studies.raise_table import (
     schedule_pilot, seeded, sweep_key, sweep_model, sweep_rows, training_record,
 )
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
-from pfzoo.zoo.cards import ACCURACY_METRIC, with_card_sections
+from pfzoo.zoo.cards import SECTION_METRICS, with_card_sections
 
 
 def on_device(data: DataSplits, device: torch.device) -> DataSplits:
@@ -198,13 +198,14 @@ def write_table(results: dict, output: Path, *, repo: Path) -> Path:
 
 def export_model(name: str, results: dict, checkpoint: Path, folder: Path, *, repo: Path) -> None:
     """Put model ``name`` of ``checkpoint`` into zoo ``folder`` with its README.md and card.json. The linear-classifier
-    section (``scripts/feature_card.py``) and a DBM's depth diagnostic (``scripts/dbm_depth.py``) are kept only while the
-    folder's checkpoint stays the same: a new model is measured again. ``repo``: the checkout (its commit goes on a new card)."""
+    section (``scripts/feature_card.py``), the samples recognised (``scripts/sample_card.py``) and a DBM's depth
+    diagnostic (``scripts/dbm_depth.py``) are kept only while the folder's checkpoint stays the same: a new model is
+    measured again. ``repo``: the checkout (its commit goes on a new card)."""
     model, config = zoo.load(checkpoint), zoo.load_checkpoint(checkpoint)["config"]
     same_model = checkpoint.resolve() == (folder / zoo.CHECKPOINT_FILE).resolve()
     data = folder / zoo.CARD_DATA_FILE
     previous = json.loads(data.read_text()) if data.is_file() and same_model else {}
-    kept = [row for row in previous.get("measurements", []) if row.get("metric") == ACCURACY_METRIC]
+    kept = [row for row in previous.get("measurements", []) if row.get("metric") in SECTION_METRICS]
     fields = card_fields(name, results, model, config, git_commit=previous.get("git_commit") if same_model else git_commit(repo), kept=kept)
     fields["notes"] = previous.get("notes") or fields["notes"]  # what was noted about this checkpoint still holds
     if previous.get("depth"):  # the depth diagnostic (scripts/dbm_depth.py) measured this checkpoint

@@ -16,6 +16,9 @@ CARD_FILE = "README.md"
 CARD_DATA_FILE = "card.json"
 CARD_FORMAT = "pfzoo-card-1"
 ACCURACY_METRIC = "test accuracy"  # a measurement's "metric" when it is a classifier's accuracy, not a log-likelihood
+RECOGNITION_METRIC = "samples recognised"  # ... when it is the share of samples a digit classifier recognises
+SECTION_METRICS = (ACCURACY_METRIC, RECOGNITION_METRIC)
+"""The measurements' metrics that have a section of their own rather than a row of the log-likelihood table."""
 CARD_FIELDS = {
     "format": f"{CARD_FORMAT!r}",
     "name": "the folder's name, what pretrained(name) takes",
@@ -37,8 +40,10 @@ CARD_FIELDS = {
 """card.json's keys; ``title``, ``summary``, ``notes`` (a list of sentences) and ``measurements`` (further rows like
 ``log_likelihood``, each with a ``label``) are optional. A measurement with ``"metric": "test accuracy"`` is a linear
 classifier on the model's hidden features (``value``, beside ``pixels``, ``chance``, ``num_features``, ``num_train``,
-``num_test``, ``data``, ``settings``; ``scripts/feature_card.py``) and has its own section; so has a DBM's ``depth``
-(:func:`pfzoo.studies.dbm_depth.depth_diagnostic`, ``scripts/dbm_depth.py``)."""
+``num_test``, ``data``, ``settings``; ``scripts/feature_card.py``) and has its own section; so has one with
+``"metric": "samples recognised"`` (:func:`pfzoo.studies.sample_recognition.sample_recognition`'s fields,
+``scripts/sample_card.py``) and a DBM's ``depth`` (:func:`pfzoo.studies.dbm_depth.depth_diagnostic`,
+``scripts/dbm_depth.py``)."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,30 @@ def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
 ACCURACY_HEADING = "Linear classifier on hidden features"
 
 
+RECOGNITION_HEADING = "Samples recognised as digits"
+
+
+def _recognition_section(measurements: Sequence[Mapping[str, Any]]) -> str:
+    """The table of ``"metric": "samples recognised"`` measurements, then (once each) their data, settings and commands."""
+    rows = ["| images | recognised | mean top-class probability | classes' total variation from the test digits' |",
+            "|---|---:|---:|---:|"]
+    for m in measurements:
+        rows.append(f"| {m['num_samples']:,} samples, {m['num_steps']:,} Gibbs sweeps from random states | {m['samples']:.3f} "
+                    f"({m['ratio']:.2f} of the real rate) | {m['samples_confidence']:.3f} | {m['class_total_variation']:.3f} |")
+    first = measurements[0]
+    rows.append(f"| the {first['num_test']:,} real test digits | {first['real']:.3f} | {first['real_confidence']:.3f} | 0 |")
+    notes = [f"Recognised: the classifier gives one class a probability of at least {first['threshold']:g}. The classifier is "
+             f"fitted on the pixels of {first['num_train']:,} labelled training digits (its test accuracy "
+             f"{first['pixels_accuracy']:.3f}) and never sees a sample; a model whose samples are digits has them recognised at "
+             "about the real digits' rate and spread over the classes as they are (total variation near 0)."]
+    notes += list(dict.fromkeys(f"Data: {m['data']}" for m in measurements if m.get("data")))
+    notes += list(dict.fromkeys(f"Settings: `{json.dumps(m.get('settings', {}))}`." for m in measurements))
+    commands = list(dict.fromkeys(m["command"] for m in measurements if m.get("command")))
+    if commands:
+        notes.append("Measured by " + "; ".join(map(command_markdown, commands)) + ".")
+    return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+
+
 DEPTH_HEADING = "Depth: what the top layer contributes"
 
 
@@ -143,8 +172,10 @@ def _depth_section(depth: Mapping[str, Any]) -> str:
 
 def with_card_sections(readme: str, card: Mapping[str, Any]) -> str:
     """``readme`` (a card's markdown from any renderer) with the sections ``card`` owns set from it: the linear classifier's
-    (:func:`with_accuracy_section`) and a DBM's depth diagnostic (``card["depth"]``)."""
+    (:func:`with_accuracy_section`), the samples recognised as digits and a DBM's depth diagnostic (``card["depth"]``)."""
     readme = with_accuracy_section(readme, card)
+    recognitions = [m for m in card.get("measurements") or [] if m.get("metric") == RECOGNITION_METRIC]
+    readme = _with_section(readme, RECOGNITION_HEADING, _recognition_section(recognitions) if recognitions else "")
     return _with_section(readme, DEPTH_HEADING, _depth_section(card["depth"]) if card.get("depth") else "")
 
 
@@ -221,7 +252,8 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
         rows.append(_measurement_row(f"at initialisation ({initial.get('estimator', '?')})", initial))
     measurements = card.get("measurements") or []
     accuracies = [m for m in measurements if m.get("metric") == ACCURACY_METRIC]
-    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in measurements if m not in accuracies]
+    recognitions = [m for m in measurements if m.get("metric") == RECOGNITION_METRIC]
+    rows += [_measurement_row(m.get("label", m.get("estimator", "?")), m) for m in measurements if m.get("metric") not in SECTION_METRICS]
     body = "\n".join(["| | mean test log-likelihood (nats) | test-set sampling stderr | test examples | log Z | kind |",
                       "|---|---:|---:|---:|---:|---|", *rows])
     settings = measured.get("settings")
@@ -231,6 +263,8 @@ def render_card(card: Mapping[str, Any]) -> ModelCard:
     sections = [("Measured log-likelihood", body)]
     if accuracies:
         sections.append((ACCURACY_HEADING, _accuracy_section(accuracies)))
+    if recognitions:
+        sections.append((RECOGNITION_HEADING, _recognition_section(recognitions)))
     if card.get("depth"):
         sections.append((DEPTH_HEADING, _depth_section(card["depth"])))
     if card.get("notes"):

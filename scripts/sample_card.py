@@ -1,0 +1,88 @@
+"""Whether zoo models' samples are recognised as digits by a classifier fitted on real ones, printed and (``--write``)
+recorded in their model cards.
+
+    python scripts/sample_card.py                                    # every zoo model trained on binarised MNIST
+    python scripts/sample_card.py --models dbm-binarized_mnist       # any zoo RBM, DBM or DBN on labelled digits
+    python scripts/sample_card.py --write                            # also write the measurement into card.json + README.md
+
+:mod:`pfzoo.studies.sample_recognition`: a multinomial logistic regression on the pixels of ``--num-train`` labelled
+training digits reads the real test digits and ``--num-samples`` samples of the model (independent Gibbs chains from
+random states, ``--num-steps`` sweeps each); an image is recognised when one class gets probability ≥ ``--threshold``.
+The data are the card's data set where it has labels, else (binarised MNIST) the official MNIST files binarised as
+Larochelle & Murray did (``scripts/feature_card.py``). Needs ``MNIST/raw/*-ubyte`` under ``--data-root`` for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from feature_card import labelled_data, write
+from pfzoo import zoo
+from pfzoo.models import Capability
+from pfzoo.studies.sample_recognition import sample_recognition
+from pfzoo.zoo.cards import RECOGNITION_METRIC
+
+REPO = Path(__file__).resolve().parents[1]
+LABEL = "samples recognised as digits by a linear classifier"
+CLASSIFIER = "multinomial logistic regression (scikit-learn LogisticRegression, L-BFGS, L2) on the pixels"
+
+
+def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
+    """One zoo model's measurement as a card entry, or ``None`` (after saying why) when it does not apply."""
+    card, model = zoo.pretrained_card(name, zoo_dir=zoo_dir), zoo.pretrained(name, zoo_dir=zoo_dir)
+    if Capability.HIDDEN_CHAIN not in model.capabilities:
+        print(f"{name}: skipped, {type(model).__name__} has no Gibbs chain through a hidden layer", flush=True)
+        return None
+    data, description = labelled_data(card, root)
+    if not data.labelled:
+        print(f"{name}: skipped, the data set {card['dataset']!r} has no labels", flush=True)
+        return None
+    began = time.perf_counter()
+    result = sample_recognition(model, data, num_samples=args.num_samples, num_steps=args.num_steps, threshold=args.threshold,
+                                num_train=args.num_train, max_iter=args.max_iter, generator=torch.Generator().manual_seed(args.seed))
+    seconds = time.perf_counter() - began
+    print(f"{name}: samples recognised {result.samples:.3f} ({result.ratio:.2f} of the real digits' {result.real:.3f}), mean "
+          f"top-class probability {result.samples_confidence:.3f} (real {result.real_confidence:.3f}), classes' total "
+          f"variation {result.class_total_variation:.3f}; {seconds:.0f} s", flush=True)
+    return {"label": LABEL, "metric": RECOGNITION_METRIC, **result.record(), "data": description,
+            "settings": {"classifier": CLASSIFIER, "max_iter": result.max_iter, "num_train": result.num_train, "seed": args.seed},
+            "seconds": round(seconds, 1),
+            "command": "python scripts/sample_card.py" + "".join(" " + shlex.quote(a) for a in args.argv)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=None, help="zoo names (default: every model trained on binarized_mnist)")
+    parser.add_argument("--zoo", type=Path, default=REPO / "models", help="the zoo folder (default: the checkout's models/)")
+    parser.add_argument("--data-root", type=Path, default=None, help="reference data (default: $PFZOO_DATA or <repo>/../shared/data)")
+    parser.add_argument("--num-samples", type=int, default=1000, help="samples of each model (default 1000)")
+    parser.add_argument("--num-steps", type=int, default=1000, help="Gibbs sweeps of each sample's chain (default 1000)")
+    parser.add_argument("--threshold", type=float, default=0.9, help="top-class probability that counts as recognised (default 0.9)")
+    parser.add_argument("--num-train", type=int, default=20000, help="training digits for the classifier, drawn at random (default 20000)")
+    parser.add_argument("--max-iter", type=int, default=300, help="L-BFGS iterations (default 300)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the training subsample and of the chains")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--write", action="store_true", help="record the measurement in each card (replacing an earlier one)")
+    args = parser.parse_args(argv)
+    args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--write"]
+    torch.set_num_threads(args.threads)
+    root = args.data_root or Path(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
+    names = args.models or [name for name in zoo.list_pretrained(zoo_dir=args.zoo)
+                            if zoo.pretrained_card(name, zoo_dir=args.zoo)["dataset"] == "binarized_mnist"]
+    for name in names:
+        entry = measure(name, args.zoo, root, args)
+        if entry is None or not args.write:
+            continue
+        write(args.zoo / name, entry)
+        print(f"  wrote {args.zoo / name / zoo.CARD_DATA_FILE} and {zoo.CARD_FILE}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -171,7 +171,9 @@ def readme(meta: dict, rows: list[dict], order: dict, sweep: list[dict] | None) 
                   f"{t['acceptance_mean']:.2f} / {t['acceptance_last_10pct']:.2f} | {'**yes**' if key(t) == key(p) else ''} |" for t in p["trials"]]
     if sweep is not None:
         lines += ["", "## Size sweep (Fig. 5)", "", "Laplace-prior linear generative model against its number of latents L, each trained and evaluated like the "
-                  "sparse-coding row (same epochs, same HAIS settings except the per-model pilot choice, same test subset).", "",
+                  "sparse-coding row (same epochs, same HAIS settings except the per-model pilot choice, same test subset). The figure's other "
+                  "curves — POEs with Laplace and Student-t experts at 36–288 experts, and the mcRBM — are in [sizes/](sizes/README.md), "
+                  "trained the paper's way (MPF with L-BFGS), with Table 1 at the paper's sizes.", "",
                   "| L | parameters | test log-likelihood ± stderr | ε | schedule | train s | eval s |", "|---:|---:|---:|---|---|---:|---:|"]
         lines += [f"| {p['num_latent']} | {p['parameters']:,} | failed: {p['failed']} | | | | |" if p.get("failed") else
                   f"| {p['num_latent']} | {p['parameters']:,} | {p['mean']:.2f} ± {p['stderr']:.2f} | {step_text(p['step_size'], p.get('stiffness', 0.0))} | "

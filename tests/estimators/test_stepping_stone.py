@@ -65,13 +65,17 @@ def test_a_concentrated_mode_the_ladder_does_not_carry_warns():
 
 
 def test_round_trips_far_below_the_bound_warn():
-    """Round trips at a tenth of what the exchange acceptances allow name the stuck ladder (Syed et al. 2022's bound)."""
+    """Round trips at a tenth of what the exchange acceptances allow name the stuck ladder (Syed et al. 2022's bound), and
+    so do the 0.18 of it the zoo's PCD(20) MNIST RBM makes with the defaults, where the estimate is 2-5 stderr low
+    (MIN_ROUND_TRIP_FRACTION); half of it, the least the well-mixing test models make at 200 steps, passes."""
     acceptance = torch.tensor([0.9, 0.5, 0.5, 0.5, 0.5])
     assert round_trip_bound(acceptance[1:]) == pytest.approx(1 / 6)
     estimator = SteppingStone(num_chains=10, num_steps=120, num_batches=4)
     expected = 10 * 120 / 6
-    ok, stuck = (estimator.warnings([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], acceptance, trips, None) for trips in (expected / 2, expected / 10))
-    assert ok == () and len(stuck) == 1 and "round trips between" in stuck[0]
+    ok, mnist, stuck = (estimator.warnings([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], acceptance, trips, None)
+                        for trips in (expected / 2, 0.18 * expected, expected / 10))
+    assert ok == ()
+    assert all(len(lines) == 1 and "round trips between" in lines[0] for lines in (mnist, stuck))
     assert half_drift(torch.tensor([0.0, 1.0, 0.0, 1.0])) == pytest.approx(0.0)
     assert half_drift(torch.tensor([0.0, 0.1, 0.0, 5.0, 5.1, 5.0])) > DRIFT_Z
 

@@ -22,16 +22,6 @@ class Evaluation(NamedTuple):
 Evaluate = Callable[[torch.Tensor], Evaluation]
 
 
-def select(mask: torch.Tensor, new: Any, old: Any) -> Any:
-    """Per chain, ``new`` where ``mask [N]`` else ``old``; works on tensors and (nested) tuples or NamedTuples of ``[N, ...]`` tensors."""
-    if new is None:
-        return None
-    if isinstance(new, torch.Tensor):
-        return torch.where(mask.view(-1, *([1] * (new.dim() - 1))), new, old)
-    chosen = [select(mask, n, o) for n, o in zip(new, old)]
-    return type(new)(*chosen) if hasattr(new, "_fields") else type(new)(chosen)
-
-
 def leapfrog(
     position: torch.Tensor,
     momentum: torch.Tensor,

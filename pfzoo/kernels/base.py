@@ -130,11 +130,13 @@ def take_chains(tree: Any, index: Any, rows: int) -> Any:
     return tree
 
 
-def select_chains(mask: torch.Tensor, if_true: Any, if_false: Any, rows: int) -> Any:
+def select_chains(mask: torch.Tensor, if_true: Any, if_false: Any, rows: int | None = None) -> Any:
     """Chain by chain, ``if_true``'s where ``mask [rows]`` (bool) holds and ``if_false``'s elsewhere, for two kernel states
-    (or infos) of the same structure: every pair of tensors whose first dimension is ``rows`` on both sides is merged by
-    ``torch.where``; any other leaf (a step size, a hidden layer not drawn yet on one side) is ``if_false``'s. How a chain
-    restarts from an earlier state without recomputing the statistics the state carries."""
+    (or infos, positions, evaluations) of the same structure: every pair of tensors whose first dimension is ``rows``
+    (default ``mask``'s length) on both sides is merged by ``torch.where``; any other leaf (a step size, a hidden layer
+    not drawn yet on one side, ``None``) is ``if_false``'s. How a Metropolis step keeps or rejects its proposals and a
+    chain restarts from an earlier state, without recomputing the statistics the state carries."""
+    rows = mask.shape[0] if rows is None else rows
     if torch.is_tensor(if_false):
         if torch.is_tensor(if_true) and if_true.dim() > 0 and if_false.dim() > 0 and if_true.shape[0] == if_false.shape[0] == rows:
             return torch.where(mask.reshape(-1, *(1,) * (if_false.dim() - 1)), if_true, if_false)

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple, Protocol
 
 import torch
 
-from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog, select
-from pfzoo.kernels.base import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, TEMPERED_LOG_DENSITY
+from pfzoo.hamiltonian import Evaluation, acceptance, hamiltonian, leapfrog
+from pfzoo.kernels.base import ENERGY_AND_GRADIENT, REAL_ENERGY_VALUES, TEMPERED_LOG_DENSITY, select_chains
 from pfzoo.sampling import normal, uniform
 from pfzoo.validation import check_positive_int, check_step_size
 
@@ -193,9 +193,9 @@ class HMCKernel:
             flipped = ~accepted & (draw < accept_prob + flip_prob)
         new_momentum = torch.where(flipped[:, None], -momentum, momentum)
         new_state = HMCState(
-            select(accepted, proposal, state.position),
-            select(accepted, proposal_momentum, new_momentum),
-            select(accepted, proposal_eval.extras, state.stats),
+            select_chains(accepted, proposal, state.position),
+            select_chains(accepted, proposal_momentum, new_momentum),
+            select_chains(accepted, proposal_eval.extras, state.stats),
         )
         return new_state, HMCInfo(accept_prob, accepted, flipped, step_size)
 

@@ -21,8 +21,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pfzoo.hamiltonian import select
-from pfzoo.kernels.base import ENERGY_AND_GRADIENT
+from pfzoo.kernels.base import ENERGY_AND_GRADIENT, select_chains
 from pfzoo.kernels.hmc import PositionTarget
 from pfzoo.sampling import normal, uniform
 from pfzoo.validation import check_bool, check_step_size
@@ -88,7 +87,7 @@ class LangevinKernel:
         accept_prob = torch.nan_to_num(torch.exp(torch.clamp(log_ratio, max=0.0)), nan=0.0)
         draw = uniform(accept_prob.shape, generator=generator, device=accept_prob.device, dtype=torch.float64)
         accepted = draw < accept_prob
-        return (LangevinState(select(accepted, proposal, x), select(accepted, stats, state.stats)),
+        return (LangevinState(select_chains(accepted, proposal, x), select_chains(accepted, stats, state.stats)),
                 LangevinInfo(accept_prob, accepted, step_size))
 
     def __repr__(self) -> str:

@@ -11,8 +11,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pfzoo.hamiltonian import select
-from pfzoo.kernels.base import BINARY_ENERGY_VALUES, REAL_ENERGY_VALUES
+from pfzoo.kernels.base import BINARY_ENERGY_VALUES, REAL_ENERGY_VALUES, select_chains
 from pfzoo.kernels.hmc import PositionTarget
 from pfzoo.sampling import normal, randint, uniform
 from pfzoo.validation import check_finite_number, check_positive_int
@@ -65,7 +64,7 @@ class RandomWalkMetropolis:
         accept_prob, accepted = _metropolis_accept(
             target.evaluation(state.stats, beta), target.evaluation(proposal_stats, beta), generator=generator
         )
-        new_state = MetropolisState(select(accepted, proposal, state.position), select(accepted, proposal_stats, state.stats))
+        new_state = MetropolisState(select_chains(accepted, proposal, state.position), select_chains(accepted, proposal_stats, state.stats))
         return new_state, MetropolisInfo(accept_prob, accepted)
 
 
@@ -106,7 +105,7 @@ class BitFlipMetropolis:
             accept_prob, accepted = _metropolis_accept(
                 target.evaluation(stats, beta), target.evaluation(proposal_stats, beta), generator=generator
             )
-            position, stats = select(accepted, proposal, position), select(accepted, proposal_stats, stats)
+            position, stats = select_chains(accepted, proposal, position), select_chains(accepted, proposal_stats, stats)
             accept_sum += accept_prob
             any_accepted |= accepted
         return MetropolisState(position, stats), MetropolisInfo(accept_sum / num_flips, any_accepted)

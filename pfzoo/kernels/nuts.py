@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pfzoo.hamiltonian import Evaluation, hamiltonian, leapfrog, select
-from pfzoo.kernels.base import ENERGY_AND_GRADIENT
+from pfzoo.hamiltonian import Evaluation, hamiltonian, leapfrog
+from pfzoo.kernels.base import ENERGY_AND_GRADIENT, select_chains
 from pfzoo.kernels.hmc import PositionTarget
 from pfzoo.sampling import normal, uniform
 from pfzoo.validation import check_finite_number, check_positive_int, check_step_size
@@ -143,14 +143,14 @@ class NUTSKernel:
                 break
             forward = uniform((n,), generator=generator, device=x.device, dtype=torch.float64) < 0.5
             signed = ((2 * forward.to(x.dtype) - 1) * step_size)[:, None]
-            subtree = self._subtree(select(forward, right, left), signed, level, start_energy, building, target, beta, generator)
+            subtree = self._subtree(select_chains(forward, right, left), signed, level, start_energy, building, target, beta, generator)
             kept = subtree.kept
-            left = select(kept & ~forward, subtree.end, left)
-            right = select(kept & forward, subtree.end, right)
+            left = select_chains(kept & ~forward, subtree.end, left)
+            right = select_chains(kept & forward, subtree.end, right)
             draw = uniform((n,), generator=generator, device=x.device, dtype=torch.float64)
             move = kept & (draw < merge_probability(subtree.log_weight, log_weight))
-            sample_position = select(move, subtree.position, sample_position)
-            sample_stats = select(move, subtree.stats, sample_stats)
+            sample_position = select_chains(move, subtree.position, sample_position)
+            sample_stats = select_chains(move, subtree.stats, sample_stats)
             log_weight = torch.where(kept, torch.logaddexp(log_weight, subtree.log_weight), log_weight)
             momentum_sum = torch.where(kept[:, None], momentum_sum + subtree.momentum_sum, momentum_sum)
             depth += building
@@ -188,7 +188,7 @@ class NUTSKernel:
             divergent = kept & ~(error <= self.max_energy_error)
             diverged |= divergent
             kept = kept & ~divergent
-            point = select(kept, leaf, point)
+            point = select_chains(kept, leaf, point)
             for m in range(1, level + 1):
                 if k % 2**m == 0:
                     block_starts[m] = (leaf.momentum, momentum_sum)
@@ -196,8 +196,8 @@ class NUTSKernel:
             grown = torch.where(kept, torch.logaddexp(log_weight, -error), log_weight)
             draw = uniform((n,), generator=generator, device=start_energy.device, dtype=torch.float64)
             take = kept & (draw < torch.exp(-error - grown))
-            position = select(take, leaf.position, position)
-            stats = select(take, leaf.evaluation.extras, stats)
+            position = select_chains(take, leaf.position, position)
+            stats = select_chains(take, leaf.evaluation.extras, stats)
             log_weight = grown
             for m in range(1, level + 1):
                 if (k + 1) % 2**m == 0:

@@ -23,8 +23,9 @@ from pfzoo.validation import allocating, check_positive_int, check_sample_count
 MIN_RUN_ESS_FRACTION = 0.25
 """Below this fraction of the runs as the weights' ESS, the runs' last levels are far from the model: the weights correct
 for mass the runs reach too rarely, not for mass none reaches, and the stochastic lower bound sits well below log Z
-while the tail fit can look light. Measured with the defaults on the zoo's 784×20 MNIST RBMs: PCD(20) ESS 6.7 of 100,
-0.40 nats low (stderr 0.37; before this line such a run was silent); CD-1(20) 1.56 low, warned (class docstring)."""
+while the tail fit can look light. Measured on the zoo's 784×20 MNIST RBMs with the former defaults (100 runs × 100
+levels × 6 states): PCD(20) ESS 6.7 of 100, 0.40 nats low (stderr 0.37; before this line such a run was silent); CD-1(20)
+1.56 low, warned. With the defaults the PCD(20) runs keep 62-74 of 150 (class docstring)."""
 
 
 class LinkedImportanceSampling(PathPartitionEstimator):
@@ -47,17 +48,19 @@ class LinkedImportanceSampling(PathPartitionEstimator):
     ``n − 1`` transitions per level: the forward stretch and then, restarted at the link, the backward one, as one
     batched stretch (the places' order does not matter, since every use of a level's states is symmetric in them).
 
-    Measured on the zoo's 784×20 binarized-MNIST PCD(20) RBM (exact log Z from its 2^20 hidden states; one CPU thread of
-    a shared two-core machine; error in nats ± stderr, estimator seeds 0, 1, … unless said): the defaults −0.40 ± 0.37
-    (ESS 6.7 of 100 runs, warned; −1.05 ± 0.29 from the same seed before a level's stretches shared one batch); 1000
-    levels × 2 states, 100 runs −0.08 ± 0.21, +0.26 ± 0.29 (both warned); 3000 levels × 2 states, 300 runs (0.9 M
-    transitions, BridgeSampling's defaults 1.1 M) −0.16, −0.17, −0.20 and, from another stream, −0.24 (stderr
-    0.08-0.10, ESS 26-35 % of the runs: silent though 2-3 stderr low; a power:2 schedule −0.26, −0.07, −0.19); 200
-    levels × 11 states, 500 runs −0.32, −0.12, +0.11 (stderr 0.09-0.11, warned); 6000 levels × 2 states, 300 runs
-    +0.50 ± 0.42 (one run carries the weights: ESS 5.6). A link is a uniformly placed state of its level's chain, so the
-    links move about half as far per transition as AIS's chains (AIS, 3000 linear steps × 300 chains: +0.00, −0.08); at
-    6000 levels 5 % of the runs end in the top hidden configuration, which holds 10 % of the mass, with 3 % of the
-    weight. No setting of BridgeSampling's cost is within 0.25 nats there with margin yet.
+    Measured on the zoo's 784×20 binarized-MNIST PCD(20) RBM (exact log Z from its 2^20 hidden states; error in nats
+    ± stderr, estimator seeds 0-4; CPU seconds of one thread, the same process for all three, on a loaded two-core
+    machine): the defaults, 150 runs × 6000 levels × 2 states (0.9 M transitions, 11.0 s; BridgeSampling's defaults 7.1 s,
+    AIS 3000 linear steps × 300 chains 5.0 s), −0.09 ± 0.08, −0.09 ± 0.09, −0.02 ± 0.08, +0.15 ± 0.16 (ESS 32 of 150,
+    heavy-tailed weights, warned), −0.06 ± 0.10 (ESS 62-74 on the other seeds); CD-1(20), whose top hidden configuration
+    holds 40 % of the mass, −0.81 ± 0.28 at seed 0 (ESS 12 of 150, warned). At a fixed number of transitions, longer runs
+    beat more runs or more states per level: 3000 levels × 2 states × 300 runs −0.16 to −0.24 over four seeds (stderr
+    0.08-0.10, ESS 26-35 %: silent though 2-3 stderr low; a power:2 schedule −0.26, −0.07, −0.19), 200 levels × 11 states
+    × 500 runs −0.32, −0.12, +0.11 (warned), the former defaults (100 runs × 100 levels × 6 states, an eighteenth of
+    the transitions) −0.40 ± 0.37 (ESS 6.7 of 100, warned). A link is a uniformly placed state of its level's chain, so with
+    two states it moves half as far per transition as an AIS chain (AIS, 3000 linear steps × 300 chains: +0.00, −0.08),
+    and the runs must find the model's modes near β = 1 on their own (6000 levels × 300 runs: 5 % of the runs end in the
+    top hidden configuration, which holds 10 % of the mass, with 3 % of the weight; one seed +0.50 ± 0.42, ESS 5.6).
 
     Args:
         num_runs: independent LIS runs (≥ 2), run as one batch in blocks with their own streams.
@@ -71,9 +74,9 @@ class LinkedImportanceSampling(PathPartitionEstimator):
 
     def __init__(
         self,
-        num_runs: int = 100,
-        num_levels: int = 100,
-        states_per_level: int = 6,
+        num_runs: int = 150,
+        num_levels: int = 6000,
+        states_per_level: int = 2,
         schedule: ScheduleSpec = "linear",
         base: str = "auto",
         base_smoothing: float = 1.0,
@@ -136,27 +139,29 @@ def linked_runs(path: AnnealingPath, betas: list[float], states_per_level: int, 
     n = states_per_level
     states = [path.sample_base(num_runs, generator=generator) for _ in range(n)]  # level 0: exact base draws
     log_weights = None
-    rows = None
     for level in range(1, len(betas)):
         beta_from, beta_to = betas[level - 1], betas[level]
         half_increments = torch.stack([path.log_weight_increment(path.statistics(state), beta_from, beta_to) for state in states], 1) / 2
         numerator = log_mean_exp(half_increments, 1)  # (1/n) Σ b_j / f_{j−1} over level j−1's states
-        positions = torch.stack([state.position for state in states], 1)  # [R, n, D]
-        if rows is None:
-            rows = torch.arange(num_runs, device=positions.device)
-        link = positions[rows, _categorical(half_increments, generator=generator)]
+        choice = _categorical(half_increments, generator=generator)  # [R]
+        # the link is level j−1's chosen state as it is (its statistics too); it is also level j's first state, and its
+        # b_j / f_j is the inverse of the b_j / f_{j−1} just computed, so the denominator needs only the n − 1 new states
+        link = states[0]
+        for index in range(1, n):
+            link = select_chains(choice == index, states[index], link, num_runs)
+        link_half = half_increments.gather(1, choice[:, None])  # [R, 1]
         # the link takes place μ (uniform); the n − 1 − μ places after it run forward from it and the μ before it
         # backward, as one stretch of n − 1 steps restarted at the link at step n − μ. Every use of a level's states
         # (the next numerator and link, this denominator) is symmetric in them, so they are kept in this order; with
         # n = 2 either stretch is one step from the link, so μ need not be drawn.
         if n > 2:
-            restart = n - randint(n, (num_runs,), generator=generator, device=positions.device)  # [R]
-        states = [path.init(link, generator=generator)]
+            restart = n - randint(n, (num_runs,), generator=generator, device=link_half.device)  # [R]
+        states = [link]
         for step in range(1, n):
             start = states[-1] if step == 1 else select_chains(restart == step, states[0], states[-1], num_runs)
             states.append(path.transition(start, beta_to, generator=generator)[0])
-        denominator = log_mean_exp(torch.stack([-path.log_weight_increment(path.statistics(state), beta_from, beta_to) / 2
-                                                for state in states], 1), 1)
+        new_halves = [-path.log_weight_increment(path.statistics(state), beta_from, beta_to) / 2 for state in states[1:]]
+        denominator = log_mean_exp(torch.cat([-link_half, *[half[:, None] for half in new_halves]], 1), 1)
         increment = numerator - denominator
         log_weights = increment if log_weights is None else log_weights + increment
         if progress is not None:

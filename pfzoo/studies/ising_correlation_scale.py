@@ -202,10 +202,15 @@ def scale_markdown(study: Mapping, thesis: Mapping[str, float]) -> str:
     spin_factors = ", ".join(f"{name} ×{spins[name] / baseline['values'][name]:.2g}" for name in learners if name in spins)
     covariance_factors = ", ".join(f"{spins[name] / by_key['covariances']['values'][name]:.3g}" for name in learners if name in spins)
     mean_square = [row for row in rows if row["key"] not in ("mean_absolute", "root_mean_square")]
-    base_ratio = geometric_mean_ratio(baseline["values"], thesis)
-    nearest = min(mean_square, key=lambda row: abs(math.log(geometric_mean_ratio(row["values"], thesis))))
+    scale = {row["key"]: geometric_mean_ratio(row["values"], thesis) for row in rows}
+    base_ratio = scale["moments"]
+    nearest = min(mean_square, key=lambda row: abs(math.log(scale[row["key"]])))
+    readings = [row for row in mean_square if row["group"] == "reading"]
+    samplers = [row for row in mean_square if row["group"] == "sampling" or row["key"].endswith("swendsen_wang")]
     same_glass = [row for row in mean_square if row["group"] in ("reading", "sampling")]
-    furthest = max(same_glass, key=lambda row: geometric_mean_ratio(row["values"], thesis))
+    furthest = max(same_glass, key=lambda row: scale[row["key"]])
+    near_ratios = {name: nearest["values"][name] / thesis[name] for name in learners if name in nearest["values"]}
+    missing = [name for name in learners if name not in nearest["values"]]
     sampling = study["sampling"]
     return (
         "## What sets the scale of ε_corr against the thesis's\n\n"
@@ -219,12 +224,23 @@ def scale_markdown(study: Mapping, thesis: Mapping[str, float]) -> str:
         "row's change.\n\n" + table + "\n\n"
         f"- Readings of the same samples: ±1 spins multiply ours by {spin_factors}, not 16: the spins' error is 16× the "
         f"covariances' ({covariance_factors}), because ⟨s_i s_j⟩ = 4C_ij + (2m_i − 1)(2m_j − 1) drops the means' errors "
-        "that ⟨x_i x_j⟩ carries at first order. No mean square reading of these samples moves the geometric mean of "
-        f"ours ÷ thesis's ({base_ratio:.3g}) above {max(geometric_mean_ratio(row['values'], thesis) for row in same_glass):.3g} "
-        f"(`{furthest['key']}`); the mean absolute and root mean square errors, which the thesis does not name for this "
-        "table, are of the thesis's order.\n"
-        f"- Nearest the thesis's scale among the mean square rows: `{nearest['key']}` ({nearest['change']}), geometric mean "
-        f"{geometric_mean_ratio(nearest['values'], thesis):.3g} against ours {base_ratio:.3g}; there the true glass's own "
-        + (f"samples give {nearest['values'][TRUTH]:.2e} against {baseline['values'][TRUTH]:.2e} in ours.\n"
-           if TRUTH in nearest["values"] else "samples are not in the row.\n")
+        "that ⟨x_i x_j⟩ carries at first order. The mean square readings move the geometric mean of ours ÷ thesis's "
+        f"({base_ratio:.3g}) to {min(scale[row['key']] for row in readings):.3g}–{max(scale[row['key']] for row in readings):.3g} "
+        f"(highest: `{max(readings, key=lambda row: scale[row['key']])['key']}`); the mean absolute and root mean square "
+        f"errors give {scale.get('mean_absolute', math.nan):.3g} and {scale.get('root_mean_square', math.nan):.3g} (the thesis "
+        "names the mean square for this table).\n"
+        "- The reference and the sampler: "
+        + ", ".join(f"`{row['key']}` {scale[row['key']]:.3g}" + (f" (its block-Gibbs row {scale[gibbs]:.3g})"
+                    if (gibbs := row["key"].replace("swendsen_wang", "moments")) != row["key"] else "") for row in samplers)
+        + f"; no change of statistic, entries, reference or sampler on this glass takes the geometric mean above "
+        f"{scale[furthest['key']]:.3g} (`{furthest['key']}`).\n"
+        f"- **Measured cause: {nearest['change']}** (`{nearest['key']}`) moves the geometric mean from {base_ratio:.3g} to "
+        f"{scale[nearest['key']]:.3g}, ×{scale[nearest['key']] / base_ratio:.3g} (rows within a factor 3 of the thesis's scale: "
+        + ", ".join(f"`{key}` {ratio:.3g}" for key, ratio in scale.items() if abs(math.log(ratio)) < math.log(3)) + "); "
+        + (f"there the true glass's own samples give {nearest['values'][TRUTH]:.2e} against {baseline['values'][TRUTH]:.2e} in ours, "
+           if TRUTH in nearest["values"] else "")
+        + "and the learners' ratios still span "
+        + ", ".join(f"{name} {ratio:.3g}" for name, ratio in near_ratios.items())
+        + ": the scale is reached, the learners' order is not"
+        + (f" ({', '.join(missing)}: no value in that row)" if missing else "") + ".\n\n"
     )

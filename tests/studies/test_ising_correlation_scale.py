@@ -69,6 +69,8 @@ def test_the_section_names_the_row_nearest_the_thesis_and_the_spin_factors():
     assert "| thesis | Table 3.1 | 0.0025 | 0.0125 | — | 1 |" in text
     assert "| `moments` | moments | 1.00e-04 (0.04) | 5.00e-04 (0.04) | 1.00e-05 | 0.04 (0.04–0.04) |" in text
     assert "MPF ×4, CD-1 ×1" in text and "(16, 16)" in text
-    assert "Nearest the thesis's scale among the mean square rows: `strong`" in text  # mean_absolute is not a mean square
+    # the nearest mean square row is the cause named; mean_absolute, nearer, is not a mean square
+    assert "**Measured cause: strong** (`strong`) moves the geometric mean from 0.04 to 0.98, ×24.5" in text
+    assert "the learners' ratios still span MPF 0.8, CD-1 1.2" in text and "`moments` 0.04" not in text.split("Measured")[1]
     with pytest.raises(ValueError, match="must name a learner"):
         geometric_mean_ratio({"PT-SML": 1.0}, thesis)

@@ -184,6 +184,8 @@ ROWS = (
         reading={"best": True}),
     Row("cd_thesis_schedule", "CD-1 as the thesis states it: plain SGD, batch 100, learning rate linear from 3.0 to 0.1",
         Fit(learners=("CD-1",), linear_learning_rate=(3.0, 0.1))),
+    Row("strong_cd_thesis_schedule", "`cd_thesis_schedule` on the σ = 2√10 glass (σ² = 10 read as J''s variance; "
+        "reports/ising/sigma20_trace's sample)", Fit(coupling_std=2 * math.sqrt(10), learners=("CD-1",), linear_learning_rate=(3.0, 0.1))),
     Row("zero_start", "initialisation: J = 0 and b = 0 (not the base-rate biases)", Fit(base_rate_start=False)),
     Row("float32", "float32 instead of float64", Fit(float32=True)),
     Row("all_bits_flipped", "MPF's connectivity: single flips plus the all-bits-flipped state (App. E.2)",

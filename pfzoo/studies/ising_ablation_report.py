@@ -70,7 +70,7 @@ def conventions_table(rows: dict) -> list[str]:
 def sgd_table(rows: dict) -> list[str]:
     """CD-1 and PT-SML's ε_J and seconds in the rows that fit them, beside the thesis's CD-1."""
     lines = ["| row | learner | ε_J | ε_J ÷ 4 (J' units) | thesis ε_J | seconds (epochs) |", "|---|---|---|---|---|---|"]
-    for key in ("sgd_learners", "cd_thesis_schedule"):
+    for key in ("sgd_learners", "cd_thesis_schedule", "strong_cd_thesis_schedule"):
         for name, result in rows.get(key, {}).get("learners", {}).items():
             error = result["coupling_errors"]["pairs"]
             thesis = THESIS_TABLE.get(name, (None,))[0]
@@ -83,7 +83,9 @@ def correlation_table(record: dict, baseline_std: float) -> list[str]:
     separates couplings from biases: the field error, ε_corr with the true zero field, the samples' mean |⟨s_i⟩|."""
     rows = record["rows"]
     learners = {**rows.get("baseline", {}).get("learners", {}), **rows.get("sgd_learners", {}).get("learners", {}),
-                **{f"{name} (thesis's schedule)": result for name, result in rows.get("cd_thesis_schedule", {}).get("learners", {}).items()}}
+                **{f"{name} (thesis's schedule)": result for name, result in rows.get("cd_thesis_schedule", {}).get("learners", {}).items()},
+                **{f"{name} (thesis's schedule, σ = 2√10 glass)": result
+                   for name, result in rows.get("strong_cd_thesis_schedule", {}).get("learners", {}).items()}}
     truth = record["truth"].get(repr(baseline_std))
     lines = ["| learner | thesis ε_corr | ε_corr ⟨x_i x_j⟩ (ours) | ⟨s_i s_j⟩ | covariances | ε_J | field error | "
              "ε_corr ⟨x_i x_j⟩, own J with zero field | mean \\|⟨s_i⟩\\| of its samples |", "|---|---|---|---|---|---|---|---|---|"]

@@ -212,6 +212,7 @@ def scale_markdown(study: Mapping, thesis: Mapping[str, float]) -> str:
     near_ratios = {name: nearest["values"][name] / thesis[name] for name in learners if name in nearest["values"]}
     missing = [name for name in learners if name not in nearest["values"]]
     sampling = study["sampling"]
+    within = ", ".join(f"`{key}` {ratio:.3g}" for key, ratio in scale.items() if abs(math.log(ratio)) < math.log(3))
     return (
         "## What sets the scale of ε_corr against the thesis's\n\n"
         f"Made by `{study['command']}` on {study['date']} (load average {study['load_average']}). Ours: {study['num_samples']:,} "
@@ -234,13 +235,29 @@ def scale_markdown(study: Mapping, thesis: Mapping[str, float]) -> str:
                     if (gibbs := row["key"].replace("swendsen_wang", "moments")) != row["key"] else "") for row in samplers)
         + f"; no change of statistic, entries, reference or sampler on this glass takes the geometric mean above "
         f"{scale[furthest['key']]:.3g} (`{furthest['key']}`).\n"
-        f"- **Measured cause: {nearest['change']}** (`{nearest['key']}`) moves the geometric mean from {base_ratio:.3g} to "
-        f"{scale[nearest['key']]:.3g}, ×{scale[nearest['key']] / base_ratio:.3g} (rows within a factor 3 of the thesis's scale: "
-        + ", ".join(f"`{key}` {ratio:.3g}" for key, ratio in scale.items() if abs(math.log(ratio)) < math.log(3)) + "); "
-        + (f"there the true glass's own samples give {nearest['values'][TRUTH]:.2e} against {baseline['values'][TRUTH]:.2e} in ours, "
-           if TRUTH in nearest["values"] else "")
-        + "and the learners' ratios still span "
-        + ", ".join(f"{name} {ratio:.3g}" for name, ratio in near_ratios.items())
-        + ": the scale is reached, the learners' order is not"
-        + (f" ({', '.join(missing)}: no value in that row)" if missing else "") + ".\n\n"
+        + (_at_scale(baseline, base_ratio, thesis, within) if abs(math.log(base_ratio)) < math.log(3) else
+           f"- **Measured cause: {nearest['change']}** (`{nearest['key']}`) moves the geometric mean from {base_ratio:.3g} to "
+           f"{scale[nearest['key']]:.3g}, ×{scale[nearest['key']] / base_ratio:.3g} (rows within a factor 3 of the thesis's "
+           f"scale: {within}); "
+           + (f"there the true glass's own samples give {nearest['values'][TRUTH]:.2e} against {baseline['values'][TRUTH]:.2e} "
+              "in ours, " if TRUTH in nearest["values"] else "")
+           + "and the learners' ratios still span "
+           + ", ".join(f"{name} {ratio:.3g}" for name, ratio in near_ratios.items())
+           + ": the scale is reached, the learners' order is not"
+           + (f" ({', '.join(missing)}: no value in that row)" if missing else "") + ".\n\n")
     )
+
+
+def _at_scale(baseline: Mapping, base_ratio: float, thesis: Mapping[str, float], within: str) -> str:
+    """The last bullet when ours (row ``moments``) is already within a factor 3 of the thesis's scale: no row is a cause
+    to name; what is left to compare is each learner's ratio and the learners' order, ours against the thesis's."""
+    values = baseline["values"]
+    shared = [name for name in thesis if name in values]
+    ours, theirs = sorted(shared, key=values.get), sorted(shared, key=thesis.get)
+    missing = [name for name in thesis if name not in values]
+    return (f"- **Ours is at the thesis's scale**: the geometric mean of ours ÷ thesis's is {base_ratio:.3g} (rows within a "
+            f"factor 3 of the thesis's scale: {within}); the learners' ratios span "
+            + ", ".join(f"{name} {values[name] / thesis[name]:.3g}" for name in shared)
+            + (": the scale and the learners' order are both the thesis's" if ours == theirs else
+               f": the scale is reached, the learners' order is not (ours {' < '.join(ours)}; the thesis's {' < '.join(theirs)})")
+            + (f" ({', '.join(missing)}: no value of ours)" if missing else "") + ".\n\n")

@@ -74,3 +74,22 @@ def test_the_section_names_the_row_nearest_the_thesis_and_the_spin_factors():
     assert "the learners' ratios still span MPF 0.8, CD-1 1.2" in text and "`moments` 0.04" not in text.split("Measured")[1]
     with pytest.raises(ValueError, match="must name a learner"):
         geometric_mean_ratio({"PT-SML": 1.0}, thesis)
+
+
+def test_a_run_already_at_the_thesis_scale_names_no_cause_and_compares_the_order():
+    thesis = {"MPF": 0.0025, "pseudo-likelihood": 0.0036, "CD-1": 0.0125, "MFT+TAP": 0.0983}
+    rows = [{"key": key, "change": key, "group": "reading", "values": values | {TRUTH: 4e-4}}
+            for key, values in (("moments", {"MPF": 1e-2, "pseudo-likelihood": 5e-3, "CD-1": 5e-3}),
+                                ("spin_moments", {"MPF": 2e-2, "pseudo-likelihood": 1e-2, "CD-1": 1e-2}),
+                                ("covariances", {"MPF": 1e-3, "pseudo-likelihood": 6e-4, "CD-1": 6e-4}))]
+    study = {"command": "python x", "date": "d", "load_average": [1.0], "num_samples": 100, "rows": rows,
+             "sampling": {"num_chains": 10, "burn_in": 5, "thin": 2}}
+    text = scale_markdown(study, thesis)
+    assert "Measured cause" not in text
+    ratio = (4 * 5e-3 / 3.6e-3 * 5e-3 / 1.25e-2) ** (1 / 3)
+    assert f"**Ours is at the thesis's scale**: the geometric mean of ours ÷ thesis's is {ratio:.3g}" in text
+    assert "MPF 4, pseudo-likelihood 1.39, CD-1 0.4" in text
+    assert "the learners' order is not (ours pseudo-likelihood < CD-1 < MPF; the thesis's MPF < pseudo-likelihood < CD-1)" in text
+    assert "(MFT+TAP: no value of ours)" in text
+    rows[0]["values"] = {"MPF": 2.5e-3, "pseudo-likelihood": 3.6e-3, "CD-1": 1.25e-2, TRUTH: 4e-4}
+    assert "the scale and the learners' order are both the thesis's" in scale_markdown(study, thesis)

@@ -85,6 +85,10 @@ def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_trainin
     assert zoo.load_checkpoint(folder / zoo.CHECKPOINT_FILE)["trainer_state"] is None
     entry = json.loads((tmp_path / "out" / "results.json").read_text())["models"]["cd1-20"]  # the row records the zoo's copy
     assert entry["checkpoint"] == str(folder / zoo.CHECKPOINT_FILE) and entry["checkpoint_sha256"] == zoo.file_sha256(folder / zoo.CHECKPOINT_FILE)
+    (folder / "card.json").write_text(json.dumps({**card, "pfzoo_version": "0.0.1", "git_commit": "abc"}))  # as trained by an older checkout
+    script.main(["--render", str(tmp_path / "out" / "results.json"), "--export-zoo", str(tmp_path / "zoo")])  # the card re-rendered, the model kept
+    again = json.loads((folder / "card.json").read_text())
+    assert (again["pfzoo_version"], again["git_commit"]) == ("0.0.1", "abc") and again["checkpoint"] == card["checkpoint"]
 
 
 def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(script, tmp_path, monkeypatch):

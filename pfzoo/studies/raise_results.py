@@ -208,6 +208,7 @@ def export_model(name: str, results: dict, checkpoint: Path, folder: Path, *, re
     kept = [row for row in previous.get("measurements", []) if row.get("metric") in SECTION_METRICS]
     fields = card_fields(name, results, model, config, git_commit=previous.get("git_commit") if same_model else git_commit(repo), kept=kept)
     fields["notes"] = previous.get("notes") or fields["notes"]  # what was noted about this checkpoint still holds
+    fields["pfzoo_version"] = previous.get("pfzoo_version") or fields["pfzoo_version"]  # the version that trained it, as git_commit
     if previous.get("depth"):  # the depth diagnostic (scripts/dbm_depth.py) measured this checkpoint
         fields["depth"] = previous["depth"]
     text = model_card(name, results, model, repo_relative(folder, repo)).render()

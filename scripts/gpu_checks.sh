@@ -5,7 +5,8 @@
 # pytest: `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps), whole log kept;
 # bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
 # dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_pcd: the top RBM by PCD-1 at lr 1e-4 on the zoo's CD25(500) turned upside down) resumed on CUDA from
-#         zoo/training/DBN_STATE (default dbn-binarized_mnist), or started there when no state is committed yet, for DBN_SECONDS;
+#         zoo/training/DBN_STATE, or started there when no state is committed (the default dbn-binarized_mnist's state left with
+#         its model, the zoo's DBN since 2026-11-29: the part now reruns that recipe from its start), for DBN_SECONDS;
 # dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_deep, issue 48) resumed on CUDA from zoo/training/DBM_STATE
 #         (default dbm-binarized_mnist-deep), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
 #         epoch on an H100; DBM_SECONDS=rest: until 15 s before the budget ends); a second call on the still-warm machine

@@ -99,12 +99,14 @@ class RaiseRun:
         return self.results["settings"]
 
     def store(self, section: str, name: str, entry: dict) -> None:
-        """Set ``results[section][name]`` and write results.json, keeping what another run (other models) wrote meanwhile
-        unless ``fresh``. A sweep with the same settings as the stored one, measured on the same checkpoint, adds its K's
-        rows to the stored rows (replacing those at the same K); each row then records its own ``measured_on``."""
+        """Set ``results[section][name]`` and write results.json, keeping what another run wrote meanwhile unless
+        ``fresh``: the file's entries win over the copies this run read at its start (another run may have re-measured
+        them since), only ``results[section][name]`` is this run's. A sweep with the same settings as the stored one,
+        measured on the same checkpoint, adds its K's rows to the stored rows (replacing those at the same K); each row
+        then records its own ``measured_on``."""
         latest = json.loads(self.results_file.read_text()) if self.results_file.is_file() and not self.fresh else {}
         if comparable(latest, self.results):
-            self.results.update({key: {**latest.get(key, {}), **self.results[key]} for key in SECTIONS})
+            self.results.update({key: {**self.results[key], **latest.get(key, {})} for key in SECTIONS})
         stored = self.results[section].get(name)
         if (section == "sweeps" and stored is not None and stored["settings"] == entry["settings"]
                 and stored.get("checkpoint_sha256") == entry["checkpoint_sha256"] and not stored.get(OLDER)):

@@ -82,3 +82,15 @@ def test_a_sweep_that_adds_a_k_keeps_each_sittings_day_and_the_stored_rows_evide
     assert [(r["steps"], r["measured_on"]) for r in stored["rows"]] == [(10, "day 1, machine A"), (100, "day 2, machine B")]
     assert stored["checkpoint_evidence"] == "e"
     assert sweep_measured(stored) == " Measured day 1, machine A, 1.0 min (K = 10); day 2, machine B, 1.0 min (K = 100)."
+
+
+def test_a_store_keeps_what_another_run_re_measured_after_this_run_read_the_file(tmp_path):
+    file = tmp_path / "results.json"
+    stale = {"machine": "m", "gpu": None, "settings": {"steps": 1}, "models": {"dbn": {"value": "old"}}, "sweeps": {}, "schedule_pilots": {},
+             "heating": {}}
+    file.write_text(json.dumps(stale))
+    run = RaiseRun.start(tmp_path, {"steps": 1}, seed=0, device=torch.device("cpu"), fresh=False, repo=tmp_path)  # reads "old"
+    file.write_text(json.dumps({**stale, "models": {"dbn": {"value": "new"}}}))  # another run re-measures the DBN meanwhile
+    run.store("sweeps", "cd25-500@uniform", {"settings": {}, "rows": []})
+    stored = json.loads(file.read_text())
+    assert stored["models"] == {"dbn": {"value": "new"}} and stored["sweeps"] == {"cd25-500@uniform": {"settings": {}, "rows": []}}

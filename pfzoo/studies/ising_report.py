@@ -238,6 +238,9 @@ def figure_31_section(record: dict, out: Path) -> str:
             f"| {name} | {final[name]:.2e} | — | — | {min(error for _, error in trace):.2e} | "
             + (f"{reached[name]:.3g}" if reached[name] is not None else f"not in {trace[-1][0]:.3g}") + f" | {results[name]['seconds']:.3g} |"
             for name, trace in traces.items()]
+    # a learner with no fit here (mean-field inversion of a singular covariance) keeps its row, beside the thesis's number
+    rows += [f"| {name} | no fit: {result['unusable']} | {THESIS_CORRELATION[name]:g} | — | — | — | — |"
+             for name, result in results.items() if "unusable" in result and name in THESIS_CORRELATION]
     ours = sorted(final, key=final.get)
     thesis = sorted((name for name in THESIS_CORRELATION if name in final), key=THESIS_CORRELATION.get)
     better = [name for name in ours if final[name] < final["MPF"]]

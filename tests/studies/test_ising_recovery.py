@@ -152,7 +152,7 @@ def test_reproduce_ising_fits_only_the_learners_asked_for_and_times_them_in_cpu_
     assert instantiate(cfg.trainer, run_dir=tmp_path / "cd1").settings.clock == "cpu"
 
 
-@pytest.mark.parametrize("folder", ["sigma10", "sigma10_trace", "fully_connected40", "fully_connected40/weight_decay"])
+@pytest.mark.parametrize("folder", ["sigma10", "sigma10_trace", "sigma20_trace", "fully_connected40", "fully_connected40/weight_decay"])
 def test_committed_ising_reports_rerender_from_their_results(folder, tmp_path, monkeypatch):
     committed = REPO / "reports" / "ising" / folder
     if not (committed / "results.json").exists():

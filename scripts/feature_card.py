@@ -61,16 +61,26 @@ def labelled_data(card: dict, root: Path) -> tuple[DataSplits, str]:
     return data, f"The card's data set `{card['dataset']}` with its labels."
 
 
-def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
-    """One zoo model's measurement as a card entry, or ``None`` (after saying why) when it does not apply."""
+def model_with_labelled_data(name: str, zoo_dir: Path, root: Path, needs: Capability, lacking: str) -> tuple | None:
+    """Zoo model ``name``, its card's data with labels and the sentence saying what they are, or ``None`` (after saying
+    why) when the model lacks ``needs`` (``lacking`` says so in words) or the data have no labels."""
     card, model = zoo.pretrained_card(name, zoo_dir=zoo_dir), zoo.pretrained(name, zoo_dir=zoo_dir)
-    if Capability.HIDDEN_MEANS not in model.capabilities:
-        print(f"{name}: skipped, {type(model).__name__} has no hidden means", flush=True)
+    if needs not in model.capabilities:
+        print(f"{name}: skipped, {type(model).__name__} has no {lacking}", flush=True)
         return None
     data, description = labelled_data(card, root)
     if not data.labelled:
         print(f"{name}: skipped, the data set {card['dataset']!r} has no labels", flush=True)
         return None
+    return model, data, description
+
+
+def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
+    """One zoo model's measurement as a card entry, or ``None`` (after saying why) when it does not apply."""
+    loaded = model_with_labelled_data(name, zoo_dir, root, Capability.HIDDEN_MEANS, "hidden means")
+    if loaded is None:
+        return None
+    model, data, description = loaded
     began = time.perf_counter()
     result = feature_accuracy(model, data, layer=args.layer, num_train=args.num_train, max_iter=args.max_iter, C=args.C,
                               generator=torch.Generator().manual_seed(args.seed))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from feature_card import labelled_data, write
+from feature_card import model_with_labelled_data, write
 from pfzoo import zoo
 from pfzoo.models import Capability
 from pfzoo.studies.sample_recognition import sample_recognition
@@ -36,14 +36,10 @@ CLASSIFIER = "multinomial logistic regression (scikit-learn LogisticRegression, 
 
 def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
     """One zoo model's measurement as a card entry, or ``None`` (after saying why) when it does not apply."""
-    card, model = zoo.pretrained_card(name, zoo_dir=zoo_dir), zoo.pretrained(name, zoo_dir=zoo_dir)
-    if Capability.HIDDEN_CHAIN not in model.capabilities:
-        print(f"{name}: skipped, {type(model).__name__} has no Gibbs chain through a hidden layer", flush=True)
+    loaded = model_with_labelled_data(name, zoo_dir, root, Capability.HIDDEN_CHAIN, "Gibbs chain through a hidden layer")
+    if loaded is None:
         return None
-    data, description = labelled_data(card, root)
-    if not data.labelled:
-        print(f"{name}: skipped, the data set {card['dataset']!r} has no labels", flush=True)
-        return None
+    model, data, description = loaded
     began = time.perf_counter()
     result = sample_recognition(model, data, num_samples=args.num_samples, num_steps=args.num_steps, threshold=args.threshold,
                                 num_train=args.num_train, max_iter=args.max_iter, generator=torch.Generator().manual_seed(args.seed))

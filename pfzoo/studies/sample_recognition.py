@@ -20,7 +20,7 @@ import torch
 
 from pfzoo.data import DataSplits
 from pfzoo.models.capabilities import Capability, require
-from pfzoo.studies.features import fit_linear_classifier
+from pfzoo.studies.features import fit_linear_classifier, labelled_training_rows
 from pfzoo.validation import check_positive_int
 
 BY = "the sample recognition check"
@@ -69,22 +69,13 @@ def sample_recognition(model, data: DataSplits, *, num_samples: int = 1000, num_
     through a hidden layer and data without labels.
     """
     require(model, Capability.HIDDEN_CHAIN, by=BY, alternatives=["an RBM, DBM or DBN"])
-    if not data.labelled:
-        raise ValueError(f"{BY} needs class labels; the data set {data.name!r} has none — use dataset=mnist or digits")
-    if data.train.shape[1] != model.num_visible:
-        raise ValueError(f"data has {data.train.shape[1]} columns but the model has {model.num_visible} visible units")
     check_positive_int(num_samples, "num_samples")
     check_positive_int(num_steps, "num_steps")
     if not (isinstance(threshold, (int, float)) and not isinstance(threshold, bool) and 0.0 < threshold < 1.0):
         raise ValueError(f"threshold must be a probability strictly between 0 and 1, got {threshold!r}")
-    if not (isinstance(C, (int, float)) and not isinstance(C, bool) and math.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a positive number, got {C!r}")
-    train, labels = data.train, data.train_labels
-    if num_train is not None:
-        check_positive_int(num_train, "num_train")
-        if num_train < train.shape[0]:
-            rows = torch.randperm(train.shape[0], generator=generator)[:num_train]
-            train, labels = train[rows], labels[rows]
+    train, labels = labelled_training_rows(data, num_train, C=C, max_iter=max_iter, by=BY, generator=generator)
+    if train.shape[1] != model.num_visible:
+        raise ValueError(f"data has {train.shape[1]} columns but the model has {model.num_visible} visible units")
     classifier, converged = fit_linear_classifier(train.double(), labels, C=C, max_iter=max_iter)
     with torch.no_grad():
         samples = model.sample(num_samples, num_steps=num_steps, generator=generator)

@@ -114,6 +114,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help="record the measurement in each card (replacing an earlier one)")
     args = parser.parse_args(argv)
     args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--write"]
+    measure_cards(args, measure)
+
+
+def measure_cards(args, measure) -> None:
+    """``measure(name, zoo_dir, root, args)`` for each of ``args.models`` (default: every model of ``args.zoo`` trained on
+    binarised MNIST), printed, and with ``args.write`` recorded in each card (:func:`write`); the reference data under
+    ``args.data_root`` (default ``$PFZOO_DATA`` or ``<repo>/../shared/data``)."""
     root = args.data_root or Path(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
     names = args.models or [name for name in zoo.list_pretrained(zoo_dir=args.zoo)
                             if zoo.pretrained_card(name, zoo_dir=args.zoo)["dataset"] == "binarized_mnist"]

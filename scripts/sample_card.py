@@ -15,7 +15,6 @@ Larochelle & Murray did (``scripts/feature_card.py``). Needs ``MNIST/raw/*-ubyte
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import time
@@ -23,8 +22,7 @@ from pathlib import Path
 
 import torch
 
-from feature_card import model_with_labelled_data, write
-from pfzoo import zoo
+from feature_card import measure_cards, model_with_labelled_data
 from pfzoo.models import Capability
 from pfzoo.studies.sample_recognition import sample_recognition
 from pfzoo.zoo.cards import RECOGNITION_METRIC
@@ -69,15 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--write"]
     torch.set_num_threads(args.threads)
-    root = args.data_root or Path(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data")
-    names = args.models or [name for name in zoo.list_pretrained(zoo_dir=args.zoo)
-                            if zoo.pretrained_card(name, zoo_dir=args.zoo)["dataset"] == "binarized_mnist"]
-    for name in names:
-        entry = measure(name, args.zoo, root, args)
-        if entry is None or not args.write:
-            continue
-        write(args.zoo / name, entry)
-        print(f"  wrote {args.zoo / name / zoo.CARD_DATA_FILE} and {zoo.CARD_FILE}", flush=True)
+    measure_cards(args, measure)
 
 
 if __name__ == "__main__":

@@ -110,18 +110,25 @@ def _accuracy_section(measurements: Sequence[Mapping[str, Any]]) -> str:
         mark = "" if m.get("converged", True) else " †"
         rows.append(f"| {m.get('layers_description', m['label'])} ({m['num_features']:,}) | {m['value']:.4f}{mark} | {m['pixels']:.4f} | "
                     f"{m['chance']:.4f} | {m['num_train']:,} / {m['num_test']:,} |")
+    notes = _provenance(measurements)
+    if not all(m.get("converged", True) for m in measurements):
+        notes.insert(len(notes) - any(m.get("command") for m in measurements),
+                     "† L-BFGS stopped at max_iter before converging (here or on the pixels).")
+    return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+
+
+def _provenance(measurements: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A section's closing notes, each text once: the measurements' data, their settings, and the commands that made them."""
 
     def once(texts):
         return list(dict.fromkeys(text for text in texts if text))
 
     notes = [f"Data: {data}" for data in once(m.get("data") for m in measurements)]
     notes += [f"Settings: `{settings}`." for settings in once(json.dumps(m.get("settings", {})) for m in measurements)]
-    if not all(m.get("converged", True) for m in measurements):
-        notes.append("† L-BFGS stopped at max_iter before converging (here or on the pixels).")
     commands = once(m.get("command") for m in measurements)
     if commands:
         notes.append("Measured by " + "; ".join(map(command_markdown, commands)) + ".")
-    return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+    return notes
 
 
 ACCURACY_HEADING = "Linear classifier on hidden features"
@@ -142,12 +149,8 @@ def _recognition_section(measurements: Sequence[Mapping[str, Any]]) -> str:
     notes = [f"Recognised: the classifier gives one class a probability of at least {first['threshold']:g}. The classifier is "
              f"fitted on the pixels of {first['num_train']:,} labelled training digits (its test accuracy "
              f"{first['pixels_accuracy']:.3f}) and never sees a sample; a model whose samples are digits has them recognised at "
-             "about the real digits' rate and spread over the classes as they are (total variation near 0)."]
-    notes += list(dict.fromkeys(f"Data: {m['data']}" for m in measurements if m.get("data")))
-    notes += list(dict.fromkeys(f"Settings: `{json.dumps(m.get('settings', {}))}`." for m in measurements))
-    commands = list(dict.fromkeys(m["command"] for m in measurements if m.get("command")))
-    if commands:
-        notes.append("Measured by " + "; ".join(map(command_markdown, commands)) + ".")
+             "about the real digits' rate and spread over the classes as they are (total variation near 0).",
+             *_provenance(measurements)]
     return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
 
 

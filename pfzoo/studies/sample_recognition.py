@@ -21,6 +21,7 @@ import torch
 from pfzoo.data import DataSplits
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.studies.features import fit_linear_classifier, labelled_training_rows
+from pfzoo.studies.mpf_dbn import class_evenness
 from pfzoo.validation import check_positive_int
 
 BY = "the sample recognition check"
@@ -85,11 +86,10 @@ def sample_recognition(model, data: DataSplits, *, num_samples: int = 1000, num_
     drawn_top, drawn_class = drawn.max(1)
     classes = real.shape[1]
     real_share = torch.bincount(real_class, minlength=classes).double() / real_class.numel()
-    drawn_share = torch.bincount(drawn_class, minlength=classes).double() / drawn_class.numel()
     real_rate, drawn_rate = float((real_top >= threshold).double().mean()), float((drawn_top >= threshold).double().mean())
     accuracy = float((torch.from_numpy(classifier.classes_)[real_class] == data.test_labels.cpu()).double().mean())
     return SampleRecognition(samples=drawn_rate, real=real_rate, ratio=drawn_rate / real_rate if real_rate else math.nan,
                              samples_confidence=float(drawn_top.mean()), real_confidence=float(real_top.mean()),
-                             class_total_variation=float(0.5 * (drawn_share - real_share).abs().sum()), pixels_accuracy=accuracy,
+                             class_total_variation=class_evenness(drawn_class, real_share, classes)["total_variation"], pixels_accuracy=accuracy,
                              num_samples=num_samples, num_steps=num_steps, num_train=train.shape[0], num_test=data.test.shape[0],
                              threshold=float(threshold), C=float(C), max_iter=max_iter, converged=converged)

@@ -35,7 +35,8 @@ from pfzoo.models import Gaussian
 from pfzoo.studies import reporting
 from pfzoo.studies.model_comparison.settings import SETTINGS
 from pfzoo.studies.model_comparison.size_report import readme, sizes_figure
-from pfzoo.studies.model_comparison.sizes import SizeSweep, total_stderr
+from pfzoo.studies.model_comparison.row_recorder import store_total_stderr
+from pfzoo.studies.model_comparison.sizes import SizeSweep
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -107,9 +108,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"the images in {args.data_root / 'natural_images'}, log, mean removed, top 36 principal components, whitened."}
     if args.resume and (args.out_dir / "results.json").exists():
         previous = json.loads((args.out_dir / "results.json").read_text())
-        sweep.rows, meta["resumed_from"] = previous["rows"], previous["meta"]
-        for row in (r for r in sweep.rows if not r.get("failed")):  # rows measured before the total stderr was stored
-            row["evaluation"].setdefault("stderr", total_stderr(row["evaluation"]))
+        # rows measured before the total stderr was stored get it now
+        sweep.rows, meta["resumed_from"] = store_total_stderr(previous["rows"]), previous["meta"]
         if ablation:
             ablation.rows = previous["ablation"]
 

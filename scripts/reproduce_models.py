@@ -5,7 +5,8 @@ natural image patches (Fig. 4: estimates against N; Fig. 5: the size sweep), eac
     python scripts/reproduce_models.py --quick               # smoke run (~3 min): reports/models/quick/
     python scripts/reproduce_models.py --sweep               # also Fig. 5: sparse coding vs number of latents → size_sweep.png
     python scripts/reproduce_models.py --source vanhateren   # the paper's images (<data-root>/natural_images): reports/models/vanhateren/
-    python scripts/reproduce_models.py --rerender            # measure nothing: README.md (and the plots) from results.json
+    python scripts/reproduce_models.py --rerender            # measure nothing: README.md (and the plots) from results.json,
+                                                             # which gets the numbers the README derives (each row's ±)
 
 Data: whitened 36-D natural image patches (conf/dataset/patches.yaml). Models, each trained by pfzoo.training.Trainer from a
 recipe in conf/experiment/: the Gaussian (exact ML), ICA and the Student-t POE (hais_poe_*: exact ML, full-batch L-BFGS,
@@ -43,6 +44,7 @@ from pfzoo.studies.model_comparison.data_description import describe_data
 from pfzoo.studies.model_comparison.figures import convergence_figure, sweep_figure
 from pfzoo.studies.model_comparison.paired_differences import ordering
 from pfzoo.studies.model_comparison.report import readme
+from pfzoo.studies.model_comparison.row_recorder import store_total_stderr
 from pfzoo.studies.model_comparison.settings import SETTINGS, SWEEP_SIZES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hais-particles", type=int, default=None, help="particles per patch of the per-example HAIS estimates")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--out-dir", type=Path, default=None, help="output folder (default reports/models[/vanhateren][/quick])")
-    parser.add_argument("--rerender", action="store_true", help="measure nothing: rewrite README.md (and the PNG) from results.json")
+    parser.add_argument("--rerender", action="store_true", help="measure nothing: rewrite README.md (and the PNG) from results.json, and add to it each row's ± (total stderr)")
     args = parser.parse_args(argv)
     s = dict(SETTINGS["quick" if args.quick else "full"])
     s.update({k: v for k, v in (("hais_steps", args.hais_steps), ("hais_patches", args.hais_patches), ("hais_particles", args.hais_particles)) if v is not None})
@@ -86,8 +88,10 @@ def main(argv: list[str] | None = None) -> None:
         args.sweep and __import__("matplotlib")
     except ImportError:
         sys.exit("reproduce_models.py: --sweep draws a plot and needs matplotlib (`pip install matplotlib`).")
-    if args.rerender:
+    if args.rerender:  # results.json is rewritten too: its rows get the numbers the README derives from them (each row's ±)
         payload = json.loads((out_dir / "results.json").read_text())
+        store_total_stderr(payload["models"])
+        (out_dir / "results.json").write_text(json.dumps(payload, indent=1, default=float) + "\n")
         (out_dir / "README.md").write_text(readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")))
         if payload.get("sweep") and args.sweep:
             save_figure(out_dir / "size_sweep.png", lambda: sweep_figure(payload["sweep"], payload["sweep_references"], payload["meta"]))

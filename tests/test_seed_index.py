@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from pfzoo.studies import seed_index
+from pfzoo.studies.ising_report import twice_floor_times
+from pfzoo.studies.model_comparison.row_recorder import total_stderr
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "reports" / "seed_index.yaml"
@@ -53,6 +55,27 @@ def test_every_pointer_resolves_to_a_json_value(registry):
         seed_index.expand_inline(files, item.differences, item.default_source)
         seed_index.expand_inline(files, item.why, item.default_source)
     assert count > 100
+
+
+def test_the_derived_numbers_the_registry_reads_are_their_reports_functions_of_the_stored_parts(registry):
+    """Numbers a report's README derives and its results.json stores for the index: a model-comparison row's ± (Table 1,
+    ``evaluation/stderr``: :func:`total_stderr` of its two parts) and Figure 3.2's seconds to twice the ε_corr floor
+    (``twice_floor``: :func:`twice_floor_times` of the stored traces). Each registry pointer to one must read the
+    function's value on the same JSON, so a hand edit or a changed formula without a re-render fails here."""
+    files = seed_index.JsonFiles(ROOT)
+    checked = set()
+    for item in registry.items:
+        for reading in item.readings:
+            for pointer in (reading.pointer, reading.stderr_pointer):
+                if pointer and pointer.endswith("/evaluation/stderr") and reading.source.startswith("reports/models/"):
+                    evaluation = files.value(reading.source, pointer.removesuffix("/stderr"))
+                    assert evaluation["stderr"] == total_stderr(evaluation), f"{item.seed} {item.name}: {pointer}"
+                    checked.add("stderr")
+                elif pointer and pointer.startswith("/twice_floor/"):
+                    stored = files.value(reading.source, pointer)
+                    assert stored == seed_index.resolve(twice_floor_times(files.value(reading.source, "")), pointer.removeprefix("/twice_floor"))
+                    checked.add("twice_floor")
+    assert checked == {"stderr", "twice_floor"}, "the registry no longer reads the derived numbers this test checks"
 
 
 def test_the_committed_index_is_a_fresh_render():

@@ -161,3 +161,5 @@ def test_committed_ising_reports_rerender_from_their_results(folder, tmp_path, m
     (tmp_path / folder / "results.json").write_text((committed / "results.json").read_text())
     _reproduce_ising(monkeypatch, "--report-only", "--out", str(tmp_path / folder))
     assert (tmp_path / folder / "README.md").read_text() == (committed / "README.md").read_text()
+    # --report-only adds to results.json the numbers the README derives (with_derived_numbers): the committed file has them
+    assert (tmp_path / folder / "results.json").read_text() == (committed / "results.json").read_text()

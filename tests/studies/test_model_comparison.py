@@ -1,6 +1,7 @@
-"""model_comparison: the stored model-comparison reports re-render from their results alone, and the ordering check
-compares the groups pairwise on the same patches."""
+"""model_comparison: the stored model-comparison reports re-render from their results alone (which hold each row's ±
+as the README computes it), and the ordering check compares the groups pairwise on the same patches."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 from pfzoo.studies.model_comparison.paired_differences import ordering
 from pfzoo.studies.model_comparison.report import paper_ranks, readme, routes_section
+from pfzoo.studies.model_comparison.row_recorder import store_total_stderr, total_stderr
 
 RESULTS = Path(__file__).resolve().parents[2] / "reports" / "models"
 
@@ -17,6 +19,15 @@ def test_the_stored_readme_re_renders_from_its_results_json(folder):
     payload = json.loads((folder / "results.json").read_text())
     assert readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")) == (folder / "README.md").read_text()
     assert ordering(payload["models"]) == payload["ordering"]
+    # each row's ± (the seeds' index reads it) is stored as the README computes it: store_total_stderr changes nothing
+    assert all("stderr" in row["evaluation"] for row in payload["models"] if not row.get("failed"))
+    assert store_total_stderr(copy.deepcopy(payload["models"])) == payload["models"]
+
+
+def test_a_rows_total_stderr_is_its_two_parts_in_quadrature():
+    rows = [{"evaluation": {"estimator_stderr": 0.3, "data_stderr": 0.4}}, {"failed": "NaN loss"}]
+    assert total_stderr(rows[0]["evaluation"]) == pytest.approx(0.5)
+    assert store_total_stderr(rows) is rows and rows[0]["evaluation"]["stderr"] == pytest.approx(0.5) and rows[1] == {"failed": "NaN loss"}
 
 
 def test_ordering_pairs_each_lower_group_with_the_next_higher_one_on_the_same_patches():

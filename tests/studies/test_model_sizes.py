@@ -38,6 +38,8 @@ def test_a_complete_poe_swept_by_mpf_lbfgs_has_its_hais_value_checked_against_th
     check = row["exact_check"]
     assert math.isfinite(check["exact"]) and abs(check["error"]) < 4 * check["log_z_stderr"] + 0.05  # log Ẑ is the only estimate in it
     assert row["exact_check"]["hais"] == row["evaluation"]["mean"] and row["evaluation"]["log_z_stderr"] > 0
+    e = row["evaluation"]  # the recorder stores the row's ± (its two parts in quadrature), which the index reads
+    assert e["stderr"] == pytest.approx(math.hypot(e["estimator_stderr"], e["data_stderr"])) and e["stderr"] >= e["data_stderr"] > 0
     assert [c["num_steps"] for c in row["evaluation"]["convergence"]] == [300, 3000]
     assert sweep.product_of_experts("laplace", 36, 3, 1) is row  # a resumed run keeps the row it holds
 

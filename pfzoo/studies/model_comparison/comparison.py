@@ -262,7 +262,7 @@ class ModelComparison(RowRecorder):
                 entry["failed"] = r["failed"]
             else:
                 e, p = r["evaluation"], r["pilot"]
-                entry.update({"mean": e["mean"], "stderr": math.hypot(e["estimator_stderr"], e["data_stderr"]), "eval_seconds": e["seconds"],
+                entry.update({"mean": e["mean"], "stderr": e["stderr"], "eval_seconds": e["seconds"],
                               "step_size": p["step_size"], "schedule": p["schedule"], "stiffness": p["stiffness"]})
             sweep.append(entry)
             logger.info("sweep L=%d: %.3f", num_latent, entry.get("mean", float("nan")))

@@ -27,6 +27,20 @@ def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def total_stderr(evaluation: dict) -> float:
+    """A row's ± in the report and in results.json (``evaluation["stderr"]``): the estimator's standard error and the
+    test-sampling one (sd over patches / √patches) in quadrature, √(estimator_stderr² + data_stderr²)."""
+    return math.hypot(evaluation["estimator_stderr"], evaluation["data_stderr"])
+
+
+def store_total_stderr(rows: list[dict]) -> list[dict]:
+    """``rows`` (results.json's model rows), each measured row's evaluation given its :func:`total_stderr` as ``stderr``:
+    what :meth:`RowRecorder.finish` stores, added to rows recorded before it did."""
+    for row in (r for r in rows if not r.get("failed")):
+        row["evaluation"]["stderr"] = total_stderr(row["evaluation"])
+    return rows
+
+
 class RowRecorder:
     """Trains, evaluates and records models as rows of the comparison on ``splits`` (whitened patches ``[N, 36]``) with the
     budgets ``s`` (one of :data:`~pfzoo.studies.model_comparison.settings.SETTINGS`, possibly overridden), one row per
@@ -53,15 +67,17 @@ class RowRecorder:
         return self.seed + SEED_STRIDE * next(self._estimates)
 
     def finish(self, row: dict, e: dict) -> dict:
-        """Store the evaluation ``e`` in ``row`` (with its per-patch values on the common subset) and add the row."""
+        """Store the evaluation ``e`` in ``row`` (with its per-patch values on the common subset and its
+        :func:`total_stderr` as ``stderr``) and add the row."""
         per_example = e.pop("per_example")
+        e["stderr"] = total_stderr(e)
         values = (per_example[self.subset_index] if e["test_patches"] == self.test.shape[0]
                   else per_example if e["test_patches"] == self.subset.shape[0] else None)
         row.update(evaluation=e, subset_per_example=None if values is None else values.tolist(), shared_stderr=e.get("log_z_stderr", 0.0),
                    subset_mean=None if values is None else values.mean().item())
         self.rows.append(row)
         self.timers["evaluation"] += e["seconds"]
-        logger.info("%s", f"{row['label']}: {e['mean']:.3f} ± {math.hypot(e['estimator_stderr'], e['data_stderr']):.3f} ({e['kind']})"
+        logger.info("%s", f"{row['label']}: {e['mean']:.3f} ± {e['stderr']:.3f} ({e['kind']})"
                     + ("" if values is None else f", same patches {row['subset_mean']:.3f}") + f"; train {row['train_seconds']:.1f} s, eval {e['seconds']:.1f} s")
         return row
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pfzoo.studies.model_comparison.sizes import FAMILIES, PAPER_FIG5, PAPER_TABLE1, best_rows, total_stderr
+from pfzoo.studies.model_comparison.row_recorder import total_stderr
+from pfzoo.studies.model_comparison.sizes import FAMILIES, PAPER_FIG5, PAPER_TABLE1, best_rows
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -5,8 +5,6 @@ several sizes, each evaluated with a HAIS log Ẑ from N(0, I); the best size pe
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from pfzoo.studies.model_comparison.comparison import count_parameters
@@ -25,11 +23,6 @@ PAPER_FIG5 = {"laplace": "relatively poor; no evidence that it overfits", "stude
               "mcrbm": "performs poorly at a number of auxiliary variables comparable to the best POE",
               "bilinear": "outperforms all other models with only a small number of auxiliary variables"}
 """What §5.3 says of each curve of Fig. 5 (the figure has no numbers in the text)."""
-
-
-def total_stderr(evaluation: dict) -> float:
-    """The estimator's and the test-sampling standard errors in quadrature."""
-    return math.hypot(evaluation["estimator_stderr"], evaluation["data_stderr"])
 
 
 def best_rows(rows: list[dict]) -> dict[str, dict]:
@@ -86,7 +79,6 @@ class SizeSweep(RowRecorder):
         is the overfitting of §5.3's Student-t curve)."""
         with torch.no_grad():
             row["train_mean"] = (-model.free_energy(self.train)).double().mean().item() - evaluation["log_z"]
-        evaluation["stderr"] = total_stderr(evaluation)
         return self.finish(row, evaluation)
 
     def mcrbm(self, size: int, epochs: int, run_seed: int) -> dict:

@@ -32,7 +32,7 @@ from torch import Tensor
 from pfzoo.data import DataSplits, sample_spin_glass, spin_glass_model
 from pfzoo.kernels import SwendsenWang
 from pfzoo.models.capabilities import Capability, require
-from pfzoo.training import fit_mean_field
+from pfzoo.training import EarlyStopping, fit_mean_field, objective_score
 from pfzoo.validation import check_matrix
 
 
@@ -176,14 +176,21 @@ def learner_overrides(name: str, settings: Mapping) -> list[str]:
 
 def fit_learner(cfg: DictConfig, dtype: torch.dtype, train: Tensor, truth, run_dir: Path,
                 correlation_trace: CorrelationTrace | None = None, *, coupling_mask: Tensor | None = None,
-                base_rate_start: bool = True) -> tuple[torch.nn.Module, Trace, Trace, int]:
+                base_rate_start: bool = True, held_out: Tensor | None = None,
+                patience: int | None = None) -> tuple[torch.nn.Module, Trace, Trace, int]:
     """Train the learner of the composed recipe ``cfg`` in ``dtype`` on ``train [N, D]``; returns the model (float32), its
     traces of ε_J from the start and of ε_corr at ``correlation_trace``'s epochs (empty without one), and its number of
     epochs (L-BFGS steps or CD epochs).
 
     ``coupling_mask [D, D]`` (bool, symmetric) fits only the couplings it marks, e.g. a lattice's edges: the others start
     at 0 and their gradient is zeroed, so no step of L-BFGS or SGD (whose directions are sums of gradients) moves them.
-    ``base_rate_start=False`` starts the biases at 0 instead of the independent-units fit."""
+    ``base_rate_start=False`` starts the biases at 0 instead of the independent-units fit.
+
+    ``held_out [M, D]`` (rows not in ``train``) stops the fit early on the recipe's own objective: after every update its
+    loss on ``held_out`` is measured (:func:`~pfzoo.training.objective_score`, outside the timed region), the run stops
+    once ``patience`` updates in a row were no better (``None``: at the recipe's own stopping rule) and the model
+    returned holds the parameters of the lowest held-out loss (:class:`~pfzoo.training.EarlyStopping`); the traces
+    still run to the last update, whose records carry ``early_stopping_score`` (minus the held-out loss)."""
     model = instantiate(cfg.model, num_visible=train.shape[1]).to(dtype)
     if base_rate_start:
         model.init_from_data(train.to(dtype))  # J = 0 and the independent-units biases: every learner's start
@@ -199,8 +206,13 @@ def fit_learner(cfg: DictConfig, dtype: torch.dtype, train: Tensor, truth, run_d
     metrics = {"coupling_error": partial(coupling_error, truth=truth)}
     if correlation_trace is not None:
         metrics["correlation_error"] = correlation_trace
-    trainer = instantiate(cfg.trainer, run_dir=run_dir, estimator=None, epoch_metrics=metrics)
-    trainer.fit(model, DataSplits("spin_glass", train=train, test=train[:1]))
+    objective = instantiate(cfg.trainer.objective)
+    stopping = None if held_out is None else EarlyStopping(objective_score(objective, held_out), every=1, patience=patience)
+    trainer = instantiate(cfg.trainer, objective=objective, run_dir=run_dir, estimator=None, epoch_metrics=metrics,
+                          callbacks=[] if stopping is None else [stopping])
+    trainer.fit(model, DataSplits("spin_glass", train=train, test=train[:1] if held_out is None else held_out))
+    if stopping is not None:
+        stopping.restore_best(model)
     records = [json.loads(line) for line in trainer.metrics_path.read_text().splitlines()]
     correlations = []
     for record in records:

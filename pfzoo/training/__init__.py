@@ -7,7 +7,7 @@ from pfzoo.training.contrastive import CD, PCD
 from pfzoo.training.dbm import DBMParallelTempering, DBMPersistentMeanField, pretrain_dbm, start_dbm_from_rbm
 from pfzoo.training.denoising_score_matching import DenoisingScoreMatching
 from pfzoo.training.divergence import TrainingDiverged
-from pfzoo.training.early_stopping import EarlyStopping, UpdateLimit
+from pfzoo.training.early_stopping import EarlyStopping, UpdateLimit, objective_score
 from pfzoo.training.em_hmc import EMHMC
 from pfzoo.training.fast_pcd import FPCD
 from pfzoo.training.generalized_pseudolikelihood import GeneralizedPseudoLikelihood
@@ -73,6 +73,7 @@ __all__ = [
     "applicable_trainers",
     "fit_mean_field",
     "mean_field_ising",
+    "objective_score",
     "mpf_local_update",
     "mpf_online_rule",
     "outer_product_rule",

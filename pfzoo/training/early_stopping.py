@@ -10,6 +10,10 @@ does. :class:`EarlyStopping` follows that score every ``every`` updates and keep
 Both are :class:`~pfzoo.training.TrainingCallback`\\ s: they stop the run at the next epoch boundary (the Trainer asks
 before every epoch), and their state — the update count and the parameters kept — is checkpointed, so a resumed run
 continues and a finished run's kept parameters are restored without training again.
+
+:func:`objective_score` makes the score of the principle being trained: minus its own loss on held-out rows, so an
+unregularised fit (full-batch L-BFGS on MPF or pseudo-likelihood, which overfits a finite sample) stops where the
+held-out objective is lowest, without reading anything the data cannot give (e.g. a known true model).
 """
 
 from __future__ import annotations
@@ -20,10 +24,32 @@ from typing import Any, Callable, Mapping
 import torch
 
 from pfzoo.training.callbacks import TrainingCallback
-from pfzoo.validation import check_positive_int
+from pfzoo.training.objective import Objective
+from pfzoo.validation import check_matrix, check_positive_int
 
 Score = Callable[[Any], float]
 """``score(model) -> float``, higher is better (e.g. the exact log-likelihood of a validation split)."""
+
+
+def objective_score(objective: Objective, rows: torch.Tensor, *, seed: int = 0) -> Score:
+    """``model -> −objective.loss(model, rows)``: the held-out objective of ``objective``'s own principle as a
+    :class:`EarlyStopping` score (higher is better), on held-out ``rows [M, D]`` moved to the model's device and dtype.
+
+    A stochastic loss (sampled flips or units) draws from a generator re-seeded with ``seed`` at every call, so the scores
+    along a run differ by the model alone (common random numbers). The loss gets no row numbers (``indices``), so only a
+    loss that reads the rows alone applies (bit-flip MPF, pseudo-likelihood, ratio matching; not persistent MPF, whose
+    particles belong to the training rows).
+    """
+    if not isinstance(objective, Objective):
+        raise ValueError(f"objective must be a pfzoo.training.Objective, got {type(objective).__name__}")
+    check_matrix(rows, "rows")
+
+    @torch.no_grad()
+    def score(model) -> float:
+        generator = torch.Generator(model.device).manual_seed(seed)
+        return -float(objective.loss(model, rows.to(device=model.device, dtype=model.dtype), generator=generator))
+
+    return score
 
 
 def _cpu_state(model) -> dict[str, torch.Tensor]:

@@ -7,7 +7,8 @@ import torch
 from factories import random_rbm
 
 from pfzoo.data import DataSplits
-from pfzoo.training import CD, EarlyStopping, GeneralizedScoreMatching, Trainer, UpdateLimit
+from pfzoo.models import Ising
+from pfzoo.training import CD, MPF, EarlyStopping, GeneralizedScoreMatching, PseudoLikelihood, Trainer, UpdateLimit, objective_score
 
 
 def _data(seed=0):
@@ -97,3 +98,63 @@ def test_bad_settings_are_refused_in_one_line(bad):
     if bad != 0:
         with pytest.raises(ValueError, match="updates must be an int ≥ 0"):
             UpdateLimit(bad)
+
+
+def _flipped(rows, unit):
+    flipped = rows.clone()
+    flipped[:, unit] = 1 - flipped[:, unit]
+    return flipped
+
+
+def _ising_data(seed=0, units=4, rows=60):
+    generator = torch.Generator().manual_seed(seed)
+    model = Ising(units, init_std=1.0, generator=generator).double()
+    return model, torch.bernoulli(torch.full((rows, units), 0.4, dtype=torch.float64), generator=generator)
+
+
+def test_objective_score_is_minus_the_held_out_objective_by_enumeration():
+    model, rows = _ising_data()
+    log_p = lambda x: model.log_prob(x).detach()  # noqa: E731  (exact: log Z by enumeration of the 16 states)
+    units = range(rows.shape[1])
+    # pseudo-likelihood: p(x_i | x_-i) = p(x) / (p(x) + p(x with bit i flipped)); MPF (all single flips): Σ_i √(p(x⁽ⁱ⁾)/p(x))
+    log_pl = sum(log_p(rows) - torch.logaddexp(log_p(rows), log_p(_flipped(rows, i))) for i in units).mean()
+    flow = sum(torch.exp((log_p(_flipped(rows, i)) - log_p(rows)) / 2) for i in units).mean()
+    assert objective_score(PseudoLikelihood(), rows)(model) == pytest.approx(log_pl.item(), rel=1e-10)
+    assert objective_score(MPF(), rows)(model) == pytest.approx(-flow.item(), rel=1e-10)
+    with pytest.raises(ValueError, match="objective must be a pfzoo.training.Objective"):
+        objective_score(lambda m, x: 0.0, rows)
+
+
+def test_early_stopping_on_the_held_out_objective_keeps_the_l_bfgs_step_of_its_minimum(tmp_path):
+    # 40 rows of 6 units: the unregularised fit overfits, so the held-out loss rises again before the end
+    _, rows = _ising_data(seed=1, units=6, rows=80)
+    train, held = rows[:40], rows[40:]
+    model = Ising(6, init_std=0.0).double()
+    held_out_loss = objective_score(PseudoLikelihood(), held)
+    stopping = EarlyStopping(held_out_loss, every=1)
+    lbfgs = lambda p: torch.optim.LBFGS(p, max_iter=2, line_search_fn="strong_wolfe")  # noqa: E731
+    Trainer(PseudoLikelihood(), lbfgs, run_dir=tmp_path, epochs=30, batch_size=1000, progress=False,
+            callbacks=[stopping]).fit(model, DataSplits("d", train, held))
+    values = dict(stopping.scores)
+    assert 0 < stopping.best_update < 30 and values[stopping.best_update] == max(values.values()) > values[30]
+    stopping.restore_best(model)
+    assert held_out_loss(model) == values[stopping.best_update]
+
+
+def test_weight_decay_under_l_bfgs_reaches_the_penalised_minimum(tmp_path):
+    # the minimiser of PL(J, b) + λ Σ_{i<j} J_ij² (weight_decay/2 · Σ C² over the symmetric matrix) has ∂PL/∂C = −λ C
+    _, rows = _ising_data(seed=2, units=5, rows=50)
+    decay = 0.05
+    fits = {}
+    for strength in (0.0, decay):
+        model = Ising(5, init_std=0.0).double()
+        Trainer(PseudoLikelihood(), lambda p: torch.optim.LBFGS(p, max_iter=50, tolerance_grad=1e-12, tolerance_change=1e-14,
+                                                                 line_search_fn="strong_wolfe"),
+                run_dir=tmp_path / str(strength), epochs=10, batch_size=1000, weight_decay=strength,
+                progress=False).fit(model, DataSplits("d", rows, rows[:5]))
+        fits[strength] = model
+    model = fits[decay]
+    gradient, = torch.autograd.grad(PseudoLikelihood().loss(model, rows), model.coupling)
+    off_diagonal = ~torch.eye(5, dtype=torch.bool)
+    assert torch.allclose(gradient[off_diagonal], -decay * model.coupling.detach()[off_diagonal], atol=1e-7)
+    assert model.coupling.detach().norm() < 0.9 * fits[0.0].coupling.detach().norm()

@@ -25,9 +25,11 @@ import torch
 from hydra.utils import instantiate
 
 from pfzoo.data import sample_spin_glass
+from pfzoo.studies.ising_correlation_floor import error_anatomy
 from pfzoo.studies.ising_recovery import (LEARNERS, Compose, correlation_error, coupling_error, fit_learner, learner_overrides,
                                           recipe_overrides, training_glass)
 from pfzoo.training import objective_score
+from pfzoo.zoo import load
 
 GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """λ of the L2 grid: around the penalty that matches K at the truth (λ Σ J*² ≈ 17 at λ = 2·10⁻³) and decades below."""
@@ -97,13 +99,30 @@ def measure(run: Mapping, compose: Compose, runs_dir: Path, *, learners: Sequenc
                          "patience": patience}, "grid": list(grid), "learners": rows}
 
 
+REFITS = ("early_stopping_refit", "l2_refit")
+
+
+def repeated_draws(run: Mapping, learners: Sequence[str], compose: Compose, runs_dir: Path, *, repeats: int = 3) -> dict:
+    """ε_corr of the fits on all the training states (:data:`REFITS`, read back from their checkpoints under ``runs_dir``)
+    over ``repeats`` draws of their samples, with the seeds the run's ``correlation_floor`` section drew its learners'
+    (its seed + 300: common random numbers with its CD rows), by :func:`~pfzoo.studies.ising_correlation_floor.error_anatomy`:
+    ``{learner: {row: anatomy}}``."""
+    settings = run["settings"]
+    truth, train, gibbs, _ = training_glass(settings, compose)
+    seed = run["correlation_floor"]["seed"] + 300
+    return {name: {row: error_anatomy(load(runs_dir / LEARNERS[name][0] / row / "checkpoint.pt"), truth, train,
+                                      num_samples=settings["model_samples"], sampling=gibbs, seed=seed, repeats=repeats)
+                   for row in REFITS} for name in learners}
+
+
 THESIS = {"MPF": (0.0172, 0.0025), "pseudo-likelihood": (0.0582, 0.0036), "CD-1": (0.3196, 0.0127), "CD-10": (0.3341, 0.0123)}
 """Table 3.1's ε_J (in its J' units, a quarter of ours) and ε_corr."""
-ROWS = {"baseline": "unregularised, all 20,000 states, to convergence or the 400-step cap (the run's row)",
-        "early_stopping": "fit on 18,000 states, kept at the lowest held-out objective",
-        "early_stopping_refit": "all 20,000 states, as many L-BFGS steps as early stopping kept",
-        "l2": "fit on 18,000 states with the λ of the lowest held-out objective",
-        "l2_refit": "all 20,000 states with that λ"}
+THESIS_ORDER = ("MPF", "pseudo-likelihood", "CD-10", "CD-1")  # by ε_corr
+ROWS = {"baseline": "unregularised, all {total:,} states, to convergence or the 400-step cap (the run's row)",
+        "early_stopping": "fit on the other {rest:,} states, kept at the lowest held-out objective",
+        "early_stopping_refit": "all {total:,} states, as many L-BFGS steps as early stopping kept",
+        "l2": "fit on the other {rest:,} states with the λ of the lowest held-out objective",
+        "l2_refit": "all {total:,} states with that λ"}
 STATED = """What the thesis states (§3.1.1): MPF and pseudo-likelihood were fitted "by applying an off the shelf L-BFGS
 (quasi-Newton gradient descent) implementation [minFunc] to their objective functions evaluated over the full training
 dataset", and Table 3.1 gives "the relative performance at convergence". It states no stopping rule, tolerance or
@@ -126,75 +145,122 @@ def _row(name: str, key: str, values: Mapping, extra: str = "") -> str:
             f"{values['seconds']:.1f} | {steps} |")
 
 
+def _chosen(rows: Mapping) -> dict:
+    """The L2 grid point of the lowest held-out objective."""
+    return min(rows["l2_grid"], key=lambda point: point["held_out_objective"])
+
+
+def _fits(key: str, learners: Mapping, base: Mapping) -> dict:
+    """Row ``key``'s MPF and PL fits beside the run's CD rows: ``{learner: values}``."""
+    fits = {name: base[name] if key == "baseline" else _chosen(rows) if key == "l2" else rows[key] for name, rows in learners.items()}
+    return fits | {name: base[name] for name in ("CD-1", "CD-10")}
+
+
 def render(record: Mapping, run: Mapping) -> str:
     """README.md of ``record`` (:func:`measure`'s, with the run header), beside the baseline ``run``'s results.json."""
-    held, learners, base = record["held_out"], record["learners"], run["results"]
+    held, learners, base, settings = record["held_out"], record["learners"], run["results"], run["settings"]
+    sizes = {"total": settings["num_samples"], "rest": settings["num_samples"] - held["count"]}
     lines = ["# Thesis Table 3.1: the fully connected MPF and pseudo-likelihood fits stopped early or L2-regularised", "",
              f"Made by `{record['command']}` on {record['date']} ({record['machine']}, {record['threads']} thread, load average "
-             f"{record['load_average']}), on the glass and training states of `{record['run']}` (its seed, sampler, L-BFGS "
-             f"settings, CPU clock and ε_corr sampler: 20,000 block-Gibbs samples of each fit, 1,000 chains, burn-in 1,000 "
-             f"sweeps, thinning 10, each learner's samples drawn with its seed in that run, against all 20,000 training states).",
-             "", STATED, "",
-             f"Held out: {held['count']} of the training states (randperm, seed {held['seed']}). Early stopping scores the fit's "
+             f"{record['load_average']}), on the glass and the {sizes['total']:,} training states of `{record['run']}` (its seed, "
+             f"sampler, L-BFGS settings, CPU clock and ε_corr: {settings['model_samples']:,} block-Gibbs samples of each fit, "
+             f"burn-in {settings['burn_in']} and thinning {settings['thin']} sweeps, each learner's drawn with its seed in that "
+             "run, against all the training states).", "", STATED, "",
+             f"Held out: {held['count']:,} of the training states (randperm, seed {held['seed']}). Early stopping scores the fit's "
              f"own objective on them after every L-BFGS step (5 iterations, history carried) and stops {held['patience']} steps "
-             f"after the best (:class:`pfzoo.training.EarlyStopping` with :func:`pfzoo.training.objective_score`); the L2 "
-             f"penalty is λ Σ_{{i<j}} J_ij² (the Trainer's `weight_decay` λ on the symmetric coupling matrix, not on the "
-             f"biases), λ from {', '.join(f'{v:g}' for v in record['grid'])} by the unpenalised held-out objective. Nothing "
-             f"here reads the true couplings except ε_J and nothing reads the samples of the fit except ε_corr. CPU seconds: "
-             f"training only (the held-out scoring, "
-             + ", ".join(f"{name} {learners[name]['early_stopping']['scoring_seconds']:.1f} s" for name in learners)
-             + ", is left out).", "",
+             "after the best (`pfzoo.training.EarlyStopping` with `pfzoo.training.objective_score`); the L2 penalty is "
+             "λ Σ_{i<j} J_ij² (the Trainer's `weight_decay` λ on the symmetric coupling matrix, not on the biases), λ from "
+             f"{', '.join(f'{v:g}' for v in record['grid'])} by the unpenalised held-out objective. Nothing here reads the true "
+             "couplings except ε_J, nor the fit's samples except ε_corr. CPU seconds: training only (early stopping's: to the "
+             "step patience stopped at; its held-out scoring, "
+             + ", ".join(f"{name} {rows['early_stopping']['scoring_seconds']:.1f} s" for name, rows in learners.items())
+             + ", left out; the L2 route costs its whole grid and the refit: "
+             + ", ".join(f"{name} {sum(p['seconds'] for p in rows['l2_grid']) + rows['l2_refit']['seconds']:.0f} s"
+                         for name, rows in learners.items()) + ").", "",
              "| learner | row | ε_J | ε_J ÷ 4 (J' units) | thesis ε_J | ε_corr | thesis ε_corr | ours ÷ thesis's | CPU s | L-BFGS steps |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, rows in learners.items():
-        lines.append(_row(name, "baseline", base[name]))
-        for key in ("early_stopping", "early_stopping_refit"):
-            lines.append(_row(name, key, rows[key]))
-        chosen = min(rows["l2_grid"], key=lambda point: point["held_out_objective"])
-        lines.append(_row(name, "l2", chosen, f" (λ = {chosen['weight_decay']:g})"))
-        lines.append(_row(name, "l2_refit", rows["l2_refit"], f" (λ = {rows['l2_refit']['weight_decay']:g})"))
-    lines += ["", "Rows: " + "; ".join(f"`{key}`: {text}" for key, text in ROWS.items()) + ".", ""]
+        lines += [_row(name, "baseline", base[name]), *(_row(name, key, rows[key]) for key in ("early_stopping", "early_stopping_refit")),
+                  _row(name, "l2", _chosen(rows), f" (λ = {_chosen(rows)['weight_decay']:g})"),
+                  _row(name, "l2_refit", rows["l2_refit"], f" (λ = {rows['l2_refit']['weight_decay']:g})")]
+    lines += ["", "Rows: " + "; ".join(f"`{key}`: {text.format(**sizes)}" for key, text in ROWS.items()) + ".", ""]
     for name, rows in learners.items():
         stopped = rows["early_stopping"]
         curve = dict((step, value) for step, value in stopped["held_out_objective"])
         lines.append(f"- {name}: held-out objective {curve[1]:.4f} after step 1, lowest {curve[stopped['best_step']]:.4f} at step "
                      f"{stopped['best_step']} ({stopped['seconds_to_best']:.1f} CPU s), {curve[max(curve)]:.4f} at step {max(curve)} "
-                     f"where patience stopped it.")
-    lines += ["", "## The L2 grid (fits on the 18,000 states)", "",
+                     "where patience stopped it.")
+    lines += ["", f"## The L2 grid (fits on the {sizes['rest']:,} states)", "",
               "| learner | λ | held-out objective | ε_J | ε_corr | CPU s | L-BFGS steps |", "|---|---|---|---|---|---|---|"]
     for name, rows in learners.items():
         lines += [f"| {name} | {p['weight_decay']:g} | {p['held_out_objective']:.5f} | {p['coupling_error']:.4f} | "
                   f"{p['correlation_error']:.2e} | {p['seconds']:.1f} | {p['steps']} |" for p in rows["l2_grid"]]
     lines += ["", "## The order of the learners", "",
-              "CD-1 and CD-10 are the run's rows, reused unchanged (not refitted here). Single draws of one model's samples "
-              "spread by about ±5 % (the run's section \"What sets ε_corr\"), so a gap under ~10 % is not resolved.", "",
+              "CD-1 and CD-10 are the run's rows, reused unchanged (not refitted here). One draw per fit; single draws of one "
+              "model's samples spread by up to ±25 % (the run's section \"What sets ε_corr\"): the next section resolves the "
+              "order over repeated draws.", "",
               "| MPF and PL as | order by ε_corr | order by ε_J | MPF's ε_corr ÷ thesis's | PL's ε_corr ÷ thesis's |", "|---|---|---|---|---|"]
-    cd = {name: base[name] for name in ("CD-1", "CD-10")}
-    verdicts = {}
     for key in ROWS:
-        fits = {name: (base[name] if key == "baseline" else min(rows["l2_grid"], key=lambda p: p["held_out_objective"]) if key == "l2"
-                       else rows[key]) for name, rows in learners.items()} | cd
+        fits = _fits(key, learners, base)
         corr = {name: values["correlation_error"] for name, values in fits.items()}
-        verdicts[key] = corr
-        ratios = [f"{corr[name] / THESIS[name][1]:.2f}" if name in corr else "—" for name in ("MPF", "pseudo-likelihood")]
+        ratios = [f"{corr[name] / THESIS[name][1]:.2f}" if name in learners else "—" for name in ("MPF", "pseudo-likelihood")]
         lines.append(f"| `{key}` | {_order(corr)} | {_order({n: v['coupling_error'] for n, v in fits.items()})} | {ratios[0]} | {ratios[1]} |")
-    lines += ["", "Thesis: MPF < pseudo-likelihood < CD-10 < CD-1 by ε_corr; MPF < pseudo-likelihood < CD-1 < CD-10 by ε_J.", "",
-              "## The cause", ""]
-    lines += [_verdict(verdicts)]
-    return "\n".join(lines) + "\n"
+    lines += ["", "Thesis: MPF < pseudo-likelihood < CD-10 < CD-1 by ε_corr; MPF < pseudo-likelihood < CD-1 < CD-10 by ε_J.", ""]
+    orders = {}
+    if "draws" in record:
+        section, orders = _draws_section(record["draws"], run["correlation_floor"])
+        lines += section
+    return "\n".join([*lines, "## The cause", "", *_verdict(learners, base, orders)]) + "\n"
 
 
-def _verdict(verdicts: Mapping[str, Mapping[str, float]]) -> str:
-    """One paragraph from the orders measured: which change puts MPF first, and how far each moves MPF and PL."""
-    thesis_order = ["MPF", "pseudo-likelihood", "CD-10", "CD-1"]
-    parts = []
-    for key, corr in verdicts.items():
+def _resolved_order(means: Mapping[str, tuple[float, float]]) -> str:
+    """Learners by mean ε_corr, ``<`` where neighbours differ by more than twice their combined standard error, ``≈`` else."""
+    names = sorted(means, key=lambda name: means[name][0])
+    text = names[0]
+    for lower, higher in zip(names, names[1:]):
+        gap, spread = means[higher][0] - means[lower][0], 2 * (means[higher][1] ** 2 + means[lower][1] ** 2) ** 0.5
+        text += f" {'<' if gap > spread else '≈'} {higher}"
+    return text
+
+
+def _draws_section(draws: Mapping, floor: Mapping) -> tuple[list[str], dict[str, str]]:
+    """The refitted models' ε_corr over repeated draws beside the run's own learners' (its correlation_floor section), and
+    the resolved order of each row (``{row: "MPF < ..."}``)."""
+    lines = ["## The order over repeated draws", "",
+             f"ε_corr over {draws['repeats']} draws of {floor['num_samples']:,} samples each (seeds {floor['seed'] + 300} to "
+             f"{floor['seed'] + 299 + draws['repeats']}, those the run's section \"What sets ε_corr\" drew its learners' with: "
+             f"common random numbers with its CD rows), mean ± standard error; made by `{draws['command']}`. The field error "
+             "is the mean square error of the spin fields h = J𝟙/4 + b/2 (the truth's are 0).", "",
+             "| learner | fit | ε_corr mean ± s.e. | single draws | field error |", "|---|---|---|---|---|"]
+    fits = {("baseline", name): values for name, values in floor["learners"].items()}
+    fits |= {(row, name): rows[row] for name, rows in draws["learners"].items() for row in REFITS}
+    for (row, name), values in fits.items():
+        lines.append(f"| {name} | `{row}` | {values['correlation_error']:.2e} ± {values['correlation_error_stderr']:.1e} | "
+                     + ", ".join(f"{e:.2e}" for e in values["correlation_errors"]) + f" | {values['field_error']:.2e} |")
+    lines += ["", "| MPF and PL as | order by mean ε_corr (< : apart by more than twice the combined s.e.; ≈ : not) |", "|---|---|"]
+    orders = {}
+    for row in ("baseline", *REFITS):
+        means = {name: (values["correlation_error"], values["correlation_error_stderr"]) for (key, name), values in fits.items()
+                 if key == row or (key == "baseline" and name.startswith("CD"))}
+        orders[row] = _resolved_order(means)
+        lines.append(f"| `{row}` | {orders[row]} |")
+    return lines + [""], orders
+
+
+def _verdict(learners: Mapping, base: Mapping, orders: Mapping[str, str]) -> list[str]:
+    """The cause section: how far each change moves MPF's and PL's errors toward the thesis's, and whether MPF comes first."""
+    lines = []
+    for key in ("early_stopping_refit", "l2_refit"):
+        fits = _fits(key, learners, base)
+        moves = "; ".join(
+            f"{name} ε_corr {base[name]['correlation_error']:.2e} → {fits[name]['correlation_error']:.2e} (÷ thesis's "
+            f"{base[name]['correlation_error'] / THESIS[name][1]:.2f} → {fits[name]['correlation_error'] / THESIS[name][1]:.2f}), "
+            f"ε_J ÷ 4 {base[name]['coupling_error'] / 4:.3f} → {fits[name]['coupling_error'] / 4:.3f} (thesis {THESIS[name][0]})"
+            for name in learners)
+        corr = {name: values["correlation_error"] for name, values in fits.items()}
         order = sorted(corr, key=corr.__getitem__)
-        first = "MPF first" if order[0] == "MPF" else f"{order[0]} first"
-        moves = ", ".join(f"{name} ε_corr {verdicts['baseline'][name]:.2e} → {corr[name]:.2e} "
-                          f"(÷ thesis's {verdicts['baseline'][name] / THESIS[name][1]:.2f} → {corr[name] / THESIS[name][1]:.2f})"
-                          for name in ("MPF", "pseudo-likelihood") if name in corr)
-        same = " (the thesis's order)" if order == [n for n in thesis_order if n in corr] else ""
-        parts.append(f"`{key}`: {first}{same}; {moves}" if key != "baseline" else f"`baseline`: {first}; {moves.split(' → ')[0]}")
-    return ("; ".join(parts) + ".")
-
+        resolved = f"; over repeated draws {orders[key]}" if key in orders else ""
+        lines.append(f"- `{key}`: {moves}. Order by ε_corr {' < '.join(order)}{resolved}: MPF "
+                     f"{'first' if order[0] == 'MPF' else 'not first'}"
+                     f"{', the thesis’s order' if order == [n for n in THESIS_ORDER if n in corr] else ''}.")
+    return lines

@@ -25,9 +25,11 @@ def test_the_stopped_and_penalised_fits_are_chosen_by_the_held_out_objective(tmp
     baseline = {name: {"coupling_error": 1.0, "correlation_error": 0.01, "seconds": 1.0, "iterations_or_epochs": 12}
                 for name in ("MPF", "pseudo-likelihood", "CD-1", "CD-10")}
     (tmp_path / "tiny").mkdir()
-    (tmp_path / "tiny" / "results.json").write_text(json.dumps({"settings": settings, "results": baseline}))
+    floor = {"seed": 1000, "num_samples": 100, "learners": {name: {"correlation_error": 0.01, "correlation_error_stderr": 0.001, "field_error": 0.0,
+                                                 "correlation_errors": [0.009, 0.011]} for name in baseline}}
+    (tmp_path / "tiny" / "results.json").write_text(json.dumps({"settings": settings, "results": baseline, "correlation_floor": floor}))
     _script(monkeypatch, "--run", str(tmp_path / "tiny"), "--runs", str(tmp_path / "runs"), "--grid", "1e-4", "1e-1",
-            "--patience", "2", "--learners", "MPF")
+            "--patience", "2", "--learners", "MPF", "--draws", "2")
     record = json.loads((tmp_path / "tiny" / "regularisation" / "results.json").read_text())
     assert record["held_out"]["count"] == 30
     mpf = record["learners"]["MPF"]
@@ -38,8 +40,10 @@ def test_the_stopped_and_penalised_fits_are_chosen_by_the_held_out_objective(tmp
     grid = {point["weight_decay"]: point["held_out_objective"] for point in mpf["l2_grid"]}
     assert list(grid) == [1e-4, 1e-1] and mpf["l2_refit"]["weight_decay"] == min(grid, key=grid.get)
     assert mpf["l2_grid"][1]["coupling_error"] != mpf["l2_grid"][0]["coupling_error"]
+    draws = record["draws"]["learners"]["MPF"]["l2_refit"]
+    assert len(draws["correlation_errors"]) == 2 and draws["coupling_error"] == pytest.approx(mpf["l2_refit"]["coupling_error"], rel=1e-5)
     readme = (tmp_path / "tiny" / "regularisation" / "README.md").read_text()
-    assert "| MPF | `early_stopping` |" in readme and "## The order of the learners" in readme
+    assert "| MPF | `early_stopping` |" in readme and "## The order of the learners" in readme and "## The order over repeated draws" in readme
 
 
 def test_the_committed_report_rerenders_from_its_results(tmp_path, monkeypatch):

@@ -247,20 +247,77 @@ def _draws_section(draws: Mapping, floor: Mapping) -> tuple[list[str], dict[str,
     return lines + [""], orders
 
 
+def _factor(value: float, thesis: float) -> str:
+    """``value`` against the thesis's, as "2.81× above" or "1.64× below"."""
+    return f"{value / thesis:.2f}× above" if value >= thesis else f"{thesis / value:.2f}× below"
+
+
+def _mpf_place(order: str) -> str:
+    """Where MPF stands in a resolved order ("A < B ≈ C"): first, tied for first, or behind."""
+    names, signs = order.split(" ")[::2], order.split(" ")[1::2]
+    if names[0] == "MPF":
+        return "first" if signs[0] == "<" else f"tied for first with {names[1]}"
+    place = names.index("MPF")
+    return f"tied for first with {names[0]}" if all(sign == "≈" for sign in signs[:place]) else f"behind {names[0]}"
+
+
+def _against_cd(order: str, name: str) -> str:
+    """``name`` against the CD learners in a resolved order ("A < B ≈ C"): "ahead of", "level with" or "behind" CD."""
+    names, signs = order.split(" ")[::2], order.split(" ")[1::2]
+    place, cds = names.index(name), [names.index(cd) for cd in ("CD-1", "CD-10")]
+    nearest = min(cds, key=lambda index: abs(index - place))
+    between = signs[min(place, nearest):max(place, nearest)]
+    if all(sign == "≈" for sign in between):
+        return "level with CD"
+    return "ahead of CD" if place < min(cds) else "behind CD"
+
+
 def _verdict(learners: Mapping, base: Mapping, orders: Mapping[str, str]) -> list[str]:
-    """The cause section: how far each change moves MPF's and PL's errors toward the thesis's, and whether MPF comes first."""
-    lines = []
-    for key in ("early_stopping_refit", "l2_refit"):
+    """The cause section: how far each change moves MPF's and PL's errors toward the thesis's, the orders it gives (ε_J,
+    which no sampling blurs, and ε_corr over repeated draws where measured), and whether MPF comes first."""
+    lines, places, thesis_j = [], {}, {}
+    for key in REFITS:
         fits = _fits(key, learners, base)
         moves = "; ".join(
-            f"{name} ε_corr {base[name]['correlation_error']:.2e} → {fits[name]['correlation_error']:.2e} (÷ thesis's "
-            f"{base[name]['correlation_error'] / THESIS[name][1]:.2f} → {fits[name]['correlation_error'] / THESIS[name][1]:.2f}), "
-            f"ε_J ÷ 4 {base[name]['coupling_error'] / 4:.3f} → {fits[name]['coupling_error'] / 4:.3f} (thesis {THESIS[name][0]})"
-            for name in learners)
+            f"{name} ε_corr {_factor(base[name]['correlation_error'], THESIS[name][1])} the thesis's → "
+            f"{_factor(fits[name]['correlation_error'], THESIS[name][1])} ({base[name]['correlation_error']:.2e} → "
+            f"{fits[name]['correlation_error']:.2e}), ε_J in J' units {base[name]['coupling_error'] / 4:.3f} → "
+            f"{fits[name]['coupling_error'] / 4:.3f} (thesis {THESIS[name][0]})" for name in learners)
+        by_j = sorted(fits, key=lambda name: fits[name]["coupling_error"])
+        thesis_j[key] = by_j == ["MPF", "pseudo-likelihood", "CD-1", "CD-10"]
+        j_order = " < ".join(by_j) + (" (the thesis's)" if thesis_j[key] else "")
         corr = {name: values["correlation_error"] for name, values in fits.items()}
-        order = sorted(corr, key=corr.__getitem__)
-        resolved = f"; over repeated draws {orders[key]}" if key in orders else ""
-        lines.append(f"- `{key}`: {moves}. Order by ε_corr {' < '.join(order)}{resolved}: MPF "
-                     f"{'first' if order[0] == 'MPF' else 'not first'}"
-                     f"{', the thesis’s order' if order == [n for n in THESIS_ORDER if n in corr] else ''}.")
+        single = sorted(corr, key=corr.__getitem__)
+        place = _mpf_place(orders[key]) if key in orders else ("first" if single[0] == "MPF" else f"behind {single[0]}")
+        resolved_order = orders.get(key, " < ".join(single))
+        places[key] = (place, ", ".join(f"{name} {_against_cd(resolved_order, name)}" for name in learners))
+        resolved = f", over repeated draws {orders[key]}" if key in orders else ""
+        lines.append(f"- `{key}`: {moves}. By ε_J {j_order}; by ε_corr, one draw each, {' < '.join(single)}{resolved}: "
+                     f"MPF {place}; {places[key][1]}.")
+    if set(learners) != {"MPF", "pseudo-likelihood"}:
+        return lines  # the closing comparison needs both
+    fits = [learners[name][key] | {"name": name} for name in learners for key in REFITS]
+    corr_factor = max(max(f["correlation_error"] / THESIS[f["name"]][1], THESIS[f["name"]][1] / f["correlation_error"]) for f in fits)
+    j_factors = [f["coupling_error"] / 4 / THESIS[f["name"]][0] for f in fits]
+    mpf, pl = learners["MPF"], learners["pseudo-likelihood"]
+    lead = [pl[key]["coupling_error"] / mpf[key]["coupling_error"] for key in REFITS]
+    curves = {name: [value for _, value in rows["early_stopping"]["held_out_objective"]] for name, rows in learners.items()}
+    lines += ["", "**Cause named.** The reversed order of the baseline is the unregularised fully connected MPF and "
+              "pseudo-likelihood fits run to the 400-step cap: they overfit the training states (the held-out objective passes "
+              "its minimum and rises: " + ", ".join(f"{name} {min(curve):.4f} → {curve[-1]:.4f}" for name, curve in curves.items())
+              + "). Either change chosen on held-out states moves both toward the thesis's ε_corr: MPF's ε_corr falls "
+              f"{base['MPF']['correlation_error'] / mpf['early_stopping_refit']['correlation_error']:.1f}× (early stopping) and "
+              f"{base['MPF']['correlation_error'] / mpf['l2_refit']['correlation_error']:.1f}× (L2), pseudo-likelihood's "
+              f"{base['pseudo-likelihood']['correlation_error'] / pl['early_stopping_refit']['correlation_error']:.1f}× and "
+              f"{base['pseudo-likelihood']['correlation_error'] / pl['l2_refit']['correlation_error']:.1f}×, all four within "
+              f"{corr_factor:.2f}× of the thesis's; against CD, early stopping leaves {places['early_stopping_refit'][1]}, L2 "
+              f"{places['l2_refit'][1]}. By ε_J the thesis's order comes with "
+              + (" and ".join(f"`{key}`" for key in REFITS if thesis_j[key]) or "neither change")
+              + (". MPF is then the best by ε_corr under both" if all(places[key][0] == "first" for key in REFITS)
+                 else ". Whether MPF is then the *best* is not settled by these fits")
+              + f": by ε_corr MPF is {places['early_stopping_refit'][0]} with early stopping and "
+              f"{places['l2_refit'][0]} with L2, and its ε_J lead over pseudo-likelihood is {lead[0]:.2f}× and {lead[1]:.2f}× "
+              f"(thesis {THESIS['pseudo-likelihood'][0] / THESIS['MPF'][0]:.1f}×). The ε_J stay {min(j_factors):.1f}–"
+              f"{max(j_factors):.1f}× above the thesis's, which neither change removes (the fully connected fit of a lattice "
+              "glass: the lattice-fit rows of reports/ising/ablation)."]
     return lines

@@ -9,10 +9,26 @@ from pfzoo.logmath import (
     SERIES_MAX_DELTA,
     log_mean_exp,
     pareto_tail_index,
+    softplus,
     softplus_difference,
     summarize_log_weights,
 )
 from pfzoo.sampling import BULK_DRAWS, UNIFORM_BITS, bernoulli, bernoulli_logits, uniform_integers
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softplus_and_its_gradient_against_a_float64_reference(dtype):
+    """log(1 + eˣ) to the dtype's unit roundoff in absolute terms, from deep saturation on both sides to 0, and σ(x) as
+    its gradient (first and second order: the natural gradient differentiates through it)."""
+    x = torch.cat([torch.linspace(-120, 120, 4001, dtype=torch.float64), torch.tensor([0.0, 1e-30, -1e-30, 1e-8])])
+    reference = torch.where(x > 0, x + torch.log1p(torch.exp(-x)), torch.log1p(torch.exp(x)))
+    assert ((softplus(x.to(dtype)).double() - reference).abs() <= 4 * torch.finfo(dtype).eps * reference.abs().clamp_min(1)).all()
+    assert torch.equal(softplus(torch.tensor([-200.0, 200.0], dtype=dtype)), torch.tensor([0.0, 200.0], dtype=dtype))
+    inputs = x.to(dtype).requires_grad_()
+    (gradient,) = torch.autograd.grad(softplus(inputs).sum(), inputs, create_graph=True)
+    torch.testing.assert_close(gradient, torch.sigmoid(inputs.detach()))
+    (second,) = torch.autograd.grad(gradient.sum(), inputs)
+    torch.testing.assert_close(second, torch.sigmoid(inputs.detach()) * torch.sigmoid(-inputs.detach()))
 
 
 def test_log_mean_exp_is_stable():

@@ -8,12 +8,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from pfzoo.logmath import softplus
 from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.centering import center_chain_gradients
 from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binary_states, sample_binary_states
 from pfzoo.models.registry import register_model
-from pfzoo.sampling import bernoulli
+from pfzoo.sampling import bernoulli_logits
 from pfzoo.validation import check_finite_number, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
@@ -157,16 +158,16 @@ class RBM(BipartiteModel):
     def free_energy(self, v: torch.Tensor) -> torch.Tensor:
         """``F(v) = -b·v - Σ_j softplus((vW + c)_j)`` for ``v [B, V]`` → ``[B]``."""
         self.check_visible(v)
-        return -v @ self.visible_bias - F.softplus(v @ self.weight + self.hidden_bias).sum(-1)
+        return -v @ self.visible_bias - softplus(v @ self.weight + self.hidden_bias).sum(-1)
 
     def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
         """``log f_β(v) = β b·v + Σ_j softplus(β (vW + c)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))`` with ``h`` summed out) for
         ``v [B, V]``: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]`` tensor. Not validated."""
         hidden_input, visible_term = v @ self.weight + self.hidden_bias, (v @ self.visible_bias).double()
         if not torch.is_tensor(beta):
-            return beta * visible_term + F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64)
+            return beta * visible_term + softplus(beta * hidden_input).sum(-1, dtype=torch.float64)
         scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
-        return beta * visible_term[:, None] + F.softplus(scaled).sum(-1, dtype=torch.float64)
+        return beta * visible_term[:, None] + softplus(scaled).sum(-1, dtype=torch.float64)
 
     def flip_free_energy_gaps(self, v: torch.Tensor, units: torch.Tensor | None = None) -> torch.Tensor:
         """``F(v⁽ⁱ⁾) - F(v)`` for single-unit flips of ``v [B, V]``: all V units (→ ``[B, V]``) or ``units [B, k]`` (→ ``[B, k]``).
@@ -227,11 +228,11 @@ class RBM(BipartiteModel):
 
     def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
-        return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
+        return bernoulli_logits(beta * (v @ self.weight + self.hidden_bias), generator=generator)
 
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""
-        return bernoulli(self.visible_probs(h, beta=beta), generator=generator)
+        return bernoulli_logits(beta * (h @ self.weight.T + self.visible_bias), generator=generator)
 
     # ---- centering (Capability.CENTERING) ---------------------------------------------------
 

@@ -9,7 +9,7 @@ from torch.nn import functional as F
 
 from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs
 from pfzoo.models.rbm import base_rate_visible_bias
-from pfzoo.sampling import bernoulli
+from pfzoo.sampling import bernoulli_logits
 
 PRETRAIN_INIT_STD = 0.01
 
@@ -63,10 +63,10 @@ class TiedConditionals:
 
     def draw_hidden(self, visible: torch.Tensor, stats: None, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """``Σ_b h^b [B, m]``, each copy ``h^b ~ σ(β (Σ_a v^a W + c))``, given visible sums ``[B, n]``."""
-        probs = torch.sigmoid(beta * (visible @ self.weight + self.hidden_bias))
-        return bernoulli(probs[:, None, :].expand(-1, self.down, -1).contiguous(), generator=generator).sum(1)
+        logits = beta * (visible @ self.weight + self.hidden_bias)
+        return bernoulli_logits(logits[:, None, :].expand(-1, self.down, -1).contiguous(), generator=generator).sum(1)
 
     def draw_visible(self, hidden: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """``Σ_a v^a [B, n]``, each copy ``v^a ~ σ(β (W Σ_b h^b + b))``, given hidden sums ``[B, m]``."""
-        probs = torch.sigmoid(beta * (hidden @ self.weight.T + self.visible_bias))
-        return bernoulli(probs[:, None, :].expand(-1, self.up, -1).contiguous(), generator=generator).sum(1)
+        logits = beta * (hidden @ self.weight.T + self.visible_bias)
+        return bernoulli_logits(logits[:, None, :].expand(-1, self.up, -1).contiguous(), generator=generator).sum(1)

@@ -24,6 +24,7 @@ from pfzoo.models import Gaussian
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths import GaussianGeodesicPath, GaussianGeometricPath, GaussianMomentAveragedPath, OptimalSchedule
 from pfzoo.paths.step_count import growth_exponents, steps_for_bias
+from pfzoo.studies.path_samples import samples_markdown
 from pfzoo.studies.spline_ablation import ablation_markdown
 
 if TYPE_CHECKING:
@@ -249,10 +250,13 @@ def rbms_markdown(rbms: dict, settings: dict, *, uniform: bool = False) -> str:
 
 def report_markdown(results: dict) -> str:
     """reports/paths/README.md from results.json's content: part (a), part (b) where measured, (b′) from a uniform base
-    where measured, and the spline ablation where ``scripts/ablate_spline.py`` stored it (key ``spline_ablation``)."""
+    where measured, the spline ablation where ``scripts/ablate_spline.py`` stored it (key ``spline_ablation``), and the
+    pictures of the intermediate distributions where ``scripts/draw_path_samples.py`` stored them (key ``path_samples``)."""
     text = gaussians_markdown(results) + (rbms_markdown(results["rbms"], results["rbm_settings"]) if results.get("rbms") else "")
     if results.get("rbms_uniform"):
         text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
     if results.get("spline_ablation"):
         text += ablation_markdown(results["spline_ablation"], results.get("rbms_uniform"))
+    if results.get("path_samples"):
+        text += samples_markdown(results["path_samples"])
     return text

@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> None:
         payload = json.loads((out_dir / "results.json").read_text())
         store_total_stderr(payload["models"])
         (out_dir / "results.json").write_text(json.dumps(payload, indent=1, default=float) + "\n")
-        (out_dir / "README.md").write_text(readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")))
+        filters = json.loads((out_dir / "filters.json").read_text()) if (out_dir / "filters.json").is_file() else None  # Fig. 1, when drawn
+        (out_dir / "README.md").write_text(readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep"), filters))
         if payload.get("sweep") and args.sweep:
             save_figure(out_dir / "size_sweep.png", lambda: sweep_figure(payload["sweep"], payload["sweep_references"], payload["meta"]))
         if has_convergence(payload["models"]):

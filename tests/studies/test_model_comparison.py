@@ -17,7 +17,8 @@ RESULTS = Path(__file__).resolve().parents[2] / "reports" / "models"
 @pytest.mark.parametrize("folder", [RESULTS, RESULTS / "vanhateren"])
 def test_the_stored_readme_re_renders_from_its_results_json(folder):
     payload = json.loads((folder / "results.json").read_text())
-    assert readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep")) == (folder / "README.md").read_text()
+    filters = json.loads((folder / "filters.json").read_text()) if (folder / "filters.json").is_file() else None  # Fig. 1, where drawn
+    assert readme(payload["meta"], payload["models"], payload["ordering"], payload.get("sweep"), filters) == (folder / "README.md").read_text()
     assert ordering(payload["models"]) == payload["ordering"]
     # each row's ± (the seeds' index reads it) is stored as the README computes it: store_total_stderr changes nothing
     assert all("stderr" in row["evaluation"] for row in payload["models"] if not row.get("failed"))

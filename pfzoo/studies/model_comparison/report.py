@@ -4,6 +4,7 @@ without measuring anything)."""
 from __future__ import annotations
 
 import json
+import math
 
 import torch
 
@@ -55,8 +56,9 @@ def budget_text(s: dict) -> str:
                "per-example estimates, the table's chains for log Ẑ)" if "convergence_steps" in s else "") + ".")
 
 
-def readme(meta: dict, rows: list[dict], order: dict, sweep: list[dict] | None) -> str:
-    """README.md's markdown from what results.json holds: ``meta``, the model ``rows``, their :func:`ordering` and the size ``sweep``."""
+def readme(meta: dict, rows: list[dict], order: dict, sweep: list[dict] | None, filters: dict | None = None) -> str:
+    """README.md's markdown from what results.json holds: ``meta``, the model ``rows``, their :func:`ordering` and the size ``sweep``;
+    with ``filters`` (what scripts/draw_vanhateren_filters.py writes to filters.json beside it), Fig. 1's section."""
     labels, by_name = {r["name"]: r["label"] for r in rows}, {r["name"]: r for r in rows}
     lines = [
         "# Model comparison on natural image patches (Sohl-Dickstein & Culpepper 2011, Table 1)", "",
@@ -121,7 +123,7 @@ def readme(meta: dict, rows: list[dict], order: dict, sweep: list[dict] | None) 
               "likely higher); the mcRBM's value uses log Ẑ, a stochastic lower bound on log Z, so it is biased *upward*. "
               "A richer model beating a Laplace one is therefore robust for the bilinear model (a lower bound above an exact "
               "value) and weaker for the mcRBM."]
-    lines += routes_section(by_name) + convergence_section(rows)
+    lines += routes_section(by_name) + convergence_section(rows) + filters_section(filters)
     checks = [r for r in rows if r["name"].startswith("check") and not r.get("failed")]
     if checks:
         lines += ["", "## Estimator checks", "", "Generative models with a known log-likelihood, each evaluated like every generative row (its own pilot on the "
@@ -233,3 +235,24 @@ def convergence_section(rows: list[dict]) -> list[str]:
         by_steps = {c["num_steps"]: c for c in conv}
         lines.append(f"| {row['label']} | " + " | ".join(f"{by_steps[n]['mean']:.2f} ± {by_steps[n]['stderr']:.2f}" if n in by_steps else "—" for n in steps) + " |")
     return lines + ["", "![estimates against N](convergence.png)"]
+
+
+def filters_section(filters: dict | None) -> list[str]:
+    """README lines for Fig. 1 (the bases and filters, filters.png), with each retrained row's final training loss beside
+    the comparison's: equal losses say the picture shows the table's models. None without ``filters``."""
+    if not filters:
+        return []
+    lines = ["", "## Bases and filters (Fig. 1)", "",
+             "Each tile one basis vector or filter, mapped back from the whitened components to the 16 × 16 log-pixel patch "
+             "(filters through the whitening, bases through its inverse), scaled to its own largest |value| (grouping panels: "
+             "times their weight's share of the largest), mid-grey 0. The comparison keeps no checkpoints, so "
+             "`scripts/draw_vanhateren_filters.py` retrained the cheap rows by the same recipes and seeds (final training loss "
+             "against the comparison's below); the bilinear model is " + f"`{filters['bilinear']}`; sparse coding: {filters['sparse_coding']}. "
+             f"Drawn {filters['date']} on {filters['machine']}.", "",
+             "| row | final training loss, retrained | the comparison's | the table's model | train s |", "|---|---:|---:|---|---:|"]
+    for name, loss in filters["final_loss"].items():
+        same = loss["comparison"] is not None and math.isclose(loss["retrained"], loss["comparison"], rel_tol=1e-9)
+        theirs = "—" if loss["comparison"] is None else f"{loss['comparison']:.6g}"
+        lines.append(f"| {name} | {loss['retrained']:.6g} | {theirs} | {'yes' if same else 'no: a retrain by the same recipe and seed'} "
+                     f"| {loss['train_seconds']:.0f} |")
+    return lines + ["", "![bases and filters of each model](filters.png)"]

@@ -36,7 +36,7 @@ from torch.nn.utils import get_total_norm
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
-from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
+from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, random_rows, reconstruction_error
 
 DIVERGENCE_MODES = ("stop", "warn", "off")
 CHECK_EVERY = 16
@@ -104,10 +104,7 @@ def score_rows(held_out: torch.Tensor, seed: int) -> torch.Tensor:
     """The rows of ``held_out [M, V]`` the guard scores: all of them up to :data:`SCORE_ROWS`, else that many drawn at
     random (seeded ``seed``, ascending; test files may be sorted by class, so a prefix would not do). The guard's score
     is a reference for collapses by orders of magnitude, not a measurement: a subset keeps it cheap on large data."""
-    if held_out.shape[0] <= SCORE_ROWS:
-        return held_out
-    rows = torch.randperm(held_out.shape[0], generator=torch.Generator().manual_seed(seed))[:SCORE_ROWS].sort().values
-    return held_out[rows.to(held_out.device)]
+    return random_rows(held_out, SCORE_ROWS, seed)
 
 
 @torch.no_grad()

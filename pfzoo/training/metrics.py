@@ -13,6 +13,16 @@ PSEUDO_LIKELIHOOD_MAX_UNITS = 10
 """The pseudo-likelihood metric needs two exact free energies per example; it is skipped for models whose
 ``free_energy_cost`` (``log2`` of the terms per free energy) exceeds this (a DBM's even hidden units)."""
 
+def random_rows(data: torch.Tensor, count: int | None, seed: int) -> torch.Tensor:
+    """The rows of ``data [N, V]`` a diagnostic reads: all of them when ``count`` is ``None`` or at least N, else
+    ``count`` rows drawn at random without replacement (a generator seeded ``seed``, kept in ascending order): splits
+    may be sorted by class (binarized MNIST's test file is), so a prefix would not do."""
+    if count is None or data.shape[0] <= count:
+        return data
+    rows = torch.randperm(data.shape[0], generator=torch.Generator().manual_seed(seed))[:count].sort().values
+    return data[rows.to(data.device)]
+
+
 def has_reconstruction(model: EnergyModel) -> bool:
     """Whether :func:`reconstruction_error` applies (:attr:`Capability.RECONSTRUCTION`: RBMs, DBMs)."""
     return Capability.RECONSTRUCTION in model.capabilities

@@ -24,7 +24,7 @@ from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trai
 from pfzoo.training.distributed_strategy import DistributedStrategy
 from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind, score_rows
 from pfzoo.training.fit_data import TrainingData, training_data
-from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, reconstruction_error
+from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, random_rows, reconstruction_error
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
 from pfzoo.training.natural_space import check_space_settings, line_searches, natural_space_from_settings
@@ -465,10 +465,11 @@ class Trainer:
         """The callbacks' numbers for ``epoch``'s record (on the diagnostic rows) and ``callback_seconds``, their time."""
         if not self.callbacks:
             return {}
-        began, rows = self._now(), slice(self.settings.metrics_rows)
+        began = self._now()
+        splits = {name: self._diagnostic_rows(split) for name, split in run.splits.items()}
         record: dict[str, float] = {}
         for callback in self.callbacks:
-            record.update(callback.on_epoch_end(run.model, epoch, {name: split[rows] for name, split in run.splits.items()}))
+            record.update(callback.on_epoch_end(run.model, epoch, splits))
         record["callback_seconds"] = run.callback_seconds + self._now() - began
         return record
 
@@ -477,7 +478,7 @@ class Trainer:
         (fresh or resumed), judging it on the held-out split's diagnostic rows (the training rows' without one)."""
         if self.settings.divergence == "off":
             return None
-        held_out = run.splits[held_out_name(run.splits)][slice(self.settings.metrics_rows)]
+        held_out = self._diagnostic_rows(run.splits[held_out_name(run.splits)])
         seed, kind = self.settings.seed + _EVALUATION_SEED_OFFSET, score_kind(run.model)
         rows = score_rows(held_out, seed)
 
@@ -527,19 +528,24 @@ class Trainer:
             f"{self.checkpoint_path} (if written yet) holds the last good checkpoint"
         )
 
+    def _diagnostic_rows(self, split: torch.Tensor) -> torch.Tensor:
+        """The rows of ``split [N, V]`` the per-epoch diagnostics, the callbacks and the guard read: ``metrics_rows`` of
+        them drawn at random once for the run (the same every epoch), or all (:func:`~pfzoo.training.metrics.random_rows`)."""
+        return random_rows(split, self.settings.metrics_rows, self.settings.seed + _EVALUATION_SEED_OFFSET)
+
     def _evaluate(self, model: EnergyModel, splits: dict[str, torch.Tensor], epoch: int) -> dict[str, float | None]:
         """Reconstruction error and (where cheap) pseudo-log-likelihood on ``splits`` (``{"train": [N, V], <held-out
         name>: [M, V]}``, or ``{"train"}`` alone), plus the estimator at its epochs on the held-out split (the training
         rows without one; its base fitted to train)."""
         generator = torch.Generator(model.device).manual_seed(self.settings.seed + _EVALUATION_SEED_OFFSET)
         record: dict[str, float | None] = {}
-        rows = slice(self.settings.metrics_rows)
         for name, split in splits.items():
+            rows = self._diagnostic_rows(split)
             if has_reconstruction(model):
-                record[f"{name}_reconstruction_error"] = reconstruction_error(model, split[rows])
+                record[f"{name}_reconstruction_error"] = reconstruction_error(model, rows)
             if pseudo_likelihood_is_affordable(model):
-                record[f"{name}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, split[rows], generator=generator)
-            record.update({f"{name}_{key}": value for key, value in model.training_diagnostics(split[rows]).items()})
+                record[f"{name}_pseudo_log_likelihood"] = pseudo_log_likelihood(model, rows, generator=generator)
+            record.update({f"{name}_{key}": value for key, value in model.training_diagnostics(rows).items()})
         if self.estimator is not None and self.settings.evaluates(epoch):
             held = held_out_name(splits)
             estimate = self.estimator.log_likelihood(model, splits[held], base_data=splits["train"], generator=generator)

@@ -24,6 +24,8 @@ from pfzoo.training import (
     SelfContrastive, Trainer, pseudo_log_likelihood, reconstruction_error,
 )
 from pfzoo.training.distributed_strategy import DistributedStrategy
+from pfzoo.training.metrics import random_rows
+from pfzoo.training.trainer import _EVALUATION_SEED_OFFSET as EVALUATION_SEED_OFFSET
 from pfzoo.training.trainer import decayed_weights
 from pfzoo.training.trainer_settings import TrainerSettings
 
@@ -361,12 +363,18 @@ def test_resume_after_a_kill_mid_write_cleans_the_temporary_and_drops_the_torn_l
     assert without_timing(read_metrics(tmp_path / "killed")) == without_timing(read_metrics(tmp_path / "one_go"))
 
 
-def test_metrics_rows_limits_the_per_epoch_diagnostics_to_the_first_rows(tmp_path, data):
+def test_metrics_rows_limits_the_per_epoch_diagnostics_to_random_rows(tmp_path, data):
+    """``metrics_rows`` rows of each split drawn at random once (``random_rows``, seeded by the run's seed), not a prefix:
+    a split sorted by class would be judged by its first classes."""
     model = rbm()
-    Trainer(CD(), run_dir=tmp_path, epochs=1, batch_size=20, progress=False, metrics_rows=7).fit(model, data)
+    Trainer(CD(), run_dir=tmp_path, epochs=1, batch_size=20, progress=False, metrics_rows=7, seed=3).fit(model, data)
     record = read_metrics(tmp_path)[-1]
-    assert record["train_reconstruction_error"] == pytest.approx(reconstruction_error(model, data.train[:7]))
-    assert record["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, data.test[:7]))
+    train_rows, test_rows = random_rows(data.train, 7, seed=3 + EVALUATION_SEED_OFFSET), random_rows(data.test, 7, seed=3 + EVALUATION_SEED_OFFSET)
+    assert train_rows.shape[0] == 7 and not torch.equal(train_rows, data.train[:7])
+    assert record["train_reconstruction_error"] == pytest.approx(reconstruction_error(model, train_rows))
+    assert record["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, test_rows))
+    assert torch.equal(random_rows(data.test, None, seed=0), data.test)
+    assert torch.equal(random_rows(data.test, data.test.shape[0], seed=0), data.test)
     with pytest.raises(ValueError, match="metrics_rows"):
         Trainer(CD(), run_dir=tmp_path, metrics_rows=0)
 

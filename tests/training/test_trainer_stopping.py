@@ -218,15 +218,17 @@ def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     assert config_differences(stored, {"trainer": {"epochs": 3, "optimizer": {"lr": 0.1}}, "seed": 1, "run_dir": "a"}) == [
         "seed: 0 → 1", "trainer.optimizer.lr: 0.05 → 0.1"]
     # a setting added since the run started, at its off value (null, false), is no difference; at any other value it is
-    newer = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}, "metrics_rows": None}, "seed": 0, "run_dir": "a"}
+    newer = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}, "clip_grad_norm": None}, "seed": 0, "run_dir": "a"}
     assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
     newer["trainer"]["compile"] = False  # a switch added since, off
     assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
     newer["trainer"]["compile"] = True
     assert config_differences(stored, newer) == ["trainer.compile: '<absent>' → True"]
     del newer["trainer"]["compile"]
-    newer["trainer"]["metrics_rows"] = 100
-    assert config_differences(stored, newer) == ["trainer.metrics_rows: '<absent>' → 100"]
+    newer["trainer"]["clip_grad_norm"] = 100
+    assert config_differences(stored, newer) == ["trainer.clip_grad_norm: '<absent>' → 100"]
+    # how many rows the per-epoch diagnostics read touches no number of the training
+    assert config_differences(stored, {**stored, "trainer": {**stored["trainer"], "metrics_rows": 2000}}) == []
     assert config_differences({"model": {"sizes": [1, 2]}}, {"model": {"sizes": [1, 3]}}) == ["model.sizes: [1, 2] → [1, 3]"]
     # which clock the timings read touches no number of the training: a run started before trainer.clock existed resumes
     assert config_differences(stored, {**stored, "trainer": {**stored["trainer"], "clock": "cpu"}}) == []

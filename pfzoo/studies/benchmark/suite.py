@@ -32,6 +32,7 @@ from pfzoo.studies.benchmark.training_cases import (
     benchmark_rbm_stochastic_ratio_matching,
 )
 from pfzoo.studies.benchmark.summaries import SUMMARIES
+from pfzoo.studies.benchmark.trainer_cases import benchmark_rbm_pcd_trainer
 
 CASES = {
     "rbm_ais": benchmark_rbm_ais,
@@ -47,6 +48,7 @@ CASES = {
     "ising_gibbs": benchmark_ising_gibbs,
     "rbm_mpf": benchmark_rbm_mpf,
     "rbm_pcd": benchmark_rbm_pcd,
+    "rbm_pcd_trainer": benchmark_rbm_pcd_trainer,
     "rbm_pt": benchmark_rbm_pt,
     "rbm_fpcd": benchmark_rbm_fpcd,
     "rbm_naive_mcmc": benchmark_rbm_naive_mcmc,
@@ -105,6 +107,8 @@ QUICK_SIZES = {
     "ising_gibbs": {"num_chains": 10, "num_sweeps": 2, "repeats": 1},
     "rbm_mpf": {"batch_size": 10, "num_flips": 5, "repeats": 1},
     "rbm_pcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
+    "rbm_pcd_trainer": {"num_visible": 20, "num_hidden": 10, "batch_size": 10, "num_batches": 3, "num_valid": 20, "num_chains": 10,
+                        "repeats": 1},
     "rbm_pt": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "num_replicas": 3, "repeats": 1},
     "rbm_fpcd": {"batch_size": 10, "num_batches": 3, "num_chains": 10, "repeats": 1},
     "rbm_naive_mcmc": {"batch_size": 10, "num_batches": 3, "burn_in": 3, "num_chains": 10, "repeats": 1},

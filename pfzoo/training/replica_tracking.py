@@ -36,11 +36,13 @@ The trainer's random stream is untouched (the tracker reads the replicas and dra
 tracked run trains bit for bit as the same run without it.
 
 Cost: per observation the relaxation's PT sweeps of the relaxed levels' states (:data:`MIN_RELAX_SWEEPS` to
-``relax_sweeps``) and a product of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block
-of :data:`RELAX_BLOCK`, plus three products of all R·C states; per epoch one anchor run. Measured on
-binarized MNIST, 784 × 500 from scratch, 30 replicas × 33 chains (2-core CPU, under other load;
-reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four of five epochs and 1.4 nats above at one, at 11–13 %
-of the training time — the relaxation is what costs.
+``relax_sweeps``) and a product of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each
+block of :data:`RELAX_BLOCK` that checks whether the copy settled (from :data:`MIN_RELAX_SWEEPS` − 2 blocks on), plus
+three products of all R·C states; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
+replicas × 33 chains (2-core CPU, under other load; reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four
+of five epochs and 1.4 nats above at one, at 11–13 % of the training time; after the RBM's faster Gibbs draws (issue 53)
+the same defaults tracked 1.5–2.9 nats low at four epochs of five on another training stream, at 2.5–2.6 CPU seconds per
+observation against about 27 of training per epoch (README, "Trials, 2026-11-29").
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
@@ -114,10 +116,16 @@ class ReplicaPartitionTracker(TrainingCallback):
         burn_in: with ``observe_every``, updates before the first observation within the first epoch.
         anchor_steps: linear AIS steps from the uniform base to the hottest replica's β.
         anchor_chains: AIS chains of the anchor.
+        hot_sweeps: parallel-tempering sweeps of the *whole* ladder before the top levels' relaxation (counted in its
+            sweeps); the levels below ``relax_from`` are then observed there, their bridges pooled over the second half
+            of these sweeps. 0 (default): they are observed as the training left them. Measured on the MNIST run of
+            reports/tracking (README, "Trials, 2026-11-29"): the unrelaxed levels below β = 0.5 are one snapshot of 33
+            chains whose bridges are off by 1–2.5 nats; 20 sweeps with 10 pooled halve the tracked stderr (about 1.0 →
+            0.5) and the spread between copies, at about twice the tracker's time with 300 sweeps in all.
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,
-                 burn_in: int = 100, anchor_steps: int = 100, anchor_chains: int = 64) -> None:
+                 burn_in: int = 100, anchor_steps: int = 100, anchor_chains: int = 64, hot_sweeps: int = 0) -> None:
         if not isinstance(objective, PT):
             raise ValueError(f"objective must be the pfzoo.training.PT objective whose replicas are tracked, got {type(objective).__name__}")
         self.objective = objective
@@ -138,6 +146,11 @@ class ReplicaPartitionTracker(TrainingCallback):
             raise ValueError(f"relax_from must be an inverse temperature in [0, 1], got {relax_from}")
         self.anchor_steps = check_positive_int(anchor_steps, "anchor_steps")
         self.anchor_chains = check_positive_int(anchor_chains, "anchor_chains")
+        if (isinstance(hot_sweeps, bool) or not isinstance(hot_sweeps, int) or hot_sweeps < 0
+                or (relax_sweeps and hot_sweeps + RELAX_BLOCK > relax_sweeps)):
+            raise ValueError(f"hot_sweeps must be a non-negative integer leaving at least one block of {RELAX_BLOCK} of "
+                             f"relax_sweeps={relax_sweeps} to the top levels, got {hot_sweeps!r}")
+        self.hot_sweeps = hot_sweeps
         if self.anchor_chains < 2:
             raise ValueError(f"anchor_chains must be at least 2 (a variance needs two chains), got {anchor_chains}")
         self._lag = LagMonitor("raise track_partition.relax_sweeps (the relaxed replicas still lag the training)")
@@ -265,9 +278,12 @@ class ReplicaPartitionTracker(TrainingCallback):
         :func:`~pfzoo.training.partition_tracking.bridge_log_ratios`): averaging within a chain before
         the delta method across chains keeps the covariance honest about the sweeps' correlation.
 
-        The sweeps run in blocks of :data:`RELAX_BLOCK`, at least :data:`MIN_RELAX_SWEEPS`, until the bridges' total
+        With ``hot_sweeps`` the whole ladder first runs that many sweeps (the levels below ``relax_from`` keep where they
+        end, their bridge ratios pooled over the second half of them). The sweeps run in blocks of :data:`RELAX_BLOCK`,
+        at least :data:`MIN_RELAX_SWEEPS` (the whole ladder's sweeps counted), until the bridges' total
         ``log Z_1 − log Z_{β_1}`` of a block rises by less than one standard error of the difference over the block
-        before (the copy climbs out of where the training pushed the density down, so its drift is upward), or
+        before (the copy climbs out of where the training pushed the density down, so its drift is upward; only the blocks
+        that check compute the pooled statistics: the same estimate, about a quarter less time), or
         ``relax_sweeps`` are spent; the number run is the epoch record's ``tracking_relax_sweeps``. Why relax: the
         replicas are the training's persistent negatives (module docstring). Why only the top: on the MNIST run of
         reports/tracking (2-core CPU) after its second and third epochs, the copy relaxed 80 sweeps over the whole ladder
@@ -281,20 +297,35 @@ class ReplicaPartitionTracker(TrainingCallback):
             self._sweeps_run, self._settled = 0, True
             return positions.clone(), stats, bridge_log_ratios(path, stats, ladder)
         low = min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
-        fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
         kernel, target = model.gibbs_chain()
+        hot_pooled = []
+        if low and self.hot_sweeps:
+            whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
+            state = whole.init_replicas(positions.clone(), target, generator=self._generator)
+            for sweep in range(self.hot_sweeps):
+                state, _ = whole.step(state, target, generator=self._generator)
+                if 2 * sweep >= self.hot_sweeps and low > 1:
+                    hot_stats, _ = self._log_f(path, state.replica_positions[:low], ladder[:low])
+                    hot_pooled.append(bridge_log_ratios(path, hot_stats, ladder[:low]))
+            positions = state.replica_positions
+        fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
         tempering = ParallelTempering(kernel, ladder[low:], swaps=self.objective.swaps)
         state = tempering.init_replicas(positions[low:].clone(), target, generator=self._generator)
-        previous, self._sweeps_run, self._settled = None, 0, False
+        previous, self._sweeps_run, self._settled = None, self.hot_sweeps if low else 0, False
         while self._sweeps_run < self.relax_sweeps:
             pooled = []
+            checked = self._sweeps_run + 2 * RELAX_BLOCK >= MIN_RELAX_SWEEPS
             for sweep in range(RELAX_BLOCK):
                 state, _ = tempering.step(state, target, generator=self._generator)
-                if sweep >= RELAX_BLOCK - POOLED_SWEEPS:
+                if checked and sweep >= RELAX_BLOCK - POOLED_SWEEPS:
                     stats = fixed_stats + self._log_f(path, state.replica_positions, ladder[low:])[0]
                     pooled.append(bridge_log_ratios(path, stats, ladder))
             self._sweeps_run += RELAX_BLOCK
+            if not checked:
+                continue
             ratios = log_mean_exp(torch.stack(pooled), dim=0)
+            if hot_pooled:
+                ratios = torch.cat([log_mean_exp(torch.stack(hot_pooled), dim=0), ratios[2 * (low - 1):]])
             differences, noise = bridge_differences(ratios)
             total, variance = differences.sum().item(), noise.sum().item()
             settling = self._sweeps_run >= MIN_RELAX_SWEEPS and previous is not None
@@ -356,10 +387,10 @@ class ReplicaPartitionTracker(TrainingCallback):
     def __repr__(self) -> str:
         return (f"ReplicaPartitionTracker(observe_every={self.observe_every}, relax_sweeps={self.relax_sweeps}, "
                 f"relax_from={self.relax_from}, burn_in={self.burn_in}, "
-                f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains})")
+                f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains}, hot_sweeps={self.hot_sweeps})")
 
 
-REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains")
+REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains", "hot_sweeps")
 
 
 def tempering_objective(objective) -> PT | None:

@@ -50,6 +50,13 @@ def test_tracked_log_z_stays_with_the_exact_one_through_pt_training(tmp_path):
     assert records[-1]["test_tracked_log_likelihood_stderr"] == records[-1]["log_z_tracked_stderr"] > 0
 
 
+def test_hot_levels_relaxed_and_pooled_track_the_exact_log_z_too(tmp_path):
+    """With ``hot_sweeps`` the levels below ``relax_from`` run sweeps of the whole ladder too, and their bridges pool the
+    second half of those sweeps: still within 4 of its stderr (or 0.02 nat) of the exact log Z at every epoch."""
+    for record in tracked_against_exact(tmp_path, hot_sweeps=10):
+        assert abs(record["log_z_tracked"] - record["log_z_exact"]) <= max(4 * record["log_z_tracked_stderr"], 0.02), record
+
+
 def test_the_replicas_as_training_leaves_them_would_track_low(tmp_path):
     """Why the tracker relaxes a copy of the replicas before observing: observed as the training leaves them (its
     negatives, where every update lowered the density), the tracked log Z drifts low, beyond 4 of its stderr by the end

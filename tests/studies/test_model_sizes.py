@@ -54,6 +54,10 @@ def test_the_best_size_is_the_largest_test_value_and_the_curve_reports_the_drop_
     assert "best at 144" in text and "then -1.00 ± 0.10 at 288 (paired, 2 test patches): it overfits" in text
     assert "gap +0.50 at 36 to +4.00 at 288" in text
     assert "then -0.50 ± 0.40 at 72 (paired, 2 test patches): no significant drop" in curve_text(rows, "laplace")
+    # a drop the training patches share (gap +0.5 at the peak, +0.5 after) is a worse fit, not overfitting
+    worse = [_row("mcrbm", 144, -48.0, train=-47.5), _row("mcrbm", 432, -50.0, train=-49.5, spread=0.1)]
+    assert "then -2.00 ± 0.10 at 432 (paired, 2 test patches): not overfitting: its training patches fall too (-47.50 → -49.50)" \
+        in curve_text(worse, "mcrbm")
 
 
 @pytest.mark.skipif(not (REPORT / "results.json").exists(), reason="the size sweep's report is not measured yet")

@@ -55,7 +55,8 @@ def paired_drop(after: dict, peak: dict) -> tuple[float, float]:
 def curve_text(rows: list[dict], family: str) -> str:
     """The measured shape of one family's curve: its values by size, where it peaks, the change from the peak to the
     largest size (paired on the common test subset, :func:`paired_drop`), whether that is overfitting (a drop by more
-    than 2 stderr) and the train − test gap at the smallest and largest size."""
+    than 2 stderr while the train − test gap grows by more than half the drop; a drop the training patches share is a
+    worse fit, not overfitting) and the train − test gap at the smallest and largest size."""
     ok = sorted((r for r in rows if r["family"] == family and not r.get("failed")), key=lambda r: r["size"])
     if not ok:
         return "every size failed."
@@ -65,14 +66,25 @@ def curve_text(rows: list[dict], family: str) -> str:
     text = f"{values}; best at {peak['size']}"
     if last is not peak:
         drop, stderr = paired_drop(last, peak)
-        text += (f", then {drop:+.2f} ± {stderr:.2f} at {last['size']} (paired, {len(last['subset_per_example'])} test patches): "
-                 + ("it overfits" if drop < -2 * stderr else "no significant drop, so no overfitting measured"))
+        text += f", then {drop:+.2f} ± {stderr:.2f} at {last['size']} (paired, {len(last['subset_per_example'])} test patches): "
+        if drop >= -2 * stderr:
+            text += "no significant drop, so no overfitting measured"
+        elif _gap(last) - _gap(peak) > -drop / 2:  # the training patches held up while the test patches fell
+            text += "it overfits"
+        else:
+            text += (f"not overfitting: its training patches fall too ({peak['train_mean']:.2f} → {last['train_mean']:.2f}), "
+                     "so the larger model is fitted worse")
     else:
         text += " (the largest size run): no overfitting within this range"
-    gaps = f"{ok[0]['train_mean'] - ok[0]['evaluation']['mean']:+.2f} at {ok[0]['size']}"
+    gaps = f"{_gap(ok[0]):+.2f} at {ok[0]['size']}"
     if len(ok) > 1:
-        gaps += f" to {last['train_mean'] - last['evaluation']['mean']:+.2f} at {last['size']}"
+        gaps += f" to {_gap(last):+.2f} at {last['size']}"
     return text + f"; train − test gap {gaps}."
+
+
+def _gap(row: dict) -> float:
+    """A row's train − test log-likelihood gap (nats per patch)."""
+    return row["train_mean"] - row["evaluation"]["mean"]
 
 
 def ablation_lines(rows: list[dict], ablation: list[dict]) -> list[str]:

@@ -369,7 +369,7 @@ class Trainer:
         batches = order.split(self.settings.batch_size)
         for index, rows in enumerate(tqdm(batches, desc=f"epoch {epoch}", leave=False, disable=not run.bars)):
             shard = ranks.shard(rows)  # [B_r]: this rank's contiguous part of the minibatch
-            batch = train[shard]
+            batch = train.index_select(0, shard)  # the rows' copy; a fifth of advanced indexing's time on the CPU
             row_indices = {"indices": shard} if self.objective.epoch_stateful else {}
 
             def shard_loss() -> torch.Tensor:

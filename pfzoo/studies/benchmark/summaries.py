@@ -54,7 +54,7 @@ SUMMARIES = {
     "rbm_pcd_trainer": lambda r: f"rbm_pcd_trainer: Trainer.fit, one epoch of {r['shape']['num_batches']} PCD-1 updates of a "
         f"{r['shape']['num_visible']}x{r['shape']['num_hidden']} RBM, diagnostics included: {r['steps_per_second']:.3g} updates/s, "
         f"{r['fraction_of_matmul_bound']:.2f} of its six products' rate ({r['training_seconds']:.2f} s training, "
-        f"{r['evaluation_seconds']:.2f} s diagnostics)",
+        f"{r['evaluation_seconds']:.2f} s diagnostics; {r['fit_fraction_of_matmul_bound']:.2f} with the fit's set-up)",
     "rbm_pt": lambda r: f"rbm_pt: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, PT-{r['shape']['k']} with {r['shape']['num_replicas']} "
         f"replicas, batch {r['shape']['batch_size']}: {r['steps_per_second']:.3g} optimizer steps/s, {r['examples_per_second']:.3g} examples/s",
     "rbm_fpcd": lambda r: f"rbm_fpcd: {r['shape']['num_visible']}x{r['shape']['num_hidden']}, FPCD-{r['shape']['k']}, batch {r['shape']['batch_size']}: "

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pfzoo.studies.path_comparison import (
-    PATHS, SCHEDULES, gaussians_markdown, growth_summary, rbms_markdown, report_markdown, two_gaussians_figure,
+    PATHS, SCHEDULES, gaussians_markdown, growth_summary, rbms_markdown, report_markdown, samples_markdown, two_gaussians_figure,
 )
 from pfzoo.studies.spline_ablation import ablation_markdown
 
@@ -19,6 +19,8 @@ def test_the_stored_readme_re_renders_from_its_results_json():
     text += rbms_markdown(results["rbms_uniform"], results["rbm_uniform_settings"], uniform=True)
     if results.get("spline_ablation"):
         text += ablation_markdown(results["spline_ablation"], results["rbms_uniform"])
+    if results.get("path_samples"):
+        text += samples_markdown(results["path_samples"])
     assert text == report_markdown(results) == (RESULTS / "README.md").read_text()
 
 

@@ -45,6 +45,13 @@ def save_image_grid(
     return path
 
 
+def tile_images(images: torch.Tensor, columns: int, *, padding: int = 1, pad_value: float = 1.0) -> torch.Tensor:
+    """``images [N, H, W]`` as one ``[rows · (H + padding) + padding, columns · (W + padding) + padding]`` image, row by
+    row, ``columns`` per row, ``padding`` pixels of ``pad_value`` between and around them (values as given: no rescaling),
+    for a panel that matplotlib draws with its own axes and labels."""
+    return _make_grid(images.detach().float().cpu()[:, None], nrow=columns, padding=padding, pad_value=pad_value)[0]
+
+
 def with_caption(picture: Image.Image, caption: str) -> Image.Image:
     """``picture`` below a white band holding ``caption`` in black, wrapped to the picture's width."""
     font = ImageFont.load_default(size=CAPTION_FONT_SIZE)

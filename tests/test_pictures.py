@@ -81,3 +81,11 @@ def test_the_caption_states_every_mcmc_sampler_default_number_of_steps():
         for name in ("num_steps", "num_sweeps"):
             if name in parameters:
                 assert parameters[name].default == DEFAULT_SAMPLER_STEPS, (family.__name__, name)
+
+
+def test_tile_images_lays_tiles_row_by_row_between_padding():
+    images = torch.arange(5 * 2 * 3, dtype=torch.float32).reshape(5, 2, 3)
+    grid = pictures.tile_images(images, 3, padding=1, pad_value=-1.0)
+    assert grid.shape == (2 * 3 + 1, 3 * 4 + 1)
+    assert torch.equal(grid[1:3, 5:8], images[1]) and torch.equal(grid[4:6, 1:4], images[3])
+    assert (grid[0] == -1).all() and (grid[:, 0] == -1).all() and (grid[4:6, 9:12] == -1).all()  # frames, and the empty sixth cell

@@ -19,6 +19,7 @@ import torch
 
 from pfzoo import paths
 from pfzoo.kernels import run_chain
+from pfzoo.pictures import tile_images
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -78,12 +79,10 @@ def samples_figure(samples: dict, betas: Sequence[float], shown: int = 8, side: 
     for ax, (kind, label) in zip(axes, PATH_LABELS.items()):
         stack = samples[kind]["samples"]  # [B, N, V]
         tiles = torch.cat([stack.mean(1, keepdim=True), stack[:, :shown]], dim=1)  # [B, 1 + shown, V]
-        pad = torch.ones(len(betas), 1 + shown, side + 2, side + 2)
-        pad[:, :, 1:-1, 1:-1] = tiles.reshape(len(betas), 1 + shown, side, side)
-        grid = pad.permute(0, 2, 1, 3).reshape(len(betas) * (side + 2), (1 + shown) * (side + 2))
-        ax.imshow((1 - grid).numpy(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-        ax.set_yticks([(i + 0.5) * (side + 2) for i in range(len(betas))], [f"β = {b:.2f}" for b in betas])
-        ax.set_xticks([(side + 2) / 2], ["mean"])
+        grid = tile_images(1 - tiles.reshape(-1, side, side), 1 + shown, padding=2, pad_value=0.0)  # dark = on, black frames
+        ax.imshow(grid.numpy(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_yticks([2 + side / 2 + i * (side + 2) for i in range(len(betas))], [f"β = {b:.2f}" for b in betas])
+        ax.set_xticks([2 + side / 2], ["mean"])
         ax.set_title(label, fontsize=10)
     figure.suptitle("Intermediate distributions of an MNIST RBM: chain means and samples (dark = on)", fontsize=10)
     figure.tight_layout()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from pfzoo.data.patches import PatchTransform
+from pfzoo.pictures import tile_images
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,12 +45,7 @@ def _tile_grid(patches: torch.Tensor, contrast: torch.Tensor | None, columns: in
     scaled = patches / patches.abs().amax(1, keepdim=True).clamp_min(1e-12)
     if contrast is not None:
         scaled = scaled * contrast[:, None].double()
-    rows = math.ceil(patches.shape[0] / columns)
-    grid = torch.ones(rows * (side + 1) + 1, columns * (side + 1) + 1, dtype=torch.float64)
-    for index, tile in enumerate(scaled):
-        r, c = divmod(index, columns)
-        grid[1 + r * (side + 1): (r + 1) * (side + 1), 1 + c * (side + 1): (c + 1) * (side + 1)] = 0.5 + 0.5 * tile.reshape(side, side)
-    return grid
+    return tile_images(0.5 + 0.5 * scaled.reshape(-1, side, side), columns)
 
 
 def filters_figure(panels: list[dict], columns: int = 12) -> Figure:

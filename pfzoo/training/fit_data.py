@@ -9,6 +9,7 @@ chains, NCE's noise), and the divergence guard and the diagnostics read held-out
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,11 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from pfzoo.data.splits import DataSplits
+from pfzoo.sampling import bernoulli
 
+FIXED_DRAW_SEED_OFFSET = 1_000_003
+"""``fixed_draws`` draws from ``seed +`` this: far from the Trainer's streams (``seed + 0 … 2``, callbacks ``seed + 3 + i``)
+and from :class:`~pfzoo.training.GreedyTrainer`'s per-layer seeds (``seed + 4i …``), so no stream is reused."""
 READ_BATCH = 1024
 """Rows per batch when a ``Dataset`` is read (its items stacked by torch's default collate)."""
 ACCEPTED = "a pfzoo.data.DataSplits, a torch.Tensor [N, V], a torch.utils.data.Dataset or a torch.utils.data.DataLoader"
@@ -123,3 +128,33 @@ def first_tensor(batch, argument: str, verb: str) -> Tensor:
         raise ValueError(f"{argument} {verb} batches of shape {tuple(batch.shape)}; expected batches [B, V] of B examples "
                          f"(a DataLoader needs a batch_size)")
     return batch
+
+
+def held_out_name(splits: Mapping[str, Tensor]) -> str:
+    """The split that judges the model: the one beside ``"train"`` in ``splits``, or ``"train"`` when there is none."""
+    return next((name for name in splits if name != "train"), "train")
+
+
+def check_probabilities(split: Tensor, name: str) -> None:
+    """Refuse rows ``[N, V]`` with a value outside [0, 1] (or NaN) in one line: with ``binarize`` they are probabilities."""
+    outside = ~((split >= 0) & (split <= 1))
+    if outside.any():
+        row, column = (int(i) for i in outside.nonzero()[0])
+        raise ValueError(f"{name} must hold probabilities in [0, 1] with trainer.binarize (each minibatch a Bernoulli draw "
+                         f"of its rows), got {split[row, column].item()} at row {row}, column {column}")
+
+
+def fixed_draws(splits: Mapping[str, Tensor], seed: int) -> dict[str, Tensor]:
+    """One draw ``x ~ Bernoulli(p)`` of every split ``{name: [N, V] probabilities}``, from a generator on their device
+    seeded with ``seed + FIXED_DRAW_SEED_OFFSET``: the binary rows a ``binarize`` run's diagnostics, objective set-up,
+    callbacks and estimator read, the same at every epoch and on every rank (a resumed run draws them again alike)."""
+    generator = torch.Generator(next(iter(splits.values())).device).manual_seed(seed + FIXED_DRAW_SEED_OFFSET)
+    return {name: bernoulli(split, generator=generator) for name, split in splits.items()}
+
+
+def minibatch(train: Tensor, rows: Tensor, probabilities: Tensor | None, *, generator: torch.Generator) -> Tensor:
+    """The minibatch ``[B, V]`` of the training rows numbered ``rows [B]``: a copy of ``train``'s (``index_select``, a
+    fifth of advanced indexing's time on the CPU), or with ``binarize`` a fresh draw ``Bernoulli(probabilities[rows])``."""
+    if probabilities is None:
+        return train.index_select(0, rows)
+    return bernoulli(probabilities.index_select(0, rows), generator=generator)

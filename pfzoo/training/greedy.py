@@ -28,7 +28,7 @@ from pfzoo.models.dbn import DBN
 from pfzoo.sampling import bernoulli
 from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.contrastive import CD
-from pfzoo.training.fit_data import TrainingData, training_data
+from pfzoo.training.fit_data import TrainingData, fixed_draws, training_data
 from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
 from pfzoo.validation import check_positive_int
 from pfzoo.zoo import load_model, save
@@ -59,7 +59,11 @@ class GreedyTrainer(Trainer):
        seed=seed + 4i)`` (a fresh copy of the objective per layer, so e.g. PCD chains are per layer);
     3. the training rows and (where there are some) the held-out rows are mapped up,
        ``x_{i+1} ~ q(x_{i+1} | x_i) = Bernoulli(σ(x_i W_i + c_i))``, with a generator on the model's device seeded
-       ``seed + 4i + 3`` (training rows first, so the training inputs do not depend on the held-out data).
+       ``seed + 4i + 3`` (training rows first, so the training inputs do not depend on the held-out data). With
+       ``binarize`` the rows handed up are the probabilities ``σ(x_i W_i + c_i)`` of one draw ``x_i`` of the layer's
+       input, and the layer above trains on a fresh draw of them at every minibatch (:class:`TrainerSettings`
+       ``binarize``): for a two-layer DBN fresh samples of the exact posterior q(h₁ | v), where a fixed sample per row
+       lets the top RBM fit that sample's noise.
 
     Everything is a deterministic function of ``seed``, so ``fit(…, resume=True)`` re-derives the
     upper layers' inputs exactly and each layer's Trainer resumes from its own checkpoint.
@@ -162,8 +166,9 @@ class GreedyTrainer(Trainer):
             else:
                 if self.init_from_below and layer > 0:
                     start_from_layer_below(rbm, model.rbms[layer - 1], name=f"init_from_below (layer {layer})")
-                elif self.init_from_data:
-                    rbm.init_from_data(splits["train"])
+                elif self.init_from_data:  # with binarize: the base rates of the draw the layer's Trainer fixes for its diagnostics
+                    rows = splits["train"]
+                    rbm.init_from_data(fixed_draws({"train": rows}, self.settings.seed + _LAYER_SEED_STRIDE * layer)["train"] if self.settings.binarize else rows)
                 # only the bottom layer's input is the data's images; the layers above see hidden units
                 layer_data = TrainingData(f"{data.name}-layer{layer}", splits["train"], data.held_out_name, splits.get(data.held_out_name),
                                           data.image_shape if layer == 0 else None, data.labels)
@@ -178,7 +183,10 @@ class GreedyTrainer(Trainer):
             if layer < len(model.rbms) - 1:
                 generator = torch.Generator(model.device).manual_seed(self.settings.seed + _LAYER_SEED_STRIDE * layer + _MAPPING_SEED_OFFSET)
                 with torch.no_grad():
-                    splits = {name: bernoulli(rbm.hidden_probs(split), generator=generator) for name, split in splits.items()}
+                    if self.settings.binarize:  # the next layer draws its rows afresh from the probabilities
+                        splits = {name: rbm.hidden_probs(bernoulli(split, generator=generator)) for name, split in splits.items()}
+                    else:
+                        splits = {name: bernoulli(rbm.hidden_probs(split), generator=generator) for name, split in splits.items()}
         result.update(self._evaluate_dbn(model, data))
         if leader:
             save(model, self.checkpoint_path, config=config, trainer_state={"layer_run_dirs": [LAYER_DIR.format(i) for i in range(len(model.rbms))]})

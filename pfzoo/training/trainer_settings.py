@@ -89,6 +89,13 @@ class TrainerSettings:
         divergence: what the divergence guard (:mod:`pfzoo.training.divergence`) does when a run blows up:
             ``"stop"`` (default) restores the last good parameters, writes them as the checkpoint and raises
             :class:`~pfzoo.training.TrainingDiverged`; ``"warn"`` logs it once and trains on; ``"off"`` watches nothing.
+        binarize: read the training rows as probabilities in [0, 1] and train every minibatch on a fresh draw
+            ``x ~ Bernoulli(rows)`` from the sampling stream (dynamic binarisation; a DBN's upper layers trained on fresh
+            posterior samples of the layer below, :class:`~pfzoo.training.GreedyTrainer`), so that the model fits the
+            rows' expected likelihood rather than one fixed sample of them. Everything else (the objective's
+            ``prepare``, e.g. PCD's chains, the diagnostics, the callbacks, the guard, the estimator) reads one draw of
+            every split fixed for the run (:func:`~pfzoo.training.fit_data.fixed_draws`). Models with binary visible
+            units only.
         clip_grad_norm: ``c > 0`` rescales every update's gradient (the ranks' sum, weight penalty included, after the
             objective's preconditioning) to norm at most ``c`` (``torch.nn.utils.clip_grad_norm_`` over the model's and
             the objective's parameters); ``None`` (default): no clipping.
@@ -121,6 +128,7 @@ class TrainerSettings:
     divergence: str = "stop"
     clip_grad_norm: float | None = None
     clock: str = "wall"
+    binarize: bool = False
 
     def __post_init__(self) -> None:
         normalised = {
@@ -129,6 +137,7 @@ class TrainerSettings:
             "progress": check_bool(self.progress, "progress"),
             "csv": check_bool(self.csv, "csv"),
             "tensorboard": check_bool(self.tensorboard, "tensorboard"),
+            "binarize": check_bool(self.binarize, "binarize"),
         }
         if self.final_momentum is not None:
             normalised["final_momentum"] = check_finite_number(self.final_momentum, "final_momentum", minimum=0.0)

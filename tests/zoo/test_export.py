@@ -97,7 +97,8 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     for key, default in (("learning_rate_decay", 0.0), ("stop_tolerance", 0.0), ("max_seconds", None), ("log_every", None),
                          ("final_momentum", None), ("momentum_ramp_epochs", 0), ("centered", False),
                          ("track_partition", None), ("pretrained_layers", None), ("init_from_below", False),
-                         ("held_out", "auto"), ("clip_grad_norm", None), ("divergence", "stop"), ("clock", "wall")):
+                         ("held_out", "auto"), ("clip_grad_norm", None), ("divergence", "stop"), ("clock", "wall"),
+                         ("binarize", False)):
         if key in composed["trainer"]:
             stored["trainer"].setdefault(key, default)
     # ... binarized MNIST's fetching switches, off ...

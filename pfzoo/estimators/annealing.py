@@ -98,8 +98,9 @@ def anneal(
     (no host sync in the loop), and with ``diagnostics`` the result also carries :class:`AnnealingDiagnostics`.
     With :class:`~pfzoo.sampling.ChainStreams` for ``generator`` the chains are its blocks' rows and the
     acceptance and diagnostics are per block (:class:`AnnealingResult`); ``group_size`` is then refused.
-    With ``compile`` the step's increment and transition run under ``torch.compile`` (:func:`compiled_step`); the numbers
-    are those of the eager loop to rounding (a compiled kernel may fuse and reorder floating-point operations).
+    With ``compile`` the step's increment and transition run under ``torch.compile`` (:func:`compiled_step`; the last
+    step's lone increment eagerly); the numbers are those of the eager loop to rounding (a compiled kernel may fuse and
+    reorder floating-point operations).
     """
     blocks = generator.sizes if isinstance(generator, ChainStreams) else None
     if blocks is not None and group_size is not None:
@@ -109,13 +110,15 @@ def anneal(
     acceptance = AcceptanceBySegment(betas_list, blocks)
     step_diagnostics = StepDiagnostics(betas, blocks, group_size) if diagnostics else None
     observers = [observer for observer in (acceptance, step_diagnostics, progress and ProgressReport(progress, num_steps)) if observer]
-    increment_of, compiled_advance = compiled_step() if compile else (_increment, None)
+    compiled_advance = compiled_step() if compile else None
+    if compile:  # the graph's steps return fresh dense tensors: a first state of views would get a graph of its own
+        state = _fresh(state)
     workspace: dict = {}  # the path's buffers for this run (AnnealingPath.advance)
     log_weights = None
     for k in range(1, num_steps + 1):
         info = None
         if k == num_steps:  # the transition after the last increment would not change the weights
-            increment = increment_of(path, state, betas_list[k - 1], betas_list[k])
+            increment = _increment(path, state, betas_list[k - 1], betas_list[k])  # eager: one op, not worth a graph
         elif compile:  # the kernel's draws made eagerly first where it can, so that the compiled step holds none
             noise = path.draw_noise(state, generator=generator)
             increment, state, info = compiled_advance(path, state, betas_list[k - 1], betas_list[k],
@@ -220,11 +223,11 @@ def _advance(path: AnnealingPath, state: Any, beta_from: float, beta_to: float, 
 
 
 @functools.cache
-def compiled_step() -> tuple[Callable, Callable]:
-    """The step under ``torch.compile``: ``(increment(path, state, β, β'), advance(path, state, β, β', generator, noise))``
-    (:func:`_increment`, :func:`_advance`: the increment and the transition in one graph), with β's as dynamic inputs, so
-    that one graph serves every step of a schedule instead of one recompilation per β (dynamo guards on the path's type
-    and tensors, so each kind of path gets its own graphs).
+def compiled_step() -> Callable:
+    """The step under ``torch.compile``: ``advance(path, state, β, β', generator, noise)`` (:func:`_advance`: the increment
+    and the transition in one graph), with β's as dynamic inputs, so that one graph serves every step of every schedule
+    instead of one recompilation per β, and every later run reuses it (dynamo guards on the path's type and tensors, so
+    each kind of path gets its own graph).
 
     A kernel that can make its draws first (:class:`~pfzoo.kernels.base.NoiseFirstKernel`: HMC) has them made eagerly
     before each step (:meth:`~pfzoo.paths.base.AnnealingPath.draw_noise`, in the order its step would make them, so the
@@ -233,7 +236,19 @@ def compiled_step() -> tuple[Callable, Callable]:
     ``torch.Generator`` or numpy's bulk integers (CPU), neither of which a graph can hold; nothing else in an RBM
     path's step reads a value back to the host or branches on data (value checks run when the path is built).
     """
-    return torch.compile(_increment, dynamic=True), torch.compile(_advance, dynamic=True)
+    return torch.compile(_advance, dynamic=True)
+
+
+def _fresh(tree: Any) -> Any:
+    """``tree`` (a kernel state: tensors, nested (named) tuples, other leaves) with each tensor copied into a new dense one:
+    no view (a base's draws in its frame are a transposed solve) and no strides that a compiled step's own outputs lack,
+    either of which dynamo would guard on and compile the first step again for."""
+    if torch.is_tensor(tree):
+        return tree.clone(memory_format=torch.contiguous_format)
+    if isinstance(tree, tuple):
+        items = [_fresh(item) for item in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return tree
 
 
 def _chain_summary(increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:

@@ -55,6 +55,7 @@ class EvaluateSchema:
     device: str = "cpu"
     num_test: Optional[int] = None  # noqa: UP045
     test_rows: str = "random"
+    split: str = "test"
     exact_max_units: int = 20
     confidence: float = 0.95
     versus: Optional[str] = None  # noqa: UP045

@@ -146,6 +146,30 @@ def test_evaluate_without_checkpoint_uses_the_pretrained_zoo_model(tmp_path):
     assert report["num_test"] == 50
 
 
+def test_evaluate_measures_the_validation_split_when_asked(tmp_path):
+    """``split=valid`` measures the data set's validation rows (exactly here: the digits RBM is enumerable), names the
+    split in the report and the headline, and is refused in one line for a data set without one."""
+    from pfzoo.data import digits
+
+    data = digits()
+    path = tmp_path / "splits.npz"
+    numpy.savez(path, train=data.train.numpy(), test=data.test[:100].numpy(), valid=data.test[100:].numpy())
+    checkpoint = REPO / "models" / "rbm-digits" / "checkpoint.pt"
+    cfg = composed("evaluate", [f"checkpoint={checkpoint}", "dataset=array", f"dataset.path={path}", "split=valid",
+                                f"run_dir={tmp_path / 'run'}", "progress=false", "estimator=exact"])
+    report = app.evaluate(cfg)
+    model = zoo.pretrained("rbm-digits")
+    with torch.no_grad():
+        exact = model.log_prob(data.test[100:].to(model.dtype)).mean().item()
+    assert report["split"] == "valid" and report["num_test"] == 260
+    assert report["test_log_likelihood"] == pytest.approx(exact, abs=1e-6)
+    assert "valid log-likelihood" in app.format_evaluation(report) and "valid examples" in app.format_evaluation(report)
+    with pytest.raises(ValueError, match="split=valid but data set 'digits' has no validation split"):
+        app.evaluate(composed("evaluate", ["pretrained=rbm-digits", "split=valid", f"run_dir={tmp_path / 'b'}", "progress=false"]))
+    with pytest.raises(ValueError, match="split must be one of test, valid"):
+        app.evaluate(composed("evaluate", ["pretrained=rbm-digits", "split=train", f"run_dir={tmp_path / 'c'}"]))
+
+
 def test_evaluate_errors_are_clear(tmp_path):
     cfg = composed("evaluate", [f"run_dir={tmp_path}", f"zoo_dir={tmp_path}"])
     with pytest.raises(FileNotFoundError, match="pass checkpoint=PATH"):

@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from pfzoo import zoo
-from pfzoo.app.config import measured_subset
+from pfzoo.app.config import measured_split, measured_subset
 from pfzoo.estimators.comparison import compare
 from pfzoo.models.base import EnergyModel
 
@@ -40,7 +40,7 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
     for name, candidate in (("the checkpoint's model", model), (f"versus={cfg.versus}", other)):
         if candidate.num_visible != data.num_features:
             raise ValueError(f"{name} has {candidate.num_visible} visible units but dataset {data.name!r} has {data.num_features} features")
-    test, rows = measured_subset(data.test, cfg)
+    test, rows = measured_subset(measured_split(data, cfg), cfg)
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
     comparison = compare(model, other, test.to(device, model.dtype), num_samples=cfg.versus_samples, num_steps=cfg.versus_steps,
@@ -53,6 +53,7 @@ def compare_with_versus(cfg: DictConfig, model: EnergyModel, checkpoint: Path, d
         "dataset": data.name,
         "num_test": comparison.num_test,
         "test_rows": rows,
+        "split": cfg.split,
         "comparison": {
             "difference": comparison.difference, "stderr": comparison.stderr, "data_stderr": comparison.data_stderr,
             "log_z_difference": comparison.log_z_difference, "log_z_difference_stderr": comparison.log_z_difference_stderr,

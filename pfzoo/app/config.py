@@ -104,6 +104,21 @@ def dataset_was_chosen(cfg: DictConfig) -> bool:
     return cfg.dataset._target_ != OmegaConf.load(config_dir() / "dataset" / f"{_model_default(cfg, 'dataset')}.yaml")._target_
 
 
+MEASURED_SPLITS = ("test", "valid")
+"""What ``split=`` may name: the data set's test split (the default), or its validation split."""
+
+
+def measured_split(data, cfg: DictConfig) -> torch.Tensor:
+    """The rows ``[N, D]`` of the split ``cfg.split`` names (:data:`MEASURED_SPLITS`) of the data set ``data``; refused in
+    one line when the data set has no such split."""
+    if cfg.split not in MEASURED_SPLITS:
+        raise ValueError(f"split must be one of {', '.join(MEASURED_SPLITS)} (the split measured), got {cfg.split!r}")
+    if cfg.split == "valid" and data.valid is None:
+        raise ValueError(f"split=valid but data set {data.name!r} has no validation split; measure split=test, or a data set "
+                         f"with one (binarized_mnist, mnist)")
+    return data.test if cfg.split == "test" else data.valid
+
+
 def measured_subset(test: torch.Tensor, cfg: DictConfig) -> tuple[torch.Tensor, dict[str, Any]]:
     """The test rows an evaluation measures, ``[n, D]``, and how they were chosen (``num``, ``of``, ``order``, ``seed``,
     ``description``): ``num_test`` rows drawn at random with ``seed`` (:func:`pfzoo.data.subset_rows`), or the first

@@ -18,7 +18,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from pfzoo import distributed, zoo
 from pfzoo.app.comparison import compare_with_versus
 from pfzoo.app.result_file import evaluation_headline, headline_text, result_record, write_result
-from pfzoo.app.config import dataset_settings_chosen, dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device, measured_subset
+from pfzoo.app.config import dataset_settings_chosen, dataset_was_chosen, estimator_was_chosen, model_was_chosen, resolve_device, measured_split, measured_subset, MEASURED_SPLITS
 from pfzoo.app.run_pictures import draws_images, evaluation_pictures
 from pfzoo.data.subsets import SUBSET_ORDERS
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate
@@ -138,6 +138,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         raise ValueError(f"num_test must be a positive number of test examples or null (all of them), got {cfg.num_test}")
     if cfg.test_rows not in SUBSET_ORDERS:
         raise ValueError(f"test_rows must be one of {', '.join(SUBSET_ORDERS)} (how num_test picks its rows), got {cfg.test_rows!r}")
+    if cfg.split not in MEASURED_SPLITS:
+        raise ValueError(f"split must be one of {', '.join(MEASURED_SPLITS)} (the split measured), got {cfg.split!r}")
     if not 0.0 < cfg.confidence < 1.0:
         raise ValueError(f"confidence must be a probability strictly between 0 and 1 (the Markov bounds' level), got {cfg.confidence}")
     if cfg.exact_max_units < 0:
@@ -165,7 +167,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
             f"the checkpoint's model has {model.num_visible} visible units but dataset {data.name!r} has "
             f"{data.num_features} features; pick the dataset it was trained on"
         )
-    test, rows = measured_subset(data.test, cfg)
+    test, rows = measured_subset(measured_split(data, cfg), cfg)
     generator = torch.Generator(device).manual_seed(cfg.seed)
     started = time.perf_counter()
     # redirected to a file, a bar writes a line per refresh; under torchrun rank 0's bar stands for all
@@ -187,6 +189,7 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
         "dataset": data.name,
         "num_test": test.shape[0],
         "test_rows": rows,
+        "split": cfg.split,  # with split=valid the test_* fields hold the validation split's numbers
         "estimator": OmegaConf.to_container(cfg.estimator, resolve=True),
         "seconds": time.perf_counter() - started,
     }

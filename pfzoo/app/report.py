@@ -53,11 +53,12 @@ def format_evaluation(result: dict[str, Any]) -> str:
     if "upper" in result:
         lines.append(f"upper estimate       = {upper['test_log_likelihood']:.4f} ± {upper['test_log_likelihood_stderr']:.4f}  ({upper['kind']})")
         lines.append(f"gap upper − lower    = {result['gap']:.4f} ± {result['gap_stderr']:.4f}")
-    label = "lower estimate      " if "upper" in result else "test log-likelihood "
+    split = result.get("split", "test")
+    label = "lower estimate      " if "upper" in result else f"{split + ' log-likelihood':<20}"
     lines.append(f"{label} = {result['test_log_likelihood']:.4f} ± {result['test_log_likelihood_stderr']:.4f}{exact}")
     lines.append(
-        f"  over {examples(result)} {result['dataset']} test examples (± {result['test_log_likelihood_data_stderr']:.4f} "
-        f"test-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
+        f"  over {examples(result)} {result['dataset']} {split} examples (± {result['test_log_likelihood_data_stderr']:.4f} "
+        f"{split}-set sampling error); {result['kind']}; {result['seconds']:.1f} s"
     )
     for side in (upper, result) if "upper" in result else (result,):
         if "markov_bound" in side:
@@ -85,14 +86,15 @@ def format_comparison(result: dict[str, Any]) -> str:
         f"A: {result['model']} from {result['checkpoint']}",
         f"B: {result['versus_model']} from {result['versus']}",
         f"mean log p_A − log p_B = {comparison['difference']:.4f} ± {comparison['stderr']:.4f} (estimator) "
-        f"± {comparison['data_stderr']:.4f} (test-set sampling) over {examples(result)} {result['dataset']} test examples",
+        f"± {comparison['data_stderr']:.4f} ({result.get('split', 'test')}-set sampling) over {examples(result)} {result['dataset']} "
+        f"{result.get('split', 'test')} examples",
         f"log Z_A − log Z_B      = {comparison['log_z_difference']:.4f} ± {comparison['log_z_difference_stderr']:.4f} "
         f"(bridge sampling, {comparison['num_samples']} draws of each model"
         f"{', each annealed to the other in ' + str(comparison['num_steps']) + ' steps' if comparison['num_steps'] > 1 else ''}); "
         f"{result['seconds']:.1f} s",
         f"  one-sided estimates  {comparison['log_z_difference_bracket'][0]:.4f} (from B's draws, a lower bound) and "
         f"{comparison['log_z_difference_bracket'][1]:.4f} (from A's draws, an upper bound)",
-        f"{better} fits the test set better than {worse}, {verdict}, by {abs(comparison['difference']):.4f} nats per example",
+        f"{better} fits the {result.get('split', 'test')} set better than {worse}, {verdict}, by {abs(comparison['difference']):.4f} nats per example",
     ]
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)

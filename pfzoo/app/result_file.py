@@ -74,16 +74,17 @@ def evaluation_headline(result: Mapping[str, Any]) -> dict[str, Any]:
     comparison's difference."""
     rows = result.get("test_rows") or {}
     examples = rows.get("description") or str(result["num_test"])
+    split = result.get("split", "test")  # split=valid measures the validation split
     if "comparison" in result:
         comparison = result["comparison"]
-        return {"quantity": "mean log p_A − log p_B over the test examples (nats per example)", "mean": comparison["difference"],
+        return {"quantity": f"mean log p_A − log p_B over the {split} examples (nats per example)", "mean": comparison["difference"],
                 "stderr": comparison["stderr"], "kind": "difference of two models' estimates", "estimator": "bridge sampling",
-                "num_test": result["num_test"], "examples": examples, "log_z": None}
+                "num_test": result["num_test"], "examples": examples, "log_z": None, "split": split}
     estimator = result.get("estimator") or {}
     name = str(estimator.get("_target_", "?")).rsplit(".", 1)[-1]
-    return {"quantity": "mean test log-likelihood (nats per example)" + (" (the bracket's lower estimate)" if "upper" in result else ""),
+    return {"quantity": f"mean {split} log-likelihood (nats per example)" + (" (the bracket's lower estimate)" if "upper" in result else ""),
             "mean": result["test_log_likelihood"], "stderr": result["test_log_likelihood_stderr"], "kind": result["kind"],
-            "estimator": name, "num_test": result["num_test"], "examples": examples, "log_z": result.get("log_z")}
+            "estimator": name, "num_test": result["num_test"], "examples": examples, "log_z": result.get("log_z"), "split": split}
 
 
 def headline_text(headline: Mapping[str, Any] | None) -> str:
@@ -91,11 +92,12 @@ def headline_text(headline: Mapping[str, Any] | None) -> str:
     (exact values without the ± part)."""
     if headline is None:
         return "test log-likelihood: not measured (no exact value and no estimator that applies)"
-    what = "log p_A − log p_B" if headline["quantity"].startswith("mean log p_A") else "test log-likelihood"
+    split = headline.get("split", "test")
+    what = "log p_A − log p_B" if headline["quantity"].startswith("mean log p_A") else f"{split} log-likelihood"
     if headline["kind"] == BoundKind.EXACT.value:
-        return f"{what} = {headline['mean']:.4f} (exact, on {headline['examples']} test examples)"
+        return f"{what} = {headline['mean']:.4f} (exact, on {headline['examples']} {split} examples)"
     return (f"{what} = {headline['mean']:.4f} ± {headline['stderr']:.4f} ({headline['estimator']} on "
-            f"{headline['examples']} test examples; {headline['kind']})")
+            f"{headline['examples']} {split} examples; {headline['kind']})")
 
 
 def divergence_record(message: str, details: Mapping[str, Any], checkpoint: str) -> dict[str, Any]:

@@ -34,9 +34,10 @@ def _graphs() -> int:
 
 @needs_compile
 def test_compiled_hais_compiles_one_graph_for_every_beta_and_call():
-    """3-d Student-t product of experts, 16 chains: a 30-step linear run (28 compiled steps at 28 β's) compiles exactly one
-    graph; a second run along a sigmoid schedule of 45 steps with 24 chains, and a third like the first, compile none.
-    The first and third equal the eager run of the same seed within 1e-6 of its standard error."""
+    """3-d Student-t product of experts, 16 chains: a 30-step linear run (29 compiled steps, at 29 β's) compiles exactly
+    one graph; a second run along a sigmoid schedule of 45 steps (44 other β's) with 24 chains, and a third like the
+    first, compile none. The first and third equal the eager run of the same seed to rounding (within 1e-4 of its
+    standard error: other draws would differ by about one)."""
     torch._dynamo.reset()
     model = random_poe(3, expert="student_t", seed=0, dtype=torch.float32)
 
@@ -52,5 +53,5 @@ def test_compiled_hais_compiles_one_graph_for_every_beta_and_call():
     assert (after_first - before, _graphs() - after_first) == (1, 0), (before, after_first, _graphs())
     eager = run(False)
     for compiled in (first, third):
-        assert abs(compiled.log_z - eager.log_z) <= 1e-6 * eager.stderr, (compiled.log_z, eager.log_z, eager.stderr)
+        assert abs(compiled.log_z - eager.log_z) <= 1e-4 * eager.stderr, (compiled.log_z, eager.log_z, eager.stderr)
     torch._dynamo.reset()

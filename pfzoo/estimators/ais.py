@@ -13,6 +13,7 @@ from pfzoo.kernels import Kernel
 from pfzoo.logmath import summarize_log_weights
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
+from pfzoo.paths.geometric import MARGINALIZE_CHOICES, RBM_PATH_FAMILIES
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
 from pfzoo.validation import allocating, check_bool, check_generator, check_sample_count
 
@@ -53,6 +54,15 @@ class AIS(PathPartitionEstimator):
         compile: run each annealing step's increment and transition under ``torch.compile``
             (:func:`pfzoo.estimators.annealing.compiled_step`); off by default. The first run pays the compilation
             (tens of seconds on a CPU); estimates agree with eager ones to rounding.
+        marginalize: which layer of an RBM-family model (RBM, DBM's even/odd RBM, DBN's top RBM) the geometric path
+            sums out (:class:`~pfzoo.paths.RBMGeometricPath`): "hidden" (chains over visible states, as Salakhutdinov &
+            Murray 2008), "visible" (chains over hidden states, each weight averaged over the visible units) or "auto"
+            (the larger layer). For H ≪ V, "auto" costs more per step (V softplus terms rather than H) but removes
+            the visible units' Bernoulli noise from the weights, which is large when the base's visible biases differ
+            from the model's: 784×20, weights N(0, 0.05²), biases N(0, 1), base rates of unrelated data, 200 chains ×
+            2,000 linear steps: RMSE of log Ẑ 0.040 → 0.0036. Where the error comes from the path instead (the
+            MNIST 784×20 CD1 RBM from MNIST base rates: RMSE 0.87 and 0.91 at 100 × 1,000) it gains nothing, hence
+            the default. Other families and paths take only "hidden".
 
     For a latent-variable generative model (:class:`~pfzoo.models.LinearGenerative`, ...),
     :meth:`log_likelihood` instead anneals each example's latents from the prior to the posterior with
@@ -75,8 +85,12 @@ class AIS(PathPartitionEstimator):
         path: str = "geometric",
         diagnostics: bool = False,
         compile: bool = False,
+        marginalize: str = "hidden",
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
+        if marginalize not in MARGINALIZE_CHOICES:
+            raise ValueError(f"marginalize must be one of {list(MARGINALIZE_CHOICES)}, got {marginalize!r}")
+        self.marginalize = marginalize
         self.diagnostics = check_bool(diagnostics, "diagnostics")
         self.compile = check_bool(compile, "compile")
         self.num_chains = check_sample_count(num_chains, "num_chains")
@@ -102,7 +116,7 @@ class AIS(PathPartitionEstimator):
         progress: ProgressCallback | None = None,
     ) -> PartitionEstimate:
         """Estimate ``log Z`` of ``model``; ``data [N, V]`` feeds data-fitted bases."""
-        path, base = self.build_path(model, data, generator)
+        path, base = self.build_path(model, data, generator, **self._path_options(model))
         betas, energy_scale = betas_for_path(self.fitted_schedule, self.betas, path, generator=generator)
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
         with allocating("num_chains", self.num_chains):
@@ -113,6 +127,8 @@ class AIS(PathPartitionEstimator):
         ess = summary.ess.item()
         info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps,
                 "base": base, "path": self.path}
+        if self.marginalize != "hidden":
+            info["marginalize"] = f"{path.summed_layer} ({self.marginalize})"
         if energy_scale is not None:
             info.update(energy_scale=energy_scale, betas=betas)
         if result.acceptance is not None:
@@ -130,6 +146,16 @@ class AIS(PathPartitionEstimator):
                                           remedy=self.remedy)
             + schedule_warnings(path, betas, energy_scale) + path.warnings,
         )
+
+    def _path_options(self, model: EnergyModel) -> dict:
+        """The path builder's options: ``marginalize`` where it is not the default "hidden", for the geometric path of an
+        RBM-family model only (refused in one line elsewhere)."""
+        if self.marginalize == "hidden":
+            return {}
+        if self.path != "geometric" or model.path_family not in RBM_PATH_FAMILIES:
+            raise ValueError(f"marginalize={self.marginalize!r} needs the geometric path of an RBM, DBM or DBN; "
+                             f"{type(model).__name__} on path={self.path!r} sums out no layer (use marginalize='hidden')")
+        return {"marginalize": self.marginalize}
 
     def log_likelihood(
         self,

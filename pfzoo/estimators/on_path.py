@@ -48,11 +48,11 @@ class PathPartitionEstimator(PartitionEstimator):
         reason = registry.improper_reason(model)
         return None if reason is None else f"a model with finite Z ({reason})"
 
-    def build_path(self, model: EnergyModel, data: torch.Tensor | None, generator: torch.Generator | None) -> tuple[Any, str]:
+    def build_path(self, model: EnergyModel, data: torch.Tensor | None, generator: torch.Generator | None, **options) -> tuple[Any, str]:
         """Check ``model`` and ``generator``, then build the path → ``(path, base label for the estimate's info)``;
-        ``data [N, V]`` feeds data-fitted bases."""
+        ``data [N, V]`` feeds data-fitted bases, ``options`` the path's builder (e.g. an RBM path's ``marginalize``)."""
         self.check_partition(model)
         check_generator(generator, model.device)
         path, base = registry.build(model, kind=self.path, base=self.base, data=data, smoothing=self.base_smoothing, kernel=self.kernel,
-                                    by=type(self).__name__)
+                                    by=type(self).__name__, **options)
         return path, base if self.base == base else f"{base} ({self.base})"

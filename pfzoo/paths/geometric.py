@@ -104,22 +104,68 @@ def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.add(x, y, alpha=scale)
 
 
+MARGINALIZE_CHOICES = ("hidden", "visible", "auto")
+"""Which layer an RBM path sums out (:class:`RBMGeometricPath`'s ``marginalize``)."""
+
+RBM_PATH_FAMILIES = frozenset({"rbm", "dbm", "dbn"})
+"""The path families whose geometric path is an :class:`RBMGeometricPath`, so that ``marginalize`` applies."""
+
+
+def summed_layer(marginalize: str, num_visible: int, num_hidden: int) -> str:
+    """The layer ``marginalize`` sums out of a ``num_visible × num_hidden`` RBM: ``"auto"`` → the larger one (the
+    visible layer when ``V > H``, else the hidden one); ``"hidden"``/``"visible"`` themselves."""
+    if marginalize not in MARGINALIZE_CHOICES:
+        raise ValueError(f"marginalize must be one of {list(MARGINALIZE_CHOICES)}, got {marginalize!r}")
+    if marginalize == "auto":
+        return "visible" if num_visible > num_hidden else "hidden"
+    return marginalize
+
+
+class _SwappedLayers(NamedTuple):
+    """An RBM's parameters with the roles of its layers exchanged: ``weight = Wᵀ [H, V]``, ``visible_bias = c``,
+    ``hidden_bias = b``. ``E(v, h) = −vᵀWh − b·v − c·h`` is the same function of ``(h, v)`` under this RBM, so its
+    partition function, its conditionals and its geometric path (over the joint) are the original's."""
+
+    weight: torch.Tensor
+    visible_bias: torch.Tensor
+    hidden_bias: torch.Tensor
+
+
+def _swapped(rbm) -> _SwappedLayers:
+    return _SwappedLayers(rbm.weight.detach().T.contiguous(), rbm.hidden_bias.detach(), rbm.visible_bias.detach())
+
+
 class RBMGeometricPath(AnnealingPath):
     """Geometric path between a base RBM with ``W_0 = 0`` and a target binary RBM.
 
     The joint energies are linear in the parameters, so the geometric average of the joint
     distributions is itself an RBM with interpolated parameters
     ``W_β = βW``, ``b_β = (1-β) b_0 + β b``, ``c_β = (1-β) c_0 + β c`` (Salakhutdinov & Murray 2008, eq. 14).
-    Summing out ``h``:
+    Summing out ``h`` (``marginalize="hidden"``, the default):
 
         log f_β(v) = b_β·v + Σ_j softplus(c_0 + β (vW + c - c_0))_j
 
     and ``log Z_0 = Σ_i softplus(b_0,i) + Σ_j softplus(c_0,j)``. The target is :class:`RBMPathConditionals`; the
     default kernel one block Gibbs sweep ``h ~ p_β(h | v)``, ``v ~ p_β(v | h)`` per step (any kernel on block
     conditionals may replace it, e.g. ``Repeat(BlockGibbs(), 3)``).
+
+    ``marginalize="visible"`` sums out ``v`` instead: the same path over the joint, annealed as the RBM with its layers
+    exchanged (:class:`_SwappedLayers`), so positions are hidden states ``[N, H]``, the base draws ``h ~ σ(c_0)``, a sweep
+    draws ``v`` then ``h``, and
+
+        log f_β(h) = c_β·h + Σ_i softplus(b_0 + β (Wh + b − b_0))_i.
+
+    The weights are then functions of ``h`` alone: each increment is averaged exactly over the ``V`` visible units, whose
+    Bernoulli noise (the term ``(β′ − β)(b − b_0)·v`` of the visible-state increment, large when the base's visible
+    biases differ from the model's) no longer enters, at the cost of ``V`` rather than ``H`` softplus terms per step.
+    ``"auto"`` sums out the larger layer. Ẑ stays unbiased either way (it is AIS on the other marginal of the same joint
+    path, Neal 2001); only the variance of the weights changes. :attr:`summed_layer` is the layer summed out.
     """
 
-    def __init__(self, target, base, kernel: Kernel | None = None) -> None:
+    def __init__(self, target, base, kernel: Kernel | None = None, *, marginalize: str = "hidden") -> None:
+        self.summed_layer = summed_layer(marginalize, *target.weight.shape)
+        if self.summed_layer == "visible":
+            target, base = _swapped(target), _swapped(base)
         self.target = RBMPathConditionals(target, base)
         self.kernel = BlockGibbs() if kernel is None else check_kernel(kernel, self.target.offers, "an RBM path")
 
@@ -227,17 +273,19 @@ register_family("dbn", bases=("base_rate", "uniform"), make_base=same_family_bas
 
 
 @register_path("rbm", "geometric")
-def rbm_geometric_path(model, base, kernel) -> RBMGeometricPath:
-    return RBMGeometricPath(target=model, base=base, kernel=kernel)
+def rbm_geometric_path(model, base, kernel, marginalize: str = "hidden") -> RBMGeometricPath:
+    return RBMGeometricPath(target=model, base=base, kernel=kernel, marginalize=marginalize)
 
 
 @register_path("dbm", "geometric")
-def dbm_geometric_path(model, base, kernel) -> RBMGeometricPath:
-    """States ``(v, h², h⁴, …) [N, Σ n_even]``; one block-Gibbs step is one odd/even sweep."""
-    return RBMGeometricPath(target=model.even_odd_rbm(), base=base.even_odd_rbm(), kernel=kernel)
+def dbm_geometric_path(model, base, kernel, marginalize: str = "hidden") -> RBMGeometricPath:
+    """States ``(v, h², h⁴, …) [N, Σ n_even]`` (``marginalize="visible"``: the odd layers ``[N, Σ n_odd]``); one
+    block-Gibbs step is one odd/even sweep."""
+    return RBMGeometricPath(target=model.even_odd_rbm(), base=base.even_odd_rbm(), kernel=kernel, marginalize=marginalize)
 
 
 @register_path("dbn", "geometric")
-def dbn_geometric_path(model, base, kernel) -> RBMGeometricPath:
-    """The top RBM's path from ``base`` (an RBM of its shape); states ``h^{L-1} [N, n_{L-1}]``."""
-    return RBMGeometricPath(target=model.top, base=base, kernel=kernel)
+def dbn_geometric_path(model, base, kernel, marginalize: str = "hidden") -> RBMGeometricPath:
+    """The top RBM's path from ``base`` (an RBM of its shape); states ``h^{L-1} [N, n_{L-1}]`` (``marginalize="visible"``:
+    the top layer's)."""
+    return RBMGeometricPath(target=model.top, base=base, kernel=kernel, marginalize=marginalize)

@@ -98,7 +98,7 @@ CPU_SIZES = {
 QUICK_SIZES = {
     "rbm_ais": {"num_chains": (10, 100), "num_steps": 3, "repeats": 1},
     "dbm_ais": {"num_chains": 10, "num_steps": 3, "repeats": 1},
-    "rbm_ais_small": {"num_hidden": 10, "num_chains": 10, "num_steps": 10, "repeats": 1},
+    "rbm_ais_small": {"num_hidden": 10, "num_chains": 10, "num_steps": 10, "repeats": 2},
     "rbm_ais_compiled": {"num_visible": 20, "num_hidden": 10, "num_chains": 10, "num_steps": 5, "repeats": 1},
     "poe_hais_compiled": {"dim": 4, "num_chains": 10, "num_steps": 5, "repeats": 1},
     "rbm_raise_compiled": {"num_visible": 20, "num_hidden": 10, "num_examples": 3, "num_chains": 2, "num_steps": 5, "repeats": 1},

@@ -24,11 +24,14 @@ SUMMARIES = {
     "dbm_ais": lambda r: f"dbm_ais: {'–'.join(map(str, r['shape']['layer_sizes']))}, {r['shape']['num_chains']} chains: "
         f"{r['chain_steps_per_second']:.3g} chain-steps/s ({r['fraction_of_matmul_bound']:.2f} of the matmul bound)",
     "rbm_ais_small": lambda r: f"rbm_ais_small: {r['shape']['num_visible']}x{r['shape']['num_hidden']} float64, {r['shape']['num_chains']} chains x "
-        f"{r['shape']['num_steps']} steps in {r['seconds']:.2f} s ({r['chain_steps_per_second']:.3g} chain-steps/s, "
-        f"{r['fraction_of_matmul_bound']:.2f} of the matmul bound), log Z error {r['log_z_error']:+.4f} ± {r['log_z_stderr']:.4f}; "
-        + ("rbms not installed" if r["rbms_seconds"] is None else
-           f"rbms {r['rbms_version']}: {r['rbms_seconds']:.2f} s, log Z error {r['rbms_log_z_error']:+.4f} ({r['speedup_over_rbms']:.2f}x; "
-           f"pairs {', '.join(f'{x:.2f}' for x in r['speedup_per_pair'])})"),
+        f"{r['shape']['num_steps']} steps, {r['shape']['repeats']} runs each: " + "; ".join(
+            f"{label} {r[key]['seconds']:.2f} s, RMSE {r[key]['rmse']:.4f} ± {r[key]['rmse_stderr']:.4f}"
+            + (f" ({r[key]['over_rbms']['speed_ratio']:.2f}x rbms's speed, {r[key]['over_rbms']['speedup_at_equal_error']:.2f}"
+               f" ± {r[key]['over_rbms']['speedup_at_equal_error_stderr']:.2f}x at equal error)" if r["rbms"] else "")
+            for label, key in (("pfzoo (h summed)", "pfzoo_hidden_summed"), ("pfzoo (auto)", "pfzoo_auto")))
+        + (f"; rbms {r['rbms_version']} {r['rbms']['seconds']:.2f} s, RMSE {r['rbms']['rmse']:.4f} ± {r['rbms']['rmse_stderr']:.4f}"
+           if r["rbms"] else "; rbms not installed")
+        + f" ({r['fraction_of_matmul_bound']:.2f} of the matmul bound)",
     "rbm_ais_compiled": compiled_summary,
     "poe_hais_compiled": compiled_summary,
     "rbm_raise_compiled": compiled_summary,

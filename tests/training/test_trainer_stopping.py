@@ -232,4 +232,8 @@ def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     assert config_differences({"model": {"sizes": [1, 2]}}, {"model": {"sizes": [1, 3]}}) == ["model.sizes: [1, 2] → [1, 3]"]
     # which clock the timings read touches no number of the training: a run started before trainer.clock existed resumes
     assert config_differences(stored, {**stored, "trainer": {**stored["trainer"], "clock": "cpu"}}) == []
+    # the estimator reads the model and never trains it: more steps, or a setting added since at any value, resume
+    measured = {**stored, "estimator": {"_target_": "pfzoo.estimators.AIS", "num_steps": 1000}}
+    assert config_differences(measured, {**stored, "estimator": {"_target_": "pfzoo.estimators.AIS", "num_steps": 10000,
+                                                                  "marginalize": "hidden"}}) == []
     assert format_record({"epoch": 2, "loss": -0.0476243411, "seconds": 1.23456}) == "loss -0.04762  seconds 1.235"

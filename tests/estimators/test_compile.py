@@ -4,6 +4,7 @@ compiled ``model(x)`` gives the eager unnormalised log densities for every famil
 
 import pytest
 import torch
+from compile_support import compile_works, needs_compile  # noqa: F401 (compile_works: the skip condition reads it)
 from factories import random_dbm, random_gbrbm, random_ica, random_poe, random_rbm
 
 from pfzoo.estimators import AIS, HAIS, RAISE
@@ -11,17 +12,6 @@ from pfzoo.estimators.annealing import _advance, _increment, _transition
 from pfzoo.sampling import ChainStreams
 
 
-def _compile_works() -> bool:
-    """Whether torch.compile (dynamo and the inductor CPU backend, which needs a C++ compiler) runs on this platform."""
-    if not torch._dynamo.is_dynamo_supported():
-        return False
-    try:
-        return bool(torch.compile(lambda x: x + 1)(torch.zeros(2)).eq(1).all())
-    except Exception:
-        return False
-
-
-needs_compile = pytest.mark.skipif("not _compile_works()", reason="torch.compile is unavailable on this platform")
 
 
 @pytest.mark.parametrize("estimator", [AIS, HAIS, RAISE])

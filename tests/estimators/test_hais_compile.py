@@ -5,24 +5,13 @@ Counted with dynamo's own ``unique_graphs`` statistic, so a recompilation per β
 (a graph not cached across runs) or for the first step (a state that differs in layout from the step's outputs) would
 each show as more graphs."""
 
-import pytest
 import torch
+from compile_support import compile_works, needs_compile  # noqa: F401 (compile_works: the skip condition reads it)
 from factories import random_poe
 
 from pfzoo.estimators import HAIS
 
 
-def _compile_works() -> bool:
-    """Whether torch.compile (dynamo and the inductor CPU backend, which needs a C++ compiler) runs on this platform."""
-    if not torch._dynamo.is_dynamo_supported():
-        return False
-    try:
-        return bool(torch.compile(lambda x: x + 1)(torch.zeros(2)).eq(1).all())
-    except Exception:
-        return False
-
-
-needs_compile = pytest.mark.skipif("not _compile_works()", reason="torch.compile is unavailable on this platform")
 
 
 def _graphs() -> int:

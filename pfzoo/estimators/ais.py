@@ -15,7 +15,7 @@ from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.paths.geometric import MARGINALIZE_CHOICES, RBM_PATH_FAMILIES
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
-from pfzoo.validation import allocating, check_bool, check_generator, check_sample_count
+from pfzoo.validation import allocating, check_bool, check_choice, check_generator, check_sample_count
 
 
 class AIS(PathPartitionEstimator):
@@ -88,9 +88,7 @@ class AIS(PathPartitionEstimator):
         marginalize: str = "hidden",
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
-        if marginalize not in MARGINALIZE_CHOICES:
-            raise ValueError(f"marginalize must be one of {list(MARGINALIZE_CHOICES)}, got {marginalize!r}")
-        self.marginalize = marginalize
+        self.marginalize = check_choice(marginalize, "marginalize", MARGINALIZE_CHOICES)
         self.diagnostics = check_bool(diagnostics, "diagnostics")
         self.compile = check_bool(compile, "compile")
         self.num_chains = check_sample_count(num_chains, "num_chains")

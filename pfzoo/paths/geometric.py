@@ -12,6 +12,7 @@ from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import ChainStreams, Generator, bernoulli, bernoulli_logits, bernoulli_probs_
+from pfzoo.validation import check_choice
 
 
 class RBMPathStatistics(NamedTuple):
@@ -114,9 +115,7 @@ RBM_PATH_FAMILIES = frozenset({"rbm", "dbm", "dbn"})
 def summed_layer(marginalize: str, num_visible: int, num_hidden: int) -> str:
     """The layer ``marginalize`` sums out of a ``num_visible × num_hidden`` RBM: ``"auto"`` → the larger one (the
     visible layer when ``V > H``, else the hidden one); ``"hidden"``/``"visible"`` themselves."""
-    if marginalize not in MARGINALIZE_CHOICES:
-        raise ValueError(f"marginalize must be one of {list(MARGINALIZE_CHOICES)}, got {marginalize!r}")
-    if marginalize == "auto":
+    if check_choice(marginalize, "marginalize", MARGINALIZE_CHOICES) == "auto":
         return "visible" if num_visible > num_hidden else "hidden"
     return marginalize
 

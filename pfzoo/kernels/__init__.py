@@ -13,7 +13,7 @@ target (Ising models, spin glasses); :func:`adaptive_chain` adapts an HMC step b
 from pfzoo.kernels.adaptation import AdaptedChain, adaptive_chain
 from pfzoo.kernels.base import (
     BINARY_ENERGY_VALUES, BLOCK_CONDITIONALS, CHAIN_BETAS, ENERGY_AND_GRADIENT, EXACT_DRAWS, PAIRWISE_BINARY, REAL_ENERGY_VALUES,
-    SCAN_CONDITIONALS, TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, ReflectingKernel, Repeat, Target, check_kernel,
+    SCAN_CONDITIONALS, STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY, CompositeInfo, Cycle, Kernel, ReflectingKernel, Repeat, Target, check_kernel,
     reflection_bounds, run_chain, select_chains, take_chains,
 )
 from pfzoo.kernels.exact import ExactDraws, ExactInfo, ExactState, PerfectTransition
@@ -37,7 +37,7 @@ __all__ = [
     "RandomWalkMetropolis", "Repeat", "ScanConditionals", "ScanGibbs", "adaptive_chain", "hais_momentum_refresh", "leapfrog",
     "refresh_momentum", "run_chain", "select_chains", "take_chains", "LangevinInfo", "LangevinKernel", "LangevinState",
     "NUTSInfo", "NUTSKernel", "NUTSState",
-    "CHAIN_BETAS", "SWAP_SCHEMES", "TEMPERED_LOG_DENSITY", "ParallelTempering", "TemperingInfo", "TemperingState", "adapt_ladder",
+    "CHAIN_BETAS", "STATISTICS_LOG_DENSITY", "SWAP_SCHEMES", "TEMPERED_LOG_DENSITY", "ParallelTempering", "TemperingInfo", "TemperingState", "adapt_ladder",
     "check_ladder", "temperature_ladder",
     "PAIRWISE_BINARY", "PairwiseBinary", "SwendsenWang", "SwendsenWangInfo", "cluster_labels", "coupling_edges",
 ]

@@ -30,6 +30,10 @@ TEMPERED_LOG_DENSITY = "its unnormalised log density at any β"
 """What replica exchange needs besides its kernel's needs: ``target.log_density(position [N, D], *, beta)``, float64
 ``log f_β`` of the positions: ``[N]`` for β a number, ``[N, K]`` for β an ``[N, K]`` tensor (K inverse temperatures per
 row, so that a row's shared work, such as an RBM's ``vW + c``, is done once for all K)."""
+STATISTICS_LOG_DENSITY = "its tempered log density from the statistics its states keep"
+"""A target with :data:`TEMPERED_LOG_DENSITY` whose ``log_density`` also takes ``stats=``, the per-chain statistics a
+kernel's state keeps (``GibbsState.stats``), and reads them instead of the positions' shared work: replica exchange then
+reuses what the last Gibbs step computed (an RBM's ``vW + c``, kept by ``gibbs_chain(keep_statistics=True)``)."""
 CHAIN_BETAS = "a β per chain in its conditionals"
 """A target whose draws (and statistics) take β as an ``[N, 1]`` tensor, one per chain, as well as a number: a kernel that
 passes β through to it (the Gibbs kernels) then advances chains at several temperatures as one batch."""

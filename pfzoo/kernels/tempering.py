@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from pfzoo.kernels.base import CHAIN_BETAS, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel, select_chains, take_chains
+from pfzoo.kernels.base import CHAIN_BETAS, STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY, Kernel, Target, check_kernel, select_chains, take_chains
 from pfzoo.sampling import randint, uniform
 from pfzoo.validation import check_bool, check_choice, check_finite_number, check_positive_int
 
@@ -159,7 +159,8 @@ class ParallelTempering:
     When the target takes a β per chain (:data:`~pfzoo.kernels.base.CHAIN_BETAS`, e.g. an RBM's or an Ising model's own
     conditionals) all replicas advance as one ``[R·N, D]`` batch, one inner step per PT step; otherwise (HMC on an energy)
     one inner step per replica. Exchanges cost one ``log_density`` call on the proposed pairs' ``2·P·N`` positions, each
-    at its own and its partner's β (for an RBM one product ``vW``), and no host sync (``swaps="random"`` reads its one draw).
+    at its own and its partner's β (for an RBM one product ``vW``, none where the target reads what the inner step kept:
+    :data:`~pfzoo.kernels.STATISTICS_LOG_DENSITY`), and no host sync (``swaps="random"`` reads its one draw).
 
     Args:
         kernel: the inner kernel (BlockGibbs on a bipartite model's own conditionals, ScanGibbs on an Ising model's,
@@ -260,7 +261,12 @@ class ParallelTempering:
         high_rows = low_rows + count
         lower, upper = ladder[lows].repeat_interleave(count), ladder[lows + 1].repeat_interleave(count)
         # each state of a pair at its own β and at its partner's, in one call: [2·P·N, 2]
-        log_f = target.log_density(position[torch.cat([low_rows, high_rows])], beta=torch.stack([torch.cat([lower, upper]), torch.cat([upper, lower])], 1))
+        rows, pair_betas = torch.cat([low_rows, high_rows]), torch.stack([torch.cat([lower, upper]), torch.cat([upper, lower])], 1)
+        stats = getattr(replicas, "stats", None)
+        if STATISTICS_LOG_DENSITY in target.offers and torch.is_tensor(stats):  # what the inner step kept: no second pass
+            log_f = target.log_density(position[rows], beta=pair_betas, stats=stats[rows])
+        else:
+            log_f = target.log_density(position[rows], beta=pair_betas)
         (own_low, own_high), (cross_low, cross_high) = log_f[:, 0].view(2, -1), log_f[:, 1].view(2, -1)
         log_ratio = cross_low + cross_high - own_low - own_high
         accept_prob = torch.nan_to_num(torch.exp(torch.clamp(log_ratio, max=0.0)), nan=0.0)  # [P·N]

@@ -159,11 +159,14 @@ class EnergyModel(nn.Module):
         it), else ``None``: what needs exact draws (model comparison) then falls back to :meth:`sample`'s MCMC."""
         return self.sample(num_samples, generator=generator) if self.samples_exactly else None
 
-    def gibbs_chain(self, *, reversible: bool = False) -> tuple[Kernel, Any]:
+    def gibbs_chain(self, *, reversible: bool = False, keep_statistics: bool = False) -> tuple[Kernel, Any]:
         """``(kernel, target)`` of this family's Gibbs chain over its visible units at any β
         (:attr:`Capability.VISIBLE_GIBBS_CHAIN`): ``kernel.step(state, target, beta=β, generator=g)`` leaves the visible
         marginal of ``p_β`` invariant and maps visible states ``[N, V]`` to visible states. ``reversible``: a step that
-        is also reversible (RAISE, MPF's connectivity); a block-Gibbs step ``v → h → v`` already is."""
+        is also reversible (RAISE, MPF's connectivity); a block-Gibbs step ``v → h → v`` already is.
+        ``keep_statistics``: a hint for long runs at fixed parameters (sampling, parallel tempering) that the states
+        carry what the next draw and replica exchange share (:data:`~pfzoo.kernels.STATISTICS_LOG_DENSITY`), where the
+        family has such; the chain's law and draws are the same either way."""
         raise NotImplementedError(f"{type(self).__name__} has no Gibbs chain over its visible units")
 
     def energy_target(self) -> Any:

@@ -6,33 +6,44 @@ from typing import Any
 
 import torch
 
-from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, TEMPERED_LOG_DENSITY, BlockGibbs, Kernel, check_kernel, run_chain
+from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY, BlockGibbs, Kernel, check_kernel, run_chain
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocates, check_beta, check_binary, check_generator, check_positive_int
+from pfzoo.validation import allocates, check_beta, check_binary, check_bool, check_generator, check_positive_int
 
 
 class BipartiteConditionals:
     """A bipartite model's own ``p_β(v, h) ∝ exp(−β E(v, h))`` as a block-Gibbs target
-    (:class:`~pfzoo.kernels.BlockConditionals`): its draws start from the states themselves, so it keeps no statistics.
-    Its draws take a β per chain (an ``[N, 1]`` tensor), and it offers the visible marginal's tempered log density, so
-    :class:`~pfzoo.kernels.ParallelTempering` runs on it with every replica in one batch."""
+    (:class:`~pfzoo.kernels.BlockConditionals`). Its draws take a β per chain (an ``[N, 1]`` tensor), and it offers the
+    visible marginal's tempered log density, so :class:`~pfzoo.kernels.ParallelTempering` runs on it with every replica
+    in one batch.
 
-    offers = frozenset({BLOCK_CONDITIONALS, TEMPERED_LOG_DENSITY, CHAIN_BETAS})
+    With ``keep_statistics`` each state carries its hidden input (``vW + c`` for an RBM, the model's
+    :meth:`~BipartiteModel.hidden_input`), computed once after the visible draw and read by the next hidden draw and by
+    replica exchange (:data:`~pfzoo.kernels.STATISTICS_LOG_DENSITY`): a parallel-tempering step at fixed parameters then
+    costs two products instead of three. Without (the default), the chains keep nothing: a CD-k chain restarted at every
+    update would otherwise pay one product more than its 2k."""
 
-    def __init__(self, model: "BipartiteModel") -> None:
+    def __init__(self, model: "BipartiteModel", *, keep_statistics: bool = False) -> None:
         self.model = model
+        self.keep_statistics = keep_statistics
+        self.offers = frozenset({BLOCK_CONDITIONALS, TEMPERED_LOG_DENSITY, CHAIN_BETAS} | ({STATISTICS_LOG_DENSITY} if keep_statistics else set()))
 
-    def log_density(self, visible: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
+    def log_density(self, visible: torch.Tensor, *, beta: float | torch.Tensor, stats: torch.Tensor | None = None) -> torch.Tensor:
         """``log f_β(v) = log Σ_h exp(−β E(v, h))`` of ``visible [N, V]``: float64 ``[N]`` for β a number, ``[N, K]`` for β
-        an ``[N, K]`` tensor."""
-        return self.model.tempered_log_density(visible, beta=beta)
+        an ``[N, K]`` tensor; from the states' kept hidden input ``stats [N, H]`` when given."""
+        if stats is None:
+            return self.model.tempered_log_density(visible, beta=beta)
+        return self.model.tempered_log_density_from_input(visible, stats, beta=beta)
 
-    def statistics(self, visible: torch.Tensor, *, beta: float = 0.0) -> None:
-        return None
+    def statistics(self, visible: torch.Tensor, *, beta: float | torch.Tensor = 0.0) -> torch.Tensor | None:
+        """The hidden input ``[N, H]`` of ``visible`` with ``keep_statistics`` (the same at every β), else None."""
+        return self.model.hidden_input(visible) if self.keep_statistics else None
 
     def draw_hidden(self, visible: torch.Tensor, stats: Any, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
-        return self.model.draw_hidden(visible, beta=beta, generator=generator)
+        if stats is None:
+            return self.model.draw_hidden(visible, beta=beta, generator=generator)
+        return self.model.draw_hidden_from_input(stats, beta=beta, generator=generator)
 
     def draw_visible(self, hidden: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         return self.model.draw_visible(hidden, beta=beta, generator=generator)
@@ -72,9 +83,25 @@ class BipartiteModel(EnergyModel):
         one product ``vW`` for all of them). What replica exchange compares. Not validated."""
         raise NotImplementedError
 
-    def gibbs_chain(self, *, reversible: bool = False) -> tuple[BlockGibbs, BipartiteConditionals]:
-        """Block Gibbs ``v → h → v`` on the model's own conditionals (reversible in v as it stands)."""
-        return BlockGibbs(), BipartiteConditionals(self)
+    def hidden_input(self, v: torch.Tensor) -> torch.Tensor:
+        """The hidden units' input ``[B, H]`` from ``v [B, V]`` at β = 1 (one product with the weights), which the hidden
+        conditional and the tempered log density at every β read. Not validated."""
+        raise NotImplementedError
+
+    def draw_hidden_from_input(self, hidden_input: torch.Tensor, *, beta: float = 1.0,
+                               generator: torch.Generator | None = None) -> torch.Tensor:
+        """``h ~ p_β(h | v)`` ``[B, H]`` given ``v``'s :meth:`hidden_input`. Not validated."""
+        raise NotImplementedError
+
+    def tempered_log_density_from_input(self, v: torch.Tensor, hidden_input: torch.Tensor, *,
+                                        beta: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """:meth:`tempered_log_density` of ``v [B, V]`` given its :meth:`hidden_input` ``[B, H]``. Not validated."""
+        raise NotImplementedError
+
+    def gibbs_chain(self, *, reversible: bool = False, keep_statistics: bool = False) -> tuple[BlockGibbs, BipartiteConditionals]:
+        """Block Gibbs ``v → h → v`` on the model's own conditionals (reversible in v as it stands); ``keep_statistics``:
+        the states carry their hidden input (:class:`BipartiteConditionals`), for long runs at fixed parameters."""
+        return BlockGibbs(), BipartiteConditionals(self, keep_statistics=check_bool(keep_statistics, "keep_statistics"))
 
     @torch.no_grad()
     def hidden_means(self, v: torch.Tensor) -> list[torch.Tensor]:
@@ -111,7 +138,7 @@ class BipartiteModel(EnergyModel):
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
-        default, target = self.gibbs_chain()
+        default, target = self.gibbs_chain(keep_statistics=True)  # num_steps at fixed parameters: exchanges reuse the sweep's vW
         kernel = default if kernel is None else check_kernel(kernel, target.offers, f"{type(self).__name__}'s Gibbs target")
         hidden = bernoulli(torch.full((num_samples, self.num_hidden), 0.5, device=self.device, dtype=self.dtype), generator=generator)
         state, _ = run_chain(kernel, target, self.draw_visible(hidden, generator=generator), num_steps, generator=generator)

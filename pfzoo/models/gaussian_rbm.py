@@ -183,7 +183,11 @@ class GaussianBernoulliRBM(BipartiteModel):
         """``log f_β(v) = −β Σ_i (v_i − b_i)²/(2σ_i²) + Σ_j softplus(β (c + (v/σ) W)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))``
         with ``h`` summed out) for ``v [B, V]`` and β > 0: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]``
         tensor. Not validated."""
-        hidden_input = (v / self.sigma) @ self.weight + self.hidden_bias
+        return self.tempered_log_density_from_input(v, self.hidden_input(v), beta=beta)
+
+    def tempered_log_density_from_input(self, v: torch.Tensor, hidden_input: torch.Tensor, *,
+                                        beta: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """:meth:`tempered_log_density` of ``v [B, V]`` given its :meth:`hidden_input` ``[B, H]``. Not validated."""
         quadratic = ((v - self.visible_bias) / self.sigma).square().sum(-1, dtype=torch.float64) / 2
         if not torch.is_tensor(beta):
             return F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64) - beta * quadratic
@@ -194,9 +198,14 @@ class GaussianBernoulliRBM(BipartiteModel):
     # ``hidden_probs``/``visible_mean``/``draw_*`` are the unchecked hot-loop primitives used by
     # kernels and trainers; the public ``sample_*`` methods validate their input first.
 
+    def hidden_input(self, v: torch.Tensor) -> torch.Tensor:
+        """``c + (v/σ) W`` ``[B, H]`` of ``v [B, V]``, what the hidden conditional and the tempered log density at every β
+        share. Not validated."""
+        return (v / self.sigma) @ self.weight + self.hidden_bias
+
     def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
         """``p_β(h = 1 | v) = sigmoid(β (c + (v/σ) W))``, ``[B, H]``; β a number or a ``[B, 1]`` tensor. Not validated."""
-        return torch.sigmoid(beta * ((v / self.sigma) @ self.weight + self.hidden_bias))
+        return torch.sigmoid(beta * self.hidden_input(v))
 
     def visible_mean(self, h: torch.Tensor) -> torch.Tensor:
         """``E[v | h] = b + σ ⊙ (W h)``, ``[B, V]``, the same at every β. Inputs are not validated."""
@@ -204,7 +213,12 @@ class GaussianBernoulliRBM(BipartiteModel):
 
     def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
-        return bernoulli(self.hidden_probs(v, beta=beta), generator=generator)
+        return self.draw_hidden_from_input(self.hidden_input(v), beta=beta, generator=generator)
+
+    def draw_hidden_from_input(self, hidden_input: torch.Tensor, *, beta: float = 1.0,
+                               generator: torch.Generator | None = None) -> torch.Tensor:
+        """:meth:`draw_hidden` given the states' :meth:`hidden_input` ``[B, H]``. Inputs are not validated."""
+        return bernoulli(torch.sigmoid(beta * hidden_input), generator=generator)
 
     @torch.no_grad()
     def draw_visible(self, h: torch.Tensor, *, beta: float | torch.Tensor = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:

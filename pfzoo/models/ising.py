@@ -17,7 +17,7 @@ from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binar
 from pfzoo.models.registry import register_model
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocates, check_beta, check_finite_number, check_generator, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import allocates, check_beta, check_bool, check_finite_number, check_generator, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -230,10 +230,13 @@ class Ising(EnergyModel):
         """The blocks :meth:`gibbs_sweep` resamples at once: :func:`independent_sets` of the current couplings."""
         return independent_sets(self.symmetric_coupling.detach())
 
-    def gibbs_chain(self, *, reversible: bool = False, blocks: list[torch.Tensor] | None = None) -> tuple[ScanGibbs, IsingConditionals]:
+    def gibbs_chain(self, *, reversible: bool = False, keep_statistics: bool = False,
+                    blocks: list[torch.Tensor] | None = None) -> tuple[ScanGibbs, IsingConditionals]:
         """Systematic-scan Gibbs over the independent sets ``B_1 … B_m`` (default :meth:`gibbs_blocks`; pass ``blocks``
         when building chains repeatedly); ``reversible``: the palindromic scan ``B_1 … B_m … B_1`` (a forward-only scan
-        leaves ``p_β`` invariant but is not reversible; its reversal is the backward scan)."""
+        leaves ``p_β`` invariant but is not reversible; its reversal is the backward scan). ``keep_statistics`` changes
+        nothing: a scan's block draws share no work with the tempered log density."""
+        check_bool(keep_statistics, "keep_statistics")
         blocks = self.gibbs_blocks() if blocks is None else blocks
         scan = blocks + blocks[-2::-1] if reversible else blocks
         return ScanGibbs(), IsingConditionals(self.symmetric_coupling.detach(), self.bias.detach(), scan)

@@ -163,7 +163,12 @@ class RBM(BipartiteModel):
     def tempered_log_density(self, v: torch.Tensor, *, beta: float | torch.Tensor = 1.0) -> torch.Tensor:
         """``log f_β(v) = β b·v + Σ_j softplus(β (vW + c)_j)`` (``p_β(v, h) ∝ exp(−β E(v, h))`` with ``h`` summed out) for
         ``v [B, V]``: float64 ``[B]`` for β a number, ``[B, K]`` for β a ``[B, K]`` tensor. Not validated."""
-        hidden_input, visible_term = v @ self.weight + self.hidden_bias, (v @ self.visible_bias).double()
+        return self.tempered_log_density_from_input(v, self.hidden_input(v), beta=beta)
+
+    def tempered_log_density_from_input(self, v: torch.Tensor, hidden_input: torch.Tensor, *,
+                                        beta: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """:meth:`tempered_log_density` of ``v [B, V]`` given its :meth:`hidden_input` ``[B, H]``. Not validated."""
+        visible_term = (v @ self.visible_bias).double()
         if not torch.is_tensor(beta):
             return beta * visible_term + softplus(beta * hidden_input).sum(-1, dtype=torch.float64)
         scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
@@ -226,9 +231,19 @@ class RBM(BipartiteModel):
         """Mean-field reconstruction ``σ(σ(vW + c) Wᵀ + b)`` of ``v [B, V]`` → ``[B, V]``. Not validated."""
         return self.visible_probs(self.hidden_probs(v))
 
+    def hidden_input(self, v: torch.Tensor) -> torch.Tensor:
+        """``vW + c`` ``[B, H]`` of ``v [B, V]``, what the hidden conditional and the tempered log density at every β share.
+        Not validated."""
+        return torch.addmm(self.hidden_bias, v, self.weight)
+
     def draw_hidden(self, v: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``h ~ p_β(h | v)``, ``[B, H]``. Inputs are not validated."""
-        return bernoulli_logits(_tempered(torch.addmm(self.hidden_bias, v, self.weight), beta), generator=generator)
+        return self.draw_hidden_from_input(self.hidden_input(v), beta=beta, generator=generator)
+
+    def draw_hidden_from_input(self, hidden_input: torch.Tensor, *, beta: float = 1.0,
+                               generator: torch.Generator | None = None) -> torch.Tensor:
+        """:meth:`draw_hidden` given the states' :meth:`hidden_input` ``[B, H]``. Inputs are not validated."""
+        return bernoulli_logits(_tempered(hidden_input, beta), generator=generator)
 
     def draw_visible(self, h: torch.Tensor, *, beta: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
         """A sample ``v ~ p_β(v | h)``, ``[B, V]``. Inputs are not validated."""

@@ -10,6 +10,7 @@ from torch.nn import functional as F
 from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli_logits
+from pfzoo.validation import check_bool
 
 PRETRAIN_INIT_STD = 0.01
 
@@ -42,9 +43,10 @@ class TiedRBM(nn.Module):
         """``p(h = 1 | all visible copies = x) = σ(up · xW + c)``, ``[B, m]``."""
         return torch.sigmoid(self.up * (x @ self.weight) + self.hidden_bias)
 
-    def gibbs_chain(self) -> tuple[BlockGibbs, TiedConditionals]:
+    def gibbs_chain(self, *, keep_statistics: bool = False) -> tuple[BlockGibbs, TiedConditionals]:
         """Block Gibbs on the copies' sums: ``(kernel, target)`` for :func:`~pfzoo.kernels.run_chain`, positions
-        ``Σ_a v^a [B, n]``."""
+        ``Σ_a v^a [B, n]``. ``keep_statistics`` changes nothing (the target keeps none)."""
+        check_bool(keep_statistics, "keep_statistics")
         return BlockGibbs(), TiedConditionals(self.weight.detach(), self.visible_bias.detach(), self.hidden_bias.detach(), self.up, self.down)
 
 

@@ -297,7 +297,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             self._sweeps_run, self._settled = 0, True
             return positions.clone(), stats, bridge_log_ratios(path, stats, ladder)
         low = min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
-        kernel, target = model.gibbs_chain()
+        kernel, target = model.gibbs_chain(keep_statistics=True)  # the exchanges read each sweep's vW + c
         hot_pooled = []
         if low and self.hot_sweeps:
             whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)

@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from factories import all_binary_states, chi_square_p_value, random_gbrbm
+from factories import all_binary_states, chi_square_p_value, random_gbrbm, random_rbm
 from torch import nn
 
 from pfzoo.kernels import (
@@ -207,6 +207,44 @@ def test_tempering_samples_a_gaussian_bernoulli_rbm_with_a_beta_per_chain():
                            generator=torch.Generator().manual_seed(11))
     assert torch.all((samples.mean(0) - mean).abs() < 4 * (variance / NUM_CHAINS).sqrt())
     torch.testing.assert_close(samples.var(0), variance, rtol=0.1, atol=0)
+
+
+@pytest.mark.parametrize("family", ["rbm", "gbrbm"])
+def test_kept_hidden_inputs_spare_the_exchange_its_product_and_change_no_draw(family, monkeypatch):
+    """With ``gibbs_chain(keep_statistics=True)`` the exchange reads the hidden input the sweep kept: the same replicas,
+    bit for bit, from one ``hidden_input`` product per step instead of two (the hidden draw's and the exchange's)."""
+    model = random_gbrbm(5, 4, seed=2) if family == "gbrbm" else random_rbm(6, 4, scale=1.5, seed=2)
+    calls = {"count": 0}
+    product = type(model).hidden_input
+
+    def counted(self, v):
+        calls["count"] += 1
+        return product(self, v)
+
+    monkeypatch.setattr(type(model), "hidden_input", counted)
+    ladder = temperature_ladder(5, min_beta=0.2)
+    start = torch.randn(5, 16, model.num_visible, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    if family == "rbm":
+        start = (start > 0).double()
+    runs = {}
+    for keep in (False, True):
+        kernel, target = model.gibbs_chain(keep_statistics=keep)
+        tempering = ParallelTempering(kernel, ladder)
+        generator = torch.Generator().manual_seed(3)
+        state = tempering.init_replicas(start, target, generator=generator)
+        calls["count"] = 0
+        swapped = 0
+        for _ in range(40):
+            state, info = tempering.step(state, target, generator=generator)
+            swapped += int(info.swapped.sum())
+        runs[keep] = (state.replicas.position, calls["count"], swapped)
+    assert runs[True][2] > 0  # exchanges happened, so the kept inputs were permuted with their rows
+    assert torch.equal(runs[True][0], runs[False][0])
+    assert (runs[False][1], runs[True][1]) == (80, 40)
+    kernel, target = model.gibbs_chain(keep_statistics=True)
+    betas = torch.tensor([[0.3, 1.0]], dtype=torch.float64).expand(16, 2)
+    torch.testing.assert_close(target.log_density(start[0], beta=betas, stats=target.statistics(start[0])),
+                               target.log_density(start[0], beta=betas), rtol=0, atol=1e-12)
 
 
 def test_ladders_are_checked_made_and_adapted_towards_equal_acceptance():

@@ -4,22 +4,15 @@ Timings are never asserted (DESIGN: timing is measured in the benchmark, not in 
 script from breaking silently, since its full run needs a GPU and minutes.
 """
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import torch
+from script_modules import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "benchmark.py"
 POSITIVE = ("seconds", "_per_second", "fraction_of_matmul_bound", "matmul_gflops")  # key endings that hold rates and times
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("pfzoo_benchmark_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def numbers(tree, path=""):
@@ -35,7 +28,7 @@ def numbers(tree, path=""):
 
 
 def test_every_case_runs_at_quick_sizes_and_reports_finite_positive_rates(tmp_path):
-    benchmark = load_script()
+    benchmark = load_script(SCRIPT)
     output = tmp_path / "benchmark.json"
     benchmark.main(["--quick", "--device", "cpu", "--output", str(output)])
     results = json.loads(output.read_text())

@@ -1,13 +1,13 @@
 """scripts/reproduce_hopfield.py on a 12-unit network: every experiment runs, the report has every section and plot,
 and --render joins the sections of runs split by --experiments."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from script_modules import load_script
 
 from pfzoo.studies import hopfield_capacity
 from pfzoo.studies.hopfield_report import pool_noisy
@@ -21,9 +21,7 @@ TINY = ("--num-units 12 --pattern-counts 2 12 --trials 1 --recall-patterns 3 --r
 
 @pytest.fixture
 def script(monkeypatch):
-    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_hopfield_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(SCRIPT)
     monkeypatch.setattr(hopfield_capacity, "LBFGS_BUDGETS", [1, 5])
     monkeypatch.setattr(hopfield_capacity, "EPOCH_BUDGETS", [1, 3])
     return module
@@ -84,9 +82,7 @@ def test_the_figures_merge_into_the_report_and_render_again_byte_for_byte(script
     pixels = torch.exp(torch.randn(16, 24, generator=torch.Generator().manual_seed(0))) * 1000
     Image.fromarray(pixels.numpy().astype("uint16")).save(tmp_path / "natural_images" / "vanhateren_tvlearn_ecml2022.tiff")
     run(script, monkeypatch, "--experiments", "capacity", "recall", "noisy", "convergence", "--out", str(tmp_path / "a"))
-    spec = importlib.util.spec_from_file_location("pfzoo_hopfield_figures_script", FIGURES_SCRIPT)
-    figures = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(figures)
+    figures = load_script(FIGURES_SCRIPT)
     results = tmp_path / "a" / "results.json"
     runs = [(name, settings.split(), []) for name, settings in TINY_FIGURES.items()]
     runs.append(("fig310_corrupted", "num_units=12 pattern_counts=1 flips=4 copies=5 trials=1 independent=true".split(), ["--ablation", "independent flips"]))

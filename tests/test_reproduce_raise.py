@@ -4,12 +4,12 @@ The real run needs a GPU for hours, so the test shrinks :data:`PAPER_SCALE` and 
 random binary "digits" written as .amat files.
 """
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from script_modules import load_script
 
 from pfzoo import zoo
 from pfzoo.models import RBM
@@ -20,9 +20,7 @@ TINY = {"steps": 5, "long_steps": 0, "ais_chains": 4, "raise_chains": 2, "raise_
 
 @pytest.fixture
 def script():
-    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_raise_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(SCRIPT)
     return module
 
 

@@ -7,12 +7,12 @@ missing from the registry (the seeds' text is scanned for "Table N" / "Figure N"
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 from pfzoo.studies import seed_index
 from pfzoo.studies.ising_report import twice_floor_times
@@ -84,9 +84,7 @@ def test_the_committed_index_is_a_fresh_render():
 
 
 def test_the_script_writes_the_index_and_checks_it(tmp_path, registry):
-    spec = importlib.util.spec_from_file_location("seed_index_script", ROOT / "scripts" / "seed_index.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(ROOT / "scripts" / "seed_index.py")
     assert script.main(["--check"]) == 0
     copy = tmp_path / "repository"
     for relative in ["reports/seed_index.yaml", *sorted(seed_index.referenced_files(registry))]:

@@ -1,12 +1,12 @@
 """Bidirectional Monte Carlo (Grosse, Ghahramani & Adams 2015): forward and reverse AIS sandwich log p(x) on simulated data."""
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
 import torch
 from factories import random_bilinear_parameters, random_linear_generative, random_rbm
+from script_modules import load_script
 
 from pfzoo.estimators import Sandwich
 from pfzoo.kernels import HMCKernel
@@ -134,9 +134,7 @@ def test_rejects_a_single_example():
 
 def test_the_script_prints_one_row_per_step_count_with_the_exact_value(capsys):
     path = Path(__file__).resolve().parents[2] / "scripts" / "sandwich.py"
-    spec = importlib.util.spec_from_file_location("sandwich_script", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(path)
     script.main(["--steps", "5,50", "--examples", "4", "--chains", "3"])
     lines = capsys.readouterr().out.splitlines()
     assert "exact" in lines[1] and "gap" in lines[1]

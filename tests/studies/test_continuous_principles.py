@@ -1,7 +1,6 @@
 """The continuous inductive-principles study: its cells, refusals as n/a, the estimators against exact answers, the
 rendering, and one tiny real cell end to end through the script."""
 
-import importlib.util
 import json
 import math
 import sys
@@ -9,6 +8,7 @@ from pathlib import Path
 
 import torch
 from factories import random_gbrbm, random_poe
+from script_modules import load_script
 
 from pfzoo.data import DataSplits
 from pfzoo.models import MissingCapability
@@ -19,9 +19,7 @@ SCRIPT = REPO / "scripts" / "reproduce_continuous_principles.py"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_continuous_principles_script", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(SCRIPT)
     return script
 
 

@@ -1,7 +1,6 @@
 """The Table 3.1 ablation's error conventions, stopping rule, zero-field surgery, masked fit and CD schedule, against hand
 computations and enumeration; and its script end to end at a tiny size."""
 
-import importlib.util
 import itertools
 import json
 import math
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from script_modules import load_script
 
 from pfzoo.data import spin_glass_model
 from pfzoo.models import Ising
@@ -128,9 +128,7 @@ def test_cd_with_the_linear_schedule_moves_the_couplings_toward_the_truth_and_ze
 def test_ising_ablation_script_runs_its_rows_and_resumes(tmp_path, monkeypatch):
     """A tiny run of one row of each kind: each has its learners' numbers, the lattice-only fit leaves the non-edges at exactly 0
     error, the derived rows read the baseline's fit, a second run refits nothing, and the README renders."""
-    spec = importlib.util.spec_from_file_location("ising_ablation_script", REPO / "scripts" / "ising_ablation.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(REPO / "scripts" / "ising_ablation.py")
     args = ["ising_ablation.py", "--side", "3", "--num-samples", "300", "--burn-in", "10", "--max-lbfgs-steps", "3",
             "--cd-seconds", "0.2", "--linear-epochs", "1", "--model-samples", "200", "--out", str(tmp_path / "ablation"), "--runs", str(tmp_path / "runs"),
             "--rows", "baseline", "thesis_pairs", "best_on_path", "lattice_fit", "all_bits_flipped", "sgd_learners"]
@@ -171,9 +169,7 @@ def test_committed_ablation_report_rerenders_from_its_results(tmp_path, monkeypa
         pytest.skip("reports/ising/ablation has no results.json")
     (tmp_path / "ablation").mkdir()
     (tmp_path / "ablation" / "results.json").write_text((committed / "results.json").read_text())
-    spec = importlib.util.spec_from_file_location("ising_ablation_script", REPO / "scripts" / "ising_ablation.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(REPO / "scripts" / "ising_ablation.py")
     monkeypatch.setattr(sys, "argv", ["ising_ablation.py", "--report-only", "--out", str(tmp_path / "ablation")])
     script.main()
     assert (tmp_path / "ablation" / "README.md").read_text() == (committed / "README.md").read_text()

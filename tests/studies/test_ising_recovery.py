@@ -1,6 +1,5 @@
 """ε_J and ε_corr (thesis Table 3.1) against hand computations, and their input checks."""
 
-import importlib.util
 import itertools
 import json
 import math
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from hydra.utils import instantiate
+from script_modules import load_script
 
 from pfzoo.cli import compose
 from pfzoo.data import sample_spin_glass, spin_glass_model
@@ -112,9 +112,7 @@ def test_correlation_trace_measures_at_log_spaced_epochs_with_the_same_draws_eac
 
 
 def _reproduce_ising(monkeypatch, *args):
-    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_ising_script", REPO / "scripts" / "reproduce_ising.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(REPO / "scripts" / "reproduce_ising.py")
     monkeypatch.setattr(sys, "argv", ["reproduce_ising.py", *args])
     script.main()
 

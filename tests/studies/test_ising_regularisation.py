@@ -1,20 +1,18 @@
 """The held-out stopping rule and L2 grid of scripts/ising_regularisation.py on a tiny glass, and the committed report."""
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "reports" / "ising" / "sigma20_trace"
 
 
 def _script(monkeypatch, *args):
-    spec = importlib.util.spec_from_file_location("pfzoo_ising_regularisation_script", REPO / "scripts" / "ising_regularisation.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(REPO / "scripts" / "ising_regularisation.py")
     monkeypatch.setattr(sys, "argv", ["ising_regularisation.py", *args])
     script.main()
 

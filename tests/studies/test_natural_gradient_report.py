@@ -1,9 +1,9 @@
 """scripts/reproduce_natural_gradient.py renders its README table and picture from results.json, and the committed
 report holds the race it claims (natural gradient in fewer steps than plain, each at its best rate)."""
 
-import importlib.util
 import json
 from pathlib import Path
+from script_modules import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reproduce_natural_gradient.py"
 REPORT = Path(__file__).resolve().parents[2] / "reports" / "natural_gradient"
@@ -18,9 +18,7 @@ def test_committed_report_shows_natural_gradient_winning_the_race():
 
 
 def test_report_renders_from_results(tmp_path):
-    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_natural_gradient_script", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script(SCRIPT)
     results = json.loads((REPORT / "results.json").read_text())
     script.plot(results, tmp_path / "paths.png")
     text = script.readme(results)

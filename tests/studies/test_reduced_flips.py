@@ -1,7 +1,6 @@
 """pfzoo.studies.reduced_flips: the ring energy and its exact samples, the autocovariance, and reduced flips against
 standard ones (both sample the ring; reduced flips reverse less and decorrelate faster with persistent momentum)."""
 
-import importlib.util
 import json
 import math
 import shutil
@@ -9,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from script_modules import load_script
 
 from pfzoo.studies.reduced_flips import (
     THESIS, RingEnergy, against_thesis, autocovariance, compare_flips, exact_ring_samples, half_per_unit_time, integrated_autocorrelation_time,
@@ -70,15 +70,8 @@ def test_reduced_flips_sample_the_ring_and_decorrelate_faster():
     assert reduced["iat_gradient_evaluations"] < 0.85 * standard["iat_gradient_evaluations"], (standard, reduced)
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("pfzoo_reproduce_reduced_flips_script", REPO / "scripts" / "reproduce_reduced_flips.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
-
-
 def test_quick_run_writes_the_report_and_renders_it_again(tmp_path):
-    script = load_script()
+    script = load_script("scripts/reproduce_reduced_flips.py")
     script.main(["--quick", "--out", str(tmp_path), "--step-sizes", "0.1"])
     written = (tmp_path / "README.md").read_text()
     assert "| 0.1 | 0.06697 | reduced |" in written and (tmp_path / "autocovariance.png").stat().st_size > 10_000  # the thesis's γ
@@ -89,7 +82,7 @@ def test_quick_run_writes_the_report_and_renders_it_again(tmp_path):
 def test_committed_report_renders_from_its_results_and_shows_the_claim(tmp_path):
     results = json.loads((REPORT / "results.json").read_text())
     shutil.copy(REPORT / "results.json", tmp_path / "results.json")
-    load_script().main(["--render", str(tmp_path / "results.json")])
+    load_script("scripts/reproduce_reduced_flips.py").main(["--render", str(tmp_path / "results.json")])
     assert (tmp_path / "README.md").read_text() == (REPORT / "README.md").read_text()
     # where rejections are neither rare nor the rule, reduced flips decorrelate in fewer gradient evaluations
     middling = [run for run in results["runs"] if 0.5 < run["standard"]["acceptance"] < 0.9]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from script_modules import load_script
 
 from pfzoo import zoo
 from pfzoo.models import DBM, RBM, EnergyModel, Ising, model_class, registered_models
@@ -63,11 +64,7 @@ def test_torch_hub_load_from_the_checkout_gives_the_zoo_model():
 
 
 def test_hubconf_offers_one_entry_point_per_family():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("pfzoo_hubconf", REPO / "hubconf.py")
-    hubconf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hubconf)
+    hubconf = load_script(REPO / "hubconf.py")
     assert hubconf.dependencies == ["torch"]
     assert {name for name in vars(hubconf) if callable(vars(hubconf)[name]) and not name.startswith("_")} == set(registered_models())
     assert "pretrained=NAME" in hubconf.dbm.__doc__

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -35,6 +34,7 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits, mnist
 from pfzoo.models import Capability
 from pfzoo.studies.features import feature_accuracy
+from pfzoo.studies.reporting import card_command
 from pfzoo.zoo.cards import ACCURACY_METRIC, with_card_sections
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
         "settings": {"classifier": CLASSIFIER, "C": result.C, "max_iter": result.max_iter, "num_train": result.num_train,
                      "subsample_seed": args.seed},
         "seconds": round(seconds, 1),
-        "command": "python scripts/feature_card.py" + "".join(" " + shlex.quote(a) for a in args.argv),
+        "command": args.command,
     }
 
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the training subsample")
     parser.add_argument("--write", action="store_true", help="record the measurement in each card (replacing an earlier one)")
     args = parser.parse_args(argv)
-    args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--write"]
+    args.command = card_command("scripts/feature_card.py", sys.argv[1:] if argv is None else argv)
     measure_cards(args, measure)
 
 

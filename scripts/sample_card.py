@@ -15,7 +15,6 @@ Larochelle & Murray did (``scripts/feature_card.py``). Needs ``MNIST/raw/*-ubyte
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 from feature_card import measure_cards, model_with_labelled_data
 from pfzoo.models import Capability
 from pfzoo.studies.sample_recognition import sample_recognition
+from pfzoo.studies.reporting import card_command
 from pfzoo.zoo.cards import RECOGNITION_METRIC
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
     return {"label": LABEL, "metric": RECOGNITION_METRIC, **result.record(), "data": description,
             "settings": {"classifier": CLASSIFIER, "max_iter": result.max_iter, "num_train": result.num_train, "seed": args.seed},
             "seconds": round(seconds, 1),
-            "command": "python scripts/sample_card.py" + "".join(" " + shlex.quote(a) for a in args.argv)}
+            "command": args.command}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--write", action="store_true", help="record the measurement in each card (replacing an earlier one)")
     args = parser.parse_args(argv)
-    args.argv = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--write"]
+    args.command = card_command("scripts/sample_card.py", sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(args.threads)
     measure_cards(args, measure)
 

@@ -61,6 +61,22 @@ def run_header(argv: Sequence[str], threads: int) -> dict:
             "machine": machine_description(), "threads": threads, "load_average": load_average()}
 
 
+def card_command(script: str, argv: Sequence[str], *, flags: Collection[str] = ("--write",),
+                 local_options: Collection[str] = ("--data-root", "--zoo")) -> str:
+    """The command a model card records for ``python <script> <argv>``, quoted for a shell, without the ``flags`` that
+    only say where the result goes and without the ``local_options`` naming this machine's folders (``--data-root DIR``
+    or ``--data-root=DIR``): a reader reruns it with their own."""
+    kept, skip = [], False
+    for argument in argv:
+        if skip:
+            skip = False
+        elif argument in flags or argument.split("=", 1)[0] in local_options:
+            skip = argument in local_options  # the folder follows as the next argument
+        else:
+            kept.append(argument)
+    return shlex.join(["python", script, *kept])
+
+
 def settings_record(arguments: Mapping, *, leave_out: Collection[str] = ()) -> dict:
     """A script's parsed ``arguments`` (``vars(args)``) as results.json stores its settings: paths as strings, the
     arguments named in ``leave_out`` (where to write, what to render) left out."""

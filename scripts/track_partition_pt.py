@@ -3,6 +3,11 @@ tracker on the trainer's own replicas (pfzoo.training.ReplicaPartitionTracker) a
 and its share of the training time. Writes reports/tracking/pt_mnist.{json,md}.
 
     python scripts/track_partition_pt.py [--epochs 5] [--replicas 30 --min-beta 0.05 --chains 1000] [--threads 2]
+        [--clock cpu] [--tracker hot_sweeps=20 ...]
+
+``--clock cpu`` times the training and the tracker by the process's CPU time (a one-thread run's shares then do not move
+with the machine's load); ``--tracker KEY=VALUE`` sets a ``ReplicaPartitionTracker`` setting (integers and floats as
+such).
 """
 
 import argparse
@@ -39,7 +44,10 @@ def main() -> None:
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding binarized_mnist/ (default $PFZOO_DATA or ../shared/data)")
     parser.add_argument("--run-dir", type=Path, default=Path("/tmp/pfzoo_track_pt"))
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "tracking")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="what the shares of training time count")
+    parser.add_argument("--tracker", nargs="*", default=[], metavar="KEY=VALUE", help="ReplicaPartitionTracker settings")
     args = parser.parse_args()
+    tracker = {"observe_every": args.observe_every} | dict(_setting(text) for text in args.tracker)
     torch.set_num_threads(args.threads)
     data = binarized_mnist(args.data_root or resolve_data_root(os.environ.get("PFZOO_DATA") or REPO.parent / "shared" / "data"))
     model = RBM(784, 500, init_std=0.01, generator=torch.Generator().manual_seed(args.seed))
@@ -47,8 +55,8 @@ def main() -> None:
     objective = PT(k=1, num_chains=args.chains // args.replicas, num_replicas=args.replicas, min_beta=args.min_beta)
     trainer = Trainer(objective, partial(torch.optim.SGD, lr=args.lr, momentum=0.5), run_dir=args.run_dir, epochs=args.epochs,
                       batch_size=100, seed=args.seed, progress=False, held_out="test", metrics_rows=10_000, evaluate_every=1,
-                      estimator=AIS(num_chains=args.ais_chains, num_steps=args.ais_steps),
-                      track_partition={"observe_every": args.observe_every})
+                      estimator=AIS(num_chains=args.ais_chains, num_steps=args.ais_steps), clock=args.clock,
+                      track_partition=tracker)
     began = time.perf_counter()
     trainer.fit(model, data)
     wall = time.perf_counter() - began
@@ -66,9 +74,10 @@ def main() -> None:
     (args.out / "pt_mnist.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     lines = ["# Tracking log Z through PT training of a 784 × 500 RBM on binarized MNIST", "",
              f"`python scripts/track_partition_pt.py --epochs {args.epochs} --replicas {args.replicas} --min-beta {args.min_beta} "
-             f"--chains {args.chains} --lr {args.lr} --observe-every {args.observe_every}`; {machine}; wall {wall:.0f} s.", "",
+             f"--chains {args.chains} --lr {args.lr} --observe-every {args.observe_every} --clock {args.clock}"
+             f"{' --tracker ' + ' '.join(args.tracker) if args.tracker else ''}`; {machine}; wall {wall:.0f} s.", "",
              f"AIS: {args.ais_chains} chains × K = {args.ais_steps:,}, base rates, after every epoch. Tracker: "
-             "`ReplicaPartitionTracker` defaults except `observe_every`.", "",
+             f"`ReplicaPartitionTracker` defaults except {tracker}; shares on the {args.clock} clock.", "",
              "| epoch | AIS log Z | tracked log Z | tracked − AIS | AIS test LL | tracked test LL | least swap acceptance | tracker's share of training time |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -76,6 +85,15 @@ def main() -> None:
                      f"{row['tracked_minus_ais_log_z']:+.2f} | {row['test_log_likelihood']:.2f} ± {row['test_log_likelihood_stderr']:.2f} | "
                      f"{row['test_tracked_log_likelihood']:.2f} | {row['swap_acceptance_min']:.3f} | {row['callback_share']:.1%} |")
     (args.out / "pt_mnist.md").write_text("\n".join(lines) + "\n")
+
+
+def _setting(text: str) -> tuple[str, int | float]:
+    """``KEY=VALUE`` → ``(key, number)``; a bad one exits with the usage line."""
+    key, _, value = text.partition("=")
+    try:
+        return key, int(value) if value.lstrip("-").isdigit() else float(value)
+    except ValueError:
+        raise SystemExit(f"--tracker takes KEY=NUMBER settings, got {text!r}") from None
 
 
 if __name__ == "__main__":

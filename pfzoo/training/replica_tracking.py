@@ -40,9 +40,10 @@ Cost: per observation the relaxation's PT sweeps of the relaxed levels' states (
 block of :data:`RELAX_BLOCK` that checks whether the copy settled (from :data:`MIN_RELAX_SWEEPS` − 2 blocks on), plus
 three products of all R·C states; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
 replicas × 33 chains (2-core CPU, under other load; reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four
-of five epochs and 1.4 nats above at one, at 11–13 % of the training time; after the RBM's faster Gibbs draws (issue 53)
-the same defaults tracked 1.5–2.9 nats low at four epochs of five on another training stream, at 2.5–2.6 CPU seconds per
-observation against about 27 of training per epoch (README, "Trials, 2026-11-29").
+of five epochs and 1.4 nats above at one, at 11–13 % of the training time. With the relaxation's exchanges reading
+each sweep's kept ``vW + c`` (``gibbs_chain(keep_statistics=True)``) the same defaults cost 7.9–9.8 % of the training's
+CPU time and tracked −0.47, 0.00, −0.70, −1.21, −1.24 nats from AIS over five epochs (README, "Trials, 2026-11-29
+(later)").
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its

@@ -263,8 +263,8 @@ class ParallelTempering:
         # each state of a pair at its own β and at its partner's, in one call: [2·P·N, 2]
         rows, pair_betas = torch.cat([low_rows, high_rows]), torch.stack([torch.cat([lower, upper]), torch.cat([upper, lower])], 1)
         stats = getattr(replicas, "stats", None)
-        if STATISTICS_LOG_DENSITY in target.offers and torch.is_tensor(stats):  # what the inner step kept: no second pass
-            log_f = target.log_density(position[rows], beta=pair_betas, stats=stats[rows])
+        if STATISTICS_LOG_DENSITY in target.offers and stats is not None:  # what the inner step kept: no second pass
+            log_f = target.log_density(position[rows], beta=pair_betas, stats=take_chains(stats, rows, position.shape[0]))
         else:
             log_f = target.log_density(position[rows], beta=pair_betas)
         (own_low, own_high), (cross_low, cross_high) = log_f[:, 0].view(2, -1), log_f[:, 1].view(2, -1)

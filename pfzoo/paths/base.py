@@ -26,6 +26,10 @@ class AnnealingPath(ABC):
 
     target: Target
     kernel: Kernel
+    beta_free_statistics: bool = False
+    """Whether a state's statistics are the same whatever β it was drawn at (an RBM path's ``vW + c − c_0`` and
+    ``(b − b_0)·v``), so that replica exchange may read the statistics a state keeps at any level
+    (:class:`~pfzoo.paths.tempered.TemperedPathTarget`); False where they belong to a β (a piecewise path's segment)."""
     warnings: tuple[str, ...] = ()
     """One line per reason the path itself makes an estimate unreliable (e.g. a Gaussian base for a heavy-tailed
     target); estimators add them to the estimate's warnings."""

@@ -161,6 +161,8 @@ class RBMGeometricPath(AnnealingPath):
     path, Neal 2001); only the variance of the weights changes. :attr:`summed_layer` is the layer summed out.
     """
 
+    beta_free_statistics = True
+
     def __init__(self, target, base, kernel: Kernel | None = None, *, marginalize: str = "hidden") -> None:
         self.summed_layer = summed_layer(marginalize, *target.weight.shape)
         if self.summed_layer == "visible":

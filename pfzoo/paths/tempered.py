@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import torch
 
-from pfzoo.kernels import TEMPERED_LOG_DENSITY
+from pfzoo.kernels import STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY
 from pfzoo.paths.base import AnnealingPath
 
 
@@ -25,16 +25,19 @@ class TemperedPathTarget:
     def __init__(self, path: AnnealingPath, levels: Sequence[float]) -> None:
         self.path = path
         self.levels = tuple(float(level) for level in levels)
-        self.offers = path.target.offers | {TEMPERED_LOG_DENSITY}
+        # a path whose statistics do not depend on β lets the exchanges read those its states keep
+        kept = {STATISTICS_LOG_DENSITY} if path.beta_free_statistics else set()
+        self.offers = path.target.offers | {TEMPERED_LOG_DENSITY} | kept
 
     def __getattr__(self, name: str) -> Any:
         # the inner kernel's protocol (statistics, draws, scans): the path's own target answers
         return getattr(self.path.target, name)
 
-    def log_density(self, position: torch.Tensor, *, beta: float | torch.Tensor) -> torch.Tensor:
+    def log_density(self, position: torch.Tensor, *, beta: float | torch.Tensor, stats: Any = None) -> torch.Tensor:
         """``log f_β − log f_0`` float64 of ``position [M, D]``: ``[M]`` for β a number, ``[M, K]`` for β an ``[M, K]``
-        tensor of the levels' values."""
-        stats = self.path.target.statistics(position)
+        tensor of the levels' values; from the states' kept ``stats`` where given (paths with
+        :attr:`~pfzoo.paths.base.AnnealingPath.beta_free_statistics`)."""
+        stats = self.path.target.statistics(position) if stats is None else stats
         if not torch.is_tensor(beta):
             return self.path.log_weight_increment(stats, 0.0, beta)
         density = torch.zeros(beta.shape, dtype=torch.float64, device=beta.device)

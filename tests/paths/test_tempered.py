@@ -4,7 +4,7 @@ import pytest
 import torch
 from factories import all_binary_states, random_rbm
 
-from pfzoo.kernels import TEMPERED_LOG_DENSITY, ParallelTempering
+from pfzoo.kernels import STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY, ParallelTempering
 from pfzoo.models import Ising
 from pfzoo.paths import build
 from pfzoo.paths.tempered import TemperedPathTarget
@@ -53,3 +53,33 @@ def test_parallel_tempering_on_a_path_target_samples_each_level_exactly():
     reference = torch.softmax(-random_rbm(5, 3, scale=1.5, seed=1).free_energy(states).double(), 0)
     assert (frequencies - reference).abs().max() < 0.02
     assert info.swap_accept_prob.max() > 0
+
+
+def test_exchanges_on_an_rbm_path_read_the_states_kept_statistics_and_change_nothing_else(monkeypatch):
+    """An RBM path's statistics do not depend on β, so its tempered target lets the exchanges read what each sweep kept:
+    the same replicas, bit for bit, as when every exchange recomputes them, with one statistics product per replica step
+    instead of two. The Ising path makes no such claim and keeps recomputing."""
+    assert not paths()["ising"].beta_free_statistics
+    path = paths()["rbm"]
+    statistics = type(path.target).statistics
+    calls = {"count": 0}
+
+    def counted(self, v, **options):
+        calls["count"] += 1
+        return statistics(self, v, **options)
+
+    monkeypatch.setattr(type(path.target), "statistics", counted)
+    runs = []
+    for keep in (True, False):
+        target = TemperedPathTarget(path, LEVELS)
+        if not keep:
+            target.offers = target.offers - {STATISTICS_LOG_DENSITY}
+        tempering = ParallelTempering(path.kernel, LEVELS)
+        generator = torch.Generator().manual_seed(4)
+        state = tempering.init_replicas(torch.stack([path.draw_base(50, generator=generator) for _ in LEVELS]), target, generator=generator)
+        calls["count"] = 0
+        for _ in range(30):
+            state, _ = tempering.step(state, target, generator=generator)
+        runs.append((state.replicas.position, calls["count"]))
+    assert torch.equal(runs[0][0], runs[1][0])
+    assert (runs[0][1], runs[1][1]) == (30 * len(LEVELS), 30 * len(LEVELS) + 30)

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY, BlockGibbs, Kernel, check_kernel, run_chain
+from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, STATISTICS_LOG_DENSITY, TEMPERED_LOG_DENSITY, BlockGibbs, Kernel, ParallelTempering, check_kernel, run_chain
 from pfzoo.models.base import EnergyModel, PathStateProposal
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import allocates, check_beta, check_binary, check_bool, check_generator, check_positive_int
@@ -138,7 +138,8 @@ class BipartiteModel(EnergyModel):
         check_positive_int(num_samples, "num_samples")
         check_positive_int(num_steps, "num_steps")
         check_generator(generator, self.device)
-        default, target = self.gibbs_chain(keep_statistics=True)  # num_steps at fixed parameters: exchanges reuse the sweep's vW
+        # replica exchange at fixed parameters reads each sweep's kept hidden input; other kernels gain nothing from it
+        default, target = self.gibbs_chain(keep_statistics=isinstance(kernel, ParallelTempering))
         kernel = default if kernel is None else check_kernel(kernel, target.offers, f"{type(self).__name__}'s Gibbs target")
         hidden = bernoulli(torch.full((num_samples, self.num_hidden), 0.5, device=self.device, dtype=self.dtype), generator=generator)
         state, _ = run_chain(kernel, target, self.draw_visible(hidden, generator=generator), num_steps, generator=generator)

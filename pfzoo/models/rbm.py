@@ -221,7 +221,7 @@ class RBM(BipartiteModel):
 
     def hidden_probs(self, v: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
         """``p(h = 1 | v) = σ(β (vW + c))``, ``[B, H]``; β a number or a ``[B, 1]`` tensor. Inputs are not validated."""
-        return torch.sigmoid(_tempered(torch.addmm(self.hidden_bias, v, self.weight), beta))
+        return torch.sigmoid(_tempered(self.hidden_input(v), beta))
 
     def visible_probs(self, h: torch.Tensor, *, beta: float = 1.0) -> torch.Tensor:
         """``p(v = 1 | h) = σ(β (Wh + b))``, ``[B, V]``; β a number or a ``[B, 1]`` tensor. Inputs are not validated."""

@@ -60,6 +60,17 @@ def checking_values() -> bool:
     return not _values_checked.get()
 
 
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether every entry of the floating-point ``x`` is finite, from one ``aminmax`` pass: its min and max are NaN when
+    any entry is NaN (torch's reductions propagate NaN) and ±inf when any is. ``isfinite(x).all()`` gives the same answer
+    eight times slower on the CPU (0.61 against 0.076 s for the 50,000 × 784 float64 MNIST training set, one thread),
+    which every estimator call paid on its data."""
+    if x.numel() == 0:
+        return True
+    low, high = torch.aminmax(x)
+    return bool(torch.isfinite(low) & torch.isfinite(high))
+
+
 def check_matrix(
     x: torch.Tensor,
     name: str,
@@ -75,6 +86,15 @@ def check_matrix(
     line naming both dtypes (never cast silently). ``allow_empty=False`` also refuses ``B = 0``.
     Returns ``x`` unchanged so the call can be used inline.
     """
+    _check_matrix_form(x, name, width=width, device=device, dtype=dtype, allow_empty=allow_empty)
+    if checking_values() and not all_finite(x):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return x
+
+
+def _check_matrix_form(x: torch.Tensor, name: str, *, width: int | None, device: torch.device | None,
+                       dtype: torch.dtype | None, allow_empty: bool) -> None:
+    """:func:`check_matrix` without reading the values: type, shape, dtype, device and (``allow_empty=False``) rows."""
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2:
@@ -90,9 +110,6 @@ def check_matrix(
     check_dtype(x, name, dtype)
     if not allow_empty:
         check_nonempty(x, name)
-    if checking_values() and not torch.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return x
 
 
 def check_representable(x: torch.Tensor, name: str, owner: str) -> torch.Tensor:
@@ -118,9 +135,12 @@ def check_binary(
     dtype: torch.dtype | None = None,
     allow_empty: bool = True,
 ) -> torch.Tensor:
-    """Like :func:`check_matrix`, and also require every entry to be exactly 0 or 1."""
-    check_matrix(x, name, width=width, device=device, dtype=dtype, allow_empty=allow_empty)
+    """Like :func:`check_matrix`, and also require every entry to be exactly 0 or 1 (which makes it finite: NaN and ±inf
+    equal neither, so one pass checks both)."""
+    _check_matrix_form(x, name, width=width, device=device, dtype=dtype, allow_empty=allow_empty)
     if checking_values() and not ((x == 0) | (x == 1)).all():
+        if not all_finite(x):
+            raise ValueError(f"{name} contains NaN or infinite values")
         raise ValueError(f"{name} must be binary (every entry 0 or 1); binarise the data first")
     return x
 

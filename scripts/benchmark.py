@@ -4,6 +4,7 @@
     python scripts/benchmark.py [--device cpu]       # smaller step and chain counts (CPU_SIZES), a few minutes on 2 cores
     python scripts/benchmark.py --quick              # every case at toy sizes in seconds → benchmark_results/quick/
     python scripts/benchmark.py --only rbm_ais dbm_ais [--output FILE] [--threads N]   # merged: each result keeps its machine block
+    python scripts/benchmark.py --only rbm_ais_mnist20 --data-root DIR   # a case on real data (default root: $PFZOO_DATA)
 
 The cases, what each measures and the sizes they run at are in :mod:`pfzoo.studies.benchmark`; this script picks the
 sizes, runs the cases, prints a line per case and writes their results under a ``machine`` block
@@ -13,6 +14,7 @@ sizes, runs the cases, prints a line per case and writes their results under a `
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 from pathlib import Path
 
@@ -31,6 +33,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--only", nargs="+", choices=sorted(BENCHMARKS), help="run only these benchmarks (merged into an existing --output)")
     parser.add_argument("--quick", action="store_true", help="every case at the toy sizes of QUICK_SIZES (seconds): a smoke run")
+    parser.add_argument("--data-root", default=None,
+                        help="where the cases on real data find it (default: $PFZOO_DATA); without it they report 'skipped'")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -41,7 +45,8 @@ def main(argv: list[str] | None = None) -> None:
     for name, (run, summary) in BENCHMARKS.items():
         if args.only and name not in args.only:
             continue
-        result = run(device, **sizes.get(name, {}))
+        data = {"data_root": args.data_root} if "data_root" in inspect.signature(run).parameters else {}
+        result = run(device, **sizes.get(name, {}), **data)
         results["benchmarks"].append(result)
         print(summary(result), flush=True)
     results["machine"]["load_average"] = load_average()  # at the end: the 1- and 5-minute averages span the run

@@ -36,7 +36,7 @@ from pfzoo import training, zoo
 from pfzoo.training import CD, EMHMC, MPF, PCD, BitFlipMPF, PersistentMPF, PseudoLikelihood, Trainer
 from pfzoo.training.checkpoints import CheckpointStore
 from pfzoo.models.capabilities import Capability
-from pfzoo.validation import allocating, check_bool, check_finite_number, check_matrix
+from pfzoo.validation import all_finite, allocating, check_binary, check_bool, check_finite_number, check_matrix
 
 V = 6
 
@@ -333,6 +333,26 @@ def test_check_matrix_empty_and_dtype():
         check_matrix(torch.zeros(0, 64), "data", allow_empty=False)
     with pytest.raises(ValueError, match="^data has dtype torch.float16 but the model is torch.float32"):
         check_matrix(torch.zeros(2, 64, dtype=torch.float16), "data", dtype=torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (257, 784)])  # the last past every vectorised block of the reduction
+def test_one_bad_entry_anywhere_is_found(dtype, bad, shape):
+    """all_finite reads one aminmax; a NaN must propagate through it from any position, an inf must reach its ends."""
+    generator = torch.Generator().manual_seed(0)
+    good = torch.rand(shape, generator=generator, dtype=dtype)
+    assert all_finite(good) and all_finite(good[:0])
+    for flat in {0, good.numel() // 2, good.numel() - 1, int(torch.randint(good.numel(), (1,), generator=generator))}:
+        x = good.clone()
+        x.view(-1)[flat] = bad
+        assert not all_finite(x), (flat, bad)
+        with pytest.raises(ValueError, match="^data contains NaN or infinite values$"):
+            check_matrix(x, "data")
+        with pytest.raises(ValueError, match="^data contains NaN or infinite values$"):
+            check_binary((x > 0.5).to(dtype).masked_fill(x.isnan() | x.isinf(), bad), "data")
+    with pytest.raises(ValueError, match="^data must be binary"):
+        check_binary(good, "data")
 
 
 # ---- samplers return tensors without grad ---------------------------------------------------------

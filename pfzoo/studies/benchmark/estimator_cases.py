@@ -15,6 +15,11 @@ same run when ``import rbms`` works (an optional comparison, not a dependency; `
 independent runs of each, timed in alternation, the RMSE of log Ẑ against the exact log Z (the 2²⁰ hidden states
 summed) and the speedup at equal error, (t_rbms · MSE_rbms) / (t · MSE), for pfzoo's two choices of the summed layer.
 
+The same comparison on the zoo's trained 784×20 MNIST RBMs (``rbm_ais_mnist20``, the issue's case: CD1(20) and PCD(20),
+the exact log Z from their 2²⁰ hidden states), with pfzoo as a user calls it (``AIS(200, 2000)`` and the training
+digits: their base rates and the fitted schedule) and with ``rbms``'s linear schedule; ``rbms`` anneals from the model's
+own visible biases, its only base. It needs binarized MNIST under the data root and reports ``skipped`` without it.
+
 RAISE on the RBM of ``rbm_ais`` (``rbm_raise``): test examples per second with M reverse chains each and K steps, all
 examples × chains annealed as one batch, and the chain-steps per second that amounts to.
 
@@ -29,14 +34,21 @@ Per-example HAIS of a generative model (``generative_hais``): 100 test vectors �
 from __future__ import annotations
 
 import importlib.metadata
+from types import SimpleNamespace
 from typing import Callable
 
 import torch
 
+from pfzoo.data.binarized_mnist import binarized_mnist
 from pfzoo.estimators import AIS, HAIS, RAISE
+from pfzoo.estimators.annealing import anneal
+from pfzoo.logmath import summarize_log_weights
 from pfzoo.models import DBM, RBM, LinearGenerative
+from pfzoo.paths import build_from_base
+from pfzoo.paths.schedules import make_betas
 from pfzoo.studies.benchmark.timing import ais_rates, best_seconds, matmul_seconds_per_step, timed
 from pfzoo.studies.benchmark.workloads import random_rbm, student_t_poe
+from pfzoo.zoo import pretrained
 
 
 def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num_chains=(1000, 10_000), num_steps=1000, repeats=2) -> dict:
@@ -158,6 +170,76 @@ def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20
         "pfzoo_auto": summaries["auto"],
         "rbms": summaries.get("rbms"),
         "rbms_version": None if rbms_run is None else rbms_run[1],
+    }
+
+
+MNIST_SMALL_RBMS = ("rbm-binarized_mnist-cd1-20", "rbm-binarized_mnist-pcd-20")
+"""The zoo's 784×20 MNIST RBMs, the issue's case for the comparison with ``rbms`` (an exact log Z from 2²⁰ hidden states)."""
+
+
+def rbms_base_ais(model: RBM, num_chains: int, num_steps: int, generator: torch.Generator):
+    """pfzoo's AIS on the linear schedule from ``rbms``'s base (W = 0, the model's visible biases, c = 0), which
+    :class:`~pfzoo.estimators.AIS` does not name: the path from that base and :func:`~pfzoo.estimators.annealing.anneal`.
+    Returns ``log_z`` and ``stderr`` (:func:`~pfzoo.logmath.summarize_log_weights`'s) as an estimate names them."""
+    base = RBM.from_tensors(torch.zeros_like(model.weight), model.visible_bias.detach(), torch.zeros_like(model.hidden_bias))
+    path = build_from_base(model, base)
+    log_weights = anneal(path, make_betas("linear", num_steps).to(model.device), path.sample_base(num_chains, generator=generator),
+                         generator=generator).log_weights
+    summary = summarize_log_weights(log_weights)
+    return SimpleNamespace(log_z=(summary.log_mean + path.base_log_partition()).item(), stderr=summary.stderr.item())
+
+
+def benchmark_rbm_ais_mnist20(device: torch.device, models=MNIST_SMALL_RBMS, num_chains=200, num_steps=2000, repeats=8,
+                              data_root=None) -> dict:
+    """AIS on the zoo's trained 784×20 MNIST RBMs (float64, ``num_chains`` × ``num_steps``) against ``rbms``: per model,
+    ``repeats`` independent runs of each form, timed in alternation, the least seconds, the RMSE of log Ẑ against the
+    exact log Z (:func:`error_summary`) and :func:`equal_error_speedup` over ``rbms`` (null when it does not import).
+
+    Forms: ``pfzoo_defaults`` is ``AIS(num_chains, num_steps)`` as a user calls it with the training digits (its default
+    base: their base rates; its default schedule, fitted to the path); ``pfzoo_linear`` the same base with ``rbms``'s
+    linear schedule. ``rbms`` anneals from its own base, the model's visible biases with W = 0 and c = 0, and offers no
+    other; ``pfzoo_rbms_base`` is pfzoo's annealing from that base on the linear schedule (:func:`rbms_base_ais`), the
+    one-change ablation that separates the base's share of the gain from the engine's. The base rates come from
+    binarized MNIST's training digits under ``data_root`` (``$PFZOO_DATA``); without them the case reports ``skipped``
+    and why, and no numbers."""
+    try:
+        train = binarized_mnist(data_root).train
+    except FileNotFoundError as error:
+        return {"name": "rbm_ais_mnist20", "skipped": str(error).split(":")[0]}
+    g = torch.Generator(device).manual_seed(0)
+    estimators = {"pfzoo_defaults": AIS(num_chains=num_chains, num_steps=num_steps).to(device),
+                  "pfzoo_linear": AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate").to(device)}
+    data = train.to(device=device, dtype=torch.float64)
+    results = {}
+    for name in models:
+        model = pretrained(name, map_location=device).double()
+        exact_log_z = model.log_partition().item()
+        forms = {form: (lambda estimator=estimator: estimator(model, data=data, generator=g)) for form, estimator in estimators.items()}
+        forms["pfzoo_rbms_base"] = lambda: rbms_base_ais(model, num_chains, num_steps, g)
+        rbms_run = rbms_ais(model, num_chains, num_steps)
+        runs = {form: {"seconds": [], "errors": [], "stderrs": []} for form in (*forms, "rbms")}
+        for _ in range(repeats):
+            for form, run in forms.items():
+                estimate, seconds = timed(run, device)
+                runs[form]["seconds"].append(seconds)
+                runs[form]["errors"].append(estimate.log_z - exact_log_z)
+                runs[form]["stderrs"].append(estimate.stderr)
+            if rbms_run is not None:
+                log_z, seconds = timed(rbms_run[0], device)
+                runs["rbms"]["seconds"].append(seconds)
+                runs["rbms"]["errors"].append(log_z - exact_log_z)
+        summaries = {form: {"seconds": min(run["seconds"]), **error_summary(run["errors"], run["stderrs"])}
+                     for form, run in runs.items() if run["seconds"]}
+        for form in forms:
+            if "rbms" in summaries:
+                summaries[form]["over_rbms"] = equal_error_speedup(summaries[form], summaries["rbms"])
+        results[name] = {"exact_log_z": exact_log_z, **summaries, "rbms": summaries.get("rbms"),
+                         "rbms_version": None if rbms_run is None else rbms_run[1]}
+    return {
+        "name": "rbm_ais_mnist20",
+        "shape": {"num_visible": 784, "num_hidden": 20, "num_chains": num_chains, "num_steps": num_steps, "dtype": "float64",
+                  "repeats": repeats},
+        "models": results,
     }
 
 

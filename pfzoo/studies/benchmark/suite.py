@@ -10,6 +10,7 @@ from pfzoo.studies.benchmark.estimator_cases import (
     benchmark_generative_hais,
     benchmark_poe_hais,
     benchmark_rbm_ais,
+    benchmark_rbm_ais_mnist20,
     benchmark_rbm_ais_small,
     benchmark_rbm_raise,
 )
@@ -38,6 +39,7 @@ CASES = {
     "rbm_ais": benchmark_rbm_ais,
     "dbm_ais": benchmark_dbm_ais,
     "rbm_ais_small": benchmark_rbm_ais_small,
+    "rbm_ais_mnist20": benchmark_rbm_ais_mnist20,
     "rbm_ais_compiled": benchmark_rbm_ais_compiled,
     "poe_hais_compiled": benchmark_poe_hais_compiled,
     "rbm_raise_compiled": benchmark_rbm_raise_compiled,
@@ -99,6 +101,7 @@ QUICK_SIZES = {
     "rbm_ais": {"num_chains": (10, 100), "num_steps": 3, "repeats": 1},
     "dbm_ais": {"num_chains": 10, "num_steps": 3, "repeats": 1},
     "rbm_ais_small": {"num_hidden": 10, "num_chains": 10, "num_steps": 10, "repeats": 2},
+    "rbm_ais_mnist20": {"models": ("rbm-binarized_mnist-pcd-20",), "num_chains": 10, "num_steps": 10, "repeats": 2},
     "rbm_ais_compiled": {"num_visible": 20, "num_hidden": 10, "num_chains": 10, "num_steps": 5, "repeats": 1},
     "poe_hais_compiled": {"dim": 4, "num_chains": 10, "num_steps": 5, "repeats": 1},
     "rbm_raise_compiled": {"num_visible": 20, "num_hidden": 10, "num_examples": 3, "num_chains": 2, "num_steps": 5, "repeats": 1},

@@ -32,6 +32,17 @@ SUMMARIES = {
         + (f"; rbms {r['rbms_version']} {r['rbms']['seconds']:.2f} s, RMSE {r['rbms']['rmse']:.4f} ± {r['rbms']['rmse_stderr']:.4f}"
            if r["rbms"] else "; rbms not installed")
         + f" ({r['fraction_of_matmul_bound']:.2f} of the matmul bound)",
+    "rbm_ais_mnist20": lambda r: f"rbm_ais_mnist20: skipped, {r['skipped']}" if "skipped" in r else
+        f"rbm_ais_mnist20: zoo 784x20 MNIST RBMs, float64, {r['shape']['num_chains']} chains x {r['shape']['num_steps']} steps, "
+        f"{r['shape']['repeats']} runs each: " + "; ".join(
+            f"{name}: " + ", ".join(
+                f"{label} {m[key]['seconds']:.2f} s, RMSE {m[key]['rmse']:.3f}"
+                + (f" ({m[key]['over_rbms']['speedup_at_equal_error']:.1f} ± {m[key]['over_rbms']['speedup_at_equal_error_stderr']:.1f}x"
+                   f" rbms at equal error)" if m["rbms"] else "")
+                for label, key in (("pfzoo defaults", "pfzoo_defaults"), ("pfzoo linear", "pfzoo_linear"),
+                                   ("pfzoo from rbms's base", "pfzoo_rbms_base")))
+            + (f", rbms {m['rbms']['seconds']:.2f} s, RMSE {m['rbms']['rmse']:.3f}" if m["rbms"] else ", rbms not installed")
+            for name, m in r["models"].items()),
     "rbm_ais_compiled": compiled_summary,
     "poe_hais_compiled": compiled_summary,
     "rbm_raise_compiled": compiled_summary,

@@ -123,12 +123,35 @@ def equal_error_speedup(ours: dict, theirs: dict) -> dict:
             "speedup_at_equal_error": speedup, "speedup_at_equal_error_stderr": speedup * relative}
 
 
+def against_rbms(forms: dict[str, Callable[[], object]], rbms_run: Callable[[], float] | None, exact_log_z: float, repeats: int,
+                 device: torch.device) -> dict:
+    """``repeats`` runs of each of pfzoo's ``forms`` (each returning an estimate with ``log_z`` and ``stderr``) and of
+    ``rbms_run`` (its log Z; skipped when None), in alternation, so that on shared cores whose speed drifts over a minute
+    all see the same drift: per form the least seconds and :func:`error_summary` against ``exact_log_z``, and for
+    pfzoo's forms :func:`equal_error_speedup` over ``rbms`` (under ``"rbms"`` when it ran)."""
+    runs = {form: {"seconds": [], "errors": [], "stderrs": []} for form in (*forms, "rbms")}
+    for _ in range(repeats):
+        for form, run in forms.items():
+            estimate, seconds = timed(run, device)
+            runs[form]["seconds"].append(seconds)
+            runs[form]["errors"].append(estimate.log_z - exact_log_z)
+            runs[form]["stderrs"].append(estimate.stderr)
+        if rbms_run is not None:
+            log_z, seconds = timed(rbms_run, device)
+            runs["rbms"]["seconds"].append(seconds)
+            runs["rbms"]["errors"].append(log_z - exact_log_z)
+    summaries = {form: {"seconds": min(run["seconds"]), **error_summary(run["errors"], run["stderrs"] or None)}
+                 for form, run in runs.items() if run["seconds"]}
+    for form in forms:
+        if "rbms" in summaries:
+            summaries[form]["over_rbms"] = equal_error_speedup(summaries[form], summaries["rbms"])
+    return summaries
+
+
 def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20, num_chains=200, num_steps=2000, repeats=16) -> dict:
     """``repeats`` independent runs each of pfzoo's AIS with the hidden layer summed out (chains over visible states, the
     default), with the larger layer summed out (``marginalize="auto"``: chains over the 20 hidden units), and, when
-    installed, ``rbms``'s, in alternation (on shared cores whose speed drifts over a minute, all see the same drift):
-    the least seconds of each and the RMSE of log Ẑ against the exact log Z over the runs (:func:`error_summary`), and
-    each pfzoo form's speed ratio and :func:`equal_error_speedup` over ``rbms``.
+    installed, ``rbms``'s, in alternation (:func:`against_rbms`).
 
     Same settings for both packages: float64, the linear schedule, ``num_chains`` × ``num_steps``, and the same base.
     ``rbms`` anneals from the model's own visible biases (W = 0, c = 0); this RBM's visible biases are the base-rate
@@ -140,25 +163,11 @@ def benchmark_rbm_ais_small(device: torch.device, num_visible=784, num_hidden=20
     data = (torch.rand(500, num_visible, generator=g, device=device) < 0.2).double()
     model.init_from_data(data)
     exact_log_z = model.log_partition().item()  # 2^20 hidden states summed
-    forms = {form: AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate", marginalize=form).to(device)
-             for form in ("hidden", "auto")}
+    estimators = {form: AIS(num_chains=num_chains, num_steps=num_steps, schedule="linear", base="base_rate", marginalize=form).to(device)
+                  for form in ("hidden", "auto")}
+    forms = {form: (lambda estimator=estimator: estimator(model, data=data, generator=g)) for form, estimator in estimators.items()}
     rbms_run = rbms_ais(model, num_chains, num_steps)
-    runs = {name: {"seconds": [], "errors": [], "stderrs": []} for name in (*forms, "rbms")}
-    for _ in range(repeats):
-        for form, estimator in forms.items():
-            estimate, seconds = timed(lambda: estimator(model, data=data, generator=g), device)
-            runs[form]["seconds"].append(seconds)
-            runs[form]["errors"].append(estimate.log_z - exact_log_z)
-            runs[form]["stderrs"].append(estimate.stderr)
-        if rbms_run is not None:
-            log_z, seconds = timed(rbms_run[0], device)
-            runs["rbms"]["seconds"].append(seconds)
-            runs["rbms"]["errors"].append(log_z - exact_log_z)
-    summaries = {name: {"seconds": min(run["seconds"]), **error_summary(run["errors"], run["stderrs"])}
-                 for name, run in runs.items() if run["seconds"]}
-    for form in forms:
-        if "rbms" in summaries:
-            summaries[form]["over_rbms"] = equal_error_speedup(summaries[form], summaries["rbms"])
+    summaries = against_rbms(forms, rbms_run and rbms_run[0], exact_log_z, repeats, device)
     matmul_seconds = matmul_seconds_per_step(model.weight.detach(), num_chains, g, device, 3)
     return {
         "name": "rbm_ais_small",
@@ -192,8 +201,8 @@ def rbms_base_ais(model: RBM, num_chains: int, num_steps: int, generator: torch.
 def benchmark_rbm_ais_mnist20(device: torch.device, models=MNIST_SMALL_RBMS, num_chains=200, num_steps=2000, repeats=8,
                               data_root=None) -> dict:
     """AIS on the zoo's trained 784×20 MNIST RBMs (float64, ``num_chains`` × ``num_steps``) against ``rbms``: per model,
-    ``repeats`` independent runs of each form, timed in alternation, the least seconds, the RMSE of log Ẑ against the
-    exact log Z (:func:`error_summary`) and :func:`equal_error_speedup` over ``rbms`` (null when it does not import).
+    ``repeats`` independent runs of each form in alternation (:func:`against_rbms`; ``rbms`` null when it does not
+    import).
 
     Forms: ``pfzoo_defaults`` is ``AIS(num_chains, num_steps)`` as a user calls it with the training digits (its default
     base: their base rates; its default schedule, fitted to the path); ``pfzoo_linear`` the same base with ``rbms``'s
@@ -217,22 +226,7 @@ def benchmark_rbm_ais_mnist20(device: torch.device, models=MNIST_SMALL_RBMS, num
         forms = {form: (lambda estimator=estimator: estimator(model, data=data, generator=g)) for form, estimator in estimators.items()}
         forms["pfzoo_rbms_base"] = lambda: rbms_base_ais(model, num_chains, num_steps, g)
         rbms_run = rbms_ais(model, num_chains, num_steps)
-        runs = {form: {"seconds": [], "errors": [], "stderrs": []} for form in (*forms, "rbms")}
-        for _ in range(repeats):
-            for form, run in forms.items():
-                estimate, seconds = timed(run, device)
-                runs[form]["seconds"].append(seconds)
-                runs[form]["errors"].append(estimate.log_z - exact_log_z)
-                runs[form]["stderrs"].append(estimate.stderr)
-            if rbms_run is not None:
-                log_z, seconds = timed(rbms_run[0], device)
-                runs["rbms"]["seconds"].append(seconds)
-                runs["rbms"]["errors"].append(log_z - exact_log_z)
-        summaries = {form: {"seconds": min(run["seconds"]), **error_summary(run["errors"], run["stderrs"])}
-                     for form, run in runs.items() if run["seconds"]}
-        for form in forms:
-            if "rbms" in summaries:
-                summaries[form]["over_rbms"] = equal_error_speedup(summaries[form], summaries["rbms"])
+        summaries = against_rbms(forms, rbms_run and rbms_run[0], exact_log_z, repeats, device)
         results[name] = {"exact_log_z": exact_log_z, **summaries, "rbms": summaries.get("rbms"),
                          "rbms_version": None if rbms_run is None else rbms_run[1]}
     return {

@@ -67,8 +67,10 @@ def test_quick_start_runs_as_written_from_another_folder(tmp_path):
     assert trained > -23.0  # the untrained RBM (base rates, weights ≈ 0) is at -24.6
     quoted = re.search(r"It prints `AIS (-\d+\.\d+) ± \d+\.\d+, exact (-\d+\.\d+) nats` and `PCD-1, 30 epochs: (-\d+\.\d+) nats`", README)
     assert quoted, "the README quotes what the quick start prints"
-    # another CPU's float rounding may flip a sampled bit and move the trained value a little: a tenth of a nat allows for it
-    assert [abs(float(q) - p) < 0.1 for q, p in zip(quoted.groups(), (ais, exact, trained))] == [True] * 3, (quoted.groups(), result.stdout)
+    # another CPU's float rounding may flip a sampled bit and move the trained value: 0.14 nat between a 2-core AMD EPYC
+    # (-22.22, quoted) and a 2-core Intel Xeon (-22.08); AIS and the exact value agree to 0.01 on both
+    tolerances = (0.1, 0.1, 0.3)
+    assert [abs(float(q) - p) < t for q, p, t in zip(quoted.groups(), (ais, exact, trained), tolerances)] == [True] * 3, (quoted.groups(), result.stdout)
 
 
 def test_zoo_table_is_generated_from_the_cards():

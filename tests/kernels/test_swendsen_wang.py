@@ -117,7 +117,7 @@ def test_chain_betas_and_parallel_tempering_sample_each_temperature():
     assert chi_square_p_value(cold, probabilities_at(model, 1.0)) > P_VALUE_FLOOR
     assert chi_square_p_value(hot, probabilities_at(model, 0.3)) > P_VALUE_FLOOR
     tempering = ParallelTempering(SwendsenWang(), temperature_ladder(3, min_beta=0.3))
-    samples = model.sample(10_000, num_sweeps=10, kernel=tempering, generator=torch.Generator().manual_seed(8))
+    samples = model.sample(10_000, num_steps=10, kernel=tempering, generator=torch.Generator().manual_seed(8))
     assert chi_square_p_value(samples, probabilities_at(model, 1.0)) > P_VALUE_FLOOR
 
 
@@ -169,8 +169,8 @@ def test_agrees_with_gibbs_on_a_warm_spin_glass_lattice():
     coupling = lattice_couplings(6, coupling_std=1.5, generator=torch.Generator().manual_seed(0)).double()
     model = Ising.from_tensors(coupling, torch.randn(36, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.5)
     start = torch.zeros(4000, 36, dtype=torch.float64)
-    gibbs = model.sample(4000, num_sweeps=100, initial=start, generator=torch.Generator().manual_seed(2))
-    cluster = model.sample(4000, num_sweeps=30, initial=start, kernel=SwendsenWang(), generator=torch.Generator().manual_seed(3))
+    gibbs = model.sample(4000, num_steps=100, initial=start, generator=torch.Generator().manual_seed(2))
+    cluster = model.sample(4000, num_steps=30, initial=start, kernel=SwendsenWang(), generator=torch.Generator().manual_seed(3))
     first, second = torch.nonzero(torch.triu(coupling != 0, 1), as_tuple=True)
 
     def statistics(x):
@@ -180,7 +180,7 @@ def test_agrees_with_gibbs_on_a_warm_spin_glass_lattice():
     z = (a.mean(0) - b.mean(0)) / (a.var(0) / a.shape[0] + b.var(0) / b.shape[0]).sqrt()
     assert a.shape[1] == 108 and z.abs().max() < 4.5
     wrong = statistics(Ising.from_tensors(1.3 * coupling, model.bias.detach()).sample(
-        4000, num_sweeps=30, initial=start, kernel=SwendsenWang(), generator=torch.Generator().manual_seed(3)))
+        4000, num_steps=30, initial=start, kernel=SwendsenWang(), generator=torch.Generator().manual_seed(3)))
     assert ((a.mean(0) - wrong.mean(0)).abs() / (a.var(0) / 4000 + wrong.var(0) / 4000).sqrt()).max() > 6  # power
 
 
@@ -193,13 +193,13 @@ def test_decorrelates_a_cold_ferromagnet_where_gibbs_does_not():
     start = torch.ones(400, 256, dtype=torch.float64)
     magnetisation = {}
     for name, kernel in (("gibbs", None), ("swendsen_wang", SwendsenWang())):
-        x = model.sample(400, num_sweeps=10, initial=start, kernel=kernel, generator=torch.Generator().manual_seed(4))
+        x = model.sample(400, num_steps=10, initial=start, kernel=kernel, generator=torch.Generator().manual_seed(4))
         magnetisation[name] = (2 * x - 1).mean(1)
     assert magnetisation["gibbs"].min() > 0.7 and magnetisation["gibbs"].mean() > 0.9
     assert magnetisation["swendsen_wang"].abs().min() > 0.7  # still ordered: the phase is right, only its sign moves
     assert 0.35 < (magnetisation["swendsen_wang"] < 0).double().mean() < 0.65
     # lag-1 autocorrelation of m over the 400 chains, from the SW equilibrium draws: SW's m flips sign, Gibbs's does not
-    equilibrium = model.sample(400, num_sweeps=10, initial=start, kernel=SwendsenWang(), generator=torch.Generator().manual_seed(5))
+    equilibrium = model.sample(400, num_steps=10, initial=start, kernel=SwendsenWang(), generator=torch.Generator().manual_seed(5))
     kernel, target = SwendsenWang(), model.gibbs_chain()[1]
     autocorrelation = {}
     for name, (step_kernel, step_target) in (("gibbs", model.gibbs_chain()), ("swendsen_wang", (kernel, target))):

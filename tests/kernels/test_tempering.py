@@ -187,7 +187,7 @@ def test_models_sample_through_a_tempering_kernel():
     samples = rbm.sample(NUM_CHAINS, num_steps=NUM_STEPS, kernel=tempering, generator=torch.Generator().manual_seed(6))
     assert chi_square_p_value(samples, probabilities) > P_VALUE_FLOOR
     model = ferromagnet(num_units=6)
-    samples = model.sample(NUM_CHAINS, num_sweeps=NUM_STEPS, kernel=ParallelTempering(ScanGibbs(), temperature_ladder(4, min_beta=0.2)),
+    samples = model.sample(NUM_CHAINS, num_steps=NUM_STEPS, kernel=ParallelTempering(ScanGibbs(), temperature_ladder(4, min_beta=0.2)),
                            generator=torch.Generator().manual_seed(7))
     assert chi_square_p_value(samples, visible_probabilities(lambda x: -model.energy(x), 6)) > P_VALUE_FLOOR
 

@@ -331,7 +331,7 @@ def test_sample_follows_enumerated_distribution(name, beta):
         assert len(blocks) == 2 and min(len(block) for block in blocks) >= 4  # several units per block
     else:
         assert len(blocks) == model.num_units
-    samples = model.sample(NUM_CHAINS, num_sweeps=40, beta=beta, generator=torch.Generator().manual_seed(12))
+    samples = model.sample(NUM_CHAINS, num_steps=40, beta=beta, generator=torch.Generator().manual_seed(12))
     assert samples.shape == (NUM_CHAINS, model.num_units)
     assert chi_square_p_value(samples, probabilities(model, beta)) > P_VALUE_FLOOR
 
@@ -352,13 +352,13 @@ def test_one_gibbs_sweep_leaves_the_distribution_invariant(name):
 def test_chi_square_rejects_the_wrong_distribution(name):
     """Power check: samples at β = 1 must fail the test against the β = 0.5 distribution."""
     model = MODELS[name]()
-    samples = model.sample(NUM_CHAINS, num_sweeps=40, beta=1.0, generator=torch.Generator().manual_seed(12))
+    samples = model.sample(NUM_CHAINS, num_steps=40, beta=1.0, generator=torch.Generator().manual_seed(12))
     assert chi_square_p_value(samples, probabilities(model, 0.5)) < 1e-10
 
 
 def test_same_seed_same_samples():
     model = random_ising(8, seed=14, dtype=torch.float32)
-    run = lambda seed: model.sample(20, num_sweeps=5, generator=torch.Generator().manual_seed(seed))
+    run = lambda seed: model.sample(20, num_steps=5, generator=torch.Generator().manual_seed(seed))
     assert torch.equal(run(3), run(3))
     assert not torch.equal(run(3), run(4))
     x = torch.zeros(20, 8)
@@ -372,8 +372,8 @@ def test_sample_arguments_are_checked():
     model = Ising(4)
     with pytest.raises(ValueError, match="num_samples"):
         model.sample(0)
-    with pytest.raises(ValueError, match="num_sweeps"):
-        model.sample(3, num_sweeps=0)
+    with pytest.raises(ValueError, match="num_steps"):
+        model.sample(3, num_steps=0)
     with pytest.raises(ValueError, match="beta"):
         model.sample(3, beta=1.5)
     with pytest.raises(ValueError, match="initial must have num_samples=3"):
@@ -381,7 +381,7 @@ def test_sample_arguments_are_checked():
     with pytest.raises(ValueError, match="^initial"):
         model.sample(3, initial=torch.full((3, 4), 0.5))
     start = torch.ones(3, 4)
-    assert model.sample(3, num_sweeps=1, initial=start).shape == (3, 4)
+    assert model.sample(3, num_steps=1, initial=start).shape == (3, 4)
     assert torch.equal(start, torch.ones(3, 4))  # not modified in place
 
 

@@ -13,6 +13,7 @@ from pfzoo.cli import compose
 from pfzoo.data.splits import DataSplits
 from pfzoo.studies.model_comparison.settings import SETTINGS
 from pfzoo.studies.model_comparison.size_report import curve_text, readme
+from pfzoo.studies.model_comparison.row_recorder import exact_check
 from pfzoo.studies.model_comparison.sizes import SizeSweep, best_rows
 
 REPORT = Path(__file__).resolve().parents[2] / "reports" / "models" / "vanhateren" / "sizes"
@@ -40,6 +41,9 @@ def test_a_complete_poe_swept_by_mpf_lbfgs_has_its_hais_value_checked_against_th
     # steps from N(0, I)) HAIS on this POE was within 4 stderr on a 2-core AMD EPYC but 1.2–2.1 nats high (stderr
     # 0.22–0.37) on an Intel Xeon, whose MPF fit differs in the last bits: what the exact check is there to expose.
     assert math.isfinite(check["exact"]) and check["error"] == check["hais"] - check["exact"] and check["log_z_stderr"] > 0
+    # a check the estimate fails is not silent: the row's warnings say so, and the report shows them
+    assert (check["warning"] is not None) == (abs(check["error"]) > max(4 * check["log_z_stderr"], 0.05))
+    assert isinstance(row["evaluation"]["warnings"], list) and (check["warning"] is None or check["warning"] in row["evaluation"]["warnings"])
     assert row["exact_check"]["hais"] == row["evaluation"]["mean"] and row["evaluation"]["log_z_stderr"] > 0
     e = row["evaluation"]  # the recorder stores the row's ± (its two parts in quadrature), which the index reads
     assert e["stderr"] == pytest.approx(math.hypot(e["estimator_stderr"], e["data_stderr"])) and e["stderr"] >= e["data_stderr"] > 0
@@ -66,3 +70,21 @@ def test_the_best_size_is_the_largest_test_value_and_the_curve_reports_the_drop_
 @pytest.mark.skipif(not (REPORT / "results.json").exists(), reason="the size sweep's report is not measured yet")
 def test_the_stored_size_report_re_renders_from_its_results_json():
     assert readme(json.loads((REPORT / "results.json").read_text())) == (REPORT / "README.md").read_text()
+
+
+def test_an_exact_check_beyond_four_stderr_warns_and_the_report_shows_the_row_s_warnings():
+    assert exact_check(-50.0, -50.19, 0.05)["warning"] is None  # 3.8 stderr: within
+    off = exact_check(-48.8, -50.1, 0.25)  # 5.2 stderr, the size sweep's quick check on an Intel Xeon
+    assert off["stderrs"] == pytest.approx(5.2) and "+1.300 nats from the exact value, 5.2 of its stderr" in off["warning"]
+    assert exact_check(-50.0, -50.04, 0.001)["warning"] is None  # beyond 4 stderr but within 0.05 nat: below any table's precision
+    row = _row("laplace", 36, -48.8)
+    row["evaluation"].update(log_z=1.0, ess=20.0, chains=50, warnings=[off["warning"], "ESS 3 of 50 chains"])
+    row.update(parameters=1, train_method="MPF", train_seconds=1.0, exact_check=off)
+    payload = {"meta": {"settings": {"logz_chains": 50, "logz_steps": 3000, "pilot_chains": 20, "pilot_logz_steps": 100}, "date": "today",
+                        "machine": "m", "torch_threads": 1, "torch_version": "t", "pfzoo_version": "p", "total_seconds": 60, "command": "c",
+                        "data": "d", "num_test": 2, "training_seconds": 1, "pilot_seconds": 1, "evaluation_seconds": 1,
+                        "load_average": {"start": 0, "end": 0}}, "rows": [row]}
+    row["evaluation"]["convergence"] = [{"num_steps": 300, "mean": -49.0, "stderr": 0.3}, {"num_steps": 3000, "mean": -48.8, "stderr": 0.25}]
+    text = readme(payload)
+    assert "⚠ HAIS is +1.300 nats from the exact value" in text and "⚠ ESS 3 of 50 chains" in text
+    assert "5.2 stderr): **HAIS is +1.300 nats" in text

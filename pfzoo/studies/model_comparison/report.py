@@ -9,7 +9,7 @@ import math
 import torch
 
 from pfzoo.studies.model_comparison.paired_differences import paired
-from pfzoo.studies.model_comparison.row_recorder import total_stderr
+from pfzoo.studies.model_comparison.row_recorder import total_stderr, warning_text
 from pfzoo.studies.model_comparison.setting_text import SCHEDULE_TEXT, step_text
 from pfzoo.studies.model_comparison.settings import GEOMETRIC_START, NOISE_STD, ROUTE_PAIRS, ROUTE_PAIRS_NAMES, STIFFNESS_GRID
 from pfzoo.studies.step_size_pilot import SCALED_STEP_GRID, STEP_GRID
@@ -83,6 +83,8 @@ def readme(meta: dict, rows: list[dict], order: dict, sweep: list[dict] | None, 
         what = (e["estimator"] + (f", N = {e['num_steps']:,}" if "num_steps" in e else "") + (f", {e['particles']} particles per patch" if "particles" in e else "")
                 + (f", {e['chains']} chains" if "chains" in e else "") + f", {e['test_patches']:,} test patches")
         error = total_stderr(e)
+        if e.get("warnings"):
+            what += f"; {warning_text(e)}"
         lines.append(f"| {r['label']} | {r['parameters']:,} ({r['sizes']}) | {r['train_method']} | {what} | {e['mean']:.2f} ± {error:.2f} | "
                      f"{'—' if r['subset_mean'] is None else format(r['subset_mean'], '.2f')} | {e['kind']} | {fmt_seconds(r['train_seconds'])} | {fmt_seconds(e['seconds'])} |")
     lines += ["", "## What to look for", "",

@@ -33,6 +33,24 @@ def total_stderr(evaluation: dict) -> float:
     return math.hypot(evaluation["estimator_stderr"], evaluation["data_stderr"])
 
 
+def exact_check(estimate: float, exact: float, stderr: float, *, what: str = "HAIS") -> dict:
+    """An estimate checked against the exact value it estimates: the values, the error and how many of the estimate's
+    ``stderr`` it spans, and ``warning``, a line saying the estimate is wrong beyond its stated error when the error
+    exceeds 4 stderr and 0.05 nat (4 stderr: a false alarm about once in 16,000 checks of a normal error), else ``None``."""
+    error = estimate - exact
+    sigmas = abs(error) / stderr if stderr > 0 else math.inf
+    wrong = abs(error) > max(4 * stderr, 0.05)
+    warning = (f"{what} is {error:+.3f} nats from the exact value, {sigmas:.1f} of its stderr {stderr:.3f}: "
+               "the estimate is wrong beyond its stated error") if wrong else None
+    return {"exact": exact, "hais": estimate, "error": error, "log_z_stderr": stderr, "stderrs": sigmas, "warning": warning}
+
+
+def warning_text(evaluation: dict) -> str:
+    """The warnings a row's ``evaluation`` recorded, as one table cell ("" when none; rows measured before the recorder
+    kept warnings have no list and show nothing)."""
+    return "; ".join(f"⚠ {line}" for line in evaluation.get("warnings", []))
+
+
 def store_total_stderr(rows: list[dict]) -> list[dict]:
     """``rows`` (results.json's model rows), each measured row's evaluation given its :func:`total_stderr` as ``stderr``:
     what :meth:`RowRecorder.finish` stores, added to rows recorded before it did."""
@@ -111,7 +129,7 @@ class RowRecorder:
         what = f"{step_text(chosen.step_size, chosen.stiffness)}, {SCHEDULE_TEXT[chosen.schedule]}"
         evaluation = {"per_example": e.per_example, "mean": e.mean, "estimator_stderr": e.stderr, "data_stderr": e.data_stderr, "kind": e.kind.value,
                       "seconds": time.perf_counter() - began, "num_steps": steps, "test_patches": data.shape[0],
-                      "acceptance_mean": sum(acceptance) / len(acceptance), "acceptance_last_10pct": acceptance[-1]}
+                      "acceptance_mean": sum(acceptance) / len(acceptance), "acceptance_last_10pct": acceptance[-1], "warnings": list(e.warnings)}
         if latent:
             evaluation.update(estimator=f"per-example HAIS, {what}", particles=chains)
         else:
@@ -132,11 +150,13 @@ class RowRecorder:
             estimator, began_run = chosen.estimator(s["convergence_particles"] if latent else chains, num_steps, base="isotropic"), time.perf_counter()
             if latent:
                 e = estimator.log_likelihood(model, patches, generator=gen(self.next_seed()))
-                runs.append({"num_steps": num_steps, "mean": e.mean, "stderr": e.stderr, "seconds": time.perf_counter() - began_run})
+                runs.append({"num_steps": num_steps, "mean": e.mean, "stderr": e.stderr, "seconds": time.perf_counter() - began_run,
+                             "warnings": list(e.warnings)})
             else:
                 log_z = estimator(model, data=self.train, generator=gen(self.next_seed()))
                 runs.append({"num_steps": num_steps, "log_z": log_z.log_z, "stderr": log_z.stderr, "ess": log_z.ess,
-                             "mean": final.mean + final.partition.log_z - log_z.log_z, "seconds": time.perf_counter() - began_run})
+                             "mean": final.mean + final.partition.log_z - log_z.log_z, "seconds": time.perf_counter() - began_run,
+                             "warnings": list(log_z.warnings)})
         last = final.per_example[: s["convergence_patches"]].mean().item() if latent else final.mean
         runs.append({"num_steps": steps, "mean": last, "stderr": final.stderr, "seconds": None, "final": True})
         self.timers["convergence"] = self.timers.get("convergence", 0.0) + time.perf_counter() - began

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pfzoo.studies.model_comparison.row_recorder import total_stderr
+from pfzoo.studies.model_comparison.row_recorder import exact_check, total_stderr, warning_text
 from pfzoo.studies.model_comparison.sizes import FAMILIES, PAPER_FIG5, PAPER_TABLE1, best_rows
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def _sweep_table(rows: list[dict]) -> list[str]:
         e = r["evaluation"]
         lines.append(f"| {r['label']} | {r['size']} | {r['parameters']:,} | {r['num_train']:,} | {r['train_method']} | {r['train_seconds']:.0f} | "
                      f"{e['log_z']:.3f} ± {e['log_z_stderr']:.3f} ({e['ess']:.0f} of {e['chains']}) | {_value(r)} | {r['train_mean']:.2f} | "
-                     f"{r['train_mean'] - e['mean']:+.2f} | {r.get('notes', '')} |")
+                     f"{r['train_mean'] - e['mean']:+.2f} | {'; '.join(filter(None, (r.get('notes', ''), warning_text(e))))} |")
     return lines
 
 
@@ -134,8 +134,9 @@ def readme(payload: dict) -> str:
            "## Fig. 5: test log-likelihood against model size", "", "![test log-likelihood against size](sizes.png)", "", *_sweep_table(rows), "",
            "Complete (L = 36) POEs have an exact log Z; their HAIS value against the exact one checks the estimator:", ""]
     for r in (r for r in rows if r.get("exact_check")):
-        c = r["exact_check"]
-        out.append(f"- {r['label']}: HAIS {c['hais']:.3f}, exact {c['exact']:.3f}, error {c['error']:+.3f} (log Ẑ stderr {c['log_z_stderr']:.3f}).")
+        c = exact_check(r["exact_check"]["hais"], r["exact_check"]["exact"], r["exact_check"]["log_z_stderr"])
+        out.append(f"- {r['label']}: HAIS {c['hais']:.3f}, exact {c['exact']:.3f}, error {c['error']:+.3f} (log Ẑ stderr {c['log_z_stderr']:.3f}, "
+                   f"{c['stderrs']:.1f} stderr)" + (f": **{c['warning']}**." if c["warning"] else "."))
     out += ["", "## Convergence of log Ẑ against N", "",
             "The test log-likelihood with log Ẑ from the same chains and setting at fewer intermediate distributions; the last column is the table's run.", "",
             *_convergence_table(rows), "", "## Table 1 at the best size per family", "",

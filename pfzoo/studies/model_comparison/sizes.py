@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from pfzoo.studies.model_comparison.comparison import count_parameters
-from pfzoo.studies.model_comparison.row_recorder import RowRecorder
+from pfzoo.studies.model_comparison.row_recorder import RowRecorder, exact_check
 from pfzoo.studies.model_comparison.settings import DIM
 
 FAMILIES = {"laplace": ("models_poe_laplace_mpf_lbfgs", "POE, Laplace experts"),
@@ -66,8 +66,9 @@ class SizeSweep(RowRecorder):
         if num_experts == DIM:
             with torch.no_grad():
                 exact = model.log_prob(self.test).double().mean().item()
-            row["exact_check"] = {"exact": exact, "hais": evaluation["mean"], "error": evaluation["mean"] - exact,
-                                  "log_z_stderr": evaluation["log_z_stderr"]}
+            row["exact_check"] = exact_check(evaluation["mean"], exact, evaluation["log_z_stderr"])
+            if row["exact_check"]["warning"]:
+                evaluation["warnings"].append(row["exact_check"]["warning"])
         return self.finish_with_train(row, model, evaluation)
 
     def row_named(self, name: str) -> dict | None:

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from pfzoo.data.splits import DataSplits
-from pfzoo.validation import check_finite_number
+from pfzoo.validation import all_finite, check_finite_number
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def _to_tensor(values: np.ndarray, what: str, binarize_threshold: float | None) 
         raise ValueError(f"{what} must hold real numbers, got dtype {values.dtype}")
     with np.errstate(over="ignore"):  # values beyond float32's range become inf, refused just below
         x = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
-    if not torch.isfinite(x).all():
+    if not all_finite(x):
         raise ValueError(f"{what} contains NaN or infinite values (after conversion to float32)")
     if binarize_threshold is not None:
         x = (x > binarize_threshold).float()

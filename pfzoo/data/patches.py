@@ -33,7 +33,7 @@ from torch import Tensor
 from pfzoo.data.images import IMAGE_SUFFIXES, embedded_images, read_image
 from pfzoo.data.root import ENV_VAR, resolve_data_root
 from pfzoo.data.splits import DataSplits
-from pfzoo.validation import check_choice, describe
+from pfzoo.validation import all_finite, check_choice, describe
 
 logger = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ def _log_pixels(raw_patches: Tensor, offset: float, num_pixels: int) -> Tensor:
     if not isinstance(raw_patches, Tensor) or raw_patches.dim() != 2 or raw_patches.shape[1] != num_pixels:
         raise ValueError(f"raw_patches must be a torch.Tensor of shape [N, {num_pixels}], got {_describe(raw_patches)}")
     pixels = raw_patches.to(torch.float64) + offset
-    if not torch.isfinite(pixels).all():
+    if not all_finite(pixels):
         raise ValueError("raw_patches must be finite, got NaN or inf")
     if len(pixels) and pixels.min() <= 0:
         raise ValueError(

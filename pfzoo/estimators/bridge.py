@@ -18,7 +18,7 @@ from pfzoo.kernels import Kernel
 from pfzoo.logmath import PARETO_K_UNRELIABLE, log_mean_exp, pareto_tail_index
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import make_betas
-from pfzoo.validation import allocating, check_finite_number, check_positive_int, check_sample_count
+from pfzoo.validation import all_finite, allocating, check_finite_number, check_positive_int, check_sample_count
 
 MIN_WEIGHT_ESS_FRACTION = 0.25
 """Below this fraction of the chains as the annealing weights' ESS at some level, the chains are far from that level's
@@ -85,7 +85,7 @@ def bridge_log_ratio(log_ratio_base: torch.Tensor, log_ratio_target: torch.Tenso
         raise ValueError(f"log_ratio_target must be [chains ≥ 2, draws per chain], got {tuple(target.shape)}")
     if base.numel() < 2:
         raise ValueError(f"log_ratio_base needs at least 2 draws, got {base.numel()}")
-    if not (torch.isfinite(base).all() and torch.isfinite(target).all()):
+    if not (all_finite(base) and all_finite(target)):
         raise ValueError("log ratios must be finite at every draw (a draw outside one end's support has no bridge)")
     num_chains, per_chain = target.shape
     effective = float(target.numel())

@@ -22,6 +22,7 @@ from pfzoo.estimators.base import MIN_TAIL_FIT_CHAINS
 from pfzoo.estimators.adaptive_tempering import next_step
 from pfzoo.logmath import log_mean_exp, pareto_tail_index
 from pfzoo.paths.base import AnnealingPath
+from pfzoo.validation import all_finite
 
 BRIDGES = ("optimal", "geometric")
 
@@ -141,7 +142,7 @@ def ladder_log_ratio(lower: list[torch.Tensor], upper: list[torch.Tensor], log_w
         if below.shape != above.shape or below.dim() != 2 or below.shape[0] != weights.shape[0]:
             raise ValueError(f"rung {k}: lower and upper must both be [chains = {weights.shape[0]}, draws], got "
                              f"{tuple(below.shape)} and {tuple(above.shape)}")
-        if not (torch.isfinite(below).all() and torch.isfinite(above).all()):
+        if not (all_finite(below) and all_finite(above)):
             raise ValueError(f"rung {k}: log ratios must be finite at every draw (a draw outside one level's support has no bridge)")
         log_ratio, rung_influence, rung_converged = _rung(below, above, normalised[:, k], normalised[:, k + 1], bridge, tolerance)
         total += log_ratio

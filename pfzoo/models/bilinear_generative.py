@@ -9,7 +9,7 @@ from torch import nn
 
 from pfzoo.models.latent import ExponentialPrior, LaplacePrior, LatentGenerativeModel, ProductPrior
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, check_model_dtype, check_positive_int, check_tensors
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -107,7 +107,7 @@ class BilinearGenerative(LatentGenerativeModel):
         for name, tensor in tensors.items():
             if not isinstance(tensor, torch.Tensor) or tensor.dim() != 2 or not tensor.is_floating_point():
                 raise ValueError(f"{name} must be a 2-D floating-point tensor, got {getattr(tensor, 'shape', type(tensor).__name__)}")
-            if not torch.isfinite(tensor).all():
+            if not all_finite(tensor):
                 raise ValueError(f"{name} contains NaN or infinite values")
             if tensor.dtype != basis.dtype or tensor.device != basis.device:
                 raise ValueError(f"{name} must have basis's dtype and device ({basis.dtype}, {basis.device}), got ({tensor.dtype}, {tensor.device})")

@@ -18,7 +18,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import (
+from pfzoo.validation import (all_finite,
     allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_non_negative_int, check_positive_int,
     check_tensors, describe,
 )
@@ -113,7 +113,7 @@ class DBM(LayerSurgery, EnergyModel):
                 raise ValueError(f"biases[{index}] must have shape [{size}], got {tuple(bias.shape)}")
         for name, tensors in (("weights", weights), ("biases", biases)):
             for index, tensor in enumerate(tensors):
-                if not torch.isfinite(tensor).all():
+                if not all_finite(tensor):
                     raise ValueError(f"{name}[{index}] contains NaN or infinite values")
         model = cls(expected, init_std=0.0, max_enumeration_units=max_enumeration_units)
         model.to(device=weights[0].device, dtype=check_model_dtype(weights[0].dtype, "weights[0]"))

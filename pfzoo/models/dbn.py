@@ -15,7 +15,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_positive_int, check_tensors
 
 
 @register_model("dbn")
@@ -121,7 +121,7 @@ class DBN(EnergyModel):
                 raise ValueError(f"hidden_biases[{index}] must have shape [{weight.shape[1]}], got {tuple(hidden_biases[index].shape)}")
         for name, tensors in (("weights", weights), ("visible_biases", visible_biases), ("hidden_biases", hidden_biases)):
             for index, tensor in enumerate(tensors):
-                if not torch.isfinite(tensor).all():
+                if not all_finite(tensor):
                     raise ValueError(f"{name}[{index}] contains NaN or infinite values")
         sizes = [weights[0].shape[0]] + [weight.shape[1] for weight in weights]
         model = cls(sizes, init_std=0.0, max_enumeration_units=max_enumeration_units)

@@ -11,7 +11,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import normal
-from pfzoo.validation import allocates, check_generator, check_matrix, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, allocates, check_generator, check_matrix, check_model_dtype, check_positive_int, check_tensors
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -67,7 +67,7 @@ class Gaussian(ContinuousModel):
         if mean.shape != (num_visible,):
             raise ValueError(f"mean must have shape [{num_visible}], got {tuple(mean.shape)}")
         for name, tensor in (("precision", precision), ("mean", mean)):
-            if not torch.isfinite(tensor).all():
+            if not all_finite(tensor):
                 raise ValueError(f"{name} contains NaN or infinite values")
         tolerance = math.sqrt(torch.finfo(precision.dtype).eps) * precision.abs().max().item()
         if (precision - precision.T).abs().max().item() > tolerance:

@@ -14,7 +14,7 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_finite_number, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, check_finite_number, check_model_dtype, check_positive_int, check_tensors
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -116,7 +116,7 @@ class GaussianBernoulliRBM(BipartiteModel):
             raise ValueError(f"log_sigma must have shape [{num_visible}], got {tuple(log_sigma.shape)}")
         tensors = (("weight", weight), ("visible_bias", visible_bias), ("hidden_bias", hidden_bias), ("log_sigma", log_sigma))
         for name, tensor in tensors:
-            if not torch.isfinite(tensor).all():
+            if not all_finite(tensor):
                 raise ValueError(f"{name} contains NaN or infinite values")
         model = cls(num_visible, num_hidden, init_std=0.0, learn_sigma=learn_sigma, max_enumeration_units=max_enumeration_units)
         model.to(device=weight.device, dtype=check_model_dtype(weight.dtype, "weight"))

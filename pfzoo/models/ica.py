@@ -6,7 +6,7 @@ import torch
 
 from pfzoo.models.poe import ProductOfExperts
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_model_dtype, check_tensors
+from pfzoo.validation import all_finite, check_model_dtype, check_tensors
 
 
 @register_model("ica")
@@ -38,7 +38,7 @@ class ICA(ProductOfExperts):
         if not isinstance(filters, torch.Tensor) or filters.dim() != 2 or filters.shape[0] != filters.shape[1]:
             shape = tuple(filters.shape) if isinstance(filters, torch.Tensor) else type(filters).__name__
             raise ValueError(f"filters must be a square matrix [M, M], got {shape}")
-        if not torch.isfinite(filters).all():
+        if not all_finite(filters):
             raise ValueError("filters contains NaN or infinite values")
         model = cls(filters.shape[0])
         model.to(device=filters.device, dtype=check_model_dtype(filters.dtype, "filters"))

@@ -17,7 +17,7 @@ from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binar
 from pfzoo.models.registry import register_model
 from pfzoo.models.rbm import base_rate_visible_bias
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocates, check_beta, check_bool, check_finite_number, check_generator, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, allocates, check_beta, check_bool, check_finite_number, check_generator, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -138,7 +138,7 @@ class Ising(EnergyModel):
         if bias.shape != (num_units,):
             raise ValueError(f"bias must have shape [{num_units}], got {tuple(bias.shape)}")
         for name, tensor in (("coupling", coupling), ("bias", bias)):
-            if not torch.isfinite(tensor).all():
+            if not all_finite(tensor):
                 raise ValueError(f"{name} contains NaN or infinite values")
         if not torch.allclose(coupling, coupling.T, rtol=1e-5, atol=1e-6 * (1 + coupling.abs().max().item())):
             raise ValueError("coupling must be symmetric (J = Jᵀ)")

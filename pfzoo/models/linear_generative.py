@@ -9,7 +9,7 @@ from torch import nn
 
 from pfzoo.models.latent import LatentGenerativeModel, latent_prior
 from pfzoo.models.registry import register_model
-from pfzoo.validation import check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, check_model_dtype, check_positive_int, check_tensors
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -75,7 +75,7 @@ class LinearGenerative(LatentGenerativeModel):
         check_tensors(basis=basis)
         if not isinstance(basis, torch.Tensor) or basis.dim() != 2:
             raise ValueError(f"basis must be a [M, L] tensor, got {getattr(basis, 'shape', type(basis).__name__)}")
-        if not torch.isfinite(basis).all():
+        if not all_finite(basis):
             raise ValueError("basis contains NaN or infinite values")
         model = cls(basis.shape[0], basis.shape[1], prior=prior, noise_std=noise_std, init_std=0.0, max_basis_norm=max_basis_norm)
         model.to(device=basis.device, dtype=check_model_dtype(basis.dtype, "basis"))

@@ -11,7 +11,7 @@ from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import check_beta, check_binary, check_generator, check_model_dtype, check_positive_int, check_tensors, describe
+from pfzoo.validation import all_finite, check_beta, check_binary, check_generator, check_model_dtype, check_positive_int, check_tensors, describe
 
 DEFAULT_NORMALIZATION_EPS = 0.5
 """``small`` of Ranzato's released code (mcRBM_04May2010): ``x̃ = x / √(|x|²/D + small)``."""
@@ -196,7 +196,7 @@ class MeanCovarianceRBM(ContinuousModel):
         for name, tensor in tensors.items():
             if not tensor.is_floating_point():
                 raise ValueError(f"{name} must be a floating-point tensor, got dtype {tensor.dtype}")
-            if not torch.isfinite(tensor).all():
+            if not all_finite(tensor):
                 raise ValueError(f"{name} contains NaN or infinite values")
         if (pooling < 0).any():
             raise ValueError(f"pooling must be non-negative (P ≥ 0), got min {pooling.min().item():.6g}")

@@ -11,7 +11,7 @@ from torch.nn import functional as F
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.continuous import ContinuousModel
 from pfzoo.models.registry import register_model
-from pfzoo.validation import allocates, check_choice, check_generator, check_model_dtype, check_positive_int, check_tensors, checking_values
+from pfzoo.validation import all_finite, allocates, check_choice, check_generator, check_model_dtype, check_positive_int, check_tensors, checking_values
 
 EXPERTS = ("laplace", "student_t")
 DEFAULT_STUDENT_T_SHAPE = 1.5  # λ > ½, so a complete model has finite Z from the start
@@ -144,7 +144,7 @@ class ProductOfExperts(ContinuousModel):
             shape_found = tuple(filters.shape) if isinstance(filters, torch.Tensor) else type(filters).__name__
             raise ValueError(f"filters must have shape [L, M], got {shape_found}")
         check_choice(expert, "expert", EXPERTS)
-        if not torch.isfinite(filters).all():
+        if not all_finite(filters):
             raise ValueError("filters contains NaN or infinite values")
         num_experts, num_visible = filters.shape
         if shape is not None:
@@ -152,7 +152,7 @@ class ProductOfExperts(ContinuousModel):
                 raise ValueError(f"shape applies only to expert='student_t', got expert={expert!r}")
             if shape.shape != (num_experts,):
                 raise ValueError(f"shape must have shape [{num_experts}], got {tuple(shape.shape)}")
-            if not (torch.isfinite(shape).all() and (shape > 0).all()):
+            if not (all_finite(shape) and (shape > 0).all()):
                 raise ValueError("shape must be finite and positive (λ_l > 0)")
             if shape_above_half and not (shape > 0.5).all():
                 raise ValueError("shape must exceed 1/2 (λ_l > ½) with shape_above_half=True")

@@ -15,7 +15,7 @@ from pfzoo.models.centering import center_chain_gradients
 from pfzoo.models.enumeration import binary_configurations, logsumexp_over_binary_states, sample_binary_states
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli_logits
-from pfzoo.validation import check_finite_number, check_model_dtype, check_positive_int, check_tensors
+from pfzoo.validation import all_finite, check_finite_number, check_model_dtype, check_positive_int, check_tensors
 
 DEFAULT_MAX_ENUMERATION_UNITS = 25
 
@@ -88,7 +88,7 @@ class RBM(BipartiteModel):
         if hidden_bias.shape != (num_hidden,):
             raise ValueError(f"hidden_bias must have shape [{num_hidden}], got {tuple(hidden_bias.shape)}")
         for name, tensor in (("weight", weight), ("visible_bias", visible_bias), ("hidden_bias", hidden_bias)):
-            if not torch.isfinite(tensor).all():
+            if not all_finite(tensor):
                 raise ValueError(f"{name} contains NaN or infinite values")
         model = cls(num_visible, num_hidden, init_std=0.0, max_enumeration_units=max_enumeration_units)
         model.to(device=weight.device, dtype=check_model_dtype(weight.dtype, "weight"))

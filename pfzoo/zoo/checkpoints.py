@@ -14,7 +14,7 @@ import torch
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.registry import is_registered_model, model_class
-from pfzoo.validation import MODEL_DTYPES
+from pfzoo.validation import MODEL_DTYPES, all_finite
 
 FORMAT = "pfzoo-checkpoint-1"
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -101,7 +101,7 @@ def load(path: str | os.PathLike, *, map_location: str | torch.device = "cpu") -
     checkpoint = load_checkpoint(path, map_location=map_location)
     state = checkpoint["state_dict"]
     for name, value in state.items():
-        if torch.is_tensor(value) and value.is_floating_point() and value.device.type != "meta" and not bool(torch.isfinite(value).all()):
+        if torch.is_tensor(value) and value.is_floating_point() and value.device.type != "meta" and not all_finite(value):
             count = int((~torch.isfinite(value)).sum())
             raise ValueError(f"{path}: {name} has {count} non-finite value(s) (NaN or inf); the model diverged or the file is corrupt")
     try:

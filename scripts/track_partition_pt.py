@@ -7,7 +7,7 @@ and its share of the training time. Writes reports/tracking/pt_mnist.{json,md}.
 
 ``--clock cpu`` times the training and the tracker by the process's CPU time (a one-thread run's shares then do not move
 with the machine's load); ``--tracker KEY=VALUE`` sets a ``ReplicaPartitionTracker`` setting (integers and floats as
-such).
+such, true/false as booleans).
 """
 
 import argparse
@@ -87,13 +87,15 @@ def main() -> None:
     (args.out / "pt_mnist.md").write_text("\n".join(lines) + "\n")
 
 
-def _setting(text: str) -> tuple[str, int | float]:
-    """``KEY=VALUE`` → ``(key, number)``; a bad one exits with the usage line."""
+def _setting(text: str) -> tuple[str, bool | int | float]:
+    """``KEY=VALUE`` → ``(key, value)``, the value ``true``/``false`` or a number; a bad one exits with the usage line."""
     key, _, value = text.partition("=")
+    if value.lower() in ("true", "false"):
+        return key, value.lower() == "true"
     try:
         return key, int(value) if value.lstrip("-").isdigit() else float(value)
     except ValueError:
-        raise SystemExit(f"--tracker takes KEY=NUMBER settings, got {text!r}") from None
+        raise SystemExit(f"--tracker takes KEY=NUMBER or KEY=true/false settings, got {text!r}") from None
 
 
 if __name__ == "__main__":

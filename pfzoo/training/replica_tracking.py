@@ -21,7 +21,9 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
   in parameter space, ``ζ_{t,k} − ζ_{s,k} ≈ ½ (mean_c [log f_t − log f_s](x_{s,k,c}) + mean_c [log f_t − log f_s](x_{t,k,c}))``
   over the states kept at the last observation (near θ_s) and the current ones (near θ_t) — means of log ratios, which do
   not degenerate as importance weights do when a hundred updates early in training move log Z by tens of nats — the
-  filter's prediction;
+  filter's prediction between observations within an epoch (``observe_every``), and from one epoch to the next only
+  with ``across_epochs``: over an MNIST epoch (500 updates) the rule's error exceeded its stated noise and carried one
+  epoch's error into the next (below);
 * **spatial**: the geometric bridge between neighbouring levels,
   ``y_k = log mean_c (f_{β_{k+1}}/f_{β_k})^{½}(x_{k,c}) − log mean_c (f_{β_k}/f_{β_{k+1}})^{½}(x_{k+1,c})``, estimating
   ``ζ_{k+1} − ζ_k`` — observed differences 2 … R;
@@ -38,18 +40,19 @@ tracked run trains bit for bit as the same run without it.
 Cost: per observation the relaxation's PT sweeps of the relaxed levels' states (:data:`MIN_RELAX_SWEEPS` to
 ``relax_sweeps``) and a product of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each
 block of :data:`RELAX_BLOCK` that checks whether the copy settled (from :data:`MIN_RELAX_SWEEPS` − 2 blocks on), plus
-three products of all R·C states; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
-replicas × 33 chains (2-core CPU, under other load; reports/tracking/README.md): within 1 nat of AIS (K = 10⁴) at four
-of five epochs and 1.4 nats above at one, at 11–13 % of the training time. With the relaxation's exchanges reading
-each sweep's kept ``vW + c`` (``gibbs_chain(keep_statistics=True)``) the same defaults cost 7.9–9.8 % of the training's
-CPU time and tracked −0.47, 0.00, −0.70, −1.21, −1.24 nats from AIS over five epochs (README, "Trials, 2026-11-29
-(later)").
+three products of all R·C states; per epoch one anchor run, and with ``hot_sweeps`` that many sweeps of the whole
+ladder. Measured on binarized MNIST, 784 × 500 from scratch, 30 replicas × 33 chains, three training seeds (2-core
+Intel Xeon, one thread; reports/tracking/README.md): with the defaults 12 of 15 epochs within 1 nat of AIS (K = 10⁴)
+and three 1.1–2.5 nats low (the top levels' copy still lagging late in training), at 9.4–11.1 % of the training's CPU
+time; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
 stderr — the tracker warns when the ladder's least exchange acceptance over the epoch is below
-:data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE` (raise the PT trainer's ``num_replicas``), and when its
-observations keep correcting the prediction one way (raise ``relax_sweeps``).
+:data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE` (raise the PT trainer's ``num_replicas``), when the
+relaxation ends without settling, and, with a prediction (``observe_every`` or ``across_epochs``), when its observations
+keep correcting it one way (raise ``relax_sweeps``). Observed afresh each epoch (the defaults) there is no prediction
+to correct, so a copy that settles while still lagging (the misses above) goes unwarned.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.partition_tracking import (MIN_SWAP_ACCEPTANCE, LagMonitor, LogPartitionFilter, bridge_differences,
                                                 bridge_log_ratios, tracked_record, tracker_from_settings)
-from pfzoo.validation import check_finite_number, check_positive_int
+from pfzoo.validation import check_bool, check_finite_number, check_positive_int
 
 PATH_KIND = "geometric"
 BASE = "uniform"
@@ -119,14 +122,21 @@ class ReplicaPartitionTracker(TrainingCallback):
         anchor_chains: AIS chains of the anchor.
         hot_sweeps: parallel-tempering sweeps of the *whole* ladder before the top levels' relaxation (counted in its
             sweeps); the levels below ``relax_from`` are then observed there, their bridges pooled over the second half
-            of these sweeps. 0 (default): they are observed as the training left them. Measured on the MNIST run of
-            reports/tracking (README, "Trials, 2026-11-29"): the unrelaxed levels below β = 0.5 are one snapshot of 33
-            chains whose bridges are off by 1–2.5 nats; 20 sweeps with 10 pooled halve the tracked stderr (about 1.0 →
-            0.5) and the spread between copies, at about twice the tracker's time with 300 sweeps in all.
+            of these sweeps (default 10); 0: they are observed as the training left them, one snapshot of the
+            training's negatives. Measured on the MNIST runs of reports/tracking (README, "Each epoch observed afresh"):
+            without them two of three training seeds' first epochs tracked 1.7–5.0 nats low, with 10 all three were
+            within 0.4 there, for about 1.5 points more of the training time (≈ 10 % in all).
+        across_epochs: fold each epoch's first observation into the temporal prediction from the epoch before (the
+            Kalman filter runs through the whole training); False (default): it starts the filter afresh, so an epoch's
+            estimate carries no error of the last one. Measured (reports/tracking, "Each epoch observed afresh"): on the
+            MNIST run, 500 updates an epoch, the prediction across epochs put epochs 3–4 at −1.33 and −1.00 nats from AIS
+            where the same observations alone gave +0.22 and −0.33; on the 12 × 6 RBM of the tests, 10 updates an epoch,
+            it narrows the estimate (rms error 0.025 against 0.077 nat, both within their stderr).
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,
-                 burn_in: int = 100, anchor_steps: int = 100, anchor_chains: int = 64, hot_sweeps: int = 0) -> None:
+                 burn_in: int = 100, anchor_steps: int = 100, anchor_chains: int = 64, hot_sweeps: int = 10,
+                 across_epochs: bool = False) -> None:
         if not isinstance(objective, PT):
             raise ValueError(f"objective must be the pfzoo.training.PT objective whose replicas are tracked, got {type(objective).__name__}")
         self.objective = objective
@@ -152,6 +162,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             raise ValueError(f"hot_sweeps must be a non-negative integer leaving at least one block of {RELAX_BLOCK} of "
                              f"relax_sweeps={relax_sweeps} to the top levels, got {hot_sweeps!r}")
         self.hot_sweeps = hot_sweeps
+        self.across_epochs = check_bool(across_epochs, "across_epochs")
         if self.anchor_chains < 2:
             raise ValueError(f"anchor_chains must be at least 2 (a variance needs two chains), got {anchor_chains}")
         self._lag = LagMonitor("raise track_partition.relax_sweeps (the relaxed replicas still lag the training)")
@@ -175,6 +186,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         self._filter, self._ladder = None, None
         self._kept_positions = self._kept_log_f = None  # the last observation's states [R, C, V] and log f_β − log f_0 [R, C]
         self._updates, self._sweeps_run, self._settled = 0, 0, True
+        self._epoch_begun = True  # no observation yet this epoch (a checkpoint is taken after the epoch's last one)
         self._anchor: tuple[float, float] = (math.nan, math.nan)
         # the parameters of the last observation, where the filter's state and the kept log densities stand
         self._observed_at = copy.deepcopy(model).requires_grad_(False)
@@ -209,6 +221,7 @@ class ReplicaPartitionTracker(TrainingCallback):
                            "this epoch is %.3g (below %g), so its neighbouring replicas barely overlap; raise "
                            "trainer.objective.num_replicas", min(acceptance), MIN_SWAP_ACCEPTANCE)
         self._filter.correction.zero_()
+        self._epoch_begun = True
         return record
 
     def log_partition(self) -> tuple[float, float]:
@@ -247,8 +260,10 @@ class ReplicaPartitionTracker(TrainingCallback):
         path = self._path(model)
         positions, stats, bridge_ratios = self._relaxed_replicas(model, path, ladder)  # [R, C, V], β ascending
         log_f = torch.stack([path.log_weight_increment(level, 0.0, beta) for level, beta in zip(stats, ladder)])  # [R, C]
-        if ladder != self._ladder:  # first observation, or the objective moved its ladder: start afresh
-            self._check_tempered_family(model, positions[0], log_f[0], ladder[0])
+        afresh = ladder != self._ladder or (self._epoch_begun and not self.across_epochs)
+        if afresh:  # the first observation, a moved ladder, or (unless across_epochs) an epoch's first
+            if ladder != self._ladder:
+                self._check_tempered_family(model, positions[0], log_f[0], ladder[0])
             self._filter, self._ladder, anchor = LogPartitionFilter(self._log_z0), ladder, True
         elif self._kept_positions is not None:
             _, kept_now = self._log_f(path, self._kept_positions, ladder)
@@ -269,6 +284,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             self._filter.observe(differences, noise, rows=rows)
         self._kept_positions, self._kept_log_f = positions, log_f
         _copy_parameters(model, self._observed_at)
+        self._epoch_begun = False
 
     def _relaxed_replicas(self, model, path, ladder: tuple[float, ...]) -> tuple[torch.Tensor, list, torch.Tensor]:
         """A copy of the objective's replicas whose levels at β ≥ ``relax_from`` are relaxed by parallel-tempering sweeps
@@ -388,10 +404,12 @@ class ReplicaPartitionTracker(TrainingCallback):
     def __repr__(self) -> str:
         return (f"ReplicaPartitionTracker(observe_every={self.observe_every}, relax_sweeps={self.relax_sweeps}, "
                 f"relax_from={self.relax_from}, burn_in={self.burn_in}, "
-                f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains}, hot_sweeps={self.hot_sweeps})")
+                f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains}, hot_sweeps={self.hot_sweeps}, "
+                f"across_epochs={self.across_epochs})")
 
 
-REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains", "hot_sweeps")
+REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains", "hot_sweeps",
+                            "across_epochs")
 
 
 def tempering_objective(objective) -> PT | None:

@@ -6,8 +6,8 @@ import math
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
+from pfzoo.logmath import softplus
 from pfzoo.models.bipartite import BipartiteModel
 from pfzoo.models.capabilities import Capability
 from pfzoo.models.enumeration import logsumexp_over_binary_states
@@ -159,7 +159,7 @@ class GaussianBernoulliRBM(BipartiteModel):
         self.check_visible(v)
         sigma = self.sigma
         quadratic = ((v - self.visible_bias) / sigma).square().sum(-1) / 2
-        return quadratic - F.softplus((v / sigma) @ self.weight + self.hidden_bias).sum(-1)
+        return quadratic - softplus((v / sigma) @ self.weight + self.hidden_bias).sum(-1)
 
     def score_and_laplacian(self, v: torch.Tensor, *, kink_bandwidth: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(∇_v log p̃(v) [B, V], Σ_i ∂² log p̃/∂v_i² [B])`` for ``v [B, V]``, what score matching needs (Hyvärinen 2005),
@@ -190,9 +190,9 @@ class GaussianBernoulliRBM(BipartiteModel):
         """:meth:`tempered_log_density` of ``v [B, V]`` given its :meth:`hidden_input` ``[B, H]``. Not validated."""
         quadratic = ((v - self.visible_bias) / self.sigma).square().sum(-1, dtype=torch.float64) / 2
         if not torch.is_tensor(beta):
-            return F.softplus(beta * hidden_input).sum(-1, dtype=torch.float64) - beta * quadratic
+            return softplus(beta * hidden_input).sum(-1, dtype=torch.float64) - beta * quadratic
         scaled = beta.to(hidden_input.dtype)[:, :, None] * hidden_input[:, None, :]  # [B, K, H]
-        return F.softplus(scaled).sum(-1, dtype=torch.float64) - beta * quadratic[:, None]
+        return softplus(scaled).sum(-1, dtype=torch.float64) - beta * quadratic[:, None]
 
     # ---- conditionals -------------------------------------------------------------------
     # ``hidden_probs``/``visible_mean``/``draw_*`` are the unchecked hot-loop primitives used by

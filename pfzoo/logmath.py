@@ -96,7 +96,10 @@ def pareto_tail_index(log_weights: torch.Tensor) -> float:
 
 class _Softplus(torch.autograd.Function):
     """``softplus(x) = max(x, 0) − log σ(|x|)`` from σ and log, whose CPU kernels are vectorised; torch's CPU
-    ``softplus`` and ``log1p`` are scalar loops, six to ten times slower. Backward: ``∂/∂x softplus(x) = σ(x)``."""
+    ``softplus`` and ``log1p`` ran as scalar loops, six to ten times slower, on the AMD EPYC (AVX2) these were measured
+    on. On an Intel Xeon where torch dispatches AVX-512 kernels they are vectorised too, and this is about as fast
+    (1000 × 500, one thread: float32 0.86 against torch's 0.82 ms, float64 2.10 against 1.74). Backward:
+    ``∂/∂x softplus(x) = σ(x)``."""
 
     generate_vmap_rule = True  # torch.func transforms (the natural gradient's per-example Jacobians) map it
 

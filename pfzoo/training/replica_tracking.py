@@ -124,8 +124,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             sweeps); the levels below ``relax_from`` are then observed there, their bridges pooled over the second half
             of these sweeps (default 10); 0: they are observed as the training left them, one snapshot of the
             training's negatives. Measured on the MNIST runs of reports/tracking (README, "Each epoch observed afresh"):
-            without them two of three training seeds' first epochs tracked 1.7–5.0 nats low, with 10 all three were
-            within 0.4 there, for about 1.5 points more of the training time (≈ 10 % in all).
+            without them two of three training seeds' first epochs tracked 1.7–5.0 nats low, with 10 all three seeds'
+            first two epochs were within 0.71, for about 1.5 points more of the training time (≈ 10 % in all).
         across_epochs: fold each epoch's first observation into the temporal prediction from the epoch before (the
             Kalman filter runs through the whole training); False (default): it starts the filter afresh, so an epoch's
             estimate carries no error of the last one. Measured (reports/tracking, "Each epoch observed afresh"): on the

@@ -18,8 +18,8 @@ from pfzoo.models.enumeration import logsumexp_over_binary_states
 from pfzoo.models.rbm import DEFAULT_MAX_ENUMERATION_UNITS, RBM, base_rate_visible_bias
 from pfzoo.models.registry import register_model
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import (all_finite,
-    allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_non_negative_int, check_positive_int,
+from pfzoo.validation import (
+    all_finite, allocates, check_binary, check_finite_number, check_generator, check_layer_sizes, check_model_dtype, check_non_negative_int, check_positive_int,
     check_tensors, describe,
 )
 

@@ -282,8 +282,9 @@ class ReplicaPartitionTracker(TrainingCallback):
             differences, noise, rows = torch.cat([anchor_difference, differences]), torch.block_diag(anchor_noise, noise), [0, *rows]
         if rows:
             self._filter.observe(differences, noise, rows=rows)
-        self._kept_positions, self._kept_log_f = positions, log_f
-        _copy_parameters(model, self._observed_at)
+        if self.observe_every or self.across_epochs:  # what the next observation's prediction reads
+            self._kept_positions, self._kept_log_f = positions, log_f
+            _copy_parameters(model, self._observed_at)
         self._epoch_begun = False
 
     def _relaxed_replicas(self, model, path, ladder: tuple[float, ...]) -> tuple[torch.Tensor, list, torch.Tensor]:

@@ -33,14 +33,14 @@ def total_stderr(evaluation: dict) -> float:
     return math.hypot(evaluation["estimator_stderr"], evaluation["data_stderr"])
 
 
-def exact_check(estimate: float, exact: float, stderr: float, *, what: str = "HAIS") -> dict:
-    """An estimate checked against the exact value it estimates: the values, the error and how many of the estimate's
+def exact_check(estimate: float, exact: float, stderr: float) -> dict:
+    """A HAIS estimate checked against the exact value it estimates: the values, the error and how many of the estimate's
     ``stderr`` it spans, and ``warning``, a line saying the estimate is wrong beyond its stated error when the error
     exceeds 4 stderr and 0.05 nat (4 stderr: a false alarm about once in 16,000 checks of a normal error), else ``None``."""
     error = estimate - exact
     sigmas = abs(error) / stderr if stderr > 0 else math.inf
     wrong = abs(error) > max(4 * stderr, 0.05)
-    warning = (f"{what} is {error:+.3f} nats from the exact value, {sigmas:.1f} of its stderr {stderr:.3f}: "
+    warning = (f"HAIS is {error:+.3f} nats from the exact value, {sigmas:.1f} of its stderr {stderr:.3f}: "
                "the estimate is wrong beyond its stated error") if wrong else None
     return {"exact": exact, "hais": estimate, "error": error, "log_z_stderr": stderr, "stderrs": sigmas, "warning": warning}
 

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="baseline", help="model name: <model-dir>/<name>.pt")
     parser.add_argument("--start", choices=("random", "ica"), default="random", help="train: initial weights")
     parser.add_argument("--epochs", type=int, default=SETTINGS["full"]["bilinear_epochs"], help="train: EM epochs")
+    parser.add_argument("--num-style", type=int, default=8, help="train: style latents Ld (the recipe's 8; the model has 36 + Ld latents)")
     parser.add_argument("--override", action="append", default=[], help="train: a recipe override (repeatable)")
     parser.add_argument("--sweep-steps", type=lambda v: int(float(v)), nargs="+", default=[1000, 10000, 30000, 100000])
     parser.add_argument("--bdmc-steps", type=lambda v: int(float(v)), nargs="+", default=[1000, 10000, 30000])
@@ -100,10 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     splits, recipe = load_data(args.data_root, args.seed)
     model_path = args.model_dir / f"{args.name}.pt"
     if args.stage == "train":
-        model, info = train_variant(splits, dict(SETTINGS["full"]), args.seed, recipe, args.start, args.epochs, *args.override)
+        model, info = train_variant(splits, dict(SETTINGS["full"]), args.seed, recipe, args.start, args.epochs, *args.override,
+                                    num_style=args.num_style)
         args.model_dir.mkdir(parents=True, exist_ok=True)
         torch.save({"config": model.config(), "state_dict": model.state_dict()}, model_path)
-        info.update(sha256=state_hash(model), start=args.start, overrides=args.override, **header)
+        info.update(sha256=state_hash(model), start=args.start, overrides=args.override, num_style=args.num_style, **header)
         model_path.with_suffix(".json").write_text(json.dumps(info, indent=1, default=float) + "\n")
         return print(f"wrote {model_path} ({info['wall_seconds']:.0f} s, final complete-data loss {info['final_loss']})")
     model = load_model(model_path)
@@ -129,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
         training = json.loads(model_path.with_suffix(".json").read_text())
         row = convergence_in_n(model, patches, setting, [args.ablation_steps], args.particles, args.seed + 100, print)[0]
         payload.setdefault("ablation", {})[args.name] = {**record, "estimate": row, "particles": args.particles,
-                                                        "training": {k: training.get(k) for k in ("start", "overrides", "epochs", "final_loss", "wall_seconds", "sha256")}}
+                                                        "training": {**{k: training.get(k) for k in ("start", "overrides", "epochs", "final_loss", "wall_seconds", "sha256")},
+                                                                     "num_style": training.get("num_style", 8)}}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     results_path.write_text(json.dumps(payload, indent=1, default=float) + "\n")
     (args.out_dir / "README.md").write_text(readme(payload))

@@ -10,7 +10,7 @@ from pfzoo.hamiltonian import leapfrog
 
 from pfzoo.models import BilinearGenerative
 from pfzoo.studies.bilinear_diagnosis import bidirectional, convergence_in_n, e_step_geweke, second_moments
-from pfzoo.studies.bilinear_diagnosis_report import convergence_verdict, readme
+from pfzoo.studies.bilinear_diagnosis_report import convergence_verdict, readme, size_curves
 from pfzoo.studies.step_size_pilot import HAISSetting
 
 SETTING = HAISSetting(0.5, 10.0, "geometric")
@@ -63,7 +63,27 @@ def test_convergence_verdict_and_readme():
     assert not convergence_verdict(sweep[:2])[0]
     text = readme({"ablation": {"ica-50": {"training": {"start": "ica", "epochs": 50, "overrides": [], "final_loss": 90.0, "wall_seconds": 60.0},
                                            "estimate": {"num_steps": 10000, "mean": -50.0, "stderr": 0.1}}}})
-    assert "| ica-50 | ica | 50 | — | 90.00 | 10,000 | -50.00 ± 0.10 | 60 |" in text
+    assert "| ica-50 | ica | 50 | — | 8 | 90.00 | 10,000 | -50.00 ± 0.10 | 60 |" in text
+
+
+def test_size_curves_group_one_training_over_its_sizes():
+    def row(start, num_style, mean, overrides=()):
+        training = {"start": start, "epochs": 200, "overrides": list(overrides), "final_loss": 1.0, "wall_seconds": 1.0}
+        if num_style is not None:  # rows measured before the sweep carry no num_style: the recipe's 8
+            training["num_style"] = num_style
+        return {"training": training, "estimate": {"num_steps": 10000, "mean": mean, "stderr": 0.1}}
+
+    lr = ("trainer.optimizer.lr=0.0003",)
+    rows = {"baseline": row("random", None, -68.0), "random-200-style26": row("random", 26, -70.0), "random-200-style2": row("random", 2, -66.0),
+            "ica-200-lr3e-4": row("ica", None, -51.9, lr), "ica-200-lr3e-4-style62": row("ica", 62, -51.5, lr),
+            "ica-200": row("ica", None, -52.7), "ica-0": {**row("ica", None, -51.3), "training": {**row("ica", None, 0)["training"], "epochs": 0}}}
+    curves = size_curves(rows)
+    assert set(curves) == {("random", 200, ()), ("ica", 200, lr)}  # a training at one size is no curve; the untrained start is none
+    assert [(latents, name) for latents, name, _ in curves[("random", 200, ())]] == [(38, "random-200-style2"), (44, "baseline"), (62, "random-200-style26")]
+    references = {"student": {"label": "Student-t POE", "kind": "exact", "mean": -50.0}, "bilinear": {"label": "Bilinear generative", "kind": "x", "mean": -1.0}}
+    text = readme({"ablation": rows, "references": references})
+    assert "- random start, 200 epochs (the recipe's settings): 38 latents (random-200-style2) -66.00 ± 0.10; 44 latents (baseline)" in text
+    assert "scores -51.50 at 98 latents; the best other model of the comparison on the same patches, Student-t POE, -50.00" in text
 
 
 def test_readme_renders_every_measured_section():

@@ -118,12 +118,13 @@ def ica_start(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..
 
 
 def train_variant(splits: DataSplits, settings: dict, seed: int, recipe: Callable[..., DictConfig], start: str, epochs: int,
-                  *overrides: str) -> tuple[BilinearGenerative, dict]:
+                  *overrides: str, num_style: int = 8) -> tuple[BilinearGenerative, dict]:
     """The comparison's bilinear training (:func:`train_bilinear`) changed in one setting: ``start`` "random" (the recipe's
-    0.17·N(0, 1) weights) or "ica" (:func:`ica_start`), ``epochs`` (0: the untrained start), and recipe ``overrides`` (e.g.
-    ``model.max_basis_norm=null``)."""
+    0.17·N(0, 1) weights) or "ica" (:func:`ica_start`), ``epochs`` (0: the untrained start), recipe ``overrides`` (e.g.
+    ``model.max_basis_norm=null``), and ``num_style`` Ld (the model's size, Lc + Ld latents, is what Fig. 5 sweeps)."""
     recorder = RowRecorder(splits, settings, seed, recipe)
-    model = None if start == "random" else ica_start(splits, settings, seed, recipe)
+    model = None if start == "random" else ica_start(splits, settings, seed, recipe, num_style=num_style)
+    overrides = (*overrides, f"model.num_style={num_style}")
     if epochs == 0:  # the start itself: what training adds or takes away
         if model is None:
             raise ValueError("epochs = 0 needs start='ica': a random start is not a model worth evaluating")

@@ -14,6 +14,15 @@ CONVERGED_NATS = 0.5
 PAPER = {"bilinear": -32.69, "gaussian": -49.15}
 """HAIS report Table 1 (nats per patch): the bilinear model and the linear Gaussian model."""
 
+PAPER_SIZE = {"bilinear": 98}
+"""HAIS report Table 1's size of the bilinear row (its auxiliary variables)."""
+
+NUM_CONTENT = 36
+"""Content latents Lc of every model here: the comparison's complete K = Lc = 36 on 36 whitened PCA components."""
+
+RECIPE_NUM_STYLE = 8
+"""Style latents Ld of the comparison's recipe (conf/model/bilinear.yaml)."""
+
 
 def _pm(value: float, stderr: float) -> str:
     return f"{value:.2f} ± {stderr:.2f}"
@@ -104,7 +113,7 @@ PAPER_TABLE = {"gaussian": -49.15, "sparse-coding": -42.85, "poe-student-t": -34
 
 def _data_section(data: dict) -> list[str]:
     sources = {"vanhateren": "one van Hateren image", "embedded": "scikit-learn's two photos"}
-    out = ["## 5. How much does the data decide?", "",
+    out = ["## 6. How much does the data decide?", "",
            "The same comparison on two patch sets (`scripts/reproduce_models.py`, `reports/models` and `reports/models/vanhateren`), "
            "beside the paper's 10,000 patches of 4,112 van Hateren images. Excess kurtosis: the mean over the 36 whitened coordinates of "
            "the test patches (0 for a Gaussian); the gains are over each data set's Gaussian row, in nats per patch.", "",
@@ -147,14 +156,51 @@ def _ablation_section(rows: dict) -> list[str]:
     out = ["## 4. Training ablation: one setting changed at a time", "",
            "Each model trained by the comparison's EM-HMC recipe (`+experiment=models_bilinear`) with one setting changed, evaluated by "
            "the same HAIS on the same patches.", "",
-           "| model | start | epochs | overrides | final complete-data loss | HAIS N | mean log p̂(x) | train s |", "|---|---|---:|---|---:|---:|---:|---:|"]
+           "| model | start | epochs | overrides | Ld | final complete-data loss | HAIS N | mean log p̂(x) | train s |",
+           "|---|---|---:|---|---:|---:|---:|---:|---:|"]
     for name, r in rows.items():
         t, e = r["training"], r["estimate"]
         loss = "—" if t["final_loss"] is None else f"{t['final_loss']:.2f}"
-        out.append(f"| {name} | {t['start']} | {t['epochs']} | {', '.join(t['overrides']) or '—'} | {loss} | {e['num_steps']:,} | "
+        out.append(f"| {name} | {t['start']} | {t['epochs']} | {', '.join(t['overrides']) or '—'} | {_num_style(r)} | {loss} | {e['num_steps']:,} | "
                    f"{_pm(e['mean'], e['stderr'])} | {t['wall_seconds']:.0f} |")
     out += ["", "One setting at a time (HAIS's estimator stderrs in quadrature; the patches are the same, so the test-sampling error cancels):", ""]
     out += [f"- `{before}` → `{after}`, {change}: {move:+.2f} ± {stderr:.2f} nats." for before, after, change, move, stderr in one_change_moves(rows)]
+    return out + [""]
+
+
+def _num_style(row: dict) -> int:
+    """The row's style latents Ld (rows trained before the size sweep have the recipe's 8)."""
+    return row["training"].get("num_style", RECIPE_NUM_STYLE)
+
+
+def size_curves(rows: dict) -> dict[tuple, list[tuple[int, str, dict]]]:
+    """The ablation rows grouped by their training (start, epochs, overrides) where a group holds more than one size:
+    group → [(latents Lc + Ld, row name, estimate)] by size. Lc is the complete content layer's 36."""
+    groups: dict[tuple, list] = {}
+    for name, r in rows.items():
+        t = r["training"]
+        if t["epochs"]:
+            groups.setdefault((t["start"], t["epochs"], tuple(t["overrides"])), []).append((NUM_CONTENT + _num_style(r), name, r["estimate"]))
+    return {key: sorted(group) for key, group in groups.items() if len(group) > 1}
+
+
+def _size_section(rows: dict, references: dict) -> list[str]:
+    curves = size_curves(rows)
+    if not curves:
+        return []
+    out = ["## 5. Fig. 5's bilinear curve: log-likelihood against the number of latents", "",
+           f"The paper's Fig. 5 sweeps each model's number of auxiliary variables; for the bilinear model that is Lc + Ld latents "
+           f"(Table 1's row has {PAPER_SIZE['bilinear']}). Here Lc = K = {NUM_CONTENT} (complete) and Ld, the style latents, is swept; "
+           "each curve is one training of the ablation above at every Ld, each model evaluated as the ablation rows are (same patches, "
+           "same HAIS).", ""]
+    for (start, epochs, overrides), points in curves.items():
+        label = f"{start} start, {epochs} epochs" + (f", {', '.join(overrides)}" if overrides else " (the recipe's settings)")
+        out.append(f"- {label}: " + "; ".join(f"{latents} latents ({name}) {_pm(e['mean'], e['stderr'])}" for latents, name, e in points))
+    best_reference = max(((r["mean"], r["label"]) for r in references.values() if "bilinear" not in r["label"].lower()), default=None)
+    if best_reference is not None:
+        best = max((e["mean"], latents) for points in curves.values() for latents, _, e in points)
+        out += ["", f"The best bilinear model here scores {best[0]:.2f} at {best[1]} latents; the best other model of the comparison on "
+                    f"the same patches, {best_reference[1]}, {best_reference[0]:.2f} (the paper: the bilinear model best, with few latents)."]
     return out + [""]
 
 
@@ -229,7 +275,7 @@ def readme(payload: dict) -> str:
             out += _references(payload["references"], next(iter(measured.values()))["patches"])
         out += _bdmc_section(measured) + _moments_section(measured)
     if payload.get("ablation"):
-        out += _ablation_section(payload["ablation"])
+        out += _ablation_section(payload["ablation"]) + _size_section(payload["ablation"], payload.get("references", {}))
     if payload.get("data"):
         out += _data_section(payload["data"])
     return "\n".join(out).rstrip() + "\n"

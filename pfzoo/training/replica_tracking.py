@@ -43,8 +43,9 @@ block of :data:`RELAX_BLOCK` that checks whether the copy settled (from :data:`M
 three products of all R·C states; per epoch one anchor run, and with ``hot_sweeps`` that many sweeps of the whole
 ladder. Measured on binarized MNIST, 784 × 500 from scratch, 30 replicas × 33 chains, three training seeds (2-core
 Intel Xeon, one thread; reports/tracking/README.md): with the defaults 12 of 15 epochs within 1 nat of AIS (K = 10⁴)
-and three 1.1–2.5 nats low (the top levels' copy still lagging late in training), at 9.4–11.1 % of the training's CPU
-time; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
+and three 1.1–2.5 nats low, at 9.4–11.1 % of the training's CPU time; without the hot sweeps two seeds' first epochs
+were 1.7–5.0 nats low. The misses sit in the bridges above β ≈ 0.7 once the model's own states are far denser than the
+data (scripts/tracking_bias.py measures it per bridge; reports/tracking/README.md).
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from factories import random_gbrbm, random_ising
+from script_modules import load_script
 
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM, MissingCapability
@@ -110,6 +111,43 @@ def test_a_resumed_replica_tracked_run_continues_bit_for_bit(tmp_path):
     pt_trainer(tmp_path / "resumed", 4, track=track).fit(student(seed=1), data, resume=True)
     strip = lambda records: [{k: v for k, v in r.items() if k not in TIMING} for r in records]  # noqa: E731
     assert strip(read_metrics(tmp_path / "resumed")) == strip(read_metrics(tmp_path / "one_go"))
+
+
+def test_the_bias_diagnostic_reads_every_level_against_an_ais_reference(tmp_path):
+    """scripts/tracking_bias.py at a PT checkpoint: its AIS reference read at every level of the ladder, the tracker's
+    log Z_β there with the per-level and per-bridge errors, and the log f quantiles of the replicas against AIS's states.
+    The reference's last level is the model's log Z: within 4 of its stderr (or 0.05 nat) of the exact one."""
+    data = teacher_data()
+    model = student(data=data)
+    pt_trainer(tmp_path, 3).fit(model, data)
+    script = load_script("scripts/tracking_bias.py")
+    raw = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    objective = script.objective_from_state(raw["trainer_state"]["objective"])
+    assert torch.equal(objective.chains, raw["trainer_state"]["objective"]["chains"]) and objective.num_replicas == 5
+    result = script.measure(model.requires_grad_(False), objective, data.train, ais_steps=2000, ais_chains=200, tracker_seeds=[0, 1],
+                            tracker_settings={})
+    reference, exact = result["reference"], exact_log_z(model)
+    assert [row["beta"] for row in reference] == result["betas"] and result["betas"][-1] == 1.0
+    assert abs(reference[-1]["log_z"] - exact) <= max(4 * reference[-1]["stderr"], 0.05)
+    for row in result["tracked"]:
+        assert len(row["log_z"]) == len(row["error"]) == len(row["bridge_error"]) == 5
+        assert row["error"][-1] == pytest.approx(row["log_z"][-1] - reference[-1]["log_z"])
+        assert sum(row["bridge_error"]) == pytest.approx(row["error"][-1])
+        assert abs(row["log_z"][-1] - exact) < 0.5
+    assert set(result["log_f"]) == {"training_replicas", "relaxed_copy", "ais_final_states", "training_data"}
+    assert all(values == sorted(values) and len(values) == 5 for values in result["log_f"].values())
+
+
+def test_the_bias_diagnostic_refuses_a_checkpoint_without_replicas_in_one_line(tmp_path, capsys):
+    script = load_script("scripts/tracking_bias.py")
+    torch.save({"trainer_state": {"objective": {}}}, tmp_path / "cd.pt")
+    for path in (tmp_path / "missing.pt", tmp_path / "cd.pt"):
+        with pytest.raises(SystemExit) as exit_info:
+            script.main(["--checkpoint", str(path)])
+        assert exit_info.value.code == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors[-1].endswith(f"--checkpoint must be written by PT training (no parallel-tempering replicas in {tmp_path / 'cd.pt'})")
+    assert any("--checkpoint must be a checkpoint file" in line for line in errors)
 
 
 def test_pt_training_gets_the_replica_tracker_and_other_objectives_keep_their_own():

@@ -22,7 +22,7 @@ weights need not be uniform: ZJA eq. 2.7), then
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 
@@ -46,8 +46,8 @@ ACCEPTANCE_SEGMENTS = 10
 class SMCRun(NamedTuple):
     """One run of :func:`adaptive_smc`.
 
-    log_z_groups: float64 ``[G]``, each group's ``log Ẑ_g − log Z_0`` (``E[Ẑ_g] = Z / Z_0`` for a fixed schedule).
-    betas: the schedule taken, ``[0, β_1, …, 1]`` (floats). resampled: resampling events, summed over the groups.
+    log_z_groups: float64 ``[G]``, each group's ``log Ẑ_g − log Z_0`` (``E[Ẑ_g] = Z / Z_0`` for a fixed schedule; from a
+    later start β_s, ``Z / Z_{β_s}``). betas: the schedule taken, ``[β_s = 0, β_1, …, 1]`` (floats). resampled: resampling events, summed over the groups.
     final_ess: the particles' ESS at β = 1 summed over the groups (before any last resampling: there is none).
     min_cess: the least CESS fraction of a step (averaged over the groups). floored: the steps whose CESS fell short of
     ``target_cess`` because the floor ``1 / max_steps`` forced them longer. acceptance ``[S]`` / segment_betas ``[S]``: the
@@ -63,6 +63,8 @@ class SMCRun(NamedTuple):
     floored: int
     acceptance: torch.Tensor | None
     segment_betas: torch.Tensor | None
+    log_z_marks: torch.Tensor | None = None
+    """float64 ``[M, G]``: each group's ``log Ẑ_g`` up to each of the run's ``marks`` (``None`` without marks)."""
 
 
 def systematic_resample(log_weights: torch.Tensor, draws: int | None = None, *, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -164,6 +166,9 @@ def adaptive_smc(
     chain_length: int | None = None,
     max_steps: int = 10_000,
     move_path: AnnealingPath | None = None,
+    state: Any = None,
+    start_beta: float = 0.0,
+    marks: Sequence[float] = (),
     generator: torch.Generator | None = None,
     progress: ProgressCallback | None = None,
 ) -> SMCRun:
@@ -180,10 +185,26 @@ def adaptive_smc(
       ``move_path``'s kernel (a path over the ancestors' rows where the path's target holds per-row data; ``path``
       when ``None``).
 
+    ``state`` (kernel states of the ``num_groups · group_size`` particles, group-major) starts the run at ``start_beta``
+    instead of at base draws at 0: the particles must then be draws of ``f_{start_beta}``, and every ``log Ẑ_g``
+    estimates ``log Z − log Z_{start_beta}``. No step crosses a β of ``marks`` (increasing, inside (start_beta, 1)): it
+    ends there, and each group's ``log Ẑ_g`` so far is kept (``log_z_marks``), so one run also estimates every marked
+    level's ``log Z_β``.
+
     One host read per CESS evaluation (about eight per step) and, for standard SMC, one for the resampling decision.
     """
     rows = group_size * num_groups
-    state = path.sample_base(rows, generator=generator)
+    marks = [float(mark) for mark in marks]
+    if not 0.0 <= start_beta < 1.0:
+        raise ValueError(f"start_beta must be in [0, 1), got {start_beta!r}")
+    if any(not start_beta < mark < 1.0 for mark in marks) or marks != sorted(set(marks)):
+        raise ValueError(f"marks must increase strictly inside (start_beta, 1) = ({start_beta}, 1), got {marks}")
+    if state is None:
+        if start_beta:
+            raise ValueError("a run from start_beta > 0 needs the particles' state there (draws of f_{start_beta})")
+        state = path.sample_base(rows, generator=generator)
+    elif state.position.shape[0] != rows:
+        raise ValueError(f"state must hold num_groups · group_size = {rows} particles, got {state.position.shape[0]}")
     device = path.base_log_partition().device
     uniform_weights = torch.full((num_groups, group_size), -math.log(group_size), dtype=torch.float64, device=device)
     log_weights = uniform_weights
@@ -193,14 +214,15 @@ def adaptive_smc(
     if chain_length is not None:
         draws = group_size // chain_length
         order = waste_free_order(num_groups, draws, chain_length, device)
-    betas, acceptance = [0.0], []
-    beta, step, min_cess, floor, floored = 0.0, None, 1.0, 1.0 / max_steps, 0
+    betas, acceptance, at_marks, pending = [float(start_beta)], [], [], [*marks, 1.0]
+    beta, step, min_cess, floor, floored = float(start_beta), None, 1.0, 1.0 / max_steps, 0
     while beta < 1.0:
-        stats, remaining, evaluated = path.statistics(state), 1.0 - beta, {}
+        goal = pending[0]  # the next mark, or 1
+        stats, remaining, evaluated = path.statistics(state), goal - beta, {}
 
         def log_cess_at(delta: float) -> float:
             # the search's increments are kept: the step taken reuses its own
-            evaluated[delta] = path.log_weight_increment(stats, beta, 1.0 if delta >= remaining else beta + delta).view(num_groups, group_size)
+            evaluated[delta] = path.log_weight_increment(stats, beta, goal if delta >= remaining else beta + delta).view(num_groups, group_size)
             return torch.logsumexp(log_conditional_ess(log_weights, evaluated[delta]), 0).item() - math.log(num_groups)
 
         step, cess = next_step(log_cess_at, remaining, remaining if step is None else step, target_cess, min(floor, remaining))
@@ -210,8 +232,10 @@ def adaptive_smc(
         group_log_sum = torch.logsumexp(weighted, -1)
         log_z = log_z + group_log_sum
         log_weights = weighted - group_log_sum[:, None]
-        beta = 1.0 if step >= remaining else beta + step
+        beta = goal if step >= remaining else beta + step
         betas.append(beta)
+        if beta == goal and pending.pop(0) < 1.0:
+            at_marks.append(log_z)
         if progress is not None:
             progress(round(beta * 1000), 1000)
         if beta >= 1.0:
@@ -238,7 +262,8 @@ def adaptive_smc(
     final_ess = torch.exp(-torch.logsumexp(2 * log_weights, -1)).sum().item()
     per_temperature = num_mcmc_steps * (1 if chain_length is None else chain_length - 1)
     segments, segment_betas = _acceptance_by_segment(acceptance, betas, per_temperature)
-    return SMCRun(log_z.cpu(), betas, int(resampled.item()), final_ess, min_cess, floored, segments, segment_betas)
+    return SMCRun(log_z.cpu(), betas, int(resampled.item()), final_ess, min_cess, floored, segments, segment_betas,
+                  torch.stack(at_marks).cpu() if marks else None)
 
 
 def _acceptance_by_segment(acceptance: list[torch.Tensor], betas: list[float], per_step: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:

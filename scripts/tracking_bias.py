@@ -11,9 +11,9 @@ Prints one JSON object:
 * ``tracked``: for each tracker seed, one observation of :class:`~pfzoo.training.ReplicaPartitionTracker` (its settings
   from ``--tracker``) at the checkpoint, the filter's log Z_β at every level, and its error against the reference per
   level and per bridge (error of level k minus that of level k − 1);
-* ``log_f``: quantiles (0, ¼, ½, ¾, 1) of log f(v) = −F(v) at β = 1 of the training's coldest replicas, of the relaxed
-  copy's coldest level after the first tracker seed's observation, of AIS's final states (≈ draws of the model) and of
-  the first 2,000 training rows: how far below the model's typical states the training left its negatives.
+* ``log_f``: quantiles (0, ¼, ½, ¾, 1) of log f(v) = −F(v) at β = 1 of the training's coldest replicas, of the tracker's
+  copy's coldest level after the first tracker seed's observation (hot-swept; relaxed with ``--tracker top_levels=relax``),
+  of AIS's final states (≈ draws of the model) and of the first 2,000 training rows: how far below the model's typical states the training left its negatives.
 
 The checkpoint must be one the Trainer wrote under ``trainer=pt`` (the objective's replicas are in its trainer state); the
 data are binarized MNIST from ``--data-root``.
@@ -73,16 +73,16 @@ def measure(model, objective: PT, train: torch.Tensor, *, ais_steps: int, ais_ch
             tracker_settings: dict, seed: int = 0) -> dict:
     """The JSON object of the module docstring for ``model`` and its PT ``objective`` (replicas loaded)."""
     betas = objective.betas.tolist()
-    tracked, relaxed_cold = [], None
+    tracked, copy_cold = [], None
     for tracker_seed in tracker_seeds:
-        # across_epochs only keeps the observation's states (a first observation is made afresh either way): the relaxed copy
+        # across_epochs only keeps the observation's states (a first observation is made afresh either way): the tracker's copy
         tracker = ReplicaPartitionTracker(objective, **{**tracker_settings, "across_epochs": True})
         tracker.start(model, train, seed=tracker_seed)
         tracker._observe(model, anchor=True)
         tracked.append({"seed": tracker_seed, "log_z": tracker._filter.mean.tolist(),
                         "stderr": tracker._filter.covariance.diagonal().clamp(min=0).sqrt().tolist(), "sweeps": tracker._sweeps_run})
-        if relaxed_cold is None:
-            relaxed_cold = tracker._kept_positions
+        if copy_cold is None:
+            copy_cold = tracker._kept_positions
         path = tracker._path(model)
     reference, ais_states = level_references(path, betas, ais_steps, ais_chains, torch.Generator(model.device).manual_seed(seed))
     for row in tracked:
@@ -90,7 +90,7 @@ def measure(model, objective: PT, train: torch.Tensor, *, ais_steps: int, ais_ch
         row["error"] = errors
         row["bridge_error"] = [errors[0]] + [b - a for a, b in zip(errors[:-1], errors[1:])]
     cold = objective.chains.unflatten(0, (len(betas), -1))[-1]
-    log_f = {"training_replicas": quantiles(-model.free_energy(cold)), "relaxed_copy": quantiles(-model.free_energy(relaxed_cold[-1])),
+    log_f = {"training_replicas": quantiles(-model.free_energy(cold)), "tracker_copy": quantiles(-model.free_energy(copy_cold[-1])),
              "ais_final_states": quantiles(-model.free_energy(ais_states)),
              "training_data": quantiles(-model.free_energy(train[:2000]))}
     return {"betas": betas, "reference": reference, "tracked": tracked, "log_f_quantiles": list(QUANTILES), "log_f": log_f}
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ais-steps", type=lambda v: int(float(v)), default=10_000, help="AIS steps over [0, 1] of the reference")
     parser.add_argument("--ais-chains", type=int, default=100)
     parser.add_argument("--tracker-seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--tracker", nargs="*", default=[], metavar="KEY=VALUE", help="ReplicaPartitionTracker settings (numbers)")
+    parser.add_argument("--tracker", nargs="*", default=[], metavar="KEY=VALUE", help="ReplicaPartitionTracker settings (numbers, or top_levels=smc/relax)")
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding binarized_mnist/ (default $PFZOO_DATA or ../shared/data)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0, help="the reference AIS's seed")
@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> None:
     settings = {}
     for text in args.tracker:
         key, _, value = text.partition("=")
+        if key == "top_levels":
+            settings[key] = value
+            continue
         try:
             settings[key] = int(value) if value.lstrip("-").isdigit() else float(value)
         except ValueError:

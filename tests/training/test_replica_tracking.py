@@ -136,7 +136,7 @@ def test_the_bias_diagnostic_reads_every_level_against_an_ais_reference(tmp_path
         assert row["error"][-1] == pytest.approx(row["log_z"][-1] - reference[-1]["log_z"])
         assert sum(row["bridge_error"]) == pytest.approx(row["error"][-1])
         assert abs(row["log_z"][-1] - exact) < 0.5
-    assert set(result["log_f"]) == {"training_replicas", "relaxed_copy", "ais_final_states", "training_data"}
+    assert set(result["log_f"]) == {"training_replicas", "tracker_copy", "ais_final_states", "training_data"}
     assert all(values == sorted(values) and len(values) == 5 for values in result["log_f"].values())
 
 

@@ -16,8 +16,9 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
   bridges below put log Z 14 nats under AIS's). Below β = ``relax_from`` a copy of the whole ladder run ``hot_sweeps``
   parallel-tempering sweeps of the tracker's own sheds that in a few sweeps; above it, where the model grows modes far
   denser than the data, the pushed-down chains take hundreds of sweeps to redistribute between the modes. So from the
-  copy's chains at ``relax_from`` upward the tracker runs adaptive SMC (``smc_copies`` copies of them as particles,
-  reweighted, resampled and moved by Gibbs sweeps up to β = 1; Zhou, Johansen & Aston 2016), read at every level above;
+  copy's chains at ``relax_from`` upward the tracker runs adaptive SMC (those chains after each of the last
+  ``smc_copies`` sweeps as particles, reweighted, resampled and moved by Gibbs sweeps up to β = 1; Zhou, Johansen & Aston
+  2016), read at every level above;
 * **relaxed replicas** (``top_levels="relax"``): instead, the copy's levels at β ≥ ``relax_from`` run
   parallel-tempering sweeps of their own (until they settle, at most ``relax_sweeps``) at the model's current
   parameters (after 1, 3, 10, 30 sweeps the one-epoch gap above was 11, 5, −0.4 and −0.7 nats), which also carries
@@ -51,15 +52,14 @@ relaxing instead, :data:`MIN_RELAX_SWEEPS` to ``relax_sweeps`` PT sweeps of the 
 of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that
 checks whether the copy settled; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
 replicas × 33 chains, three training seeds (2-core Intel Xeon, one thread; reports/tracking/README.md): with the
-defaults 13 of 15 epochs within 1 nat of AIS (K = 10⁴), the two misses −1.14 and +1.40 at stated stderr 0.44 and 0.70,
-at 7.8–9.6 % of the training's CPU time; relaxing the top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
+defaults all 15 epochs within 1 nat of AIS (K = 10⁴; largest error 0.92, stated stderr 0.36–0.90), at 8.6–10.1 % of
+the training's CPU time beside other jobs; relaxing the top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
 (the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
 measures it per bridge), at 9.4–11.1 %; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
-stderr; the SMC's stderr is the delta method over only ``smc_copies`` groups, itself rough (on the tests' 12 × 6 RBM the
-largest error was 3.5 of it over 30 epochs). The tracker warns when the ladder's least exchange acceptance over the
+stderr; the SMC's stderr is the delta method over only ``smc_copies`` groups, itself rough. The tracker warns when the ladder's least exchange acceptance over the
 epoch is below :data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE` (raise the PT trainer's
 ``num_replicas``), when a relaxation ends without settling, and, with a prediction (``observe_every`` or
 ``across_epochs``), when its observations keep correcting it one way. Observed afresh each epoch (the defaults) there is
@@ -158,12 +158,15 @@ class ReplicaPartitionTracker(TrainingCallback):
             it narrows the estimate (rms error 0.025 against 0.077 nat, both within their stderr).
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
-            reports/tracking (three training seeds × five epochs, README "The cold levels annealed"): SMC 13 of 15 epochs
-            within 1 nat of AIS, the two misses on either side (−1.14, +1.40) at 7.8–9.6 % of the training time;
-            relaxing 12 of 15, the three misses all low (−1.08 to −2.52), at 9.4–11.1 %.
-        smc_copies: copies of the chains at ``relax_from`` that start the SMC, one group each (the estimate's stderr is
-            the delta method over them, so at least 2). 7 instead of 5 cost two more points of the training time on
-            the MNIST runs and still missed by +1.85 once.
+            reports/tracking (three training seeds × five epochs, README "What holds"): SMC all 15 epochs within 1 nat of
+            AIS (largest error 0.92) at 8.6–10.1 % of the training time beside other jobs; relaxing 12 of 15, the three
+            misses all low (−1.08 to −2.52), at 9.4–11.1 %.
+        smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
+            sweeps (the estimate's stderr is the delta method over the groups, so at least 2). Starting every group from
+            the same chains made the groups' estimates share their start: at two MNIST checkpoints the error's spread
+            over eight observations was 0.65 and 0.81 nat against the stated 0.55 and 0.64, from different sweeps 0.58
+            and 0.60 against 0.53 and 0.60. 7 groups instead of 5 cost two more points of the training time on the
+            MNIST runs.
         smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps). At 0.998 the
             MNIST runs took 207–244 temperatures from β ≈ 0.54 to 1.
     """
@@ -345,8 +348,9 @@ class ReplicaPartitionTracker(TrainingCallback):
         ``hot_sweeps`` parallel-tempering sweeps of a copy of the whole ladder and adaptive SMC above it: below level
         ``low`` (the first at β ≥ ``relax_from``) the geometric bridges of the copy pooled over the second half of the
         sweeps; from ``low`` to β = 1 one SMC run (:func:`~pfzoo.estimators.adaptive_tempering.adaptive_smc`, Zhou,
-        Johansen & Aston 2016) whose particles are ``smc_copies`` copies of the copy's chains at ``low``, one group per
-        copy, annealed with CESS target ``smc_target_cess`` and read at every level above ``low`` (its marks): the
+        Johansen & Aston 2016) whose particles are the copy's chains at ``low`` after each of the last ``smc_copies`` hot
+        sweeps (repeated when there are fewer sweeps), one group per sweep, annealed with CESS target
+        ``smc_target_cess`` and read at every level above ``low`` (its marks): the
         differences of the groups' cumulative log-mean estimates, their covariance by the delta method over the groups.
         Also the copy's positions ``[R, C, V]`` and every level's statistics (what a prediction reads).
 
@@ -360,17 +364,20 @@ class ReplicaPartitionTracker(TrainingCallback):
         kernel, target = model.gibbs_chain(keep_statistics=True)
         whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
         state = whole.init_replicas(self.objective.chains.unflatten(0, (len(ladder), -1)).clone(), target, generator=self._generator)
-        pooled = []
+        pooled, starts = [], []
         for sweep in range(self.hot_sweeps):
             state, _ = whole.step(state, target, generator=self._generator)
             if low and sweep >= HOT_POOLED_FROM * self.hot_sweeps:
                 pooled.append(bridge_log_ratios(path, self._log_f(path, state.replica_positions[: low + 1], ladder[: low + 1])[0], ladder[: low + 1]))
+            if sweep >= self.hot_sweeps - self.smc_copies:  # each group starts from another sweep's chains at ``low``
+                starts.append(state.replica_positions[low])
         positions = state.replica_positions
+        starts = starts or [positions[low]]
         stats, _ = self._log_f(path, positions, ladder)
         if low and not pooled:  # no hot sweeps: the training's replicas as they are
             pooled.append(bridge_log_ratios(path, stats[: low + 1], ladder[: low + 1]))
         num_chains = positions.shape[1]
-        start = path.init(positions[low].repeat(self.smc_copies, 1), generator=self._generator)
+        start = path.init(torch.cat([starts[index % len(starts)] for index in range(self.smc_copies)]), generator=self._generator)
         run = adaptive_smc(path, self.smc_copies, num_chains, target_cess=self.smc_target_cess, resample_threshold=SMC_RESAMPLE_THRESHOLD,
                            state=start, start_beta=ladder[low], marks=ladder[low + 1:-1], generator=self._generator)
         cumulative = run.log_z_groups[None] if run.log_z_marks is None else torch.cat([run.log_z_marks, run.log_z_groups[None]])

@@ -141,7 +141,8 @@ def readme(payload: dict) -> str:
             "The test log-likelihood with log Ẑ from the same chains and setting at fewer intermediate distributions; the last column is the table's run.", "",
             *_convergence_table(rows), "", "## Table 1 at the best size per family", "",
             "As the paper: \"for both POE models and the mcRBM they were chosen from the best performing datapoints in Figure 5\". The other rows of "
-            "Table 1 are in [../README.md](../README.md) (the paper's linear models and bilinear model are not swept here).", "",
+            "Table 1 are in [../README.md](../README.md) (the paper's linear models are not swept; the bilinear model's curve, trained by "
+            "EM-HMC, is in [../bilinear/README.md](../bilinear/README.md#5-fig-5s-bilinear-curve-log-likelihood-against-the-number-of-latents)).", "",
             "Our patches come from one image, the paper's from 4,112, so the levels differ; the gain over the Gaussian (exact, fitted here on the "
             "same training patches) is the comparable quantity.", "",
             "| model | paper size | paper | paper − Gaussian | our best size | ours | ours − Gaussian | ours at the paper's size |",

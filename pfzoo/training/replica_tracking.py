@@ -52,8 +52,8 @@ relaxing instead, :data:`MIN_RELAX_SWEEPS` to ``relax_sweeps`` PT sweeps of the 
 of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that
 checks whether the copy settled; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
 replicas × 33 chains, three training seeds (2-core Intel Xeon, one thread; reports/tracking/README.md): with the
-defaults all 15 epochs within 1 nat of AIS (K = 10⁴; largest error 0.92, stated stderr 0.36–0.90), at 8.6–10.1 % of
-the training's CPU time beside other jobs; relaxing the top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
+defaults all 15 epochs within 1 nat of AIS (K = 10⁴; largest error 0.92, stated stderr 0.36–0.90), at 8.6–11.0 % of
+the training's CPU time (the higher shares on a quieter machine); relaxing the top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
 (the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
 measures it per bridge), at 9.4–11.1 %; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
 
@@ -159,8 +159,8 @@ class ReplicaPartitionTracker(TrainingCallback):
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
             reports/tracking (three training seeds × five epochs, README "What holds"): SMC all 15 epochs within 1 nat of
-            AIS (largest error 0.92) at 8.6–10.1 % of the training time beside other jobs; relaxing 12 of 15, the three
-            misses all low (−1.08 to −2.52), at 9.4–11.1 %.
+            AIS (largest error 0.92) at 8.6–11.0 % of the training time; relaxing 12 of 15, the three misses all low
+            (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
             sweeps (the estimate's stderr is the delta method over the groups, so at least 2). Starting every group from
             the same chains made the groups' estimates share their start: at two MNIST checkpoints the error's spread
@@ -168,7 +168,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             and 0.60 against 0.53 and 0.60. 7 groups instead of 5 cost two more points of the training time on the
             MNIST runs.
         smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps). At 0.998 the
-            MNIST runs took 207–244 temperatures from β ≈ 0.54 to 1.
+            MNIST runs took 205–244 temperatures from β ≈ 0.54 to 1; at 0.997 170–199, 1–2 points less of the training
+            time, and one epoch in 15 was 1.27 nats off.
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,

@@ -344,6 +344,24 @@ class ReplicaPartitionTracker(TrainingCallback):
         """The first level at β ≥ ``relax_from`` (at most the second-last: the two top levels are always treated)."""
         return min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
 
+    def _hot_sweeps(self, path, kernel, target, ladder: tuple[float, ...], positions: torch.Tensor, pooled_levels: int,
+                    keep: tuple[int, int] = (0, 0)) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """``hot_sweeps`` parallel-tempering sweeps of a copy of the whole ladder from ``positions [R, C, V]``: the final
+        positions ``[R, C, V]``, the bridge log ratios among the first ``pooled_levels`` levels after each sweep from
+        :data:`HOT_POOLED_FROM` of them on (none for fewer than two levels), and, for ``keep = (level, count)``, that
+        level's chains ``[C, V]`` after each of the last ``count`` sweeps."""
+        whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
+        state = whole.init_replicas(positions.clone(), target, generator=self._generator)
+        pooled, kept = [], []
+        for sweep in range(self.hot_sweeps):
+            state, _ = whole.step(state, target, generator=self._generator)
+            if pooled_levels > 1 and sweep >= HOT_POOLED_FROM * self.hot_sweeps:
+                stats, _ = self._log_f(path, state.replica_positions[:pooled_levels], ladder[:pooled_levels])
+                pooled.append(bridge_log_ratios(path, stats, ladder[:pooled_levels]))
+            if sweep >= self.hot_sweeps - keep[1]:
+                kept.append(state.replica_positions[keep[0]])
+        return state.replica_positions, pooled, kept
+
     def _annealed_top_levels(self, path, model, ladder: tuple[float, ...]) -> tuple[torch.Tensor, list, torch.Tensor, torch.Tensor]:
         """The neighbouring levels' differences ``ζ_k − ζ_{k−1}``, k = 1 … R − 1 ``[R − 1]``, with their covariance, from
         ``hot_sweeps`` parallel-tempering sweeps of a copy of the whole ladder and adaptive SMC above it: below level
@@ -363,16 +381,9 @@ class ReplicaPartitionTracker(TrainingCallback):
         the top part (β 0.54 → 1) within 1 nat of AIS where 160 relaxation sweeps were 1.7–3.0 nats low, in less time."""
         low = self._top_index(ladder)
         kernel, target = model.gibbs_chain(keep_statistics=True)
-        whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
-        state = whole.init_replicas(self.objective.chains.unflatten(0, (len(ladder), -1)).clone(), target, generator=self._generator)
-        pooled, starts = [], []
-        for sweep in range(self.hot_sweeps):
-            state, _ = whole.step(state, target, generator=self._generator)
-            if low and sweep >= HOT_POOLED_FROM * self.hot_sweeps:
-                pooled.append(bridge_log_ratios(path, self._log_f(path, state.replica_positions[: low + 1], ladder[: low + 1])[0], ladder[: low + 1]))
-            if sweep >= self.hot_sweeps - self.smc_copies:  # each group starts from another sweep's chains at ``low``
-                starts.append(state.replica_positions[low])
-        positions = state.replica_positions
+        # each group starts from another sweep's chains at ``low``
+        positions, pooled, starts = self._hot_sweeps(path, kernel, target, ladder, self.objective.chains.unflatten(0, (len(ladder), -1)),
+                                                     low + 1, keep=(low, self.smc_copies))
         starts = starts or [positions[low]]
         stats, _ = self._log_f(path, positions, ladder)
         if low and not pooled:  # no hot sweeps: the training's replicas as they are
@@ -419,18 +430,11 @@ class ReplicaPartitionTracker(TrainingCallback):
             stats, _ = self._log_f(path, positions, ladder)
             self._sweeps_run, self._settled = 0, True
             return positions.clone(), stats, bridge_log_ratios(path, stats, ladder)
-        low = min(next(index for index, beta in enumerate(ladder) if beta >= self.relax_from), len(ladder) - 2)
+        low = self._top_index(ladder)
         kernel, target = model.gibbs_chain(keep_statistics=True)  # the exchanges read each sweep's vW + c
         hot_pooled = []
         if low and self.hot_sweeps:
-            whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
-            state = whole.init_replicas(positions.clone(), target, generator=self._generator)
-            for sweep in range(self.hot_sweeps):
-                state, _ = whole.step(state, target, generator=self._generator)
-                if sweep >= HOT_POOLED_FROM * self.hot_sweeps and low > 1:
-                    hot_stats, _ = self._log_f(path, state.replica_positions[:low], ladder[:low])
-                    hot_pooled.append(bridge_log_ratios(path, hot_stats, ladder[:low]))
-            positions = state.replica_positions
+            positions, hot_pooled, _ = self._hot_sweeps(path, kernel, target, ladder, positions, low)
         fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
         tempering = ParallelTempering(kernel, ladder[low:], swaps=self.objective.swaps)
         state = tempering.init_replicas(positions[low:].clone(), target, generator=self._generator)

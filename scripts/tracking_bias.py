@@ -48,9 +48,10 @@ def objective_from_state(state: dict) -> PT:
     return objective
 
 
-def level_references(path, betas: list[float], num_steps: int, num_chains: int, generator: torch.Generator) -> list[dict]:
+def level_references(path, betas: list[float], num_steps: int, num_chains: int, generator: torch.Generator) -> tuple[list[dict], torch.Tensor]:
     """log Z_β at each of ``betas`` (ascending) from one linear AIS run over [0, 1] with ``num_steps`` steps in all, each
-    segment's steps in proportion to its width: ``[{"beta", "log_z", "stderr", "ess"}]``."""
+    segment's steps in proportion to its width: ``[{"beta", "log_z", "stderr", "ess"}]``, and the chains' final positions
+    ``[num_chains, V]``."""
     state = path.sample_base(num_chains, generator=generator)
     log_weights = torch.zeros(num_chains, dtype=torch.float64)
     rows, previous = [], 0.0

@@ -13,11 +13,12 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
 * **the cold levels annealed** (``top_levels="smc"``, the default): the replicas are the training's negatives, and
   every update lowers the model's density where they are, so they sit where the model has just become less likely than
   on average, and estimates made on them come out low (one epoch into PT training of a 784 × 500 RBM, lr 0.01, the
-  bridges below put log Z 14 nats under AIS's). Below β = ``relax_from`` a copy of the whole ladder run ``hot_sweeps``
-  parallel-tempering sweeps of the tracker's own sheds that in a few sweeps; above it, where the model grows modes far
+  bridges below put log Z 14 nats under AIS's). Below β = ``relax_from`` a copy of the ladder's levels up to there run
+  ``hot_sweeps`` parallel-tempering sweeps of the tracker's own sheds that in a few sweeps; above it, where the model grows modes far
   denser than the data, the pushed-down chains take hundreds of sweeps to redistribute between the modes. So from the
   copy's chains at ``relax_from`` upward the tracker runs adaptive SMC (those chains after each of the last
-  ``smc_copies`` sweeps as particles, reweighted, resampled and moved by Gibbs sweeps up to β = 1; Zhou, Johansen & Aston
+  ``smc_copies`` sweeps as particles, reweighted, resampled and moved by ``smc_sweeps`` Gibbs sweeps per temperature up
+  to β = 1; Zhou, Johansen & Aston
   2016), read at every level above;
 * **relaxed replicas** (``top_levels="relax"``): instead, the copy's levels at β ≥ ``relax_from`` run
   parallel-tempering sweeps of their own (until they settle, at most ``relax_sweeps``) at the model's current
@@ -39,21 +40,25 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
   enough to 0 for a bridge from uniform draws (on the zoo's 784 × 500 PCD(500) RBM, ``log f_{0.1}/f_0`` over uniform
   draws has a standard deviation of about 6 nats), so ``ζ_1 − log Z_0`` comes from a short AIS run of its own from the
   uniform base to ``β_1`` (``anchor_steps`` linear steps × ``anchor_chains`` chains; hot distributions are easy: on that
-  RBM, from 0 to β = 0.05, 100 steps × 64 chains give log-weights of standard deviation 0.63 nat, 300 steps 0.37, so
-  the default 100 puts the anchor's log-mean within about 0.1 nat) — observed difference 1.
+  RBM, from 0 to β = 0.05, 100 steps × 64 chains give log-weights of standard deviation 0.63 nat, 300 steps 0.37; at
+  the fifth-epoch checkpoints of reports/tracking's MNIST runs the anchor's log-mean spread 0.07 nat over 30 runs with
+  100 steps, 0.08 with the default 50, 0.16 with 30) — observed difference 1.
 
 The trainer's random stream is untouched (the tracker reads the replicas and draws from its own generator), so a
 tracked run trains bit for bit as the same run without it.
 
-Cost: per observation ``hot_sweeps`` sweeps of the whole ladder and three products of all R·C states; with SMC (the
-default) about 14 temperatures per unit of thermodynamic length above ``relax_from``, each a Gibbs sweep of ``smc_copies``
-× C particles and about one evaluation of their weight increments (the conditional-ESS search reuses the statistics);
-relaxing instead, :data:`MIN_RELAX_SWEEPS` to ``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product
+Cost: per observation ``hot_sweeps`` sweeps of the ladder's levels up to ``relax_from`` (of the whole ladder when
+relaxing) and three products of all R·C states; with SMC (the default) about 100 temperatures from β ≈ 0.54 to 1 on the
+MNIST runs below, each ``smc_sweeps`` Gibbs sweeps of ``smc_copies`` × C particles and about one evaluation of their
+weight increments (the conditional-ESS search reuses the statistics); relaxing instead, :data:`MIN_RELAX_SWEEPS` to
+``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product
 of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that
 checks whether the copy settled; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
 replicas × 33 chains, three training seeds (2-core Intel Xeon, one thread; reports/tracking/README.md): with the
-defaults all 15 epochs within 1 nat of AIS (K = 10⁴; largest error 0.92, stated stderr 0.36–0.90), at 8.6–11.0 % of
-the training's CPU time (the higher shares on a quieter machine); relaxing the top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
+defaults 14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.51, the miss +1.30 at 2.2 stated stderr, stated
+stderr 0.43–0.60), at 7.1–8.3 % of the training's CPU time (one sweep per SMC temperature at CESS target 0.998 and the
+whole ladder hot-swept: 15 of 15, also rms 0.51, at 8.6–11.0 %, the higher shares on a quieter machine); relaxing the
+top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
 (the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
 measures it per bridge), at 9.4–11.1 %; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
 
@@ -144,8 +149,9 @@ class ReplicaPartitionTracker(TrainingCallback):
         burn_in: with ``observe_every``, updates before the first observation within the first epoch.
         anchor_steps: linear AIS steps from the uniform base to the hottest replica's β.
         anchor_chains: AIS chains of the anchor.
-        hot_sweeps: parallel-tempering sweeps of the *whole* ladder before the top levels' relaxation (counted in its
-            sweeps); the levels below ``relax_from`` are then observed there, their bridges pooled over the second half
+        hot_sweeps: parallel-tempering sweeps of a copy of the ladder's levels up to ``relax_from`` before the SMC (of
+            the whole ladder before a relaxation, counted in its sweeps); the levels below ``relax_from`` are then
+            observed there, their bridges pooled over the second half
             of these sweeps (default 10); 0: they are observed as the training left them, one snapshot of the
             training's negatives. Measured on the MNIST runs of reports/tracking (README, "Each epoch observed afresh"):
             without them two of three training seeds' first epochs tracked 1.7–5.0 nats low, with 10 all three seeds'
@@ -158,8 +164,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             it narrows the estimate (rms error 0.025 against 0.077 nat, both within their stderr).
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
-            reports/tracking (three training seeds × five epochs, README "What holds"): SMC all 15 epochs within 1 nat of
-            AIS (largest error 0.92) at 8.6–11.0 % of the training time; relaxing 12 of 15, the three misses all low
+            reports/tracking (three training seeds × five epochs, README "What holds"): SMC 14 of 15 epochs within 1 nat
+            of AIS (the miss +1.30) at 7.1–8.3 % of the training time; relaxing 12 of 15, the three misses all low
             (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
             sweeps (the estimate's stderr is the delta method over the groups, so at least 2). Starting every group from
@@ -167,14 +173,20 @@ class ReplicaPartitionTracker(TrainingCallback):
             over eight observations was 0.65 and 0.81 nat against the stated 0.55 and 0.64, from different sweeps 0.58
             and 0.60 against 0.53 and 0.60. 7 groups instead of 5 cost two more points of the training time on the
             MNIST runs.
-        smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps). At 0.998 the
-            MNIST runs took 205–244 temperatures from β ≈ 0.54 to 1; at 0.997 170–199, 1–2 points less of the training
-            time, and one epoch in 15 was 1.27 nats off.
+        smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps); with
+            ``smc_sweeps`` below.
+        smc_sweeps: Gibbs sweeps of every particle per temperature. Measured on the SMC alone (β ≈ 0.54 → 1, from
+            the same hot-swept starts, 24 or 48 runs at each of the fifth-epoch checkpoints of reports/tracking's three MNIST
+            training seeds; README, "Fewer, longer SMC steps"): one sweep at CESS target 0.998 (about 230 temperatures)
+            root-mean-square error 0.47 nat; two at 0.99 (the defaults, about 100) 0.50 in 20 % less time; three at
+            0.99 0.38 in 10 % more; two at 0.98 0.70. At the whole observation the bridges below β ≈ 0.54 spread about
+            as much as the SMC (0.5–0.6 nat at those checkpoints), so the defaults buy time, not accuracy.
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,
-                 burn_in: int = 100, anchor_steps: int = 100, anchor_chains: int = 64, hot_sweeps: int = 10,
-                 across_epochs: bool = False, top_levels: str = "smc", smc_copies: int = 5, smc_target_cess: float = 0.998) -> None:
+                 burn_in: int = 100, anchor_steps: int = 50, anchor_chains: int = 64, hot_sweeps: int = 10,
+                 across_epochs: bool = False, top_levels: str = "smc", smc_copies: int = 5, smc_target_cess: float = 0.99,
+                 smc_sweeps: int = 2) -> None:
         if not isinstance(objective, PT):
             raise ValueError(f"objective must be the pfzoo.training.PT objective whose replicas are tracked, got {type(objective).__name__}")
         self.objective = objective
@@ -208,6 +220,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         self.smc_target_cess = check_finite_number(smc_target_cess, "smc_target_cess", minimum=0.0, maximum=1.0)
         if not 0.0 < self.smc_target_cess < 1.0:
             raise ValueError(f"smc_target_cess must be in (0, 1), got {smc_target_cess}")
+        self.smc_sweeps = check_positive_int(smc_sweeps, "smc_sweeps")
         if self.anchor_chains < 2:
             raise ValueError(f"anchor_chains must be at least 2 (a variance needs two chains), got {anchor_chains}")
         self._lag = LagMonitor("raise track_partition.smc_copies, or relax_sweeps with top_levels='relax' (the observations "
@@ -346,15 +359,16 @@ class ReplicaPartitionTracker(TrainingCallback):
 
     def _hot_sweeps(self, path, kernel, target, ladder: tuple[float, ...], positions: torch.Tensor, pooled_levels: int,
                     keep: tuple[int, int] = (0, 0)) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        """``hot_sweeps`` parallel-tempering sweeps of a copy of the whole ladder from ``positions [R, C, V]``: the final
-        positions ``[R, C, V]``, the bridge log ratios among the first ``pooled_levels`` levels after each sweep from
+        """``hot_sweeps`` parallel-tempering sweeps of a copy of the levels ``ladder`` (the whole ladder, or its hottest
+        levels) from ``positions [R, C, V]``: the final positions ``[R, C, V]``, the bridge log ratios among the first ``pooled_levels`` levels after each sweep from
         :data:`HOT_POOLED_FROM` of them on (none for fewer than two levels), and, for ``keep = (level, count)``, that
         level's chains ``[C, V]`` after each of the last ``count`` sweeps."""
-        whole = ParallelTempering(kernel, ladder, swaps=self.objective.swaps)
+        top = ladder[-1]  # a kernel's ladder ends at 1: the levels are run as ``top`` times the ladder divided by it
+        whole = ParallelTempering(kernel, [beta / top for beta in ladder], swaps=self.objective.swaps)
         state = whole.init_replicas(positions.clone(), target, generator=self._generator)
         pooled, kept = [], []
         for sweep in range(self.hot_sweeps):
-            state, _ = whole.step(state, target, generator=self._generator)
+            state, _ = whole.step(state, target, beta=top, generator=self._generator)
             if pooled_levels > 1 and sweep >= HOT_POOLED_FROM * self.hot_sweeps:
                 stats, _ = self._log_f(path, state.replica_positions[:pooled_levels], ladder[:pooled_levels])
                 pooled.append(bridge_log_ratios(path, stats, ladder[:pooled_levels]))
@@ -364,14 +378,15 @@ class ReplicaPartitionTracker(TrainingCallback):
 
     def _annealed_top_levels(self, path, model, ladder: tuple[float, ...]) -> tuple[torch.Tensor, list, torch.Tensor, torch.Tensor]:
         """The neighbouring levels' differences ``ζ_k − ζ_{k−1}``, k = 1 … R − 1 ``[R − 1]``, with their covariance, from
-        ``hot_sweeps`` parallel-tempering sweeps of a copy of the whole ladder and adaptive SMC above it: below level
+        ``hot_sweeps`` parallel-tempering sweeps of a copy of the levels up to ``low`` and adaptive SMC above: below level
         ``low`` (the first at β ≥ ``relax_from``) the geometric bridges of the copy pooled over the second half of the
         sweeps; from ``low`` to β = 1 one SMC run (:func:`~pfzoo.estimators.adaptive_tempering.adaptive_smc`, Zhou,
         Johansen & Aston 2016) whose particles are the copy's chains at ``low`` after each of the last ``smc_copies`` hot
         sweeps (repeated when there are fewer sweeps), one group per sweep, annealed with CESS target
-        ``smc_target_cess`` and read at every level above ``low`` (its marks): the
-        differences of the groups' cumulative log-mean estimates, their covariance by the delta method over the groups.
-        Also the copy's positions ``[R, C, V]`` and every level's statistics (what a prediction reads).
+        ``smc_target_cess``, ``smc_sweeps`` Gibbs sweeps per temperature, and read at every level above ``low`` (its
+        marks): the differences of the groups' cumulative log-mean estimates, their covariance by the delta method over
+        the groups. Also the positions ``[R, C, V]`` (the swept copy's up to ``low``, the training's replicas above) and
+        every level's statistics (what a prediction reads).
 
         Why anneal rather than relax the cold levels: relaxation needs the copy's chains to reach equilibrium there,
         and once the model's own states are far denser than the data the chains that the training pushed down take
@@ -381,9 +396,14 @@ class ReplicaPartitionTracker(TrainingCallback):
         the top part (β 0.54 → 1) within 1 nat of AIS where 160 relaxation sweeps were 1.7–3.0 nats low, in less time."""
         low = self._top_index(ladder)
         kernel, target = model.gibbs_chain(keep_statistics=True)
-        # each group starts from another sweep's chains at ``low``
-        positions, pooled, starts = self._hot_sweeps(path, kernel, target, ladder, self.objective.chains.unflatten(0, (len(ladder), -1)),
-                                                     low + 1, keep=(low, self.smc_copies))
+        replicas = self.objective.chains.unflatten(0, (len(ladder), -1))
+        # only the levels up to ``low`` are swept (at least two): the SMC replaces those above, and exchanges with them
+        # would bring the training's pushed-down states into the SMC's starts; each group starts from another sweep's
+        # chains at ``low``
+        swept = max(low, 1) + 1
+        lower, pooled, starts = self._hot_sweeps(path, kernel, target, ladder[:swept], replicas[:swept], low + 1,
+                                                 keep=(low, self.smc_copies))
+        positions = torch.cat([lower, replicas[swept:]])
         starts = starts or [positions[low]]
         stats, _ = self._log_f(path, positions, ladder)
         if low and not pooled:  # no hot sweeps: the training's replicas as they are
@@ -391,6 +411,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         num_chains = positions.shape[1]
         start = path.init(torch.cat([starts[index % len(starts)] for index in range(self.smc_copies)]), generator=self._generator)
         run = adaptive_smc(path, self.smc_copies, num_chains, target_cess=self.smc_target_cess, resample_threshold=SMC_RESAMPLE_THRESHOLD,
+                           num_mcmc_steps=self.smc_sweeps,
                            state=start, start_beta=ladder[low], marks=ladder[low + 1:-1], generator=self._generator)
         cumulative = run.log_z_groups[None] if run.log_z_marks is None else torch.cat([run.log_z_marks, run.log_z_groups[None]])
         log_means, covariance = log_mean_and_covariance(cumulative.to(positions.device))  # [L], [L, L]: log Z_β − log Z_{β_low}
@@ -516,11 +537,11 @@ class ReplicaPartitionTracker(TrainingCallback):
                 f"relax_from={self.relax_from}, burn_in={self.burn_in}, "
                 f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains}, hot_sweeps={self.hot_sweeps}, "
                 f"across_epochs={self.across_epochs}, top_levels={self.top_levels!r}, smc_copies={self.smc_copies}, "
-                f"smc_target_cess={self.smc_target_cess})")
+                f"smc_target_cess={self.smc_target_cess}, smc_sweeps={self.smc_sweeps})")
 
 
 REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains", "hot_sweeps",
-                            "across_epochs", "top_levels", "smc_copies", "smc_target_cess")
+                            "across_epochs", "top_levels", "smc_copies", "smc_target_cess", "smc_sweeps")
 
 
 def tempering_objective(objective) -> PT | None:

@@ -57,9 +57,10 @@ weight increments (the conditional-ESS search reuses the statistics); relaxing i
 of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that
 checks whether the copy settled; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
 replicas × 33 chains, three training seeds (2-core Intel Xeon, one thread; reports/tracking/README.md): with the
-defaults 14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.51, the miss +1.30 at 2.2 stated stderr, stated
-stderr 0.43–0.60), at 7.1–8.3 % of the training's CPU time (one sweep per SMC temperature at CESS target 0.998 and the
-whole ladder hot-swept: 15 of 15, also rms 0.51, at 8.6–11.0 %, the higher shares on a quieter machine); relaxing the
+defaults 14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.37, the others within 0.44, the miss −1.15 on the
+hard fifth epoch of seed 2, where the SMC spreads 0.6 nat), at 7.1–8.5 % of the training's CPU time (one sweep per SMC
+temperature at CESS target 0.998, the whole ladder hot-swept and the bridges on visible states: 15 of 15 at rms 0.51,
+at 8.6–11.0 %, the higher shares on a quieter machine); relaxing the
 top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
 (the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
 measures it per bridge), at 9.4–11.1 %; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
@@ -167,7 +168,8 @@ class ReplicaPartitionTracker(TrainingCallback):
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
             reports/tracking (three training seeds × five epochs, README "What holds"): SMC 14 of 15 epochs within 1 nat
-            of AIS (the miss +1.30) at 7.1–8.3 % of the training time; relaxing 12 of 15, the three misses all low
+            of AIS (the miss −1.15) at 7.1–8.5 % of the training time; relaxing (before the bridges moved to the hidden
+            marginal) 12 of 15, the three misses all low
             (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
             sweeps (the estimate's stderr is the delta method over the groups, so at least 2). Starting every group from
@@ -181,8 +183,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             the same hot-swept starts, 24 or 48 runs at each of the fifth-epoch checkpoints of reports/tracking's three MNIST
             training seeds; README, "Fewer, longer SMC steps"): one sweep at CESS target 0.998 (about 230 temperatures)
             root-mean-square error 0.47 nat; two at 0.99 (the defaults, about 100) 0.50 in 20 % less time; three at
-            0.99 0.38 in 10 % more; two at 0.98 0.70. At the whole observation the bridges below β ≈ 0.54 spread about
-            as much as the SMC (0.5–0.6 nat at those checkpoints), so the defaults buy time, not accuracy.
+            0.99 0.38 in 10 % more; two at 0.98 0.70. With the bridges below on the hidden marginal (0.1–0.2 nat), the
+            SMC is most of an observation's error.
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,

@@ -14,12 +14,11 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
   every update lowers the model's density where they are, so they sit where the model has just become less likely than
   on average, and estimates made on them come out low (one epoch into PT training of a 784 × 500 RBM, lr 0.01, the
   bridges below put log Z 14 nats under AIS's). Below β = ``relax_from`` a copy of the ladder's levels up to there run
-  ``hot_sweeps`` parallel-tempering sweeps of the tracker's own sheds that in a few sweeps; above it, where the model grows modes far
-  denser than the data, the pushed-down chains take hundreds of sweeps to redistribute between the modes. So from the
-  copy's chains at ``relax_from`` upward the tracker runs adaptive SMC (those chains after each of the last
-  ``smc_copies`` sweeps as particles, reweighted, resampled and moved by ``smc_sweeps`` Gibbs sweeps per temperature up
-  to β = 1; Zhou, Johansen & Aston
-  2016), read at every level above;
+  ``hot_sweeps`` parallel-tempering sweeps of the tracker's own sheds that in a few sweeps; above it, where the model
+  grows modes far denser than the data, the pushed-down chains take hundreds of sweeps to redistribute between the
+  modes. So from the copy's chains at ``relax_from`` upward the tracker runs adaptive SMC (those chains after each of
+  the last ``smc_copies`` sweeps as particles, reweighted, resampled and moved by ``smc_sweeps`` Gibbs sweeps per
+  temperature up to β = 1; Zhou, Johansen & Aston 2016), read at every level above;
 * **relaxed replicas** (``top_levels="relax"``): instead, the copy's levels at β ≥ ``relax_from`` run
   parallel-tempering sweeps of their own (until they settle, at most ``relax_sweeps``) at the model's current
   parameters (after 1, 3, 10, 30 sweeps the one-epoch gap above was 11, 5, −0.4 and −0.7 nats), which also carries
@@ -53,16 +52,15 @@ Cost: per observation ``hot_sweeps`` sweeps of the ladder's levels up to ``relax
 relaxing) and three products of all R·C states; with SMC (the default) about 100 temperatures from β ≈ 0.54 to 1 on the
 MNIST runs below, each ``smc_sweeps`` Gibbs sweeps of ``smc_copies`` × C particles and about one evaluation of their
 weight increments (the conditional-ESS search reuses the statistics); relaxing instead, :data:`MIN_RELAX_SWEEPS` to
-``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product
-of their states with the weights for the last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that
-checks whether the copy settled; per epoch one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
+``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product of their states with the weights for the
+last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that checks whether the copy settled; per epoch
+one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
 replicas × 33 chains, three training seeds (2-core Intel Xeon, one thread; reports/tracking/README.md): with the
 defaults 14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.37, the others within 0.44, the miss −1.15 on the
 hard fifth epoch of seed 2, where the SMC spreads 0.6 nat), at 7.1–8.5 % of the training's CPU time (one sweep per SMC
 temperature at CESS target 0.998, the whole ladder hot-swept and the bridges on visible states: 15 of 15 at rms 0.51,
-at 8.6–11.0 %, the higher shares on a quieter machine); relaxing the
-top levels (160 sweeps) 12 of 15, three misses 1.1–2.5 nats low
-(the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
+at 8.6–11.0 %, the higher shares on a quieter machine); relaxing the top levels (160 sweeps) 12 of 15, three misses
+1.1–2.5 nats low (the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
 measures it per bridge), at 9.4–11.1 %; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
@@ -393,9 +391,10 @@ class ReplicaPartitionTracker(TrainingCallback):
     def _hot_sweeps(self, path, kernel, target, ladder: tuple[float, ...], positions: torch.Tensor, pooled_levels: int,
                     keep: tuple[int, int] = (0, 0)) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         """``hot_sweeps`` parallel-tempering sweeps of a copy of the levels ``ladder`` (the whole ladder, or its hottest
-        levels) from ``positions [R, C, V]``: the final positions ``[R, C, V]``, the bridge log ratios among the first ``pooled_levels`` levels after each sweep from
-        :data:`HOT_POOLED_FROM` of them on (none for fewer than two levels), and, for ``keep = (level, count)``, that
-        level's chains ``[C, V]`` after each of the last ``count`` sweeps."""
+        levels) from ``positions [R, C, V]``: the final positions ``[R, C, V]``, the bridge log ratios
+        (:meth:`_bridge_ratios`) among the first ``pooled_levels`` levels after each sweep from :data:`HOT_POOLED_FROM`
+        of them on (none for fewer than two levels), and, for ``keep = (level, count)``, that level's chains ``[C, V]``
+        after each of the last ``count`` sweeps."""
         top = ladder[-1]  # a kernel's ladder ends at 1: the levels are run as ``top`` times the ladder divided by it
         whole = ParallelTempering(kernel, [beta / top for beta in ladder], swaps=self.objective.swaps)
         state = whole.init_replicas(positions.clone(), target, generator=self._generator)

@@ -54,19 +54,15 @@ MNIST runs below, each ``smc_sweeps`` Gibbs sweeps of ``smc_copies`` × C partic
 weight increments (the conditional-ESS search reuses the statistics); relaxing instead, :data:`MIN_RELAX_SWEEPS` to
 ``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product of their states with the weights for the
 last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that checks whether the copy settled; per epoch
-one anchor run. Measured on binarized MNIST, 784 × 500 from scratch, 30
-replicas × 33 chains, three training seeds (2-core Intel Xeon, one thread; reports/tracking/README.md): with the
-defaults 14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.37, the others within 0.44, the miss −1.15 on the
-hard fifth epoch of seed 2, where the SMC spreads 0.6 nat), at 7.1–8.5 % of the training's CPU time (one sweep per SMC
-temperature at CESS target 0.998, the whole ladder hot-swept and the bridges on visible states: 15 of 15 at rms 0.51,
-at 8.6–11.0 %, the higher shares on a quieter machine); relaxing the top levels (160 sweeps) 12 of 15, three misses
-1.1–2.5 nats low (the bridges above β ≈ 0.7, once the model's own states are far denser than the data: scripts/tracking_bias.py
-measures it per bridge), at 9.4–11.1 %; without the hot sweeps two seeds' first epochs were 1.7–5.0 nats low.
+one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 33 chains, three training seeds ×
+five epochs, 2-core Intel Xeon, one thread; reports/tracking/README.md, which also holds the other modes and settings):
+14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.37, the miss −1.15 on the hard fifth epoch of seed 2, where
+the SMC spreads 0.6 nat) at 7.1–8.5 % of the training's CPU time.
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
-stderr; the SMC's stderr is the delta method over only ``smc_copies`` groups, itself rough. The tracker warns when the ladder's least exchange acceptance over the
-epoch is below :data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE` (raise the PT trainer's
+stderr; the SMC's stderr is the delta method over only ``smc_copies`` groups, itself rough. The tracker warns when the
+ladder's least exchange acceptance over the epoch is below :data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE` (raise the PT trainer's
 ``num_replicas``), when a relaxation ends without settling, and, with a prediction (``observe_every`` or
 ``across_epochs``), when its observations keep correcting it one way. Observed afresh each epoch (the defaults) there is
 no prediction to correct, so a miss within a few of its stderr goes unwarned.
@@ -151,18 +147,14 @@ class ReplicaPartitionTracker(TrainingCallback):
         anchor_steps: linear AIS steps from the uniform base to the hottest replica's β.
         anchor_chains: AIS chains of the anchor.
         hot_sweeps: parallel-tempering sweeps of a copy of the ladder's levels up to ``relax_from`` before the SMC (of
-            the whole ladder before a relaxation, counted in its sweeps); the levels below ``relax_from`` are then
-            observed there, their bridges pooled over the second half
-            of these sweeps (default 10); 0: they are observed as the training left them, one snapshot of the
-            training's negatives. Measured on the MNIST runs of reports/tracking (README, "Each epoch observed afresh"):
-            without them two of three training seeds' first epochs tracked 1.7–5.0 nats low, with 10 all three seeds'
-            first two epochs were within 0.71, for about 1.5 points more of the training time (≈ 10 % in all).
+            the whole ladder before a relaxation, counted in its sweeps); the levels below ``relax_from`` are observed
+            there, their bridges pooled over the second half of these sweeps; 0: as the training left them (on MNIST
+            two of three seeds' first epochs then tracked 1.7–5.0 nats low: reports/tracking, "Each epoch observed
+            afresh").
         across_epochs: fold each epoch's first observation into the temporal prediction from the epoch before (the
             Kalman filter runs through the whole training); False (default): it starts the filter afresh, so an epoch's
-            estimate carries no error of the last one. Measured (reports/tracking, "Each epoch observed afresh"): on the
-            MNIST run, 500 updates an epoch, the prediction across epochs put epochs 3–4 at −1.33 and −1.00 nats from AIS
-            where the same observations alone gave +0.22 and −0.33; on the 12 × 6 RBM of the tests, 10 updates an epoch,
-            it narrows the estimate (rms error 0.025 against 0.077 nat, both within their stderr).
+            estimate carries no error of the last one (on MNIST, 500 updates an epoch, the prediction across epochs
+            carried −1.33 and −1.00 nats into epochs 3–4: reports/tracking, "Each epoch observed afresh").
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
             reports/tracking (three training seeds × five epochs, README "What holds"): SMC 14 of 15 epochs within 1 nat
@@ -170,11 +162,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             marginal) 12 of 15, the three misses all low
             (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
-            sweeps (the estimate's stderr is the delta method over the groups, so at least 2). Starting every group from
-            the same chains made the groups' estimates share their start: at two MNIST checkpoints the error's spread
-            over eight observations was 0.65 and 0.81 nat against the stated 0.55 and 0.64, from different sweeps 0.58
-            and 0.60 against 0.53 and 0.60. 7 groups instead of 5 cost two more points of the training time on the
-            MNIST runs.
+            sweeps (the estimate's stderr is the delta method over the groups, so at least 2; groups from the same
+            sweep share their start, and their stderr came out too small: reports/tracking, "The cold levels annealed").
         smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps); with
             ``smc_sweeps`` below.
         smc_sweeps: Gibbs sweeps of every particle per temperature. Measured on the SMC alone (β ≈ 0.54 → 1, from
@@ -475,10 +464,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         ``relax_sweeps`` are spent; the number run is the epoch record's ``tracking_relax_sweeps``. Why relax: the
         replicas are the training's persistent negatives (module docstring). Why only the top: on the MNIST run of
         reports/tracking (2-core CPU) after its second and third epochs, the copy relaxed 80 sweeps over the whole ladder
-        moved the bridges' total from the base to β = 0.66 by under 1.2 nats and that to β = 1 by 13–16 nats. Measured
-        there with the whole ladder relaxed: after the first epoch the copy's log Z after 10, 20, 40, 80 sweeps is
-        400.91, 403.00, 404.15, 404.28 against AIS's 404.31; after the third, after 10, 20, 40, 80, 160, 320 sweeps
-        361.89, 365.17, 371.74, 371.40, 372.96, 373.28 against AIS's 372.79 (uniform base, K = 10⁴, 100 chains)."""
+        moved the bridges' total from the base to β = 0.66 by under 1.2 nats and that to β = 1 by 13–16 nats."""
         positions = self.objective.chains.unflatten(0, (len(ladder), -1))
         if self.relax_sweeps == 0:
             stats, _ = self._log_f(path, positions, ladder)

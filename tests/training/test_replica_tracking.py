@@ -96,6 +96,16 @@ def test_an_ising_model_under_pt_is_tracked_too(tmp_path):
         assert abs(record["log_z_tracked"] - record["log_z_exact"]) <= max(4 * record["log_z_tracked_stderr"], 0.02), record
 
 
+def test_the_bridges_read_the_hidden_marginal_only_where_the_visible_layer_is_the_larger():
+    """An RBM with more visible than hidden units gets bridges on the path that sums its visible layer out; one with
+    fewer, and an Ising model (no hidden layer), keep the tracker's own path over visible states."""
+    for model, summed in [(RBM(12, 6), "visible"), (RBM(6, 12), None), (random_ising(8), None)]:
+        tracker = ReplicaPartitionTracker(PT(k=1, num_chains=4, num_replicas=3, min_beta=0.2))
+        tracker.start(model, torch.zeros(4, model.num_visible, dtype=model.dtype), seed=0)
+        marginal = tracker._bridge_marginal(model, tracker._path(model))
+        assert (None if marginal is None else marginal.summed_layer) == summed
+
+
 def test_tracking_the_replicas_leaves_the_training_unchanged(tmp_path):
     data = teacher_data()
     plain, tracked = student(data=data), student(data=data)

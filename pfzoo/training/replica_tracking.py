@@ -103,11 +103,8 @@ POOLED_SWEEPS = 3
 """The last sweeps of each block whose states the block's bridge estimate pools."""
 
 MIN_RELAX_SWEEPS = 160
-"""Sweeps before the settling check may stop the relaxation. On the MNIST run of reports/tracking, after its third
-epoch, copies relaxed 10, 20, 40, 80, 160, 320 sweeps put log Z 10.9, 7.6, 1.1, 1.4, −0.2, −0.5 nats from AIS's
-(uniform base, K = 10⁴); with the check allowed after 40 sweeps the tracked log Z stayed 1.6–3.1 nats low over epochs
-2–5 with a stderr of 0.4–0.8 (the copy rises too slowly per block for the check to see), after 80 one epoch in five was
-2.1 low."""
+"""Sweeps before the settling check may stop the relaxation: with the check allowed after 40 or 80 the MNIST runs of
+reports/tracking tracked 1.6–3.1 nats low (the copy rises too slowly per block for the check to see; README, "Trials")."""
 
 TOP_LEVELS = ("smc", "relax")
 """How the levels at β ≥ ``relax_from`` are observed: annealed by adaptive SMC from the level below them, or relaxed."""
@@ -120,6 +117,11 @@ SMC_RESAMPLE_THRESHOLD = 0.5
 """The top levels' SMC resamples a group when its ESS falls below this fraction of its particles (SMC's default)."""
 
 logger = logging.getLogger(__name__)
+
+
+def level_log_f(path, stats: list, ladder: tuple[float, ...]) -> torch.Tensor:
+    """``log f_{β_k} − log f_0`` ``[R, C]`` of every level's states at its β_k, from their statistics."""
+    return torch.stack([path.log_weight_increment(level, 0.0, beta) for level, beta in zip(stats, ladder)])
 
 
 class ReplicaPartitionTracker(TrainingCallback):
@@ -289,14 +291,12 @@ class ReplicaPartitionTracker(TrainingCallback):
     def _path(self, model):
         return build_from_base(model, self._base, kind=PATH_KIND, by="ReplicaPartitionTracker")
 
-    def _log_f(self, path, positions: torch.Tensor, ladder: tuple[float, ...]) -> tuple[list, torch.Tensor]:
-        """Every level's path statistics of ``positions [R, C, V]`` (one product for all levels) and
-        ``log f_{β_k} − log f_0`` ``[R, C]`` at β_k."""
+    def _statistics(self, path, positions: torch.Tensor) -> list:
+        """Every level's path statistics of ``positions [R, C, V]``, from one product for all levels."""
         num_levels, num_chains = positions.shape[:2]
         state = path.init(positions.flatten(0, 1), generator=self._generator)
-        stats = [path.statistics(take_chains(state, slice(level * num_chains, (level + 1) * num_chains), num_levels * num_chains))
-                 for level in range(num_levels)]
-        return stats, torch.stack([path.log_weight_increment(level, 0.0, beta) for level, beta in zip(stats, ladder)])
+        return [path.statistics(take_chains(state, slice(level * num_chains, (level + 1) * num_chains), num_levels * num_chains))
+                for level in range(num_levels)]
 
     def _bridge_marginal(self, model, path):
         """The path whose bridges the tracker reads: for an RBM with more visible than hidden units, the same joint path
@@ -306,8 +306,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         Why: a bridge's log ratio on visible states carries the Bernoulli noise of every visible unit (the term
         ``(β' − β) b·v``), which summing the visible layer out removes. Measured on the hot-swept copy's bridges from
         β = 0.05 to 0.54 at the fifth-epoch checkpoints of reports/tracking's MNIST runs (16 tracker seeds each): their
-        total spread 0.63, 0.47, 0.46 nat (seeds 0, 1, 2) on visible states, 0.20, 0.11, 0.15 on hidden draws from the same
-        states (means within 0.1 of each other and of the AIS references)."""
+        total spread 0.63, 0.47, 0.46 nat on visible states, 0.20, 0.11, 0.15 on hidden draws from them (same means)."""
         if not isinstance(path, RBMGeometricPath) or path.summed_layer != "hidden":
             return None
         marginal = build_from_base(model, self._base, kind=PATH_KIND, by="ReplicaPartitionTracker", marginalize="auto")
@@ -346,15 +345,16 @@ class ReplicaPartitionTracker(TrainingCallback):
         else:
             positions, stats, bridge_ratios = self._relaxed_replicas(model, path, ladder)
             differences, noise = bridge_differences(bridge_ratios)
-        log_f = torch.stack([path.log_weight_increment(level, 0.0, beta) for level, beta in zip(stats, ladder)])  # [R, C]
+        log_f = level_log_f(path, stats, ladder)  # [R, C]
         afresh = ladder != self._ladder or (self._epoch_begun and not self.across_epochs)
         if afresh:  # the first observation, a moved ladder, or (unless across_epochs) an epoch's first
             if ladder != self._ladder:
                 self._check_tempered_family(model, positions[0], log_f[0], ladder[0])
             self._filter, self._ladder, anchor = LogPartitionFilter(self._log_z0), ladder, True
         elif self._kept_positions is not None:
-            _, kept_now = self._log_f(path, self._kept_positions, ladder)
-            _, current_then = self._log_f(self._path(self._observed_at), positions, ladder)
+            kept_now = level_log_f(path, self._statistics(path, self._kept_positions), ladder)
+            then = self._path(self._observed_at)
+            current_then = level_log_f(then, self._statistics(then, positions), ladder)
             forward, backward = kept_now - self._kept_log_f, log_f - current_then  # [R, C] each
             per_chain = 0.5 * (forward + backward)
             centred = per_chain - per_chain.mean(1, keepdim=True)
@@ -392,7 +392,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             state, _ = whole.step(state, target, beta=top, generator=self._generator)
             if pooled_levels > 1 and sweep >= HOT_POOLED_FROM * self.hot_sweeps:
                 levels = state.replica_positions[:pooled_levels]
-                stats, _ = self._log_f(path, levels, ladder[:pooled_levels])
+                stats = self._statistics(path, levels)
                 pooled.append(self._bridge_ratios(path, levels, stats, ladder[:pooled_levels]))
             if sweep >= self.hot_sweeps - keep[1]:
                 kept.append(state.replica_positions[keep[0]])
@@ -427,7 +427,7 @@ class ReplicaPartitionTracker(TrainingCallback):
                                                  keep=(low, self.smc_copies))
         positions = torch.cat([lower, replicas[swept:]])
         starts = starts or [positions[low]]
-        stats, _ = self._log_f(path, positions, ladder)
+        stats = self._statistics(path, positions)
         if low and not pooled:  # no hot sweeps: the training's replicas as they are
             pooled.append(self._bridge_ratios(path, positions[: low + 1], stats[: low + 1], ladder[: low + 1]))
         num_chains = positions.shape[1]
@@ -467,7 +467,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         moved the bridges' total from the base to β = 0.66 by under 1.2 nats and that to β = 1 by 13–16 nats."""
         positions = self.objective.chains.unflatten(0, (len(ladder), -1))
         if self.relax_sweeps == 0:
-            stats, _ = self._log_f(path, positions, ladder)
+            stats = self._statistics(path, positions)
             self._sweeps_run, self._settled = 0, True
             return positions.clone(), stats, self._bridge_ratios(path, positions, stats, ladder)
         low = self._top_index(ladder)
@@ -475,7 +475,7 @@ class ReplicaPartitionTracker(TrainingCallback):
         hot_pooled = []
         if low and self.hot_sweeps:
             positions, hot_pooled, _ = self._hot_sweeps(path, kernel, target, ladder, positions, low)
-        fixed_stats, _ = self._log_f(path, positions[:low], ladder[:low]) if low else ([], None)
+        fixed_stats = self._statistics(path, positions[:low]) if low else []
         tempering = ParallelTempering(kernel, ladder[low:], swaps=self.objective.swaps)
         state = tempering.init_replicas(positions[low:].clone(), target, generator=self._generator)
         previous, self._sweeps_run, self._settled = None, self.hot_sweeps if low else 0, False
@@ -485,7 +485,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             for sweep in range(RELAX_BLOCK):
                 state, _ = tempering.step(state, target, generator=self._generator)
                 if checked and sweep >= RELAX_BLOCK - POOLED_SWEEPS:
-                    stats = fixed_stats + self._log_f(path, state.replica_positions, ladder[low:])[0]
+                    stats = fixed_stats + self._statistics(path, state.replica_positions)
                     levels = torch.cat([positions[:low], state.replica_positions])
                     pooled.append(self._bridge_ratios(path, levels, stats, ladder))
             self._sweeps_run += RELAX_BLOCK

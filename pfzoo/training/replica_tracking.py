@@ -322,7 +322,7 @@ class ReplicaPartitionTracker(TrainingCallback):
             return bridge_log_ratios(path, stats, ladder)
         hidden = [path.target.draw_hidden(level, level_stats, beta=beta, generator=self._generator).to(level.dtype)
                   for level, level_stats, beta in zip(positions, stats, ladder)]
-        return bridge_log_ratios(marginal, [marginal.target.statistics(states) for states in hidden], ladder)
+        return bridge_log_ratios(marginal, self._statistics(marginal, torch.stack(hidden)), ladder)
 
     def _observe(self, model, *, anchor: bool) -> None:
         """At ``model``'s parameters, on a copy of the replicas (hot-swept, and above ``relax_from`` annealed by SMC or

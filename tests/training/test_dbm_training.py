@@ -465,12 +465,44 @@ def test_objective_inputs_are_validated():
         (dict(lr=float("nan")), "lr"),
         (dict(momentum=1.0), "momentum"),
         (dict(progress="bar"), "progress"),
+        (dict(lr=[0.05]), r"one per RBM \(2, bottom first\), got \[0.05\]"),
+        (dict(lr=[0.05, -1.0]), "lr must be a positive finite number or a list of them"),
+        (dict(lr=[0.05, True]), "lr must be a positive finite number or a list of them"),
     ],
 )
 def test_pretrain_arguments_are_validated(bad, match):
     arguments = dict(epochs_per_layer=1, batch_size=10, lr=0.05, k=1) | bad
     with pytest.raises(ValueError, match=match):
         pretrain_dbm(random_dbm([6, 4, 3]), random_batch(10, 6), **arguments)
+
+
+def test_one_learning_rate_for_every_rbm_is_the_list_of_it_and_a_list_sets_each_rbms():
+    data = (torch.rand(200, 8, generator=torch.Generator().manual_seed(0)) < 0.4).double()
+
+    def pretrained(lr):
+        model = DBM([8, 6, 7]).double()
+        pretrain_dbm(model, data, epochs_per_layer=2, batch_size=50, lr=lr, generator=torch.Generator().manual_seed(1))
+        return model.state_dict()
+
+    one, listed, top_only = pretrained(0.05), pretrained([0.05, 0.05]), pretrained([0.05, 0.2])
+    assert all(torch.equal(one[name], listed[name]) for name in one)
+    assert torch.equal(one["weights.0"], top_only["weights.0"])  # the bottom RBM trains first, on the same stream
+    assert not torch.equal(one["weights.1"], top_only["weights.1"])
+
+
+def test_pretraining_warns_when_an_rbm_leaves_most_of_its_hidden_units_dead(caplog):
+    """The top RBM's doubled hidden layer doubles its gradient; too large a step turns all its units off for good."""
+    data = (torch.rand(500, 20, generator=torch.Generator().manual_seed(0)) < 0.4).double()
+    for lr, dead in ((0.05, False), ([0.05, 1.0], True)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="pfzoo.training.dbm"):
+            pretrain_dbm(DBM([20, 16, 30]).double(), data, epochs_per_layer=5, batch_size=50, lr=lr,
+                         generator=torch.Generator().manual_seed(1))
+        warned = [record.getMessage() for record in caplog.records]
+        assert bool(warned) == dead, warned
+    assert warned == ["pretrained RBM 2/2 has 30 of its 30 hidden units dead (mean posterior probability below 0.01 over "
+                      "its training inputs), and joint training rarely revives them: lower its learning rate (pretrain.lr, "
+                      "now 1; a list gives one per RBM)"]
 
 
 def test_pretrain_inputs_are_validated():

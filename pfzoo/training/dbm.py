@@ -42,7 +42,7 @@ DEAD_UNIT_ACTIVITY = 0.01
 
 MAX_DEAD_SHARE = 0.1
 """:func:`pretrain_dbm` warns when more than this share of a pretrained RBM's hidden units are dead: joint training
-rarely revives them (the recipe zoo_dbm_500_1000_deep's top RBM at lr 0.05 kept 954 of its 1,000 units dead through
+rarely revives them (the recipe zoo_dbm_500_1000_deep's top RBM at lr 0.05 left 960 of its 1,000 units dead after
 87 joint epochs)."""
 
 ProgressCallback = Callable[[int, int], None]

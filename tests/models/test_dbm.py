@@ -9,6 +9,7 @@ from factories import all_binary_states, random_dbm
 
 from pfzoo import zoo
 from pfzoo.models import DBM
+from pfzoo.models import dbm as dbm_module
 from pfzoo.estimators import importance_log_marginal
 
 
@@ -69,6 +70,19 @@ def test_mean_field_is_a_lower_bound_and_a_fixed_point(model):
         if i + 1 < model.num_layers:
             total = total + full[i + 1] @ model.weights[i].T
         assert torch.allclose(torch.sigmoid(total), full[i], atol=1e-8)
+
+
+def test_mean_field_stops_each_row_on_its_own_and_in_blocks_gives_the_same_means(model, monkeypatch):
+    """A row's mean-field posterior is the same whichever rows share its call: with a loose tolerance the rows stop
+    at different sweeps, and a row stopped with the slowest one would move on."""
+    v = all_states(model.num_visible)
+    together = model.mean_field(v, num_iterations=50, tolerance=1e-2)
+    alone = [model.mean_field(v[row:row + 1], num_iterations=50, tolerance=1e-2) for row in range(v.shape[0])]
+    for layer, means in enumerate(together):
+        torch.testing.assert_close(means, torch.cat([row_means[layer] for row_means in alone]), rtol=0, atol=1e-12)
+    monkeypatch.setattr(dbm_module, "MEAN_FIELD_BLOCK_ROWS", 3)  # the CPU's blocks: 3, 3, …
+    for blocked, means in zip(model.mean_field(v, num_iterations=50, tolerance=1e-2), together):
+        torch.testing.assert_close(blocked, means, rtol=0, atol=1e-12)
 
 
 def test_mean_field_bound_increases_with_iterations(model):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-READS_ON_CPU_ONLY = {("dbm.py", "mean_field"), ("sampling.py", "uniform_integers"), ("sampling.py", "_bit_generator"),
+READS_ON_CPU_ONLY = {("dbm.py", "_mean_field_block"), ("sampling.py", "uniform_integers"), ("sampling.py", "_bit_generator"),
                      ("sampling.py", "fill_integers")}
 """(file, function) of reads made on purpose only when the tensors are on the CPU, where a read costs no sync: the DBM's
 mean field then stops at convergence instead of running its remaining sweeps frozen, and bulk Bernoulli draws seed a

@@ -466,10 +466,15 @@ class DBM(LayerSurgery, EnergyModel):
             raise ValueError(f"kind must be 'uniform' or 'base_rate', got {kind!r}")
         return DBM.from_tensors([w.detach() for w in weights], [b.detach() for b in biases], max_enumeration_units=self.max_enumeration_units)
 
+    @torch.no_grad()
     def training_diagnostics(self, v: torch.Tensor) -> dict[str, float]:
-        """``top_layer_share`` on ``v [B, V]`` (:meth:`top_layer_share`: near 0, the top layer models nothing) for DBMs
-        with at least two hidden layers (issue 48: watch whether joint training puts the top layer to use)."""
-        return {"top_layer_share": self.top_layer_share(v)} if self.num_layers >= 3 else {}
+        """On ``v [B, V]``'s mean-field means: ``top_layer_share`` (:meth:`top_layer_share`: near 0, the top layer models
+        nothing) for DBMs with at least two hidden layers (issue 48: watch whether joint training puts the top layer
+        to use), and ``dead_units_h{i}``, hidden layer i's share of dead units (:meth:`dead_unit_shares`)."""
+        layers = [self.check_visible(v, "v"), *self.mean_field(v)]
+        record = {"top_layer_share": self.top_layer_share_of(layers)} if self.num_layers >= 3 else {}
+        record.update({f"dead_units_h{layer}": share for layer, share in enumerate(self.dead_unit_shares(layers), start=1)})
+        return record
 
     @torch.no_grad()
     def propose_path_state(

@@ -25,6 +25,7 @@ from torch import nn
 from pfzoo.kernels import run_chain
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
+from pfzoo.models.dbm_surgery import DEAD_UNIT_ACTIVITY
 from pfzoo.models.tied_rbm import TiedRBM
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.objective import Objective
@@ -36,9 +37,6 @@ from pfzoo.zoo import load_model
 logger = logging.getLogger(__name__)
 
 DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS = 10
-
-DEAD_UNIT_ACTIVITY = 0.01
-"""A pretrained RBM's hidden unit whose mean posterior probability over its training inputs is below this is dead."""
 
 MAX_DEAD_SHARE = 0.1
 """:func:`pretrain_dbm` warns when more than this share of a pretrained RBM's hidden units are dead: joint training

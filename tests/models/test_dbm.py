@@ -214,6 +214,19 @@ def test_a_dbm_whose_top_layer_is_detached_loses_nothing_without_it_and_its_shar
     assert 0.05 < coupled.top_layer_share(v) < 1  # measured 0.13
 
 
+def test_dead_units_are_those_on_for_almost_no_row():
+    """A unit whose bias holds it off whatever the input is dead; the others of a random DBM are not."""
+    model = random_dbm([6, 4, 3], seed=2)
+    with torch.no_grad():
+        model.biases[2][0] = -40.0  # top unit 0 off for every row
+        model.biases[1][1:3] = -40.0  # middle units 1 and 2 off
+    v = all_binary_states(6, msb_first=True)
+    layers = [v, *model.mean_field(v)]
+    assert model.dead_unit_shares(layers) == [0.5, pytest.approx(1 / 3)]
+    assert model.training_diagnostics(v) == {"top_layer_share": model.top_layer_share(v), "dead_units_h1": 0.5,
+                                             "dead_units_h2": pytest.approx(1 / 3)}
+
+
 def test_the_depth_diagnostic_refuses_a_dbm_without_two_hidden_layers():
     with pytest.raises(ValueError, match="at least two hidden layers"):
         DBM([6, 4]).without_top_layer(torch.zeros(2, 6))

@@ -14,6 +14,7 @@ from pfzoo.cli import compose
 from pfzoo.data import DataSplits
 from pfzoo.models import DBM, RBM
 from pfzoo.models.rbm import base_rate_visible_bias
+from pfzoo.models.dbm_surgery import DEAD_UNIT_ACTIVITY
 from pfzoo.sampling import bernoulli
 from pfzoo.training import CD, DBMPersistentMeanField, Trainer, pretrain_dbm, reconstruction_error, start_dbm_from_rbm
 from pfzoo.models.tied_rbm import TiedRBM
@@ -413,10 +414,15 @@ def test_trainer_logs_dbm_metrics(tmp_path, toy, sizes, has_pll):
         keys |= {"train_pseudo_log_likelihood", "test_pseudo_log_likelihood"}
     if len(sizes) >= 3:  # the top layer's share, watched while joint training (issue 48)
         keys |= {"train_top_layer_share", "test_top_layer_share"}
+    keys |= {f"{split}_dead_units_h{layer}" for split in ("train", "test") for layer in range(1, len(sizes))}
     assert set(final) == keys
     assert final["test_reconstruction_error"] == pytest.approx(reconstruction_error(model, toy.test), rel=1e-6)
     if len(sizes) >= 3:
         assert final["test_top_layer_share"] == pytest.approx(model.top_layer_share(toy.test), rel=1e-6)
+    means = model.mean_field(toy.test)
+    for layer, layer_means in enumerate(means, start=1):
+        dead = (layer_means.mean(0) < DEAD_UNIT_ACTIVITY).sum().item() / layer_means.shape[1]
+        assert final[f"test_dead_units_h{layer}"] == pytest.approx(dead)
 
 
 def test_dbm_pcd_config_instantiates_and_trains(tmp_path, toy):

@@ -32,6 +32,7 @@ from pfzoo.training.ratio_matching import RatioMatching
 from pfzoo.training.score_matching import ScoreMatching
 from pfzoo.training.self_contrastive import SelfContrastive
 from pfzoo.training.sliced_score_matching import SlicedScoreMatching
+from pfzoo.training.sparsity import SparsityTarget
 from pfzoo.training.trainer import Trainer
 from pfzoo.training.trainer_settings import TrainerSettings
 
@@ -65,6 +66,7 @@ __all__ = [
     "ScoreMatching",
     "SelfContrastive",
     "SlicedScoreMatching",
+    "SparsityTarget",
     "Trainer",
     "TrainerSettings",
     "TrainingCallback",

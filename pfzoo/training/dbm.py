@@ -30,16 +30,14 @@ from pfzoo.models.tied_rbm import TiedRBM
 from pfzoo.training.contrastive import owned_chains
 from pfzoo.training.objective import Objective
 from pfzoo.training.parallel_tempering import PT
-from pfzoo.training.sparsity import check_sparsity_targets, damped_activity, layer_targets, sparsity_surrogate
+from pfzoo.training.sparsity import DEFAULT_SPARSITY_COST, DEFAULT_SPARSITY_DAMPING, SparsityTarget, check_sparsity_settings
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocating, check_finite_number, check_generator, check_positive_int
+from pfzoo.validation import allocating, check_generator, check_positive_int
 from pfzoo.zoo import load_model
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS = 10
-DEFAULT_SPARSITY_COST = 0.1
-DEFAULT_SPARSITY_DAMPING = 0.9
 
 MAX_DEAD_SHARE = 0.1
 """:func:`pretrain_dbm` warns when more than this share of a pretrained RBM's hidden units are dead: joint training
@@ -100,13 +98,13 @@ class DBMPersistentMeanField(Objective):
             before training (normally a partial of :func:`pretrain_dbm`).
         sparsity_target: ``None`` (the paper's objective), or a target mean activity ``p ∈ (0, 1)`` for every hidden
             layer, or a list with one per hidden layer (``None`` for a free layer): the loss then adds the penalty of
-            :mod:`pfzoo.training.sparsity` (Hinton's practical guide §11), which raises units that are rarely on and
-            lowers those on too often; the damped activities are the buffer ``activity [Σ n_hidden]``.
+            :class:`~pfzoo.training.sparsity.SparsityTarget` (Hinton's practical guide §11; the submodule ``sparsity``),
+            which raises units that are rarely on and lowers those on too often.
         sparsity_cost: the penalty's weight (its gradient on a unit's bias is ``sparsity_cost · (q̂ − p)``).
         sparsity_damping: ``λ ∈ [0, 1)`` of the activity estimate ``q̂ ← λ q̂ + (1 − λ) q_batch``.
     """
 
-    lazy_buffers = ("chains", "activity")
+    lazy_buffers = ("chains",)
 
     chains: torch.Tensor
     pretrained: torch.Tensor
@@ -133,15 +131,9 @@ class DBMPersistentMeanField(Objective):
         if pretrain is not None and not callable(pretrain):
             raise ValueError(f"pretrain must be None or a callable(model, data, *, generator), got {type(pretrain).__name__}")
         self.pretrain = pretrain
-        self.sparsity_target = check_sparsity_targets(sparsity_target)
-        self.sparsity_cost = check_finite_number(sparsity_cost, "sparsity_cost", minimum=0.0)
-        self.sparsity_damping = check_finite_number(sparsity_damping, "sparsity_damping", minimum=0.0)
-        if self.sparsity_damping >= 1.0:
-            raise ValueError(f"sparsity_damping must be in [0, 1), got {self.sparsity_damping}")
+        self.sparsity = optional_sparsity(sparsity_target, sparsity_cost, sparsity_damping)
         self.register_buffer("chains", torch.empty(0))
         self.register_buffer("pretrained", torch.tensor(False))
-        if self.sparsity_target is not None:  # only then, so checkpoints of the plain objective keep their keys
-            self.register_buffer("activity", torch.empty(0))
 
     # ---- the Trainer's epoch hook ---------------------------------------------------------
 
@@ -176,16 +168,12 @@ class DBMPersistentMeanField(Objective):
                 f"the persistent chains have {self.chains.shape[1]} even units but the model has "
                 f"{model.num_even_units} (layer sizes {model.layer_sizes}); use a fresh objective for a new model"
             )
-        targets = None if self.sparsity_target is None else layer_targets(model, self.sparsity_target)
         means = model.mean_field(batch, num_iterations=self.mean_field_iterations)
         with torch.no_grad():
             rbm = model.even_odd_rbm()  # odd/even sweeps of the fantasy particles: block Gibbs on the even/odd RBM
             self.chains = run_chain(*rbm.gibbs_chain(), self.chains, self.k, generator=generator)[0].position
         loss = mean_field_surrogate(model, batch, means, rbm, self.chains)
-        if targets is None:
-            return loss
-        self.activity = damped_activity(self.activity, means, self.sparsity_damping)
-        return loss + sparsity_surrogate(model, batch, means, self.activity, targets, self.sparsity_cost)
+        return loss if self.sparsity is None else loss + self.sparsity.penalty(model, batch, means)
 
     def _initial_chains(self, model: DBM, batch: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         with allocating("num_chains", self.num_chains):
@@ -193,10 +181,7 @@ class DBMPersistentMeanField(Objective):
 
     def extra_repr(self) -> str:
         pretrain = initialiser_name(self.pretrain)
-        text = f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
-        if self.sparsity_target is not None:
-            text += f", sparsity_target={self.sparsity_target}, sparsity_cost={self.sparsity_cost}, sparsity_damping={self.sparsity_damping}"
-        return text
+        return f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
 
 
 class DBMParallelTempering(PT):
@@ -214,8 +199,8 @@ class DBMParallelTempering(PT):
 
     Args: ``k`` (PT steps per update, each one odd/even sweep of every replica and one round of exchanges),
     ``num_chains`` (particles per replica), ``num_replicas``, ``min_beta``, ``spacing``, ``betas``, ``swaps``,
-    ``adapt_ladder`` as :class:`~pfzoo.training.PT`; ``mean_field_iterations`` and ``pretrain`` as
-    :class:`DBMPersistentMeanField`.
+    ``adapt_ladder`` as :class:`~pfzoo.training.PT`; ``mean_field_iterations``, ``pretrain`` and the sparsity
+    target (``sparsity_target``, ``sparsity_cost``, ``sparsity_damping``) as :class:`DBMPersistentMeanField`.
     """
 
     pretrained: torch.Tensor
@@ -223,13 +208,16 @@ class DBMParallelTempering(PT):
 
     def __init__(self, k: int = 5, num_chains: int = 100, num_replicas: int = 10, min_beta: float = 0.1, spacing: str = "geometric",
                  betas: Sequence[float] | None = None, swaps: str = "alternate", adapt_ladder: bool = False,
-                 mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS, pretrain: Callable | None = None) -> None:
+                 mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS, pretrain: Callable | None = None,
+                 sparsity_target: float | Sequence[float | None] | None = None, sparsity_cost: float = DEFAULT_SPARSITY_COST,
+                 sparsity_damping: float = DEFAULT_SPARSITY_DAMPING) -> None:
         super().__init__(k=k, num_chains=num_chains, num_replicas=num_replicas, min_beta=min_beta, spacing=spacing, betas=betas, swaps=swaps,
                          adapt_ladder=adapt_ladder)
         self.mean_field_iterations = check_positive_int(mean_field_iterations, "mean_field_iterations")
         if pretrain is not None and not callable(pretrain):
             raise ValueError(f"pretrain must be None or a callable(model, data, *, generator), got {type(pretrain).__name__}")
         self.pretrain = pretrain
+        self.sparsity = optional_sparsity(sparsity_target, sparsity_cost, sparsity_damping)
         self.register_buffer("pretrained", torch.tensor(False))
 
     def missing(self, model) -> str | None:
@@ -252,7 +240,8 @@ class DBMParallelTempering(PT):
             kernel, target = rbm.gibbs_chain()
             start = lambda: initial_particles(model, batch, owned_chains(self.num_chains), generator)  # noqa: E731
             particles = self.advance(kernel, target, start, model.num_even_units, generator=generator)
-        return mean_field_surrogate(model, batch, means, rbm, particles)
+        loss = mean_field_surrogate(model, batch, means, rbm, particles)
+        return loss if self.sparsity is None else loss + self.sparsity.penalty(model, batch, means)
 
     def extra_repr(self) -> str:
         pretrain = initialiser_name(self.pretrain)
@@ -276,6 +265,14 @@ def pretrain_once(objective: DBMPersistentMeanField | DBMParallelTempering, mode
     objective.pretrained.fill_(True)
     objective.chains = objective.chains.new_empty(0)
     return True
+
+
+def optional_sparsity(target, cost: float, damping: float) -> SparsityTarget | None:
+    """The DBM objectives' ``sparsity`` submodule, ``None`` without a target (whose other settings are checked all the same)."""
+    if target is None:
+        check_sparsity_settings(cost, damping)
+        return None
+    return SparsityTarget(target, cost, damping)
 
 
 def initial_particles(model: DBM, batch: torch.Tensor, count: int, generator: torch.Generator | None) -> torch.Tensor:

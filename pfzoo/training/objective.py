@@ -123,12 +123,10 @@ class Objective(nn.Module, metaclass=ABCMeta):
 
 def resize_to_saved(module: nn.Module, state_dict, prefix: str, names: tuple[str, ...]) -> None:
     """Replace each buffer of ``module`` named in ``names`` that ``state_dict`` holds (under ``prefix``) by an empty
-    tensor of the saved one's shape and dtype on the buffer's device, so ``load_state_dict`` can copy into it. A name
-    the module did not register (an optional buffer, e.g. a DBM objective's ``activity`` without a sparsity target) is
-    left to ``load_state_dict``, which reports the saved one as unexpected."""
+    tensor of the saved one's shape and dtype on the buffer's device, so ``load_state_dict`` can copy into it."""
     for name in names:
         saved = state_dict.get(prefix + name)
-        if saved is not None and isinstance(getattr(module, name, None), torch.Tensor):
+        if saved is not None:
             setattr(module, name, torch.empty_like(saved, device=getattr(module, name).device))
 
 

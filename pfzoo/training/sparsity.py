@@ -16,6 +16,9 @@ and ``cost · (q̂_j − p) · mean_n μ_{l±1, i}`` on the weights into unit ``
 both are inputs of the unit). A unit that has died (``q̂ ≪ p``) has its bias and incoming weights raised, one that is
 on too often lowered. Under centered updates (Montavon & Müller 2012) the weight part vanishes to first order (the
 batch means ≈ the offsets) and the penalty acts on the biases.
+
+:class:`SparsityTarget` holds the settings and the estimate ``q̂`` (a buffer, so checkpoints carry it); the DBM
+objectives own one when they are given a target.
 """
 
 from __future__ import annotations
@@ -24,8 +27,61 @@ from typing import Sequence
 
 import torch
 
+from torch import nn
+
 from pfzoo.models.dbm import DBM
 from pfzoo.validation import check_finite_number
+
+DEFAULT_SPARSITY_COST = 0.1
+DEFAULT_SPARSITY_DAMPING = 0.9
+
+
+class SparsityTarget(nn.Module):
+    """The penalty of this module's docstring for one training run.
+
+    Args:
+        target: one mean activity ``p ∈ (0, 1)`` for every hidden layer, or a sequence with one entry per hidden layer
+            (bottom first), each ``None`` (a free layer) or a ``p``.
+        cost: the penalty's weight (its gradient on a unit's bias is ``cost · (q̂ − p)``).
+        damping: ``λ ∈ [0, 1)`` of ``q̂ ← λ q̂ + (1 − λ) q_batch``.
+
+    The buffer ``activity [Σ n_hidden]`` (hidden layers concatenated, bottom first) is empty until the first batch.
+    """
+
+    activity: torch.Tensor
+
+    def __init__(self, target: float | Sequence[float | None], cost: float = DEFAULT_SPARSITY_COST, damping: float = DEFAULT_SPARSITY_DAMPING) -> None:
+        super().__init__()
+        self.target = check_sparsity_targets(target)
+        if self.target is None:
+            raise ValueError("sparsity_target must be a number in (0, 1) or a list of them, got None")
+        self.cost, self.damping = check_sparsity_settings(cost, damping)
+        self.register_buffer("activity", torch.empty(0))
+
+    def penalty(self, model: DBM, batch: torch.Tensor, means: list[torch.Tensor]) -> torch.Tensor:
+        """Update ``activity`` with the batch's mean-field means ``[μ_1 [B, n_1], …]`` of ``batch [B, V]`` and return
+        :func:`sparsity_surrogate` (a scalar to add to the loss)."""
+        targets = layer_targets(model, self.target)
+        self.activity = damped_activity(self.activity, means, self.damping)
+        return sparsity_surrogate(model, batch, means, self.activity, targets, self.cost)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        saved = state_dict.get(prefix + "activity")
+        if saved is not None:  # the estimate's size is known only once it exists
+            self.activity = torch.empty_like(saved, device=self.activity.device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return f"target={self.target}, cost={self.cost}, damping={self.damping}"
+
+
+def check_sparsity_settings(cost, damping) -> tuple[float, float]:
+    """``(cost ≥ 0, damping ∈ [0, 1))`` as floats, or a one-line error naming the bad one."""
+    cost = check_finite_number(cost, "sparsity_cost", minimum=0.0)
+    damping = check_finite_number(damping, "sparsity_damping", minimum=0.0)
+    if damping >= 1.0:
+        raise ValueError(f"sparsity_damping must be in [0, 1), got {damping}")
+    return cost, damping
 
 
 def check_sparsity_targets(targets, name: str = "sparsity_target") -> tuple[float | None, ...] | float | None:

@@ -10,7 +10,7 @@ from hydra.utils import instantiate
 from pfzoo.cli import compose
 from pfzoo.data import DataSplits
 from pfzoo.models import DBM
-from pfzoo.training import DBMPersistentMeanField, Trainer
+from pfzoo.training import DBMParallelTempering, DBMPersistentMeanField, Trainer
 from pfzoo.training.sparsity import damped_activity, sparsity_surrogate
 
 random_dbm = functools.partial(random_dbm, draw_dtype=None)
@@ -79,6 +79,12 @@ def top_activity(model, data):
     return model.mean_field(data)[-1].mean().item()
 
 
+def test_the_parallel_tempering_objective_takes_the_same_target():
+    data = random_batch(200, 12, seed=5)
+    revived = train(dead_top_dbm(), DBMParallelTempering(k=1, num_chains=10, num_replicas=3, sparsity_target=[None, 0.2], sparsity_cost=1.0), data)
+    assert abs(top_activity(revived, data) - 0.2) < 0.05
+
+
 def test_a_target_on_the_top_layer_revives_a_dead_one_and_pulls_an_overactive_one_down():
     data = random_batch(200, 12, seed=5)
     plain = train(dead_top_dbm(), DBMPersistentMeanField(k=1, num_chains=20), data)
@@ -106,20 +112,24 @@ def test_the_activity_is_checkpointed_and_a_resumed_run_continues_identically(tm
     resumed = DBM([12, 6, 4], generator=torch.Generator().manual_seed(1))
     second = trainer(tmp_path / "resumed", 3)
     second.fit(resumed, toy, resume=True)
-    assert second.objective.activity.shape == (6 + 4,)
+    assert second.objective.sparsity.activity.shape == (6 + 4,)
     for name, parameter in one_go.named_parameters():
         assert torch.equal(parameter, dict(resumed.named_parameters())[name]), name
 
 
-def test_a_plain_objective_refuses_a_checkpoint_with_an_activity_and_loads_its_own():
+@pytest.mark.parametrize("objective_class", [DBMPersistentMeanField, functools.partial(DBMParallelTempering, num_replicas=2)])
+def test_a_plain_objective_refuses_a_checkpoint_with_an_activity_and_a_sparse_one_loads_it(objective_class):
     model, data = random_dbm([6, 4, 3]), random_batch(20, 6)
-    sparse = DBMPersistentMeanField(num_chains=5, sparsity_target=0.1)
+    sparse = objective_class(num_chains=5, sparsity_target=0.1)
     sparse.loss(model, data, generator=torch.Generator().manual_seed(0))
-    with pytest.raises(RuntimeError, match="activity"):
-        DBMPersistentMeanField(num_chains=5).load_state_dict(sparse.state_dict())
-    plain = DBMPersistentMeanField(num_chains=5)
+    with pytest.raises(RuntimeError, match="sparsity.activity"):
+        objective_class(num_chains=5).load_state_dict(sparse.state_dict())
+    restored = objective_class(num_chains=5, sparsity_target=0.1)
+    restored.load_state_dict(sparse.state_dict())
+    assert torch.equal(restored.sparsity.activity, sparse.sparsity.activity)
+    plain = objective_class(num_chains=5)
     plain.loss(model, data, generator=torch.Generator().manual_seed(0))
-    DBMPersistentMeanField(num_chains=5).load_state_dict(plain.state_dict())
+    objective_class(num_chains=5).load_state_dict(plain.state_dict())
 
 
 @pytest.mark.parametrize(
@@ -136,10 +146,16 @@ def test_a_plain_objective_refuses_a_checkpoint_with_an_activity_and_loads_its_o
         (dict(sparsity_target=0.1, sparsity_damping=float("nan")), "sparsity_damping"),
     ],
 )
-def test_sparsity_arguments_are_validated_in_one_line(bad, match):
+@pytest.mark.parametrize("objective_class", [DBMPersistentMeanField, DBMParallelTempering])
+def test_sparsity_arguments_are_validated_in_one_line(bad, match, objective_class):
     with pytest.raises(ValueError, match=match) as error:
-        DBMPersistentMeanField(**bad)
+        objective_class(**bad)
     assert "\n" not in str(error.value)
+
+
+def test_the_unused_settings_are_checked_too():
+    with pytest.raises(ValueError, match="sparsity_damping"):
+        DBMPersistentMeanField(sparsity_damping=2.0)
 
 
 def test_a_target_list_must_have_one_entry_per_hidden_layer():
@@ -148,8 +164,9 @@ def test_a_target_list_must_have_one_entry_per_hidden_layer():
         objective.loss(random_dbm([6, 4, 3]), random_batch(10, 6), generator=torch.Generator().manual_seed(0))
 
 
-def test_the_config_takes_a_per_layer_target():
-    cfg = compose("train", ["trainer=dbm_pcd", "trainer.objective.sparsity_target=[null,0.1]", "trainer.objective.sparsity_cost=0.5"])
+@pytest.mark.parametrize("trainer", ["dbm_pcd", "dbm_pt"])
+def test_the_configs_take_a_per_layer_target(trainer):
+    cfg = compose("train", [f"trainer={trainer}", "trainer.objective.sparsity_target=[null,0.1]", "trainer.objective.sparsity_cost=0.5"])
     objective = instantiate(cfg.trainer, run_dir="unused", progress=False).objective
-    assert objective.sparsity_target == (None, 0.1) and objective.sparsity_cost == 0.5 and objective.sparsity_damping == 0.9
-    assert instantiate(compose("train", ["trainer=dbm_pcd"]).trainer, run_dir="unused", progress=False).objective.sparsity_target is None
+    assert objective.sparsity.target == (None, 0.1) and objective.sparsity.cost == 0.5 and objective.sparsity.damping == 0.9
+    assert instantiate(compose("train", [f"trainer={trainer}"]).trainer, run_dir="unused", progress=False).objective.sparsity is None

@@ -18,7 +18,7 @@ RECIPES = sorted(path.stem for path in (REPO / "conf" / "experiment").glob("rais
 ZOO_RECIPES = {  # zoo folder → recipe that trained it
     "rbm-binarized_mnist-cd1-20": "raise_rbm_cd1_20", "rbm-binarized_mnist-pcd-20": "raise_rbm_pcd_20",
     "rbm-binarized_mnist-cd1-500": "raise_rbm_cd1_500", "rbm-binarized_mnist-pcd-500": "raise_rbm_pcd_500",
-    "rbm-binarized_mnist-cd25-500": "zoo_rbm_cd25_500", "dbm-binarized_mnist": "zoo_dbm_500_1000_from_rbm", "dbn-binarized_mnist": "zoo_dbn_500_2000_fresh_chains500",
+    "rbm-binarized_mnist-cd25-500": "zoo_rbm_cd25_500", "dbm-binarized_mnist": "zoo_dbm_500_1000_from_rbm", "dbn-binarized_mnist": "zoo_dbn_500_2000_fresh_chains1000",
 }
 
 
@@ -105,8 +105,8 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     for key, default in (("download", False), ("source", None)):
         if key in composed["dataset"]:
             stored["dataset"].setdefault(key, default)
-    # ... and these objective keys (PCD's kernel: null is its block Gibbs chain).
-    for key, default in (("kernel", None),):
+    # ... and these objective keys (PCD's kernel: null is its block Gibbs chain; a DBM's sparsity target: null is none).
+    for key, default in (("kernel", None), ("sparsity_target", None), ("sparsity_cost", 0.1), ("sparsity_damping", 0.9)):
         if key in composed["trainer"].get("objective", {}) and "objective" in stored["trainer"]:
             stored["trainer"]["objective"].setdefault(key, default)
     # The DBN checkpoints predate conf/training/dbn.yaml: the app itself then wrapped their Trainer in a GreedyTrainer with

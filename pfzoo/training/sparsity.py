@@ -9,7 +9,7 @@ towards the target activity ``p``. For a logistic unit the penalty's derivative 
 input is ``cost · (q̂_j − p)``, and the guide uses that derivative for the unit's bias and for its incoming weights.
 :func:`sparsity_surrogate` is a scalar whose gradient is exactly that update: the unit's total mean-field input
 
-    a_j = b_j + (μ_{l−1} W_{l−1})_j + (μ_{l+1} W_lᵀ)_j          (the second term only below the top layer)
+    a_j = b_j + (μ_{l−1} W_{l−1})_j + (μ_{l+1} W_lᵀ)_j          (the last term only below the top layer)
 
 averaged over the batch, times the constant ``cost · (q̂_j − p)``. Its gradient is ``cost · (q̂_j − p)`` on ``b_j``
 and ``cost · (q̂_j − p) · mean_n μ_{l±1, i}`` on the weights into unit ``j`` from both neighbouring layers (in a DBM
@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-
 from torch import nn
 
 from pfzoo.models.dbm import DBM

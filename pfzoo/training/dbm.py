@@ -121,8 +121,8 @@ class DBMPersistentMeanField(Objective):
         mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS,
         pretrain: Callable | None = None,
         sparsity_target: float | Sequence[float | None] | None = None,
-        sparsity_cost: float = DEFAULT_SPARSITY_COST,
-        sparsity_damping: float = DEFAULT_SPARSITY_DAMPING,
+        sparsity_cost: float | None = DEFAULT_SPARSITY_COST,
+        sparsity_damping: float | None = DEFAULT_SPARSITY_DAMPING,
     ) -> None:
         super().__init__()
         self.k = check_positive_int(k, "k")
@@ -209,8 +209,8 @@ class DBMParallelTempering(PT):
     def __init__(self, k: int = 5, num_chains: int = 100, num_replicas: int = 10, min_beta: float = 0.1, spacing: str = "geometric",
                  betas: Sequence[float] | None = None, swaps: str = "alternate", adapt_ladder: bool = False,
                  mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS, pretrain: Callable | None = None,
-                 sparsity_target: float | Sequence[float | None] | None = None, sparsity_cost: float = DEFAULT_SPARSITY_COST,
-                 sparsity_damping: float = DEFAULT_SPARSITY_DAMPING) -> None:
+                 sparsity_target: float | Sequence[float | None] | None = None, sparsity_cost: float | None = DEFAULT_SPARSITY_COST,
+                 sparsity_damping: float | None = DEFAULT_SPARSITY_DAMPING) -> None:
         super().__init__(k=k, num_chains=num_chains, num_replicas=num_replicas, min_beta=min_beta, spacing=spacing, betas=betas, swaps=swaps,
                          adapt_ladder=adapt_ladder)
         self.mean_field_iterations = check_positive_int(mean_field_iterations, "mean_field_iterations")
@@ -267,7 +267,7 @@ def pretrain_once(objective: DBMPersistentMeanField | DBMParallelTempering, mode
     return True
 
 
-def optional_sparsity(target, cost: float, damping: float) -> SparsityTarget | None:
+def optional_sparsity(target, cost: float | None, damping: float | None) -> SparsityTarget | None:
     """The DBM objectives' ``sparsity`` submodule, ``None`` without a target (whose other settings are checked all the same)."""
     if target is None:
         check_sparsity_settings(cost, damping)

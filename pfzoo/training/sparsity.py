@@ -41,15 +41,16 @@ class SparsityTarget(nn.Module):
     Args:
         target: one mean activity ``p ∈ (0, 1)`` for every hidden layer, or a sequence with one entry per hidden layer
             (bottom first), each ``None`` (a free layer) or a ``p``.
-        cost: the penalty's weight (its gradient on a unit's bias is ``cost · (q̂ − p)``).
-        damping: ``λ ∈ [0, 1)`` of ``q̂ ← λ q̂ + (1 − λ) q_batch``.
+        cost: the penalty's weight (its gradient on a unit's bias is ``cost · (q̂ − p)``); ``None``: the default.
+        damping: ``λ ∈ [0, 1)`` of ``q̂ ← λ q̂ + (1 − λ) q_batch``; ``None``: the default.
 
     The buffer ``activity [Σ n_hidden]`` (hidden layers concatenated, bottom first) is empty until the first batch.
     """
 
     activity: torch.Tensor
 
-    def __init__(self, target: float | Sequence[float | None], cost: float = DEFAULT_SPARSITY_COST, damping: float = DEFAULT_SPARSITY_DAMPING) -> None:
+    def __init__(self, target: float | Sequence[float | None], cost: float | None = DEFAULT_SPARSITY_COST,
+                 damping: float | None = DEFAULT_SPARSITY_DAMPING) -> None:
         super().__init__()
         self.target = check_sparsity_targets(target)
         if self.target is None:
@@ -75,9 +76,11 @@ class SparsityTarget(nn.Module):
 
 
 def check_sparsity_settings(cost, damping) -> tuple[float, float]:
-    """``(cost ≥ 0, damping ∈ [0, 1))`` as floats, or a one-line error naming the bad one."""
-    cost = check_finite_number(cost, "sparsity_cost", minimum=0.0)
-    damping = check_finite_number(damping, "sparsity_damping", minimum=0.0)
+    """``(cost ≥ 0, damping ∈ [0, 1))`` as floats, or a one-line error naming the bad one. ``None`` stands for the
+    default (:data:`DEFAULT_SPARSITY_COST`, :data:`DEFAULT_SPARSITY_DAMPING`): the trainer configs say ``null`` so that
+    a run started before these settings existed still resumes (a setting added at ``null`` is no difference)."""
+    cost = check_finite_number(DEFAULT_SPARSITY_COST if cost is None else cost, "sparsity_cost", minimum=0.0)
+    damping = check_finite_number(DEFAULT_SPARSITY_DAMPING if damping is None else damping, "sparsity_damping", minimum=0.0)
     if damping >= 1.0:
         raise ValueError(f"sparsity_damping must be in [0, 1), got {damping}")
     return cost, damping

@@ -170,3 +170,19 @@ def test_the_configs_take_a_per_layer_target(trainer):
     objective = instantiate(cfg.trainer, run_dir="unused", progress=False).objective
     assert objective.sparsity.target == (None, 0.1) and objective.sparsity.cost == 0.5 and objective.sparsity.damping == 0.9
     assert instantiate(compose("train", [f"trainer={trainer}"]).trainer, run_dir="unused", progress=False).objective.sparsity is None
+
+
+@pytest.mark.parametrize("trainer", ["dbm_pcd", "dbm_pt"])
+def test_a_run_started_before_the_sparsity_settings_existed_still_resumes(trainer):
+    from omegaconf import OmegaConf
+
+    from pfzoo.training.checkpoints import config_differences
+
+    current = OmegaConf.to_container(compose("train", [f"trainer={trainer}"]), resolve=True)
+    stored = OmegaConf.to_container(compose("train", [f"trainer={trainer}"]), resolve=True)
+    for key in ("sparsity_target", "sparsity_cost", "sparsity_damping"):
+        del stored["trainer"]["objective"][key]
+    assert config_differences(stored, current) == []
+    objective = instantiate(compose("train", [f"trainer={trainer}", "trainer.objective.sparsity_target=0.1"]).trainer, run_dir="unused",
+                            progress=False).objective
+    assert (objective.sparsity.cost, objective.sparsity.damping) == (0.1, 0.9)  # null in the config: the defaults

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from pfzoo.models.dbm import DBM
+from pfzoo.training.objective import resize_to_saved
 from pfzoo.validation import check_finite_number
 
 DEFAULT_SPARSITY_COST = 0.1
@@ -66,9 +67,7 @@ class SparsityTarget(nn.Module):
         return sparsity_surrogate(model, batch, means, self.activity, targets, self.cost)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
-        saved = state_dict.get(prefix + "activity")
-        if saved is not None:  # the estimate's size is known only once it exists
-            self.activity = torch.empty_like(saved, device=self.activity.device)
+        resize_to_saved(self, state_dict, prefix, ("activity",))  # the estimate's size is known only once it exists
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:

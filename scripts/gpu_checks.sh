@@ -4,9 +4,9 @@
 # Parts, in this order, each skipped unless named in PARTS (default: pytest bench dbm raise):
 # pytest: `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps), whole log kept;
 # bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
-# dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_fresh_chains500: the top RBM by PCD-1 (500 chains) at lr 1e-4 on fresh posterior samples, from the zoo's CD25(500) turned upside down) resumed on CUDA from
+# dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_fresh_chains1000: the top RBM by PCD-1 (1,000 chains, 250 epochs) at lr 1e-4 on fresh posterior samples, from the zoo's CD25(500) turned upside down) resumed on CUDA from
 #         zoo/training/DBN_STATE, or started there when no state is committed (the default dbn-binarized_mnist's state left with
-#         its model, the zoo's DBN since 2026-11-29: the part now reruns that recipe from its start), for DBN_SECONDS;
+#         its model, the zoo's DBN since 2026-11-30: the part now reruns that recipe from its start), for DBN_SECONDS;
 # dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_deep_sparse, issue 48) resumed on CUDA from zoo/training/DBM_STATE
 #         (default dbm-binarized_mnist-deep-sparse), or started there when no state is committed yet, for DBM_SECONDS (about 5 s per
 #         epoch on an H100; DBM_SECONDS=rest: until 15 s before the budget ends); a second call on the still-warm machine
@@ -59,9 +59,9 @@ fi
 
 if wants dbn; then
 dbn_state=zoo/training/${DBN_STATE:-dbn-binarized_mnist}
-log "zoo DBN recipe ${DBN_RECIPE:-zoo_dbn_500_2000_fresh_chains500} on cuda, from $dbn_state"
+log "zoo DBN recipe ${DBN_RECIPE:-zoo_dbn_500_2000_fresh_chains1000} on cuda, from $dbn_state"
 mkdir -p /tmp/dbn-run && { [ -d "$dbn_state" ] && cp -r "$dbn_state"/. /tmp/dbn-run/; }
-timeout "${DBN_SECONDS:-110}" python3 scripts/train.py +experiment=${DBN_RECIPE:-zoo_dbn_500_2000_fresh_chains500} run_dir=/tmp/dbn-run resume=true device=cuda > "$out/dbn_train.log" 2>&1
+timeout "${DBN_SECONDS:-110}" python3 scripts/train.py +experiment=${DBN_RECIPE:-zoo_dbn_500_2000_fresh_chains1000} run_dir=/tmp/dbn-run resume=true device=cuda > "$out/dbn_train.log" 2>&1
 log "dbn: exit $? after $(cat /tmp/dbn-run/layer*/metrics.jsonl 2>/dev/null | grep -c .) epoch lines in the layers' metrics"
 tar -C /tmp -cf "$out/dbn-run.tar" dbn-run
 fi

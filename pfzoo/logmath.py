@@ -191,7 +191,7 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
         b = torch.addcmul(constant(1 / 24), q, constant(1 / 4), value=-1, out=b)  # (1-6q)/24
         a = torch.addcmul(a, delta, b, value=-1, out=None if scratch is None else a)  # (1-2s)/6 - δ(1-6q)/24
     a = torch.addcmul(constant(0.5), delta, a, value=-1, out=None if scratch is None else a)
-    b = torch.addcmul(s, delta, q.mul_(a), value=-1, out=b).mul_(delta)
+    b = torch.addcmul(s, delta, q.mul_(a), value=-1, out=None if scratch is None else b).mul_(delta)
     return _float64_sum(b, sum_buffer)
 
 

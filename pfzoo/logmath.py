@@ -7,7 +7,6 @@ all ranks just before (:mod:`pfzoo.estimators.sharding`), so every rank reduces 
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import NamedTuple
 
@@ -185,14 +184,26 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
     q = torch.addcmul(s, s, s, value=-1, out=q)  # s(1-s)
     if order == 2:  # δ (s − δ q / 2)
         return _float64_sum(torch.addcmul(s, delta, q, value=-0.5, out=b).mul_(delta), sum_buffer)
-    constant = functools.partial(torch.full, (), dtype=s.dtype, device=s.device)  # c − x·y in one pass: addcmul(c, x, y, −1)
-    a = torch.addcmul(constant(1 / 6), s, constant(1 / 3), value=-1, out=a)  # (1-2s)/6
+    sixth, third, twenty_fourth, quarter, half = _series_constants(s)  # c − x·y in one pass: addcmul(c, x, y, value=−1)
+    a = torch.addcmul(sixth, s, third, value=-1, out=a)  # (1-2s)/6
     if order == 4:
-        b = torch.addcmul(constant(1 / 24), q, constant(1 / 4), value=-1, out=b)  # (1-6q)/24
+        b = torch.addcmul(twenty_fourth, q, quarter, value=-1, out=b)  # (1-6q)/24
         a = torch.addcmul(a, delta, b, value=-1, out=None if scratch is None else a)  # (1-2s)/6 - δ(1-6q)/24
-    a = torch.addcmul(constant(0.5), delta, a, value=-1, out=None if scratch is None else a)
+    a = torch.addcmul(half, delta, a, value=-1, out=None if scratch is None else a)
     b = torch.addcmul(s, delta, q.mul_(a), value=-1, out=None if scratch is None else b).mul_(delta)
     return _float64_sum(b, sum_buffer)
+
+
+_SERIES_CONSTANTS: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, ...]] = {}
+
+
+def _series_constants(like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """0-d tensors ``1/6, 1/3, 1/24, 1/4, 1/2`` in ``like``'s dtype and device, made once per pair (no fill a step)."""
+    key = (like.dtype, like.device)
+    if key not in _SERIES_CONSTANTS:
+        _SERIES_CONSTANTS[key] = tuple(torch.full((), value, dtype=like.dtype, device=like.device)
+                                       for value in (1 / 6, 1 / 3, 1 / 24, 1 / 4, 1 / 2))
+    return _SERIES_CONSTANTS[key]
 
 
 def _float64_sum(terms: torch.Tensor, buffer: torch.Tensor | None) -> torch.Tensor:

@@ -198,7 +198,10 @@ _SERIES_CONSTANTS: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, ..
 
 
 def _series_constants(like: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """0-d tensors ``1/6, 1/3, 1/24, 1/4, 1/2`` in ``like``'s dtype and device, made once per pair (no fill a step)."""
+    """0-d tensors ``1/6, 1/3, 1/24, 1/4, 1/2`` in ``like``'s dtype and device, made once per pair (no fill a step); in a
+    compiled graph made in it (they fold into its fused kernel, and reading the cache would guard the graph on it)."""
+    if torch.compiler.is_compiling():
+        return tuple(torch.full((), value, dtype=like.dtype, device=like.device) for value in (1 / 6, 1 / 3, 1 / 24, 1 / 4, 1 / 2))
     key = (like.dtype, like.device)
     if key not in _SERIES_CONSTANTS:
         _SERIES_CONSTANTS[key] = tuple(torch.full((), value, dtype=like.dtype, device=like.device)

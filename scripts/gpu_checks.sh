@@ -50,7 +50,7 @@ if wants bench; then
 log "benchmark --device cuda"
 bench_end=$((SECONDS + 190))
 for case in poe_hais rbm_naive_mcmc rbm_ais dbm_ais rbm_raise rbm_ais_small rbm_pcd rbm_mpf ising_gibbs ising_mpf generative_hais rbm_pt rbm_fpcd rbm_naive_mcmc rbm_nce \
-            rbm_self_contrastive rbm_ratio_matching rbm_stochastic_ratio_matching rbm_generalized_score_matching rbm_generalized_pseudolikelihood rbm_ais_compiled poe_hais_compiled rbm_raise_compiled poe_nce; do
+            rbm_self_contrastive rbm_ratio_matching rbm_stochastic_ratio_matching rbm_generalized_score_matching rbm_generalized_pseudolikelihood rbm_ais_compiled dbm_ais_compiled poe_hais_compiled rbm_raise_compiled poe_nce; do
   remaining=$((bench_end - SECONDS)); [ $remaining -lt 5 ] && { log "benchmark: no time left for $case and after"; break; }
   timeout $((remaining < 60 ? remaining : 60)) python3 scripts/benchmark.py --device cuda --only $case --output "$out/benchmark-cuda.json" 2>&1 \
     | grep -v "^results written" | tee -a "$out/benchmark.log" || log "benchmark $case: stopped (time limit or error)"

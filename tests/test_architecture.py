@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pfzoo"
 # layer and the layers below it. Kernels act on targets and know no model family; models run kernels in their samplers.
 # data generates from models (the spin glass samples an Ising model), so it sits above them.
 LAYERS = {
-    "validation": 0, "logmath": 0, "distributed": 0, "sampling": 0, "hamiltonian": 0, "schema": 0,
+    "validation": 0, "logmath": 0, "distributed": 0, "sampling": 0, "hashed_draws": 0, "hamiltonian": 0, "schema": 0,
     "kernels": 1, "models": 2, "data": 3, "paths": 3, "estimators": 4, "zoo": 4, "training": 5, "pictures": 5, "studies": 6,
     "app": 7, "cli": 8, "cli_hints": 8, "torchrun": 8, "__init__": 0, "__main__": 9,
 }

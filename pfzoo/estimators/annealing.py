@@ -99,8 +99,10 @@ def anneal(
     With :class:`~pfzoo.sampling.ChainStreams` for ``generator`` the chains are its blocks' rows and the
     acceptance and diagnostics are per block (:class:`AnnealingResult`); ``group_size`` is then refused.
     With ``compile`` the step's increment and transition run under ``torch.compile`` (:func:`compiled_step`; the last
-    step's lone increment eagerly); the numbers are those of the eager loop to rounding (a compiled kernel may fuse and
-    reorder floating-point operations).
+    step's lone increment eagerly), the transition's draws made first by ``path.draw_noise``: where they are the
+    kernel's own draws (HMC) the numbers are those of the eager loop to rounding (a compiled kernel may fuse and reorder
+    floating-point operations); an RBM path's Gibbs sweep instead draws from a counter hash of per-chain keys
+    (:mod:`pfzoo.hashed_draws`): the same law, other numbers.
     """
     blocks = generator.sizes if isinstance(generator, ChainStreams) else None
     if blocks is not None and group_size is not None:
@@ -231,10 +233,14 @@ def compiled_step() -> Callable:
 
     A kernel that can make its draws first (:class:`~pfzoo.kernels.base.NoiseFirstKernel`: HMC) has them made eagerly
     before each step (:meth:`~pfzoo.paths.base.AnnealingPath.draw_noise`, in the order its step would make them, so the
-    numbers are the eager loop's) and passed as ``noise``: the step is then one graph without a break. Elsewhere (an RBM
-    path's Gibbs sweep) the draws of :mod:`pfzoo.sampling` run eagerly between graphs, where they take an explicit
-    ``torch.Generator`` or numpy's bulk integers (CPU), neither of which a graph can hold; nothing else in an RBM
-    path's step reads a value back to the host or branches on data (value checks run when the path is built).
+    numbers are the eager loop's) and passed as ``noise``: the step is then one graph without a break. An RBM path with
+    the plain Gibbs kernel draws one key per chain and layer first instead, and its sweep hashes them inside the graph
+    (:meth:`~pfzoo.paths.RBMGeometricPath.draw_noise`): one graph too, whose σ, draws and weight increment fuse. Elsewhere
+    the draws of :mod:`pfzoo.sampling` run eagerly between graphs, where they take an explicit ``torch.Generator`` or
+    numpy's bulk integers (CPU), neither of which a graph can hold.
+
+    The increment's :func:`~pfzoo.logmath.softplus_difference` picks its form (exact, or a series of order 2, 3 or 4) on
+    the host from ``|β' − β|``: each form gets its own graph the first time a step takes it (at most four), never one per β.
     """
     return torch.compile(_advance, dynamic=True)
 

@@ -7,6 +7,7 @@ from typing import NamedTuple
 import torch
 from torch.nn import functional as F
 
+from pfzoo.hashed_draws import draw_keys, hashed_bernoulli
 from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
 from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
@@ -95,6 +96,21 @@ class RBMPathConditionals:
         else:
             visible_logits = torch.addmm(visible_bias, h, self.draw_weight.T, alpha=beta)
         return bernoulli_logits(visible_logits, dtype=self.weight.dtype, generator=generator)
+
+    def hashed_sweep(self, stats: RBMPathStatistics, *, beta: float, keys: torch.Tensor) -> GibbsState:
+        """One block-Gibbs sweep at β from the statistics of ``v [N, V]``, its draws hashed from ``keys [2, N]`` (the hidden
+        layer's, then the visible layer's; :func:`pfzoo.hashed_draws.hashed_bernoulli`) instead of drawn from a generator:
+        the sweep a compiled annealing step holds whole. σ of logits rounded to the draw dtype, as the eager draws do;
+        ``hWᵀ`` unscaled, so that β's scaling, the biases, σ, the hash and the comparison fuse into one pass."""
+        hidden_logits = _add_scaled(self.base_hidden_bias, stats.hidden_input, beta).to(self.draw_weight.dtype)
+        hidden = hashed_bernoulli(torch.sigmoid(hidden_logits), keys[0])
+        visible_bias = _add_scaled(self.draw_base_visible_bias, self.draw_visible_bias_delta, beta)
+        visible_logits = visible_bias + beta * (hidden @ self.draw_weight.T)
+        visible = hashed_bernoulli(torch.sigmoid(visible_logits), keys[1], dtype=self.weight.dtype)
+        # the statistics as two dense tensors (not views of one product): the layout of the first state a compiled run
+        # starts from (pfzoo.estimators.annealing._fresh), so that its first step needs no graph of its own
+        statistics = RBMPathStatistics(torch.addmm(self.hidden_bias_delta, visible, self.weight), visible @ self.visible_bias_delta)
+        return GibbsState(visible, hidden, statistics)
 
 
 def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float) -> torch.Tensor:
@@ -200,6 +216,23 @@ class RBMGeometricPath(AnnealingPath):
         target = self.target
         return {"max_abs_delta": abs(beta_to - beta_from) * target.hidden_input_bound,
                 "max_abs_input": target.base_hidden_bias_bound + abs(beta_to) * target.hidden_input_bound}
+
+    def draw_noise(self, state: GibbsState, *, generator: Generator = None) -> torch.Tensor | None:
+        """With the plain :class:`~pfzoo.kernels.BlockGibbs` kernel, the next sweep's keys ``[2, N]`` (int64; one per chain
+        and layer, :func:`pfzoo.hashed_draws.draw_keys`) for :meth:`RBMPathConditionals.hashed_sweep`, so that a compiled
+        annealing step holds its draws and fuses them with σ (:func:`pfzoo.estimators.annealing.anneal` with
+        ``compile=True``); other kernels as :meth:`AnnealingPath.draw_noise`. The sweep then draws other numbers than
+        the eager one from the same generator, from the same law."""
+        if type(self.kernel) is not BlockGibbs:
+            return super().draw_noise(state, generator=generator)
+        return draw_keys(state.position.shape[0], 2, generator=generator, device=state.position.device)
+
+    def transition(self, state: GibbsState, beta: float, *, generator: Generator = None, noise: torch.Tensor | None = None) -> tuple:
+        """One kernel step at β (:meth:`AnnealingPath.transition`); with ``noise``, the keys of :meth:`draw_noise`, the
+        hashed sweep of the plain :class:`~pfzoo.kernels.BlockGibbs` kernel."""
+        if noise is None or type(self.kernel) is not BlockGibbs:
+            return super().transition(state, beta, generator=generator, noise=noise)
+        return self.target.hashed_sweep(state.stats, beta=beta, keys=noise), GibbsInfo()
 
     def advance(self, state: GibbsState, beta_from: float, beta_to: float, *, generator: Generator = None,
                 workspace: dict | None = None) -> tuple[torch.Tensor, GibbsState, GibbsInfo]:

@@ -43,11 +43,11 @@ from pfzoo.data.binarized_mnist import binarized_mnist
 from pfzoo.estimators import AIS, HAIS, RAISE
 from pfzoo.estimators.annealing import anneal
 from pfzoo.logmath import summarize_log_weights
-from pfzoo.models import DBM, RBM, LinearGenerative
+from pfzoo.models import RBM, LinearGenerative
 from pfzoo.paths import build_from_base
 from pfzoo.paths.schedules import make_betas
 from pfzoo.studies.benchmark.timing import ais_rates, best_seconds, matmul_seconds_per_step, timed
-from pfzoo.studies.benchmark.workloads import random_rbm, student_t_poe
+from pfzoo.studies.benchmark.workloads import random_dbm, random_rbm, student_t_poe
 from pfzoo.zoo import pretrained
 
 
@@ -73,8 +73,7 @@ def benchmark_rbm_ais(device: torch.device, num_visible=784, num_hidden=500, num
 def benchmark_dbm_ais(device: torch.device, layer_sizes=(784, 500, 1000), num_chains=1000, num_steps=1000, repeats=2) -> dict:
     """AIS from data base rates on a DBM with weights N(0, 0.05²) and biases N(0, 1), against its even/odd RBM's matmul bound."""
     g = torch.Generator(device).manual_seed(0)
-    weights = [torch.randn(lower, upper, generator=g, device=device) * 0.05 for lower, upper in zip(layer_sizes[:-1], layer_sizes[1:])]
-    model = DBM.from_tensors(weights, [torch.randn(size, generator=g, device=device) for size in layer_sizes])
+    model = random_dbm(layer_sizes, g, device)
     data = (torch.rand(500, layer_sizes[0], generator=g, device=device) < 0.2).float()
     estimator = AIS(num_chains=num_chains, num_steps=num_steps, base="base_rate").to(device)
     ais_seconds = best_seconds(lambda: estimator(model, data=data, generator=g), device, repeats)

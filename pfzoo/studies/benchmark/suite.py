@@ -3,7 +3,12 @@ replace the issue's on CPU and under ``--quick``."""
 
 from __future__ import annotations
 
-from pfzoo.studies.benchmark.compiled_cases import benchmark_poe_hais_compiled, benchmark_rbm_ais_compiled, benchmark_rbm_raise_compiled
+from pfzoo.studies.benchmark.compiled_cases import (
+    benchmark_dbm_ais_compiled,
+    benchmark_poe_hais_compiled,
+    benchmark_rbm_ais_compiled,
+    benchmark_rbm_raise_compiled,
+)
 from pfzoo.studies.benchmark.distributed_ais import benchmark_distributed_ais
 from pfzoo.studies.benchmark.estimator_cases import (
     benchmark_dbm_ais,
@@ -41,6 +46,7 @@ CASES = {
     "rbm_ais_small": benchmark_rbm_ais_small,
     "rbm_ais_mnist20": benchmark_rbm_ais_mnist20,
     "rbm_ais_compiled": benchmark_rbm_ais_compiled,
+    "dbm_ais_compiled": benchmark_dbm_ais_compiled,
     "poe_hais_compiled": benchmark_poe_hais_compiled,
     "rbm_raise_compiled": benchmark_rbm_raise_compiled,
     "rbm_raise": benchmark_rbm_raise,
@@ -75,7 +81,8 @@ CPU_SIZES = {
     # sizes takes (its series form needs K ≥ ~700 here), and spreads each call's set-up over 20 steps
     "rbm_ais": {"num_chains": (1000,), "num_steps": 1000, "repeats": 1},
     "dbm_ais": {"num_steps": 1000, "repeats": 1},
-    "rbm_ais_compiled": {"num_chains": 500, "num_steps": 100, "repeats": 1},
+    "rbm_ais_compiled": {"num_steps": 1000, "repeats": 1},  # 1,000 chains, the bound's case
+    "dbm_ais_compiled": {"num_steps": 1000, "repeats": 1},
     "poe_hais_compiled": {"num_steps": 1000, "repeats": 1},
     "rbm_raise_compiled": {"num_examples": 20, "num_steps": 100, "repeats": 1},
     "rbm_raise": {"num_steps": 100},
@@ -103,6 +110,7 @@ QUICK_SIZES = {
     "rbm_ais_small": {"num_hidden": 10, "num_chains": 10, "num_steps": 10, "repeats": 2},
     "rbm_ais_mnist20": {"models": ("rbm-binarized_mnist-pcd-20",), "num_chains": 10, "num_steps": 10, "repeats": 2},
     "rbm_ais_compiled": {"num_visible": 20, "num_hidden": 10, "num_chains": 10, "num_steps": 5, "repeats": 1},
+    "dbm_ais_compiled": {"layer_sizes": (12, 8, 6), "num_chains": 10, "num_steps": 5, "repeats": 1},
     "poe_hais_compiled": {"dim": 4, "num_chains": 10, "num_steps": 5, "repeats": 1},
     "rbm_raise_compiled": {"num_visible": 20, "num_hidden": 10, "num_examples": 3, "num_chains": 2, "num_steps": 5, "repeats": 1},
     "rbm_raise": {"num_examples": 5, "num_chains": 2, "num_steps": 5},

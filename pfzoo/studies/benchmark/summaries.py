@@ -12,6 +12,12 @@ def compiled_summary(r: dict) -> str:
             f"{r['estimate_difference']:+.2e} (stderr {r['stderr']:.2e})")
 
 
+def compiled_ais_summary(r: dict) -> str:
+    """:func:`compiled_summary` with each run's fraction of the matmul bound."""
+    return (compiled_summary(r) + f"; of the matmul bound: compiled {r['compiled']['fraction_of_matmul_bound']:.2f}, "
+            f"eager {r['eager']['fraction_of_matmul_bound']:.2f}")
+
+
 def rbm_ais_summary(r: dict) -> str:
     """``rbm_ais``'s rate at each chain count, against the matmul bound."""
     return "rbm_ais: " + "; ".join(
@@ -43,7 +49,8 @@ SUMMARIES = {
                                    ("pfzoo from rbms's base", "pfzoo_rbms_base")))
             + (f", rbms {m['rbms']['seconds']:.2f} s, RMSE {m['rbms']['rmse']:.3f}" if m["rbms"] else ", rbms not installed")
             for name, m in r["models"].items()),
-    "rbm_ais_compiled": compiled_summary,
+    "rbm_ais_compiled": compiled_ais_summary,
+    "dbm_ais_compiled": compiled_ais_summary,
     "poe_hais_compiled": compiled_summary,
     "rbm_raise_compiled": compiled_summary,
     "rbm_raise": lambda r: f"rbm_raise: {r['examples_per_second']:.3g} examples/s at M = {r['shape']['num_chains']} chains, "

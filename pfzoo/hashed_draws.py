@@ -1,0 +1,63 @@
+"""Bernoulli draws from a counter hash: random numbers that a compiled graph holds, so a compiled Gibbs sweep fuses its
+σ, its uniforms and its comparisons into one pass over the chains.
+
+A draw of :mod:`pfzoo.sampling` takes a ``torch.Generator`` (or numpy's bulk integers), neither of which
+``torch.compile`` can trace: a compiled step breaks its graph at every draw and loses the fusion it was compiled for.
+Here the generator is read once per step and per layer, outside the graph, for one 32-bit *key* per chain
+(:func:`draw_keys`); inside the graph element ``j`` of chain ``n``'s row gets the 24-bit integer
+
+    I[n, j] = mix(key[n] XOR (j · 0x9E3779B9 mod 2³²)) >> 8,
+
+where ``mix`` is a two-round multiply–xorshift bijection of 32-bit words (shifts 16, 15, 15; multipliers 0x21f0aaad and
+0x735a2d97: the best two-round constants found by Wellons' hash prospector, avalanche bias about 0.11) and ``0x9E3779B9``
+(⌊2³²/φ⌋) spreads consecutive columns over the word. Draws are ``1[I < p 2²⁴]``, the law of
+:func:`pfzoo.sampling.bernoulli_logits` (probability ``⌈p 2²⁴⌉ 2⁻²⁴``). The keys are fresh uniform words of the run's
+generator at every step, so rows and steps never share a sequence; two rows can agree at single, scattered elements
+(when two keys differ by ``c_j XOR c_j'`` for some columns), as independent uniforms agree by chance.
+
+Both multipliers are below 2³¹, so every product of a 32-bit word with one stays below 2⁶³: the arithmetic is exact in
+int64 on every device and backend (no reliance on signed overflow wrapping).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pfzoo.sampling import UNIFORM_BITS, Generator, randint
+
+KEY_BITS = 32
+"""Width of a chain's key (and of the hash's words)."""
+
+_WORD_MASK = (1 << KEY_BITS) - 1
+_COLUMN_SPREAD = 0x9E3779B9  # ⌊2³²/φ⌋: consecutive columns land far apart in the word
+_MULTIPLIERS = (0x21F0AAAD, 0x735A2D97)
+_SHIFTS = (16, 15, 15)
+
+
+def draw_keys(num_chains: int, num_layers: int, *, generator: Generator = None, device: torch.device | str | None = None) -> torch.Tensor:
+    """One key per chain and layer for one step: int64 ``[num_layers, N]``, uniform on ``[0, 2³²)``, from ``generator``
+    (a :class:`~pfzoo.sampling.ChainStreams` draws each block's rows from its own generator)."""
+    return randint(1 << KEY_BITS, (num_chains, num_layers), generator=generator, device=device).T
+
+
+def mix(words: torch.Tensor) -> torch.Tensor:
+    """The 32-bit bijection of the module docstring on int64 words in ``[0, 2³²)``, elementwise, same shape."""
+    x = words ^ (words >> _SHIFTS[0])
+    x = (x * _MULTIPLIERS[0]) & _WORD_MASK
+    x = x ^ (x >> _SHIFTS[1])
+    x = (x * _MULTIPLIERS[1]) & _WORD_MASK
+    return x ^ (x >> _SHIFTS[2])
+
+
+def hashed_integers(keys: torch.Tensor, width: int) -> torch.Tensor:
+    """Integers uniform on ``[0, 2²⁴)`` for rows with ``keys [N]`` (int64) and ``width`` columns: int64 ``[N, width]``."""
+    columns = (torch.arange(width, dtype=torch.int64, device=keys.device) * _COLUMN_SPREAD) & _WORD_MASK
+    return mix(keys[:, None] ^ columns) >> (KEY_BITS - UNIFORM_BITS)
+
+
+def hashed_bernoulli(probs: torch.Tensor, keys: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Draws ``1[I < p 2²⁴]`` for probabilities ``probs [N, M]`` (float32, or float64 rounded to float32 first as
+    :func:`~pfzoo.sampling.bernoulli_logits` does) with ``I`` from :func:`hashed_integers` of the rows' ``keys [N]``:
+    ``[N, M]`` in ``dtype`` (default the probabilities')."""
+    scaled = probs.to(torch.float32) * float(1 << UNIFORM_BITS)
+    return (hashed_integers(keys, probs.shape[-1]) < scaled).to(probs.dtype if dtype is None else dtype)

@@ -2,7 +2,7 @@
 
     python scripts/dbm_depth.py                                  # models/dbm-binarized_mnist: AIS K = 10⁴, 100 chains
     python scripts/dbm_depth.py --name dbm-digits --num-steps 1000
-    python scripts/dbm_depth.py --checkpoint zoo/training/dbm-binarized_mnist-deep-sparse-chains1000/checkpoint.pt --num-test 1000 [--device cuda]
+    python scripts/dbm_depth.py --checkpoint zoo/training/dbm-binarized_mnist-deep-sparse-chains1000/checkpoint.pt --num-test 1000 [--device cuda] [--compile]
 
 The DBM and the DBM without its top layer (the top layer's average input over the test digits folded into the bias
 below, :meth:`pfzoo.models.DBM.without_top_layer`) are measured by AIS from the data base rates with the same settings
@@ -46,6 +46,7 @@ def main(argv=None) -> None:
     parser.add_argument("--checkpoint", type=Path, default=None, help="measure this DBM checkpoint instead, printing the result")
     parser.add_argument("--num-test", type=int, default=None, help="with --checkpoint: this many random test digits (seeded by --seed)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--compile", action="store_true", help="AIS with compile=True: a faster step, hashed draws (pfzoo.hashed_draws)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     folder = args.zoo / args.name
@@ -56,7 +57,7 @@ def main(argv=None) -> None:
     data = zoo.pretrained_dataset(args.name, root, zoo_dir=args.zoo)
     model = zoo.load(args.checkpoint, map_location=args.device) if args.checkpoint else zoo.pretrained(args.name, zoo_dir=args.zoo)
     settings = {"num_chains": args.num_chains, "num_steps": args.num_steps, "schedule": "linear", "base": "base_rate",
-                "posterior_samples": args.posterior_samples}
+                "posterior_samples": args.posterior_samples, **({"compile": True} if args.compile else {})}
     estimator = AIS(**settings)
     began = time.perf_counter()
     test, train = data.test.to(model.device, model.dtype), data.train.to(model.device, model.dtype)

@@ -13,7 +13,8 @@
 #         goes on from its own /tmp/dbm-run; then the depth diagnostic of the run's checkpoint (scripts/dbm_depth.py, AIS
 #         K = 10⁴ on 1,000 random test digits, CUDA) into dbm_depth.json;
 # raise:  scripts/reproduce_raise.py with RAISE_ARGS (default: --paper-scale --from-zoo models on three models) on CUDA,
-#         for as much of the time left as RAISE_SECONDS allows (default: all of it).
+#         for as much of the time left as RAISE_SECONDS allows (default: all of it); RAISE_ARGS="... --compile" runs the
+#         table's steps compiled (hashed draws, fused kernels: untried on a GPU so far, so not the default).
 # A 15-minute lease leaves about 9 minutes of commands: e.g. PARTS="pytest dbm" DBM_SECONDS=400 to push the DBM on.
 # Everything it writes lands in $OUT (logs, JSON, tars of the advanced DBM and DBN runs: copy their contents back into
 # zoo/training/<name>/ and commit). WHEELS (optional) holds wheels of

@@ -132,10 +132,11 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
     for steps in [s["steps"]] + ([s["long_steps"]] if "exact" in rows and s["long_steps"] else []):
         suffix, examples = ("", s["raise_examples"]) if steps == s["steps"] else (f"@{steps}", s["long_raise_examples"])
         for base in ("uniform", "base_rate"):
-            record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples))
+            record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples, compile=s.get("compile", False)))
         for base in ("uniform", "base_rate"):
             chains = max(ais_chains.get(base, 0), s["ais_chains"])
-            record(f"ais_{base}{suffix}", AIS(chains, steps, schedule="linear", base=base, posterior_samples=s["posterior_samples"]), chains=chains)
+            record(f"ais_{base}{suffix}", AIS(chains, steps, schedule="linear", base=base, posterior_samples=s["posterior_samples"],
+                                              compile=s.get("compile", False)), chains=chains)
     return rows
 
 

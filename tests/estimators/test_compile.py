@@ -104,7 +104,8 @@ def test_compiled_ais_agrees_with_eager_and_exact_on_a_small_rbm():
     """8×6 float32 RBM, 64 chains × 50 linear steps: compiled and eager within 4 of their joint standard error of each
     other (the compiled sweeps draw hashed numbers, pfzoo.hashed_draws, not the eager stream's), both within 4 standard
     errors of the enumerated log Z; a second compiled run with other chains and β's whose steps take the same branch of
-    the increment (softplus_difference's exact form: every |δ| here is above the series' range) compiles no new graph."""
+    the increment (softplus_difference's exact form: every |δ| here is above the series' range) compiles no new graph,
+    and a third with the first's seed gives its log weights again."""
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
@@ -115,6 +116,8 @@ def test_compiled_ais_agrees_with_eager_and_exact_on_a_small_rbm():
     graphs = counters["stats"]["unique_graphs"]
     AIS(num_chains=32, num_steps=37, schedule="linear", compile=True)(model, generator=torch.Generator().manual_seed(2))
     assert counters["stats"]["unique_graphs"] == graphs
+    again = AIS(num_chains=64, num_steps=50, schedule="linear", compile=True)(model, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(again.log_weights, estimates[1].log_weights)  # the same seed, the same compiled numbers
     eager, compiled = estimates
     assert abs(compiled.log_z - eager.log_z) <= 4 * (eager.stderr ** 2 + compiled.stderr ** 2) ** 0.5, (compiled.log_z, eager.log_z)
     for estimate in estimates:

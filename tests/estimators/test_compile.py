@@ -168,3 +168,31 @@ def test_compiled_model_call_gives_the_eager_log_densities(build):
     compiled = torch.compile(model)
     torch.testing.assert_close(compiled(rows), model(rows), rtol=1e-5, atol=1e-4)
     torch._dynamo.reset()
+
+
+@pytest.mark.slow
+@needs_compile
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_compiled_blocks_of_chain_streams_anneal_as_alone(dtype):
+    """The sharding promise under compile=True: a 12×7 RBM annealed compiled (hashed sweeps) with ChainStreams of three
+    blocks gives each block the log weights and final states it gets annealed alone with its own generator."""
+    from pfzoo.estimators.annealing import anneal
+
+    model = random_rbm(12, 7, scale=0.5, seed=2, dtype=dtype)
+    path, _ = AIS(num_chains=8, num_steps=4).build_path(model, None, torch.Generator().manual_seed(0))
+    betas = torch.linspace(0, 1, 31, dtype=torch.float64)
+    sizes = [40, 24, 36]
+
+    def streams(blocks):
+        return ChainStreams([torch.Generator().manual_seed(20 + block) for block in blocks], [sizes[block] for block in blocks])
+
+    def run(blocks):
+        generator = streams(blocks)
+        return anneal(path, betas, path.sample_base(generator.num_rows, generator=generator), generator=generator, compile=True)
+
+    together = run([0, 1, 2])
+    for block, rows in zip(range(3), torch.arange(sum(sizes)).split(sizes)):
+        alone = run([block])
+        assert torch.equal(together.log_weights[rows], alone.log_weights), block
+        assert torch.equal(together.state.position[rows], alone.state.position), block
+    torch._dynamo.reset()

@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     scale.add_argument("--quick", action="store_true", help="1 training epoch, 10 hidden units, K = 100, small chains: a smoke run")
     scale.add_argument("--paper-scale", action="store_true", help="RAISE Table 1's settings (PAPER_SCALE over the size options), meant for --device cuda")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where models, data and chains live (training too)")
-    parser.add_argument("--compile", action="store_true",
-                        help="the table's AIS and RAISE with compile=True (fused steps; hashed draws: pfzoo.hashed_draws); recorded in the settings")
+    parser.add_argument("--compile", action="store_true", help="AIS and RAISE with compile=True (hashed draws; recorded in the settings)")
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="measure nothing: rewrite table.md (with --export-zoo also the cards)")
     parser.add_argument("--from-zoo", type=Path, help="measure the checkpoints already in this zoo folder (e.g. models) instead of training")
     parser.add_argument("--export-zoo", type=Path, help="copy checkpoints and model cards (README.md, card.json) into this zoo folder")

@@ -56,8 +56,8 @@ def hashed_integers(keys: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def hashed_bernoulli(probs: torch.Tensor, keys: torch.Tensor, *, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """Draws ``1[I < p 2²⁴]`` for probabilities ``probs [N, M]`` (float32, or float64 rounded to float32 first as
-    :func:`~pfzoo.sampling.bernoulli_logits` does) with ``I`` from :func:`hashed_integers` of the rows' ``keys [N]``:
-    ``[N, M]`` in ``dtype`` (default the probabilities')."""
+    """Draws ``1[I < p 2²⁴]`` for probabilities ``probs [N, M]`` (compared in float32, where ``p 2²⁴`` is exact: float64
+    probabilities are rounded first) with ``I`` from :func:`hashed_integers` of the rows' ``keys [N]``: ``[N, M]`` in
+    ``dtype`` (default the probabilities')."""
     scaled = probs.to(torch.float32) * float(1 << UNIFORM_BITS)
     return (hashed_integers(keys, probs.shape[-1]) < scaled).to(probs.dtype if dtype is None else dtype)

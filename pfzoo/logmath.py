@@ -194,6 +194,7 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
     return _float64_sum(b, sum_buffer)
 
 
+_SERIES_VALUES = (1 / 6, 1 / 3, 1 / 24, 1 / 4, 1 / 2)
 _SERIES_CONSTANTS: dict[tuple[torch.dtype, torch.device], tuple[torch.Tensor, ...]] = {}
 
 
@@ -201,12 +202,15 @@ def _series_constants(like: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """0-d tensors ``1/6, 1/3, 1/24, 1/4, 1/2`` in ``like``'s dtype and device, made once per pair (no fill a step); in a
     compiled graph made in it (they fold into its fused kernel, and reading the cache would guard the graph on it)."""
     if torch.compiler.is_compiling():
-        return tuple(torch.full((), value, dtype=like.dtype, device=like.device) for value in (1 / 6, 1 / 3, 1 / 24, 1 / 4, 1 / 2))
+        return _full_constants(like)
     key = (like.dtype, like.device)
     if key not in _SERIES_CONSTANTS:
-        _SERIES_CONSTANTS[key] = tuple(torch.full((), value, dtype=like.dtype, device=like.device)
-                                       for value in (1 / 6, 1 / 3, 1 / 24, 1 / 4, 1 / 2))
+        _SERIES_CONSTANTS[key] = _full_constants(like)
     return _SERIES_CONSTANTS[key]
+
+
+def _full_constants(like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    return tuple(torch.full((), value, dtype=like.dtype, device=like.device) for value in _SERIES_VALUES)
 
 
 def _float64_sum(terms: torch.Tensor, buffer: torch.Tensor | None) -> torch.Tensor:

@@ -185,6 +185,7 @@ class RBMGeometricPath(AnnealingPath):
             target, base = _swapped(target), _swapped(base)
         self.target = RBMPathConditionals(target, base)
         self.kernel = BlockGibbs() if kernel is None else check_kernel(kernel, self.target.offers, "an RBM path")
+        self.hashes_draws = type(self.kernel) is BlockGibbs  # its compiled sweep draws from keys (draw_noise, transition)
 
     def draw_base(self, num_chains: int, *, generator: torch.Generator | None = None) -> torch.Tensor:
         probs = torch.sigmoid(self.target.base_visible_bias).expand(num_chains, -1)
@@ -223,14 +224,14 @@ class RBMGeometricPath(AnnealingPath):
         annealing step holds its draws and fuses them with σ (:func:`pfzoo.estimators.annealing.anneal` with
         ``compile=True``); other kernels as :meth:`AnnealingPath.draw_noise`. The sweep then draws other numbers than
         the eager one from the same generator, from the same law."""
-        if type(self.kernel) is not BlockGibbs:
+        if not self.hashes_draws:
             return super().draw_noise(state, generator=generator)
         return draw_keys(state.position.shape[0], 2, generator=generator, device=state.position.device)
 
     def transition(self, state: GibbsState, beta: float, *, generator: Generator = None, noise: torch.Tensor | None = None) -> tuple:
         """One kernel step at β (:meth:`AnnealingPath.transition`); with ``noise``, the keys of :meth:`draw_noise`, the
         hashed sweep of the plain :class:`~pfzoo.kernels.BlockGibbs` kernel."""
-        if noise is None or type(self.kernel) is not BlockGibbs:
+        if noise is None or not self.hashes_draws:
             return super().transition(state, beta, generator=generator, noise=noise)
         return self.target.hashed_sweep(state.stats, beta=beta, keys=noise), GibbsInfo()
 

@@ -27,6 +27,40 @@ def test_mix_is_a_bijection_of_32_bit_words():
     assert mixed.unique().numel() == words.unique().numel()
 
 
+def _exact_mix(words: torch.Tensor) -> torch.Tensor:
+    """The hash's mix by exact int64 arithmetic on words in ``[0, 2³²)`` (a 32-bit word times a multiplier below 2³¹ stays
+    below 2⁶³): the reference for the int32 lanes of pfzoo.hashed_draws."""
+    mask = (1 << KEY_BITS) - 1
+    x = words ^ (words >> 16)
+    x = (x * 0x21F0AAAD) & mask
+    x = x ^ (x >> 15)
+    x = (x * 0x735A2D97) & mask
+    return x ^ (x >> 15)
+
+
+def _exact_integers(keys: torch.Tensor, width: int) -> torch.Tensor:
+    """The hash's 24-bit integers ``[N, width]`` by :func:`_exact_mix`."""
+    columns = (torch.arange(width, dtype=torch.int64) * 0x9E3779B9) & ((1 << KEY_BITS) - 1)
+    return _exact_mix(keys[:, None] ^ columns) >> (KEY_BITS - UNIFORM_BITS)
+
+
+def test_int32_lanes_equal_the_exact_int64_hash_eager_and_compiled():
+    """The int32 words' wrapping products and masked shifts give the exact hash's integers and draws, bit for bit, for
+    keys at both ends of the word range and random ones, at widths that leave scalar tails after the vector lanes, eager
+    and under torch.compile (where the multiply is generated code, not ATen's)."""
+    keys = torch.cat([torch.tensor([0, 1, (1 << 31) - 1, 1 << 31, (1 << 32) - 1]),
+                      draw_keys(200, 1, generator=torch.Generator().manual_seed(3))[0]])
+    probs = torch.rand(keys.shape[0], 37, generator=torch.Generator().manual_seed(4))
+    exact = _exact_integers(keys, 37)
+    assert torch.equal(mix(keys), _exact_mix(keys))
+    for width in (1, 7, 37, 784):
+        assert torch.equal(hashed_integers(keys, width).long(), _exact_integers(keys, width))
+    compiled = torch.compile(lambda p, k: (hashed_integers(k, p.shape[-1]), hashed_bernoulli(p, k)), dynamic=True)
+    integers, draws = compiled(probs, keys)
+    assert torch.equal(integers.long(), exact)
+    assert torch.equal(draws, (exact < probs * float(1 << UNIFORM_BITS)).to(probs.dtype))
+
+
 def _uniformity_p_value(integers: torch.Tensor, bits: int, shift: int) -> float:
     """χ² p-value of the ``bits``-bit field at ``shift`` of 24-bit integers against the uniform law."""
     cells = (integers >> shift) & ((1 << bits) - 1)

@@ -175,7 +175,9 @@ def test_compiled_model_call_gives_the_eager_log_densities(build):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_compiled_blocks_of_chain_streams_anneal_as_alone(dtype):
     """The sharding promise under compile=True: a 12×7 RBM annealed compiled (hashed sweeps) with ChainStreams of three
-    blocks gives each block the log weights and final states it gets annealed alone with its own generator."""
+    blocks gives each block the final states and log weights it gets annealed alone with its own generator: in float64
+    bit for bit; in float32 to 1e-6, as products over 100 rows and over 40 round differently on some CPUs (an AMD EPYC's
+    BLAS: 1.2e-7 compiled, 2.4e-7 eager) though not on others (an Intel Xeon's)."""
     from pfzoo.estimators.annealing import anneal
 
     model = random_rbm(12, 7, scale=0.5, seed=2, dtype=dtype)
@@ -193,6 +195,9 @@ def test_compiled_blocks_of_chain_streams_anneal_as_alone(dtype):
     together = run([0, 1, 2])
     for block, rows in zip(range(3), torch.arange(sum(sizes)).split(sizes)):
         alone = run([block])
-        assert torch.equal(together.log_weights[rows], alone.log_weights), block
+        if dtype == torch.float64:
+            assert torch.equal(together.log_weights[rows], alone.log_weights), block
+        else:
+            torch.testing.assert_close(together.log_weights[rows], alone.log_weights, rtol=0, atol=1e-6, msg=f"block {block}")
         assert torch.equal(together.state.position[rows], alone.state.position), block
     torch._dynamo.reset()

@@ -1,4 +1,5 @@
-"""The counter-hash draws of compiled Gibbs sweeps (pfzoo.hashed_draws): the hash is a bijection of 32-bit words, its
+"""The counter-hash draws of compiled Gibbs sweeps (pfzoo.hashed_draws): the hash is a bijection of 32-bit words (its
+int32 lanes give exact int64 arithmetic's bits, eager and compiled), its
 24-bit integers are uniform and show no dependence between neighbouring columns, rows or keys (even keys that count
 up, the worst case for a keyed hash), its Bernoulli draws have the law of the eager draws, a sweep of hashed draws leaves
 an RBM path's distribution invariant (χ² against enumeration), and ChainStreams' blocks draw their keys as alone.
@@ -7,6 +8,7 @@ Every p-value threshold is 1e-6 and every z-score bound 5.3 (two-sided 1e-7): ea
 and a correct generator fails one with probability about 1e-6 per seed."""
 
 import torch
+from compile_support import compile_works, needs_compile  # noqa: F401 (compile_works: the skip condition reads it)
 from factories import all_binary_states, chi_square_p_value, random_rbm
 from scipy import stats
 
@@ -44,21 +46,32 @@ def _exact_integers(keys: torch.Tensor, width: int) -> torch.Tensor:
     return _exact_mix(keys[:, None] ^ columns) >> (KEY_BITS - UNIFORM_BITS)
 
 
-def test_int32_lanes_equal_the_exact_int64_hash_eager_and_compiled():
-    """The int32 words' wrapping products and masked shifts give the exact hash's integers and draws, bit for bit, for
-    keys at both ends of the word range and random ones, at widths that leave scalar tails after the vector lanes, eager
-    and under torch.compile (where the multiply is generated code, not ATen's)."""
+def _keys_and_probs() -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys at both ends of the word range and random ones ``[205]``, with probabilities ``[205, 37]``."""
     keys = torch.cat([torch.tensor([0, 1, (1 << 31) - 1, 1 << 31, (1 << 32) - 1]),
                       draw_keys(200, 1, generator=torch.Generator().manual_seed(3))[0]])
-    probs = torch.rand(keys.shape[0], 37, generator=torch.Generator().manual_seed(4))
-    exact = _exact_integers(keys, 37)
+    return keys, torch.rand(keys.shape[0], 37, generator=torch.Generator().manual_seed(4))
+
+
+def test_int32_lanes_equal_the_exact_int64_hash():
+    """The int32 words' wrapping products and masked shifts give the exact hash's words and integers bit for bit, at
+    widths that leave scalar tails after the vector lanes."""
+    keys, _ = _keys_and_probs()
     assert torch.equal(mix(keys), _exact_mix(keys))
     for width in (1, 7, 37, 784):
         assert torch.equal(hashed_integers(keys, width).long(), _exact_integers(keys, width))
+
+
+@needs_compile
+def test_compiled_int32_lanes_equal_the_exact_int64_hash():
+    """Under torch.compile, where the multiplies are generated code rather than ATen's, the same integers and draws."""
+    keys, probs = _keys_and_probs()
+    exact = _exact_integers(keys, probs.shape[-1])
     compiled = torch.compile(lambda p, k: (hashed_integers(k, p.shape[-1]), hashed_bernoulli(p, k)), dynamic=True)
     integers, draws = compiled(probs, keys)
     assert torch.equal(integers.long(), exact)
     assert torch.equal(draws, (exact < probs * float(1 << UNIFORM_BITS)).to(probs.dtype))
+    torch._dynamo.reset()
 
 
 def _uniformity_p_value(integers: torch.Tensor, bits: int, shift: int) -> float:

@@ -1,8 +1,8 @@
 """The counter-hash draws of compiled Gibbs sweeps (pfzoo.hashed_draws): the hash is a bijection of 32-bit words (its
-int32 lanes give exact int64 arithmetic's bits, eager and compiled), its
-24-bit integers are uniform and show no dependence between neighbouring columns, rows or keys (even keys that count
-up, the worst case for a keyed hash), its Bernoulli draws have the law of the eager draws, a sweep of hashed draws leaves
-an RBM path's distribution invariant (χ² against enumeration), and ChainStreams' blocks draw their keys as alone.
+int32 lanes give exact int64 arithmetic's bits, eager and compiled), its 24-bit integers are uniform and show no
+dependence between neighbouring columns, rows or keys (even keys that count up, the worst case for a keyed hash), its
+Bernoulli draws have the law of the eager draws, a sweep of hashed draws leaves an RBM path's distribution invariant
+(χ² against enumeration), and ChainStreams' blocks draw their keys as alone.
 
 Every p-value threshold is 1e-6 and every z-score bound 5.3 (two-sided 1e-7): each check is deterministic for its seed,
 and a correct generator fails one with probability about 1e-6 per seed."""

@@ -79,7 +79,7 @@ NATURAL: dict[str, Natural] = {
 
 # Leaf keys shrunk wherever they occur in an estimator or trainer config (only downwards, only where present).
 ESTIMATOR_TINY = {"num_steps": 20, "num_chains": 4, "posterior_samples": 4, "num_examples": 3,
-                  "control_variate_samples": 2, "samples_per_chain": 5, "burn_in": 2}
+                  "control_variate_samples": 2, "samples_per_chain": 5, "burn_in": 2, "num_runs": 4, "num_levels": 4}
 TRAINER_TINY = {"epochs": 1, "epochs_per_layer": 1, "num_chains": 20, "k": 1, "mean_field_iterations": 2,
                 "num_hmc_steps": 1, "num_leapfrog": 2, "batch_hmc_steps": 1, "max_iter": 3}
 NUM_TEST = 5

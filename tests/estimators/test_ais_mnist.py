@@ -191,7 +191,7 @@ def zoo_cd1_20() -> EnumeratedRBM:
     weight, visible_bias, hidden_bias = model.weight.double(), model.visible_bias.double(), model.hidden_bias.double()
     bits = torch.arange(model.num_hidden)
     log_marginal = []
-    for codes in torch.arange(2 ** model.num_hidden).split(2 ** 16):
+    for codes in torch.arange(2 ** model.num_hidden).split(2 ** 10):  # 6 MiB chunks: they stay in cache
         states = ((codes[:, None] >> bits) & 1).double()
         log_marginal.append(states @ hidden_bias + F.softplus(states @ weight.T + visible_bias).sum(-1))
     return EnumeratedRBM(model, torch.cat(log_marginal))

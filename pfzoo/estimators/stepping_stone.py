@@ -25,7 +25,7 @@ import torch
 
 from pfzoo.estimators.base import BoundKind, MIN_ACCEPTANCE, PartitionEstimate, ProgressCallback, reliability_warnings
 from pfzoo.estimators.on_path import PathPartitionEstimator
-from pfzoo.kernels import SWAP_SCHEMES, Kernel, ParallelTempering, adapt_ladder
+from pfzoo.kernels import SWAP_SCHEMES, Kernel, ParallelTempering, adapt_ladder, take_chains
 from pfzoo.models.base import EnergyModel
 from pfzoo.paths.schedules import ScheduleSpec, betas_for_path, make_betas, path_fitted_schedule
 from pfzoo.paths.tempered import TemperedPathTarget
@@ -43,7 +43,7 @@ MIN_ROUND_TRIP_FRACTION = 0.3
 levels that the ladder does not refresh from the base, and the run misses mass there. Measured (seeds 0-1): the
 enumerable RBMs, DBM, DBN, Ising, Hopfield, Gaussian, ICA and POEs of the estimator tests 0.77-0.98 at 50 chains × 400
 steps, 0.49-0.89 at 50 × 200 (a 12×8 RBM with strong base rates the lowest), 0.69-0.98 with the defaults; the zoo's
-784×20 MNIST RBMs with the defaults: CD-1(20) 0.05 (0.89 nats low), PCD(20) 0.18-0.19 on seeds 0-4 (−0.10, −0.04, −0.06, −0.07, −0.13 nats, 2-6 stderr), whose
+784×20 MNIST RBMs with the defaults: CD-1(20) 0.04 (0.73 nats low), PCD(20) 0.18-0.19 on seeds 0-4 (−0.10, −0.05, −0.06, −0.05, −0.09 nats, 2-5 stderr), whose
 level at β = 1 holds too little of a mode, not an estimator's or stderr's failure: against the enumerated log Z of each
 level (seed 0), the last pair (β 0.90 → 1) is 0.067 low and the three below 0.015 each; its forward, reverse
 (harmonic) and bridge ratios agree within 0.006, the batch-means stderr within 0.01 of one from 10-20 groups of the
@@ -56,7 +56,7 @@ MIN_ROUND_TRIP_BOUND = 20.0
 DRIFT_Z = 4.0
 """A run whose second half's stepping-stone estimate differs from its first half's by more than this many standard
 errors is still moving (Welch's t over the batches of each half: 18 degrees of freedom at 20 batches, so a false alarm
-has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.8 and +6.1 at 500 steps (its chains at β = 1 are
+has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.9 and +4.1 at 500 steps (seeds 0-1) (its chains at β = 1 are
 still finding the configuration that holds 40 % of the mass); well-mixing ladders on enumerable models within ±2.8."""
 
 ADAPTATION_ROUNDS = 4
@@ -111,11 +111,11 @@ class SteppingStone(PathPartitionEstimator):
     inner kernel.
 
     Measured with the defaults (seed 0, one CPU thread) on the zoo's 784×20 binarized-MNIST RBMs against the log Z that
-    enumerates 2^20 hidden states: PCD(20), seeds 0-4, −0.096 ± 0.018, −0.044 ± 0.023, −0.064 ± 0.025, −0.066 ± 0.020,
-    −0.127 ± 0.021, each warned by its round trips (0.18-0.19 of the bound, :data:`MIN_ROUND_TRIP_FRACTION`: its top level
-    holds too little of a mode; 500 steps: −0.14 ± 0.05); CD-1(20) −0.89 ± 0.04, warned (round trips 0.05 of the bound):
+    enumerates 2^20 hidden states: PCD(20), seeds 0-4, −0.097 ± 0.024, −0.051 ± 0.017, −0.062 ± 0.027, −0.054 ± 0.028,
+    −0.086 ± 0.017, each warned by its round trips (0.18-0.19 of the bound, :data:`MIN_ROUND_TRIP_FRACTION`: its top level
+    holds too little of a mode; 500 steps: −0.09 ± 0.03); CD-1(20) −0.73 ± 0.06, warned (round trips 0.04 of the bound):
     40 % of its mass sits on a hidden configuration that only β ≈ 1 holds (3.5 % at β = 0.92), which the chains there
-    find too slowly and the ladder cannot bring up (20 levels, 2000 steps: −0.74 ± 0.05).
+    find too slowly and the ladder cannot bring up (20 levels, 2000 steps: −0.78 ± 0.05).
 
     Args:
         num_chains: C, chains per level.
@@ -222,7 +222,7 @@ class SteppingStone(PathPartitionEstimator):
             record = LadderRun(levels, chains, positions.device)
             for _ in range(end - done):
                 state, info = tempering.step(state, target, generator=generator)
-                state = self._observe(path, tempering, target, ladder, state, info, record, generator, keep=False)
+                state = self._observe(path, tempering, target, ladder, state, info, record, generator)
             done = end
             if self.adapt_ladder and self.burn_in:
                 acceptance = record.swap_sum[1:] / record.swap_count[1:].clamp(min=1)
@@ -233,18 +233,19 @@ class SteppingStone(PathPartitionEstimator):
                 progress(done, total)
         record = LadderRun(levels, chains, positions.device)
         every = max(1, self.num_steps // 100)
+        pair_betas = _neighbour_betas(ladder, chains, positions.device)
         for step in range(self.num_steps):
             state, info = tempering.step(state, target, generator=generator)
-            state = self._observe(path, tempering, target, ladder, state, info, record, generator, keep=True)
+            state = self._observe(path, tempering, target, ladder, state, info, record, generator, pair_betas=pair_betas)
             if progress is not None and (step + 1) % every == 0:
                 progress(self.burn_in + step + 1, total)
         return ladder, record
 
     def _observe(self, path, tempering: ParallelTempering, target, ladder: list[float], state, info, record: LadderRun, generator,
-                 *, keep: bool):
-        """Exchange level 1 with a fresh base draw and record the PT step: the exchanges (and, kept, the walkers' moves,
-        the inner kernel's acceptance and every level's log Σ_c of its ratio ``f_{k+1}/f_k``, with the fresh base draw
-        for level 0) → the state after the exchange.
+                 *, pair_betas: torch.Tensor | None = None):
+        """Exchange level 1 with a fresh base draw and record the PT step: the exchanges (and, for a kept step, given
+        ``pair_betas`` of :func:`_neighbour_betas`, the walkers' moves, the inner kernel's acceptance and every level's
+        log Σ_c of its ratio ``f_{k+1}/f_k``, with the fresh base draw for level 0) → the state after the exchange.
 
         The base level is drawn exactly at every step, so an exchange with it is an independence Metropolis move at β_1
         with the base as its proposal: accepted with ``min(1, f_1(x_0) f_0(x_1) / (f_0(x_0) f_1(x_1)))``, it leaves
@@ -262,18 +263,14 @@ class SteppingStone(PathPartitionEstimator):
         exchanged = state.with_replica(0, fresh, accepted)
         record.swap_sum[1:] += torch.where(info.attempted, info.swap_accept_prob.mean(-1), 0.0)
         record.swap_count[1:] += info.attempted
-        if not keep:
+        if pair_betas is None:
             return exchanged
         record.follow(info.swapped)
         inner = [level.accept_prob for level in info.inner]
         if all(prob is not None for prob in inner):
             record.inner_sum += torch.stack([prob.double().mean() for prob in inner])
             record.inner_count += 1
-        sums = [torch.logsumexp(to_first, 0)]
-        for index in range(len(ladder) - 1):
-            stats = first if index == 0 else path.statistics(state.replica(index))
-            sums.append(torch.logsumexp(path.log_weight_increment(stats, ladder[index], ladder[index + 1]), 0))
-        record.log_sums.append(torch.stack(sums))
+        record.log_sums.append(torch.cat([torch.logsumexp(to_first, 0)[None], _level_log_sums(path, state, ladder, pair_betas)]))
         return exchanged
 
     def warnings(self, betas: list[float], pair_acceptance: torch.Tensor, round_trips: int, inner: torch.Tensor | None,
@@ -318,6 +315,25 @@ class SteppingStone(PathPartitionEstimator):
     def extra_repr(self) -> str:
         return (f"num_chains={self.num_chains}, num_levels={self.num_levels}, num_steps={self.num_steps}, burn_in={self.burn_in}, "
                 f"num_batches={self.num_batches}, adapt_ladder={self.adapt_ladder}, swaps={self.swaps!r}")
+
+
+def _neighbour_betas(ladder: list[float], num_chains: int, device: torch.device) -> torch.Tensor:
+    """``[(R − 1)·C, 2]`` float64: for the chains of each PT level but the last, replica-major, that level's β and the next
+    one's (the pairs whose ratio :func:`_level_log_sums` reads)."""
+    pairs = torch.tensor(list(zip(ladder[:-1], ladder[1:])), dtype=torch.float64).repeat_interleave(num_chains, 0)
+    return pairs.to(device)
+
+
+def _level_log_sums(path, state, ladder: list[float], pair_betas: torch.Tensor) -> torch.Tensor:
+    """``log Σ_c f_{k+1}(x_{k,c}) / f_k(x_{k,c})`` for each PT level k but the last, float64 ``[R − 1]``: one pass over all
+    their chains where the path evaluates a β per row (:meth:`~pfzoo.paths.base.AnnealingPath.tempered_log_density`),
+    else level by level."""
+    rows, total = pair_betas.shape[0], state.replicas.position.shape[0]
+    density = path.tempered_log_density(take_chains(path.statistics(state.replicas), slice(0, rows), total), pair_betas)
+    if density is not None:
+        return torch.logsumexp((density[:, 1] - density[:, 0]).view(len(ladder) - 1, -1), 1)
+    return torch.stack([torch.logsumexp(path.log_weight_increment(path.statistics(state.replica(index)), ladder[index], ladder[index + 1]), 0)
+                        for index in range(len(ladder) - 1)])
 
 
 def round_trip_bound(acceptance: torch.Tensor) -> float:

@@ -156,7 +156,7 @@ class ParallelTempering:
     whose statistics do not depend on β, as every target offering a tempered log density keeps them.
 
     At a caller's ``beta`` the replicas run at ``beta · β_r``: the kernel leaves ``p_beta`` invariant on the last replica.
-    When the target takes a β per chain (:data:`~pfzoo.kernels.base.CHAIN_BETAS`, e.g. an RBM's or an Ising model's own
+    When the target takes a β per chain (:data:`~pfzoo.kernels.base.CHAIN_BETAS`, e.g. an RBM path's, an RBM's or an Ising model's own
     conditionals) all replicas advance as one ``[R·N, D]`` batch, one inner step per PT step; otherwise (HMC on an energy)
     one inner step per replica. Exchanges cost one ``log_density`` call on the proposed pairs' ``2·P·N`` positions, each
     at its own and its partner's β (for an RBM one product ``vW``, none where the target reads what the inner step kept:

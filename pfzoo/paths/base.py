@@ -30,6 +30,9 @@ class AnnealingPath(ABC):
     """Whether a state's statistics are the same whatever β it was drawn at (an RBM path's ``vW + c − c_0`` and
     ``(b − b_0)·v``), so that replica exchange may read the statistics a state keeps at any level
     (:class:`~pfzoo.paths.tempered.TemperedPathTarget`); False where they belong to a β (a piecewise path's segment)."""
+    linear_in_beta: bool = False
+    """Whether ``log f_β(x) = log f_0(x) + β g(x)`` (a geometric path between energies kept as statistics): every weight
+    increment is then ``(β' − β)`` times the one from 0 to 1, and :meth:`tempered_log_density` is that times β."""
     warnings: tuple[str, ...] = ()
     """One line per reason the path itself makes an estimate unreliable (e.g. a Gaussian base for a heavy-tailed
     target); estimators add them to the estimate's warnings."""
@@ -50,6 +53,15 @@ class AnnealingPath(ABC):
     @abstractmethod
     def log_weight_increment(self, stats: Any, beta_from: float, beta_to: float) -> torch.Tensor:
         """``log f_{beta_to}(x) - log f_{beta_from}(x)`` per chain, float64 ``[N]``, from a state's statistics."""
+
+    def tempered_log_density(self, stats: Any, beta: torch.Tensor) -> torch.Tensor | None:
+        """``log f_β(x) − log f_0(x)`` (the weight increment from 0) float64 ``[N, K]`` for the states of ``stats`` at a β
+        per row and column ``beta [N, K]`` (float64), in one pass, where the path has such a form (:attr:`linear_in_beta`
+        paths, the RBM path); ``None`` otherwise, and a caller evaluates level by level with :meth:`log_weight_increment`.
+        What replica exchange over a path's levels compares (:class:`~pfzoo.paths.tempered.TemperedPathTarget`)."""
+        if self.linear_in_beta:
+            return beta * self.log_weight_increment(stats, 0.0, 1.0)[:, None]
+        return None
 
     def kl_sum(self, betas: torch.Tensor) -> torch.Tensor | None:
         """``Σ_k KL(p_{β_{k−1}} ‖ p_{β_k})`` along ``betas [K+1]`` (float64 scalar), the bias of ``E[log Ẑ]`` under perfect

@@ -46,6 +46,8 @@ class BinaryGeometricPath(AnnealingPath):
     :class:`~pfzoo.kernels.BitFlipMetropolis` (``kernel``; default one proposal per unit).
     """
 
+    linear_in_beta = True
+
     def __init__(self, target, base: Ising, kernel: Kernel | None = None) -> None:
         if base.num_units != target.num_visible:
             raise ValueError(f"base has {base.num_units} units, target {target.num_visible}")

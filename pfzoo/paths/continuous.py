@@ -261,6 +261,8 @@ class ContinuousGeometricPath(AnnealingPath):
     target that declares heavy tails, ``target.heavy_tailed``); AIS adds them to the estimate's warnings.
     """
 
+    linear_in_beta = True
+
     def __init__(self, target, base, kernel: Kernel) -> None:
         check_kernel(kernel, GeometricEnergyTarget.offers, "a continuous path")
         if base.num_visible != target.num_visible:

@@ -8,7 +8,7 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.hashed_draws import draw_keys, hashed_bernoulli
-from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
+from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
 from pfzoo.logmath import softplus_difference
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path, same_family_base
@@ -33,10 +33,11 @@ class RBMPathConditionals:
 
     Its statistics of ``v [N, V]`` are :class:`RBMPathStatistics` (one product gives both); the hidden draw reuses their
     ``vW + c − c_0``, so a block-Gibbs step costs two matrix products and two Bernoulli draws, the new state's
-    statistics included.
+    statistics included. Its draws take β as a number or as an ``[N, 1]`` column, one per chain
+    (:data:`~pfzoo.kernels.CHAIN_BETAS`: parallel tempering over the path's levels advances them as one batch).
     """
 
-    offers = frozenset({BLOCK_CONDITIONALS})
+    offers = frozenset({BLOCK_CONDITIONALS, CHAIN_BETAS})
 
     def __init__(self, target, base) -> None:
         if base.weight.shape != target.weight.shape:
@@ -90,8 +91,10 @@ class RBMPathConditionals:
     def draw_visible(self, h: torch.Tensor, *, beta: float, generator: torch.Generator | None) -> torch.Tensor:
         """``v ~ Bernoulli(σ(b_β + β hWᵀ))`` with ``b_β = b_0 + β(b − b_0)`` (a ``[V]`` vector, so the ``[N, V]`` logits come
         out of one ``addmm``, float32 for float64 models); draws by :func:`pfzoo.sampling.bernoulli_logits`."""
+        if torch.is_tensor(beta):
+            beta = beta.to(self.draw_weight.dtype)
         visible_bias = _add_scaled(self.draw_base_visible_bias, self.draw_visible_bias_delta, beta)
-        if torch.compiler.is_compiling():  # β a dynamic input (see _add_scaled): hWᵀ is exact in the draw dtype times β
+        if torch.compiler.is_compiling() or torch.is_tensor(beta):  # β dynamic (see _add_scaled) or a column: hW is exact times β
             visible_logits = torch.addmm(visible_bias, h * beta, self.draw_weight.T)
         else:
             visible_logits = torch.addmm(visible_bias, h, self.draw_weight.T, alpha=beta)
@@ -113,10 +116,11 @@ class RBMPathConditionals:
         return GibbsState(visible, hidden, statistics)
 
 
-def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float) -> torch.Tensor:
+def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float | torch.Tensor) -> torch.Tensor:
     """``x + scale · y``: torch.add's fused ``alpha`` in eager mode; under ``torch.compile`` the product and the sum, since
-    an ``alpha`` must be a constant of the graph, and a β baked in would recompile the annealing step at every β."""
-    if torch.compiler.is_compiling():
+    an ``alpha`` must be a constant of the graph, and a β baked in would recompile the annealing step at every β; the same
+    for ``scale`` an ``[N, 1]`` column (a β per chain: :data:`~pfzoo.kernels.CHAIN_BETAS`)."""
+    if torch.compiler.is_compiling() or torch.is_tensor(scale):
         return x + scale * y
     return torch.add(x, y, alpha=scale)
 
@@ -210,6 +214,15 @@ class RBMGeometricPath(AnnealingPath):
         x_to = _add_scaled(self.target.base_hidden_bias, stats.hidden_input, beta_to)
         hidden = softplus_difference(x_to, step * stats.hidden_input, **self._increment_bounds(beta_from, beta_to))
         return step * stats.visible_term.double() + hidden
+
+    def tempered_log_density(self, stats: RBMPathStatistics, beta: torch.Tensor) -> torch.Tensor:
+        """``log f_β(v) − log f_0(v) = β (b − b_0)·v + Σ_j [softplus(c_0 + β u)_j − softplus(c_0,j)]`` at a β per row and
+        column ``beta [N, K]``, float64 ``[N, K]``: one ``[N, K, H]`` pass."""
+        base_hidden_bias = self.target.base_hidden_bias.double()
+        inputs = base_hidden_bias + beta[:, :, None] * stats.hidden_input.double()[:, None, :]
+        # −log σ(−x) is softplus(x) to the last bit; F.softplus returns x itself above 20 (off by up to 2e-9 a unit)
+        hidden = F.logsigmoid(-base_hidden_bias).sum() - F.logsigmoid(-inputs).sum(-1)
+        return beta * stats.visible_term.double()[:, None] + hidden
 
     def _increment_bounds(self, beta_from: float, beta_to: float) -> dict:
         """:func:`~pfzoo.logmath.softplus_difference`'s bounds on ``|δ|`` and ``|x_to|`` for a step from β to β', known on

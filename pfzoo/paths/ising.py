@@ -68,6 +68,8 @@ class IsingGeometricPath(AnnealingPath):
     :class:`~pfzoo.kernels.SwendsenWang` also acts on the path's target.
     """
 
+    linear_in_beta = True
+
     def __init__(self, target, base, kernel: Kernel | None = None) -> None:
         self.target = IsingPathConditionals(target, base)
         self.kernel = ScanGibbs() if kernel is None else check_kernel(kernel, self.target.offers, "an Ising path")

@@ -52,6 +52,8 @@ class PosteriorPath(AnnealingPath):
         kernel: an :class:`~pfzoo.kernels.HMCKernel`-like kernel on z.
     """
 
+    linear_in_beta = True
+
     def __init__(self, model, rows: torch.Tensor, kernel) -> None:
         self.model = model
         self.rows = rows

@@ -160,8 +160,8 @@ def test_defaults_on_the_mnist_rbms(estimator, name, expected):
     """With defaults, within 0.25 nats (SteppingStone: 3 stderr) of the enumerated log Z — or, where ``expected`` allows,
     a warning. Measured (seed 0, one CPU thread, 7-60 s each): bridge PCD(20) −0.06 ± 0.07 silent, CD-1(20) −0.77 ± 0.13
     warned (weights' ESS 50 of 300); linked PCD(20) −0.09 ± 0.08 silent (seeds 1-4: −0.09, −0.02, +0.15 warned, −0.06),
-    CD-1(20) −0.81 ± 0.28 warned (ESS 12 of 150); pt PCD(20) −0.10 ± 0.02, CD-1(20) −0.89 ± 0.04, both warned by their
-    round trips (0.19 and 0.05 of the bound; PCD(20) at seeds 1-4 −0.04 to −0.13, 2-6 stderr low, 0.18-0.19 of the
+    CD-1(20) −0.81 ± 0.28 warned (ESS 12 of 150); pt PCD(20) −0.10 ± 0.02, CD-1(20) −0.73 ± 0.06, both warned by their
+    round trips (0.19 and 0.04 of the bound; PCD(20) at seeds 1-4 −0.05 to −0.09, 2-5 stderr low, 0.18-0.19 of the
     bound, all warned: MIN_ROUND_TRIP_FRACTION). The former bridge/linked defaults, 100 runs × 100 levels × 6 states,
     were −0.40 ± 0.37 off on PCD(20)."""
     from pfzoo import zoo

@@ -9,7 +9,7 @@ from torch.nn import functional as F
 
 from pfzoo.hashed_draws import draw_keys, hashed_bernoulli
 from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
-from pfzoo.logmath import softplus_difference
+from pfzoo.logmath import softplus, softplus_difference
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import ChainStreams, Generator, bernoulli, bernoulli_logits, bernoulli_probs_
@@ -220,8 +220,7 @@ class RBMGeometricPath(AnnealingPath):
         column ``beta [N, K]``, float64 ``[N, K]``: one ``[N, K, H]`` pass."""
         base_hidden_bias = self.target.base_hidden_bias.double()
         inputs = base_hidden_bias + beta[:, :, None] * stats.hidden_input.double()[:, None, :]
-        # −log σ(−x) is softplus(x) to the last bit; F.softplus returns x itself above 20 (off by up to 2e-9 a unit)
-        hidden = F.logsigmoid(-base_hidden_bias).sum() - F.logsigmoid(-inputs).sum(-1)
+        hidden = softplus(inputs).sum(-1) - softplus(base_hidden_bias).sum()
         return beta * stats.visible_term.double()[:, None] + hidden
 
     def _increment_bounds(self, beta_from: float, beta_to: float) -> dict:

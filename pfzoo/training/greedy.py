@@ -29,6 +29,7 @@ from pfzoo.sampling import bernoulli
 from pfzoo.training.callbacks import TrainingCallback
 from pfzoo.training.contrastive import CD
 from pfzoo.training.fit_data import TrainingData, fixed_draws, training_data
+from pfzoo.training.metrics import estimate_record
 from pfzoo.training.trainer import DEFAULT_OPTIMIZER, OptimizerFactory, Trainer
 from pfzoo.validation import check_positive_int
 from pfzoo.zoo import load_model, save
@@ -220,11 +221,7 @@ class GreedyTrainer(Trainer):
         train = data.train.to(device=model.device, dtype=model.dtype)
         held_out_name, held_out = (data.held_out_name, data.held_out) if data.held_out is not None else ("train", data.train)
         estimate = self.estimator.log_likelihood(model, held_out.to(device=model.device, dtype=model.dtype), base_data=train, generator=generator)
-        return {
-            f"{held_out_name}_log_likelihood": estimate.mean,
-            f"{held_out_name}_log_likelihood_stderr": estimate.stderr,
-            "log_z": None if estimate.partition is None else estimate.partition.log_z,
-        }
+        return estimate_record(estimate, held_out_name)
 
 
 def start_from_layer_below(rbm: nn.Module, below: nn.Module, *, name: str = "rbm") -> None:

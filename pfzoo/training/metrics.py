@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+from typing import TYPE_CHECKING
+
 import torch
 from torch.nn import functional as F
 
 from pfzoo.models.base import EnergyModel
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.validation import check_binary, check_generator
+
+if TYPE_CHECKING:
+    from pfzoo.estimators.base import LikelihoodEstimate
+
+logger = logging.getLogger(__name__)
 
 PSEUDO_LIKELIHOOD_MAX_UNITS = 10
 """The pseudo-likelihood metric needs two exact free energies per example; it is skipped for models whose
@@ -63,3 +71,19 @@ def pseudo_log_likelihood(model: EnergyModel, v: torch.Tensor, *, generator: tor
     flipped[rows, units] = 1 - flipped[rows, units]
     per_example = v.shape[1] * F.logsigmoid(model.free_energy(flipped) - model.free_energy(v))
     return per_example.mean().item()
+
+
+def estimate_record(estimate: LikelihoodEstimate, held_out_name: str) -> dict[str, float | None]:
+    """An epoch record's fields for a held-out log-likelihood estimate: ``<held>_log_likelihood`` and its ``_stderr``,
+    ``log_z`` (``None`` without a partition estimate), ``log_z_ess`` (its weights' effective sample size, where it has
+    them) and ``<held>_log_likelihood_warnings``, how many reasons not to trust it, each logged as a warning: an
+    evaluation whose estimator warns (AIS whose few chains carry the weight) must not read as a clean number in the
+    run's metrics."""
+    for warning in estimate.warnings:
+        logger.warning("the %s log-likelihood estimate may be wrong: %s", held_out_name, warning)
+    partition = estimate.partition
+    record = {f"{held_out_name}_log_likelihood": estimate.mean, f"{held_out_name}_log_likelihood_stderr": estimate.stderr,
+              "log_z": None if partition is None else partition.log_z, f"{held_out_name}_log_likelihood_warnings": len(estimate.warnings)}
+    if partition is not None and partition.ess is not None:
+        record["log_z_ess"] = float(partition.ess)
+    return record

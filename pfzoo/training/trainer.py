@@ -24,7 +24,8 @@ from pfzoo.training.checkpoints import CheckpointStore, rank_state, restore_trai
 from pfzoo.training.distributed_strategy import DistributedStrategy
 from pfzoo.training.divergence import Alarm, DivergenceGuard, Score, TrainingDiverged, describe_score, held_out_score, score_kind, score_rows
 from pfzoo.training.fit_data import TrainingData, check_probabilities, fixed_draws, held_out_name, minibatch, training_data
-from pfzoo.training.metrics import has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, random_rows, reconstruction_error
+from pfzoo.training.metrics import (estimate_record, has_reconstruction, pseudo_likelihood_is_affordable, pseudo_log_likelihood, random_rows,
+                                    reconstruction_error)
 from pfzoo.training.metrics_log import MetricsLog, format_record
 from pfzoo.training.natural_gradient import natural_gradient_from_settings
 from pfzoo.training.natural_space import check_space_settings, line_searches, natural_space_from_settings
@@ -552,9 +553,7 @@ class Trainer:
         if self.estimator is not None and self.settings.evaluates(epoch):
             held = held_out_name(splits)
             estimate = self.estimator.log_likelihood(model, splits[held], base_data=splits["train"], generator=generator)
-            record[f"{held}_log_likelihood"] = estimate.mean
-            record[f"{held}_log_likelihood_stderr"] = estimate.stderr
-            record["log_z"] = None if estimate.partition is None else estimate.partition.log_z
+            record.update(estimate_record(estimate, held))
         return record
 
     def _save(self, run: _Run, epoch: int, *, diverged: str | None = None) -> None:

@@ -130,6 +130,20 @@ def test_same_seed_same_run_and_the_seed_matters(tmp_path, data):
 # ---- metrics file, checkpoints, resume ------------------------------------------------------------
 
 
+def test_an_evaluation_that_warns_says_so_in_the_record_and_the_log(tmp_path, data, caplog):
+    """AIS with two chains and two steps on a model with strong weights warns (its weights' ESS); the epoch record
+    counts the warnings beside log Ẑ and its ESS, and each is logged, so the run's metrics never show a warned estimate as
+    a clean number. An exact evaluation records none."""
+    model = RBM.from_tensors(3.0 * torch.randn(16, 8, generator=torch.Generator().manual_seed(0)), torch.zeros(16), torch.zeros(8))
+    with caplog.at_level("WARNING", logger="pfzoo.training.metrics"):
+        record = Trainer(CD(), run_dir=tmp_path / "ais", epochs=1, batch_size=32, evaluate_every=1, estimator=AIS(num_chains=2, num_steps=2),
+                         progress=False, optimizer=partial(torch.optim.SGD, lr=0.0)).fit(model, data)
+    assert record["test_log_likelihood_warnings"] >= 1 and 0 < record["log_z_ess"] <= 2
+    assert sum("test log-likelihood estimate may be wrong" in line for line in caplog.messages) == record["test_log_likelihood_warnings"]
+    exact = Trainer(CD(), run_dir=tmp_path / "exact", epochs=1, batch_size=32, evaluate_every=1, estimator=Exact(), progress=False).fit(rbm(), data)
+    assert exact["test_log_likelihood_warnings"] == 0 and "log_z_ess" not in exact
+
+
 def test_metrics_file_has_one_json_object_per_epoch_with_estimates_at_evaluation_epochs(tmp_path, data):
     model = rbm()
     trainer = Trainer(CD(), run_dir=tmp_path, epochs=3, batch_size=32, evaluate_every=2, estimator=Exact(), progress=False)
@@ -137,7 +151,7 @@ def test_metrics_file_has_one_json_object_per_epoch_with_estimates_at_evaluation
     records = read_metrics(tmp_path)
     assert [r["epoch"] for r in records] == [1, 2, 3]
     base_keys = {"epoch", "loss", "seconds", "evaluation_seconds"} | {f"{s}_{m}" for s in ("train", "test") for m in ("reconstruction_error", "pseudo_log_likelihood")}
-    estimate_keys = {"test_log_likelihood", "test_log_likelihood_stderr", "log_z"}
+    estimate_keys = {"test_log_likelihood", "test_log_likelihood_stderr", "log_z", "test_log_likelihood_warnings"}
     assert set(records[0]) == base_keys
     assert set(records[1]) == set(records[2]) == base_keys | estimate_keys
     assert records[2] == final

@@ -56,7 +56,7 @@ MIN_ROUND_TRIP_BOUND = 20.0
 DRIFT_Z = 4.0
 """A run whose second half's stepping-stone estimate differs from its first half's by more than this many standard
 errors is still moving (Welch's t over the batches of each half: 18 degrees of freedom at 20 batches, so a false alarm
-has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.9 and +4.1 at 500 steps (seeds 0-1) (its chains at β = 1 are
+has probability about 1e-3). The zoo's CD-1(20) MNIST RBM measures +5.9 and +4.1 at 500 steps on seeds 0 and 1 (its chains at β = 1 are
 still finding the configuration that holds 40 % of the mass); well-mixing ladders on enumerable models within ±2.8."""
 
 ADAPTATION_ROUNDS = 4

@@ -55,9 +55,9 @@ weight increments (the conditional-ESS search reuses the statistics); relaxing i
 ``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product of their states with the weights for the
 last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that checks whether the copy settled; per epoch
 one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 33 chains, three training seeds ×
-five epochs, 2-core Intel Xeon, one thread; reports/tracking/README.md, which also holds the other modes and settings):
-14 of 15 epochs within 1 nat of AIS (K = 10⁴; rms error 0.37, the miss −1.15 on the hard fifth epoch of seed 2, where
-the SMC spreads 0.6 nat) at 7.1–8.5 % of the training's CPU time.
+five epochs, one thread; reports/tracking/README.md, which also holds the other modes and settings): 13 of 15 epochs
+within 1 nat of the higher of two AIS starts (K = 10⁴) at 7.7–10.7 % of the training's CPU time on a 2-core AMD EPYC
+(one observation at a fifth-epoch checkpoint spreads 0.56 nat, mostly the SMC; 14 of 15 at 7.1–8.5 % on a Xeon before).
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
@@ -159,8 +159,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             carried −1.33 and −1.00 nats into epochs 3–4: reports/tracking, "Each epoch observed afresh").
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
-            reports/tracking (three training seeds × five epochs, README "What holds"): SMC 14 of 15 epochs within 1 nat
-            of AIS (the miss −1.15) at 7.1–8.5 % of the training time; relaxing (before the bridges moved to the hidden
+            reports/tracking (three training seeds × five epochs, README): SMC 13 of 15 epochs within 1 nat of AIS
+            (misses −1.37, −1.90) at 7.7–10.7 % of the training time; relaxing (before the bridges moved to the hidden
             marginal) 12 of 15, the three misses all low
             (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot

@@ -125,6 +125,10 @@ def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float | torch.Tensor) -
     return torch.add(x, y, alpha=scale)
 
 
+TEMPERED_BLOCK_ELEMENTS = 1 << 22
+"""The most float64 elements (32 MiB) of one block of :meth:`RBMGeometricPath.tempered_log_density`'s ``[N, K, H]``
+inputs."""
+
 MARGINALIZE_CHOICES = ("hidden", "visible", "auto")
 """Which layer an RBM path sums out (:class:`RBMGeometricPath`'s ``marginalize``)."""
 
@@ -217,11 +221,13 @@ class RBMGeometricPath(AnnealingPath):
 
     def tempered_log_density(self, stats: RBMPathStatistics, beta: torch.Tensor) -> torch.Tensor:
         """``log f_β(v) − log f_0(v) = β (b − b_0)·v + Σ_j [softplus(c_0 + β u)_j − softplus(c_0,j)]`` at a β per row and
-        column ``beta [N, K]``, float64 ``[N, K]``: one ``[N, K, H]`` pass."""
+        column ``beta [N, K]``, float64 ``[N, K]``: one ``[N, K, H]`` pass, in blocks of rows of at most
+        :data:`TEMPERED_BLOCK_ELEMENTS` elements (thousands of chains over a ladder would otherwise hold gigabytes)."""
         base_hidden_bias = self.target.base_hidden_bias.double()
-        inputs = base_hidden_bias + beta[:, :, None] * stats.hidden_input.double()[:, None, :]
-        hidden = softplus(inputs).sum(-1) - softplus(base_hidden_bias).sum()
-        return beta * stats.visible_term.double()[:, None] + hidden
+        rows = max(1, TEMPERED_BLOCK_ELEMENTS // (beta.shape[1] * base_hidden_bias.numel()))
+        hidden = torch.cat([softplus(base_hidden_bias + block[:, :, None] * inputs.double()[:, None, :]).sum(-1)
+                            for block, inputs in zip(beta.split(rows), stats.hidden_input.split(rows))])
+        return beta * stats.visible_term.double()[:, None] + hidden - softplus(base_hidden_bias).sum()
 
     def _increment_bounds(self, beta_from: float, beta_to: float) -> dict:
         """:func:`~pfzoo.logmath.softplus_difference`'s bounds on ``|δ|`` and ``|x_to|`` for a step from β to β', known on

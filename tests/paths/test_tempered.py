@@ -113,3 +113,15 @@ def test_the_one_pass_tempered_density_equals_the_increments_from_zero(name):
     expected = torch.stack([torch.stack([path.log_weight_increment(stats, 0.0, b.item())[i] for b in row]) for i, row in enumerate(betas)])
     tolerance = 1e-5 if name.startswith("rbm") else 1e-10  # the float32 RBM's own increments round in float32
     torch.testing.assert_close(path.tempered_log_density(stats, betas), expected, atol=tolerance, rtol=0)
+
+
+def test_the_rbm_paths_one_pass_density_in_blocks_of_rows_gives_the_same_numbers(monkeypatch):
+    """Blocks of a few rows (what thousands of chains over a ladder take) give what one block gives, to the last bit."""
+    import pfzoo.paths.geometric as geometric
+
+    path = one_pass_cases()["rbm-float32"]
+    stats = path.statistics(path.sample_base(50, generator=torch.Generator().manual_seed(0)))
+    beta = torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    whole = path.tempered_log_density(stats, beta)
+    monkeypatch.setattr(geometric, "TEMPERED_BLOCK_ELEMENTS", 17)  # two rows of 2 × 4 a block
+    assert torch.equal(path.tempered_log_density(stats, beta), whole)

@@ -155,8 +155,8 @@ def restore_generator(generator: torch.Generator, saved_state: torch.Tensor) -> 
 def config_differences(stored: Mapping | None, current: Mapping | None, prefix: str = "") -> list[str]:
     """``"key: old → new"`` for every leaf that differs between two plain config dicts, :data:`RESUMABLE_KEYS` aside.
     Nothing is compared when either is ``None`` (a run started from the library without a config). A key absent from
-    one side and ``None`` or ``False`` on the other is no difference: a setting or switch added to the configs since
-    the run started, at its off value, changes nothing (a long run can then resume under a newer pfzoo)."""
+    one side and ``None``, ``False`` or ``0`` on the other is no difference: a setting, switch or count added to the
+    configs since the run started, at its off value, changes nothing (a long run can then resume under a newer pfzoo)."""
     if stored is None or current is None:
         return []
     differences = []
@@ -173,5 +173,6 @@ def config_differences(stored: Mapping | None, current: Mapping | None, prefix: 
 
 
 def _added_at_off_value(old: Any, new: Any) -> bool:
-    """Whether ``new`` is a setting absent from the old config at its off value (``None``, ``False``)."""
-    return isinstance(old, str) and old == "<absent>" and (new is None or new is False)
+    """Whether ``new`` is a setting absent from the old config at its off value (``None``, ``False``, ``0``)."""
+    off = new is None or new is False or (type(new) in (int, float) and new == 0)
+    return isinstance(old, str) and old == "<absent>" and off

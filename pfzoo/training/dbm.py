@@ -32,7 +32,7 @@ from pfzoo.training.objective import Objective
 from pfzoo.training.parallel_tempering import PT
 from pfzoo.training.sparsity import DEFAULT_SPARSITY_COST, DEFAULT_SPARSITY_DAMPING, SparsityTarget, check_sparsity_settings
 from pfzoo.sampling import bernoulli
-from pfzoo.validation import allocating, check_generator, check_positive_int
+from pfzoo.validation import allocating, check_generator, check_non_negative_int, check_positive_int
 from pfzoo.zoo import load_model
 
 logger = logging.getLogger(__name__)
@@ -102,6 +102,11 @@ class DBMPersistentMeanField(Objective):
             which raises units that are rarely on and lowers those on too often.
         sparsity_cost: the penalty's weight (its gradient on a unit's bias is ``sparsity_cost · (q̂ − p)``).
         sparsity_damping: ``λ ∈ [0, 1)`` of the activity estimate ``q̂ ← λ q̂ + (1 − λ) q_batch``.
+        positive_sweeps: ``0`` (the paper's positive phase: the mean-field means themselves), or this many odd/even
+            Gibbs sweeps with ``v`` clamped, started from the even hidden layers drawn from their mean-field means, whose
+            last state gives the data-dependent statistics (:func:`clamped_posterior_layers`). Mean field leaves out the
+            posterior's correlations between neighbouring layers, ``E_p[h¹h²ᵀ | v] − μ¹μ²ᵀ``, which lie along the
+            weights that cause them: its update shrinks the upper weights below what maximum likelihood asks.
     """
 
     lazy_buffers = ("chains",)
@@ -123,9 +128,11 @@ class DBMPersistentMeanField(Objective):
         sparsity_target: float | Sequence[float | None] | None = None,
         sparsity_cost: float | None = DEFAULT_SPARSITY_COST,
         sparsity_damping: float | None = DEFAULT_SPARSITY_DAMPING,
+        positive_sweeps: int = 0,
     ) -> None:
         super().__init__()
         self.k = check_positive_int(k, "k")
+        self.positive_sweeps = check_non_negative_int(positive_sweeps, "positive_sweeps")
         self.num_chains = check_positive_int(num_chains, "num_chains")
         self.mean_field_iterations = check_positive_int(mean_field_iterations, "mean_field_iterations")
         if pretrain is not None and not callable(pretrain):
@@ -172,7 +179,8 @@ class DBMPersistentMeanField(Objective):
         with torch.no_grad():
             rbm = model.even_odd_rbm()  # odd/even sweeps of the fantasy particles: block Gibbs on the even/odd RBM
             self.chains = run_chain(*rbm.gibbs_chain(), self.chains, self.k, generator=generator)[0].position
-        loss = mean_field_surrogate(model, batch, means, rbm, self.chains)
+            positive = clamped_posterior_layers(model, rbm, batch, means, self.positive_sweeps, generator)
+        loss = mean_field_surrogate(model, batch, positive, rbm, self.chains)
         return loss if self.sparsity is None else loss + self.sparsity.penalty(model, batch, means)
 
     def _initial_chains(self, model: DBM, batch: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -181,7 +189,8 @@ class DBMPersistentMeanField(Objective):
 
     def extra_repr(self) -> str:
         pretrain = initialiser_name(self.pretrain)
-        return f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
+        return (f"k={self.k}, num_chains={self.num_chains}, mean_field_iterations={self.mean_field_iterations}, "
+                f"positive_sweeps={self.positive_sweeps}, pretrain={pretrain}")
 
 
 class DBMParallelTempering(PT):
@@ -199,8 +208,9 @@ class DBMParallelTempering(PT):
 
     Args: ``k`` (PT steps per update, each one odd/even sweep of every replica and one round of exchanges),
     ``num_chains`` (particles per replica), ``num_replicas``, ``min_beta``, ``spacing``, ``betas``, ``swaps``,
-    ``adapt_ladder`` as :class:`~pfzoo.training.PT`; ``mean_field_iterations``, ``pretrain`` and the sparsity
-    target (``sparsity_target``, ``sparsity_cost``, ``sparsity_damping``) as :class:`DBMPersistentMeanField`.
+    ``adapt_ladder`` as :class:`~pfzoo.training.PT`; ``mean_field_iterations``, ``pretrain``, the sparsity
+    target (``sparsity_target``, ``sparsity_cost``, ``sparsity_damping``) and ``positive_sweeps`` as
+    :class:`DBMPersistentMeanField`.
     """
 
     pretrained: torch.Tensor
@@ -210,9 +220,10 @@ class DBMParallelTempering(PT):
                  betas: Sequence[float] | None = None, swaps: str = "alternate", adapt_ladder: bool = False,
                  mean_field_iterations: int = DEFAULT_TRAINING_MEAN_FIELD_ITERATIONS, pretrain: Callable | None = None,
                  sparsity_target: float | Sequence[float | None] | None = None, sparsity_cost: float | None = DEFAULT_SPARSITY_COST,
-                 sparsity_damping: float | None = DEFAULT_SPARSITY_DAMPING) -> None:
+                 sparsity_damping: float | None = DEFAULT_SPARSITY_DAMPING, positive_sweeps: int = 0) -> None:
         super().__init__(k=k, num_chains=num_chains, num_replicas=num_replicas, min_beta=min_beta, spacing=spacing, betas=betas, swaps=swaps,
                          adapt_ladder=adapt_ladder)
+        self.positive_sweeps = check_non_negative_int(positive_sweeps, "positive_sweeps")
         self.mean_field_iterations = check_positive_int(mean_field_iterations, "mean_field_iterations")
         if pretrain is not None and not callable(pretrain):
             raise ValueError(f"pretrain must be None or a callable(model, data, *, generator), got {type(pretrain).__name__}")
@@ -240,12 +251,14 @@ class DBMParallelTempering(PT):
             kernel, target = rbm.gibbs_chain()
             start = lambda: initial_particles(model, batch, owned_chains(self.num_chains), generator)  # noqa: E731
             particles = self.advance(kernel, target, start, model.num_even_units, generator=generator)
-        loss = mean_field_surrogate(model, batch, means, rbm, particles)
+            positive = clamped_posterior_layers(model, rbm, batch, means, self.positive_sweeps, generator)
+        loss = mean_field_surrogate(model, batch, positive, rbm, particles)
         return loss if self.sparsity is None else loss + self.sparsity.penalty(model, batch, means)
 
     def extra_repr(self) -> str:
         pretrain = initialiser_name(self.pretrain)
-        return f"{super().extra_repr()}, mean_field_iterations={self.mean_field_iterations}, pretrain={pretrain}"
+        return (f"{super().extra_repr()}, mean_field_iterations={self.mean_field_iterations}, "
+                f"positive_sweeps={self.positive_sweeps}, pretrain={pretrain}")
 
 
 def initialiser_name(pretrain: Callable | None) -> str:
@@ -283,12 +296,35 @@ def initial_particles(model: DBM, batch: torch.Tensor, count: int, generator: to
     return torch.cat([batch[rows], bernoulli(hidden, generator=generator)], dim=1)
 
 
-def mean_field_surrogate(model: DBM, batch: torch.Tensor, means: list[torch.Tensor], rbm, particles: torch.Tensor) -> torch.Tensor:
-    """``mean_n E(v_n, μ_n) − mean_m E(x̃_m, E[x̃_odd | x̃_even])`` (scalar; :class:`DBMPersistentMeanField`) for
-    ``batch [B, V]``, its mean-field means, the even/odd ``rbm`` and the particles' even layers ``[M, Σ n_even]``."""
+def clamped_posterior_layers(model: DBM, rbm, batch: torch.Tensor, means: list[torch.Tensor], sweeps: int,
+                             generator: torch.Generator | None) -> list[torch.Tensor]:
+    """The hidden layers ``[h¹, …, h^L]`` whose energy with ``batch [B, V]`` gives the positive statistics.
+
+    ``sweeps = 0``: the mean-field means ``means`` themselves (Salakhutdinov & Hinton 2009, Algorithm 1). Otherwise the
+    even hidden layers start from a draw of their means and the chain on ``p(h | v)`` runs ``sweeps`` odd/even block
+    Gibbs sweeps of the even/odd ``rbm`` with the visible units clamped; its last even hidden state enters as it is and
+    the odd layers as their exact conditional means ``p(x_odd = 1 | x_even)`` (Rao–Blackwellised, as the particles). The
+    energy is linear in each layer, so this is an unbiased estimate of the chain's ``⟨x_i x_{i+1}ᵀ⟩``, which tends to
+    the posterior's, correlations between layers included, as the chain mixes.
+    """
+    if sweeps == 0:
+        return means
+    even_means = [means[i - 1] for i in model.even_layers[1:]]
+    even = torch.cat([batch, *(bernoulli(mean, generator=generator) for mean in even_means)], dim=1)
+    visible = batch.shape[1]
+    for _ in range(sweeps):
+        even = rbm.draw_visible(rbm.draw_hidden(even, generator=generator), generator=generator)
+        even[:, :visible] = batch
+    return particle_layers(model, even, rbm.hidden_probs(even))[1:]
+
+
+def mean_field_surrogate(model: DBM, batch: torch.Tensor, hidden: list[torch.Tensor], rbm, particles: torch.Tensor) -> torch.Tensor:
+    """``mean_n E(v_n, h_n) − mean_m E(x̃_m, E[x̃_odd | x̃_even])`` (scalar; :class:`DBMPersistentMeanField`) for
+    ``batch [B, V]``, its hidden layers' positive statistics ``hidden`` (mean-field means or
+    :func:`clamped_posterior_layers`), the even/odd ``rbm`` and the particles' even layers ``[M, Σ n_even]``."""
     with torch.no_grad():
         odd_means = rbm.hidden_probs(particles)
-    positive = model.energy_unchecked([batch, *means]).mean()
+    positive = model.energy_unchecked([batch, *hidden]).mean()
     negative = model.energy_unchecked(particle_layers(model, particles, odd_means)).mean()
     return positive - negative
 

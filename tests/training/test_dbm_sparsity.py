@@ -173,16 +173,18 @@ def test_the_configs_take_a_per_layer_target(trainer):
 
 
 @pytest.mark.parametrize("trainer", ["dbm_pcd", "dbm_pt"])
-def test_a_run_started_before_the_sparsity_settings_existed_still_resumes(trainer):
+def test_a_run_started_before_the_sparsity_settings_and_positive_sweeps_existed_still_resumes(trainer):
     from omegaconf import OmegaConf
 
     from pfzoo.training.checkpoints import config_differences
 
     current = OmegaConf.to_container(compose("train", [f"trainer={trainer}"]), resolve=True)
     stored = OmegaConf.to_container(compose("train", [f"trainer={trainer}"]), resolve=True)
-    for key in ("sparsity_target", "sparsity_cost", "sparsity_damping"):
+    for key in ("sparsity_target", "sparsity_cost", "sparsity_damping", "positive_sweeps"):
         del stored["trainer"]["objective"][key]
     assert config_differences(stored, current) == []
+    sampled = OmegaConf.to_container(compose("train", [f"trainer={trainer}", "trainer.objective.positive_sweeps=5"]), resolve=True)
+    assert config_differences(stored, sampled) == ["trainer.objective.positive_sweeps: '<absent>' → 5"]
     objective = instantiate(compose("train", [f"trainer={trainer}", "trainer.objective.sparsity_target=0.1"]).trainer, run_dir="unused",
                             progress=False).objective
     assert (objective.sparsity.cost, objective.sparsity.damping) == (0.1, 0.9)  # null in the config: the defaults

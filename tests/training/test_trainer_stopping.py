@@ -217,11 +217,16 @@ def test_resume_refuses_a_changed_config_in_one_line(tmp_path):
     assert config_differences(stored, {"trainer": {"epochs": 9, "optimizer": {"lr": 0.05}}, "seed": 0, "run_dir": "b"}) == []
     assert config_differences(stored, {"trainer": {"epochs": 3, "optimizer": {"lr": 0.1}}, "seed": 1, "run_dir": "a"}) == [
         "seed: 0 → 1", "trainer.optimizer.lr: 0.05 → 0.1"]
-    # a setting added since the run started, at its off value (null, false), is no difference; at any other value it is
+    # a setting added since the run started, at its off value (null, false, 0), is no difference; at any other value it is
     newer = {"trainer": {"epochs": 3, "optimizer": {"lr": 0.05}, "clip_grad_norm": None}, "seed": 0, "run_dir": "a"}
     assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
     newer["trainer"]["compile"] = False  # a switch added since, off
     assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
+    newer["trainer"]["passes"] = 0  # a count added since, at 0
+    assert config_differences(stored, newer) == [] and config_differences(newer, stored) == []
+    newer["trainer"]["passes"] = 0.5
+    assert config_differences(stored, newer) == ["trainer.passes: '<absent>' → 0.5"]
+    del newer["trainer"]["passes"]
     newer["trainer"]["compile"] = True
     assert config_differences(stored, newer) == ["trainer.compile: '<absent>' → True"]
     del newer["trainer"]["compile"]

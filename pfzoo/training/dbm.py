@@ -22,9 +22,10 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from pfzoo.kernels import run_chain
+from pfzoo.kernels import ScanGibbs, run_chain
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.dbm import DBM
+from pfzoo.models.dbm_heating import HEATING_MEAN_LIMIT, ClampedHeatingTarget
 from pfzoo.models.dbm_surgery import DEAD_UNIT_ACTIVITY
 from pfzoo.models.tied_rbm import TiedRBM
 from pfzoo.training.contrastive import owned_chains
@@ -300,21 +301,21 @@ def clamped_posterior_layers(model: DBM, rbm, batch: torch.Tensor, means: list[t
                              generator: torch.Generator | None) -> list[torch.Tensor]:
     """The hidden layers ``[h¹, …, h^L]`` whose energy with ``batch [B, V]`` gives the positive statistics.
 
-    ``sweeps = 0``: the mean-field means ``means`` themselves (Salakhutdinov & Hinton 2009, Algorithm 1). Otherwise the
-    even hidden layers start from a draw of their means and the chain on ``p(h | v)`` runs ``sweeps`` odd/even block
-    Gibbs sweeps of the even/odd ``rbm`` with the visible units clamped; its last even hidden state enters as it is and
-    the odd layers as their exact conditional means ``p(x_odd = 1 | x_even)`` (Rao–Blackwellised, as the particles). The
+    ``sweeps = 0``: the mean-field means ``means`` themselves (Salakhutdinov & Hinton 2009, Algorithm 1). Otherwise every
+    hidden layer starts from a draw of its mean and the chain on ``p(h | v)`` runs ``sweeps`` :class:`~pfzoo.kernels.ScanGibbs`
+    sweeps (odd layers, then even hidden layers) of :class:`~pfzoo.models.dbm_heating.ClampedHeatingTarget` at α = 1,
+    whose visible block stays clamped; its last even hidden state enters as it is and the odd layers as their exact
+    conditional means ``p(x_odd = 1 | x_even)`` from the even/odd ``rbm`` (Rao–Blackwellised, as the particles). The
     energy is linear in each layer, so this is an unbiased estimate of the chain's ``⟨x_i x_{i+1}ᵀ⟩``, which tends to
     the posterior's, correlations between layers included, as the chain mixes.
     """
     if sweeps == 0:
         return means
-    even_means = [means[i - 1] for i in model.even_layers[1:]]
-    even = torch.cat([batch, *(bernoulli(mean, generator=generator) for mean in even_means)], dim=1)
-    visible = batch.shape[1]
-    for _ in range(sweeps):
-        even = rbm.draw_visible(rbm.draw_hidden(even, generator=generator), generator=generator)
-        even[:, :visible] = batch
+    means = [mean.clamp(HEATING_MEAN_LIMIT, 1 - HEATING_MEAN_LIMIT) for mean in means]  # α = 1 ignores them, but log q must be finite
+    target = ClampedHeatingTarget(list(model.weights), list(model.biases), means)
+    start = torch.cat([batch, *(bernoulli(mean, generator=generator) for mean in means)], dim=1)
+    layers = target.layers(run_chain(ScanGibbs(), target, start, sweeps, beta=1.0, generator=generator)[0].position)
+    even = torch.cat(layers[0::2], dim=1)
     return particle_layers(model, even, rbm.hidden_probs(even))[1:]
 
 

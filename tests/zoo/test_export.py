@@ -105,8 +105,10 @@ def test_each_zoo_checkpoint_was_trained_by_its_recipe(folder):
     for key, default in (("download", False), ("source", None)):
         if key in composed["dataset"]:
             stored["dataset"].setdefault(key, default)
-    # ... and these objective keys (PCD's kernel: null is its block Gibbs chain; a DBM's sparsity target: null is none).
-    for key, default in (("kernel", None), ("sparsity_target", None), ("sparsity_cost", None), ("sparsity_damping", None)):
+    # ... and these objective keys (PCD's kernel: null is its block Gibbs chain; a DBM's sparsity target: null is none;
+    # its positive sweeps: 0 is the mean-field positive phase).
+    for key, default in (("kernel", None), ("sparsity_target", None), ("sparsity_cost", None), ("sparsity_damping", None),
+                         ("positive_sweeps", 0)):
         if key in composed["trainer"].get("objective", {}) and "objective" in stored["trainer"]:
             stored["trainer"]["objective"].setdefault(key, default)
     # The DBN checkpoints predate conf/training/dbn.yaml: the app itself then wrapped their Trainer in a GreedyTrainer with

@@ -103,11 +103,11 @@ class DBMPersistentMeanField(Objective):
             which raises units that are rarely on and lowers those on too often.
         sparsity_cost: the penalty's weight (its gradient on a unit's bias is ``sparsity_cost · (q̂ − p)``).
         sparsity_damping: ``λ ∈ [0, 1)`` of the activity estimate ``q̂ ← λ q̂ + (1 − λ) q_batch``.
-        positive_sweeps: ``0`` (the paper's positive phase: the mean-field means themselves), or this many odd/even
-            Gibbs sweeps with ``v`` clamped, started from the even hidden layers drawn from their mean-field means, whose
-            last state gives the data-dependent statistics (:func:`clamped_posterior_layers`). Mean field leaves out the
-            posterior's correlations between neighbouring layers, ``E_p[h¹h²ᵀ | v] − μ¹μ²ᵀ``, which lie along the
-            weights that cause them: its update shrinks the upper weights below what maximum likelihood asks.
+        positive_sweeps: ``0`` (the paper's positive phase: the mean-field means themselves), or this many Gibbs
+            sweeps of ``p(h | v)`` with ``v`` clamped, started from draws of the mean-field means, whose last state gives
+            the data-dependent statistics (:func:`clamped_posterior_layers`). Mean field leaves out the posterior's
+            correlations between neighbouring layers, ``E_p[h¹h²ᵀ | v] − μ¹μ²ᵀ``, which have a positive component along
+            the weights that cause them: its update shrinks the upper weights below what maximum likelihood asks.
     """
 
     lazy_buffers = ("chains",)

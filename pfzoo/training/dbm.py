@@ -301,10 +301,11 @@ def clamped_posterior_layers(model: DBM, rbm, batch: torch.Tensor, means: list[t
                              generator: torch.Generator | None) -> list[torch.Tensor]:
     """The hidden layers ``[h¹, …, h^L]`` whose energy with ``batch [B, V]`` gives the positive statistics.
 
-    ``sweeps = 0``: the mean-field means ``means`` themselves (Salakhutdinov & Hinton 2009, Algorithm 1). Otherwise every
-    hidden layer starts from a draw of its mean and the chain on ``p(h | v)`` runs ``sweeps`` :class:`~pfzoo.kernels.ScanGibbs`
-    sweeps (odd layers, then even hidden layers) of :class:`~pfzoo.models.dbm_heating.ClampedHeatingTarget` at α = 1,
-    whose visible block stays clamped; its last even hidden state enters as it is and the odd layers as their exact
+    ``sweeps = 0``: the mean-field means ``means`` themselves (Salakhutdinov & Hinton 2009, Algorithm 1). Otherwise the
+    even hidden layers start from a draw of their means (the odd ones are drawn first, so they start at 0) and the
+    chain on ``p(h | v)`` runs ``sweeps`` :class:`~pfzoo.kernels.ScanGibbs` sweeps (odd layers, then even hidden
+    layers) of :class:`~pfzoo.models.dbm_heating.ClampedHeatingTarget` at α = 1, whose visible block stays clamped; its
+    last even hidden state enters as it is and the odd layers as their exact
     conditional means ``p(x_odd = 1 | x_even)`` from the even/odd ``rbm`` (Rao–Blackwellised, as the particles). The
     energy is linear in each layer, so this is an unbiased estimate of the chain's ``⟨x_i x_{i+1}ᵀ⟩``, which tends to
     the posterior's, correlations between layers included, as the chain mixes.
@@ -313,7 +314,8 @@ def clamped_posterior_layers(model: DBM, rbm, batch: torch.Tensor, means: list[t
         return means
     means = [mean.clamp(HEATING_MEAN_LIMIT, 1 - HEATING_MEAN_LIMIT) for mean in means]  # α = 1 ignores them, but log q must be finite
     target = ClampedHeatingTarget(list(model.weights), list(model.biases), means)
-    start = torch.cat([batch, *(bernoulli(mean, generator=generator) for mean in means)], dim=1)
+    hidden = [bernoulli(mean, generator=generator) if i % 2 == 0 else torch.zeros_like(mean) for i, mean in enumerate(means, start=1)]
+    start = torch.cat([batch, *hidden], dim=1)
     layers = target.layers(run_chain(ScanGibbs(), target, start, sweeps, beta=1.0, generator=generator)[0].position)
     even = torch.cat(layers[0::2], dim=1)
     return particle_layers(model, even, rbm.hidden_probs(even))[1:]

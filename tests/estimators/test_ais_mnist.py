@@ -66,12 +66,17 @@ class TrainedRBM:
 
 
 @pytest.fixture(scope="module")
-def mnist_subset(shared_data_root) -> DataSplits:
+def mnist(shared_data_root) -> DataSplits:
+    """Binarised MNIST, read once for the module (a few seconds a read)."""
+    return binarized_mnist(shared_data_root)
+
+
+@pytest.fixture(scope="module")
+def mnist_subset(mnist) -> DataSplits:
     """``NUM_TRAIN`` training and ``NUM_TEST`` test images drawn at random (the test file is sorted by digit)."""
-    splits = binarized_mnist(shared_data_root)
     g = torch.Generator().manual_seed(0)
-    train = splits.train[torch.randperm(splits.train.shape[0], generator=g)[:NUM_TRAIN]]
-    test = splits.test[torch.randperm(splits.test.shape[0], generator=g)[:NUM_TEST]]
+    train = mnist.train[torch.randperm(mnist.train.shape[0], generator=g)[:NUM_TRAIN]]
+    test = mnist.test[torch.randperm(mnist.test.shape[0], generator=g)[:NUM_TEST]]
     return DataSplits("binarized_mnist_subset", train=train, test=test, image_shape=(28, 28))
 
 
@@ -145,22 +150,19 @@ def test_ais_log_likelihood_matches_exact(trained):
     assert torch.equal(estimate.partition.log_weights, from_train.log_weights)
 
 
-def test_raise_and_ais_agree_with_exact_within_a_nat_at_10k_steps(trained):
-    """RAISE Table 1's claim at K = 10⁴ with base rates, on a subset with control variates; CSL is far below."""
+def test_raise_agrees_with_exact_within_a_nat_at_10k_steps(trained):
+    """RAISE Table 1's claim at K = 10⁴ with base rates, on a subset with control variates; CSL is far below. (AIS at
+    these settings is checked within 3 of its stderr at K = 2,000 above.)"""
     data = trained.data
     exact_mean = trained.test_log_prob.mean().item()
     raise_estimate = RAISE(num_chains=10, num_steps=10_000, base="base_rate", num_examples=20).log_likelihood(
         trained.model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(2)
-    )
-    ais_estimate = AIS(100, 10_000, base="base_rate").log_likelihood(
-        trained.model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(3)
     )
     csl = CSL(num_chains=10, samples_per_chain=100).log_likelihood(
         trained.model, data.test, base_data=data.train, generator=torch.Generator().manual_seed(4)
     )
     assert raise_estimate.kind is BoundKind.LIKELIHOOD_LOWER_BOUND
     assert abs(raise_estimate.mean - exact_mean) < 1.0, f"{trained.name}: RAISE {raise_estimate.mean:.3f} ± {raise_estimate.stderr:.3f}, exact {exact_mean:.3f}"
-    assert abs(ais_estimate.mean - exact_mean) < 1.0
     assert csl.mean < exact_mean - 10.0, f"{trained.name}: CSL {csl.mean:.2f}, exact {exact_mean:.2f}"
 
 
@@ -197,26 +199,27 @@ def zoo_cd1_20() -> EnumeratedRBM:
     return EnumeratedRBM(model, torch.cat(log_marginal))
 
 
-def test_raise_stays_below_exact_on_samples_of_the_model(zoo_cd1_20, shared_data_root):
+def test_raise_stays_below_exact_on_samples_of_the_model(zoo_cd1_20, mnist):
     """E_{v~p}[log p_ann(v)] = E_p[log p(v)] − KL(p ‖ p_ann), so on exact samples of the model RAISE's mean must not exceed
     the exact mean, whatever the annealing model does elsewhere. The zoo's CD1(20) RBM is the discriminating case: on test
-    digits its RAISE at K = 10⁴ is ~3.9 nats *above* exact (its annealing model fits digits better than it does)."""
+    digits its RAISE at K = 10⁴ is ~3.9 nats *above* exact (its annealing model fits digits better than it does). At K =
+    5,000 on these 30 samples RAISE measured 3.30 ± 0.08 and 3.13 ± 0.08 nats below exact (chain seeds 1 and 2; at
+    K = 2,000 4.2–4.4 below): an estimator that read the annealing model's log-likelihood too high by that much fails."""
     model = zoo_cd1_20.model
     samples = zoo_cd1_20.samples(30, torch.Generator().manual_seed(0))
     exact_mean = model.unnormalized_log_prob(samples).double().mean().item() - zoo_cd1_20.log_z
-    estimate = RAISE(num_chains=10, num_steps=10_000, base="base_rate").log_likelihood(
-        model, samples, base_data=binarized_mnist(shared_data_root).train, generator=torch.Generator().manual_seed(1)
+    estimate = RAISE(num_chains=10, num_steps=5_000, base="base_rate").log_likelihood(
+        model, samples, base_data=mnist.train, generator=torch.Generator().manual_seed(1)
     )
     assert estimate.mean <= exact_mean + K_SIGMA * estimate.stderr, (estimate.mean, estimate.stderr, exact_mean)
 
 
-def test_power_schedule_shrinks_raise_excess_on_the_zoo_cd1_model(zoo_cd1_20, shared_data_root):
+def test_power_schedule_shrinks_raise_excess_on_the_zoo_cd1_model(zoo_cd1_20, mnist):
     """The annealing model of the zoo's CD1(20) RBM beats the RBM on test digits by ~3.8 nats with a linear schedule at
     K = 10⁴; spending the steps near β = 1 (β_k = 1 − (1 − k/K)^5) takes most of that away (1.4 nats on 300 digits,
     `reports/raise_cd1`). Same digits, same seeds: the paired difference is the schedule's doing. At K = 5,000 on these
     30 digits the excess measured 4.9 (linear) against 1.9 (power) nats with this seed, 4.5 against 2.5 with seed 2."""
-    model = zoo_cd1_20.model
-    data = binarized_mnist(shared_data_root)
+    model, data = zoo_cd1_20.model, mnist
     digits = data.test[torch.randperm(data.test.shape[0], generator=torch.Generator().manual_seed(7))[:30]]
     exact = model.unnormalized_log_prob(digits).double() - zoo_cd1_20.log_z
     excess = {}

@@ -36,6 +36,7 @@ class TrainSchema:
     tensorboard: bool = False
     final_num_test: int = 200
     init_from_data: bool = True
+    init_from: Optional[str] = None  # noqa: UP045  a trained model's checkpoint path or zoo name to start from
     run_dir: str = MISSING
     model_config_name: Optional[str] = None  # noqa: UP045  the conf/model option composed; pfzoo.cli records it
     data: DataRoot = field(default_factory=DataRoot)

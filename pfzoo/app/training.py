@@ -12,7 +12,7 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from pfzoo import distributed
+from pfzoo import distributed, zoo
 from pfzoo.app.config import resolve_device
 from pfzoo.app.result_file import divergence_record, headline_text, result_record, training_headline, write_result
 from pfzoo.app.run_pictures import caption, training_pictures
@@ -47,7 +47,12 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     data = instantiate(cfg.dataset)
     init_generator = torch.Generator().manual_seed(cfg.seed)
     model = instantiate(cfg.model, num_visible=data.num_features, generator=init_generator).to(device)
-    if cfg.init_from_data:
+    if cfg.init_from is not None:
+        if OmegaConf.select(cfg, "trainer.objective.pretrain") is not None:
+            raise ValueError(f"init_from={cfg.init_from} and trainer.objective.pretrain both set the starting parameters; "
+                             f"pass trainer.objective.pretrain=null to start from init_from")
+        zoo.load_parameters_into(model, cfg.init_from, name="init_from")
+    elif cfg.init_from_data:
         model.init_from_data(data.train.to(device, model.dtype))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None
     trainer = instantiate(cfg.trainer, run_dir=cfg.run_dir, estimator=estimator, csv=cfg.metrics_csv, tensorboard=cfg.tensorboard)

@@ -149,6 +149,19 @@ def load_model(source: str | os.PathLike, *, name: str = "source", map_location:
                      f"or one of pfzoo.zoo.list_pretrained()")
 
 
+@torch.no_grad()
+def load_parameters_into(model: EnergyModel, source: str | os.PathLike, *, name: str = "source") -> None:
+    """Overwrite ``model``'s parameters and buffers with those of the trained model ``source`` names (a checkpoint path or
+    a zoo name, as :func:`load_model`): a start for more training with another recipe, say a DBM trained by one objective
+    fine-tuned by another (a run's own ``resume`` refuses changed settings). The two must be the same class with the same
+    :meth:`~pfzoo.models.EnergyModel.config` (shapes included); values are cast to ``model``'s device and dtype."""
+    trained = load_model(source, name=name, map_location=model.device)
+    if type(trained) is not type(model) or trained.config() != model.config():
+        raise ValueError(f"{name}={str(source)!r} is a {type(trained).__name__} with config {trained.config()}, but the model to "
+                         f"start is a {type(model).__name__} with config {model.config()}: they must match")
+    model.load_state_dict(trained.state_dict())
+
+
 @dataclass(frozen=True)
 class PretrainedWeights:
     """One named zoo model as its card describes it: what :func:`pretrained` loads under :attr:`name`, what it is, what

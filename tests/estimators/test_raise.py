@@ -98,27 +98,30 @@ def test_rbm_raise_weights_average_to_the_annealing_model(base):
     assert (log_p_ann - rbm.log_prob(v).detach()).abs().max() > 0.05
 
 
-def test_dbm_raise_weights_average_to_the_annealing_model():
-    """Algorithm 3: the even hidden layer comes from the mean-field proposal, whatever its quality E[w] = p_ann(v)."""
-    dbm = random_dbm([3, 2, 2], seed=1)
+@pytest.mark.parametrize("layer_sizes", [[3, 2, 2], [3, 2, 3, 2]], ids=["two_hidden_layers", "three_hidden_layers"])
+def test_dbm_raise_weights_average_to_the_annealing_model(layer_sizes):
+    """Algorithm 3: the even hidden layers come from the mean-field proposal, whatever its quality E[w] = p_ann(v)."""
+    dbm = random_dbm(layer_sizes, seed=1)
     estimator = RAISE(num_chains=20000, num_steps=8, base="uniform")
     v = all_states(3)
     estimate = estimator.log_likelihood(dbm, v, generator=torch.Generator().manual_seed(2))
-    rbm = dbm.even_odd_rbm()  # the DBM's joint over (v, h²) × h¹
-    p_even = annealing_model(rbm, torch.zeros(5, dtype=torch.float64), estimator.betas)
-    log_p_ann = p_even.view(8, 4).sum(1).log()  # marginalise h² (even states are ordered v-major)
+    rbm = dbm.even_odd_rbm()  # the DBM's joint over (v, h², …) × (h¹, h³, …)
+    p_even = annealing_model(rbm, torch.zeros(rbm.num_visible, dtype=torch.float64), estimator.betas)
+    log_p_ann = p_even.view(8, -1).sum(1).log()  # marginalise the even hidden layers (even states are ordered v-major)
     z = (estimate.per_example - log_p_ann) / estimate.info["per_example_stderr"]
     assert z.abs().max() < Z_LIMIT, z
 
 
-def test_dbm_raise_with_the_clamped_heating_chain_averages_to_the_same_annealing_model():
+@pytest.mark.parametrize("layer_sizes", [[3, 2, 2], [3, 2, 3, 2]], ids=["two_hidden_layers", "three_hidden_layers"])
+def test_dbm_raise_with_the_clamped_heating_chain_averages_to_the_same_annealing_model(layer_sizes):
     """Algorithm 3 with its clamped heating chain: a better proposal, the same expectation E[w] = p_ann(v)."""
-    dbm = random_dbm([3, 2, 2], seed=1)
+    dbm = random_dbm(layer_sizes, seed=1)
     estimator = RAISE(num_chains=20000, num_steps=8, base="uniform", heating_steps=5)
     v = all_states(3)
     estimate = estimator.log_likelihood(dbm, v, generator=torch.Generator().manual_seed(3))
-    p_even = annealing_model(dbm.even_odd_rbm(), torch.zeros(5, dtype=torch.float64), estimator.betas)
-    z = (estimate.per_example - p_even.view(8, 4).sum(1).log()) / estimate.info["per_example_stderr"]
+    rbm = dbm.even_odd_rbm()
+    p_even = annealing_model(rbm, torch.zeros(rbm.num_visible, dtype=torch.float64), estimator.betas)
+    z = (estimate.per_example - p_even.view(8, -1).sum(1).log()) / estimate.info["per_example_stderr"]
     assert z.abs().max() < Z_LIMIT, z
     assert estimate.info["heating_steps"] == 5
 

@@ -80,7 +80,7 @@ def label(name: str, results: dict) -> str:
     sizes = config.get("layer_sizes", [None])[1:] if "layer_sizes" in config else [config.get("num_hidden")]
     if None in sizes or not sizes:
         return MODELS[name][0]
-    return re.sub(r"\(\d+(–\d+)?\)", "(" + "–".join(str(size) for size in sizes) + ")", MODELS[name][0])
+    return re.sub(r"\(\d+(–\d+)*\)", "(" + "–".join(str(size) for size in sizes) + ")", MODELS[name][0])
 
 
 def sweep_key(name: str, base: str) -> str:
@@ -100,9 +100,15 @@ def family(name: str) -> str:
     return MODELS[name][1].split("_")[1]
 
 
+FAMILY_HEADLINES = ("dbm-500-1000", "dbn-500-2000")
+"""The models that live in their family's plain zoo folder (``dbm-binarized_mnist``), the one the app's pretrained lookup
+finds; every other model's folder names it (``rbm-binarized_mnist-cd1-20``, ``dbm-binarized_mnist-500-500-1000``)."""
+
+
 def zoo_folder(name: str, zoo_dir: Path) -> Path:
     """Where model ``name`` lives in the zoo folder ``zoo_dir``."""
-    return zoo_dir / zoo.folder_name(family(name), "binarized_mnist", name if family(name) == "rbm" else None)
+    variant = None if name in FAMILY_HEADLINES else name.removeprefix(family(name) + "-")
+    return zoo_dir / zoo.folder_name(family(name), "binarized_mnist", variant)
 
 
 def has_exact_likelihood(model) -> bool:

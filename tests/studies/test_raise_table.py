@@ -44,6 +44,16 @@ def test_a_label_names_the_sizes_the_model_was_measured_with():
     assert label("pcd-20", results) == "PCD(20)"  # not measured: the recipe's own label
 
 
+def test_a_deeper_models_label_and_zoo_folder_name_all_its_layers(monkeypatch):
+    from pfzoo.studies.raise_table import zoo_folder
+    monkeypatch.setitem(MODELS, "dbm-500-500-1000", ("DBM (500–500–1000)", "zoo_dbm_500_500_1000_from_rbm_sampled"))
+    assert label("dbm-500-500-1000", {"models": {"dbm-500-500-1000": {"config": {"layer_sizes": [784, 10, 11, 12]}}}}) == "DBM (10–11–12)"
+    assert zoo_folder("dbm-500-500-1000", Path("zoo")) == Path("zoo/dbm-binarized_mnist-500-500-1000")
+    assert zoo_folder("dbm-500-1000", Path("zoo")) == Path("zoo/dbm-binarized_mnist")  # the app's pretrained lookup finds it
+    assert zoo_folder("dbn-500-2000", Path("zoo")) == Path("zoo/dbn-binarized_mnist")
+    assert zoo_folder("cd1-20", Path("zoo")) == Path("zoo/rbm-binarized_mnist-cd1-20")
+
+
 def test_a_cell_shows_the_error_bar_other_chain_counts_and_impossible_values():
     settings = {"ais_chains": 100}
     assert cell({"mean": -150.123, "stderr": 0.456}, settings, "ais_uniform") == "-150.12 ± 0.46"

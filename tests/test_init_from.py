@@ -37,14 +37,16 @@ def test_load_parameters_into_casts_to_the_models_dtype(tmp_path):
     assert model.weight.dtype == torch.float32 and torch.allclose(model.weight.double(), trained.weight)
 
 
-def test_a_run_from_init_from_starts_at_the_trained_parameters(tmp_path):
+def test_a_run_from_init_from_starts_at_the_trained_parameters_and_says_so(tmp_path, caplog):
     """A first run trains 2 epochs; a second starts from its checkpoint with a negligible learning rate, so it must end
     where the first did (not at a fresh initialisation, nor at the data's base rates, which init_from replaces)."""
     first = tmp_path / "first"
     assert cli.execute("train", cli.compose("train", [f"run_dir={first}", *TINY, "trainer.epochs=2"])) == 0
     second = tmp_path / "second"
     overrides = [f"run_dir={second}", *TINY, "trainer.epochs=1", "trainer.optimizer.lr=1e-12", f"init_from={first / 'checkpoint.pt'}"]
-    assert cli.execute("train", cli.compose("train", overrides)) == 0
+    with caplog.at_level("INFO", logger="pfzoo.app.training"):
+        assert cli.execute("train", cli.compose("train", overrides)) == 0
+    assert f"starting from the parameters of {first / 'checkpoint.pt'} (init_from)" in caplog.text
     start, end = parameters(first / "checkpoint.pt"), parameters(second / "checkpoint.pt")
     assert all(torch.allclose(end[key], value, atol=1e-6) for key, value in start.items())
     fresh = tmp_path / "fresh"

@@ -52,6 +52,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
             raise ValueError(f"init_from={cfg.init_from} and trainer.objective.pretrain both set the starting parameters; "
                              f"pass trainer.objective.pretrain=null to start from init_from")
         zoo.load_parameters_into(model, cfg.init_from, name="init_from")
+        logger.info("starting from the parameters of %s (init_from)", cfg.init_from)
     elif cfg.init_from_data:
         model.init_from_data(data.train.to(device, model.dtype))
     estimator = instantiate(cfg.estimator) if cfg.trainer.evaluate_every > 0 else None

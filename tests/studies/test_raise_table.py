@@ -9,6 +9,7 @@ from pfzoo import zoo
 from pfzoo.models import RBM
 from pfzoo.studies.raise_table import (
     MODELS, card_fields, cell, describe_schedule, duration, label, render_table, sweep_key, sweep_model, training_fact, training_record,
+    zoo_folder,
 )
 
 RESULTS = Path(__file__).resolve().parents[2] / "estimators" / "raise"
@@ -45,7 +46,6 @@ def test_a_label_names_the_sizes_the_model_was_measured_with():
 
 
 def test_a_deeper_models_label_and_zoo_folder_name_all_its_layers(monkeypatch):
-    from pfzoo.studies.raise_table import zoo_folder
     monkeypatch.setitem(MODELS, "dbm-500-500-1000", ("DBM (500–500–1000)", "zoo_dbm_500_500_1000_from_rbm_sampled"))
     assert label("dbm-500-500-1000", {"models": {"dbm-500-500-1000": {"config": {"layer_sizes": [784, 10, 11, 12]}}}}) == "DBM (10–11–12)"
     assert zoo_folder("dbm-500-500-1000", Path("zoo")) == Path("zoo/dbm-binarized_mnist-500-500-1000")

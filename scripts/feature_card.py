@@ -61,10 +61,13 @@ def labelled_data(card: dict, root: Path) -> tuple[DataSplits, str]:
     return data, f"The card's data set `{card['dataset']}` with its labels."
 
 
-def model_with_labelled_data(name: str, zoo_dir: Path, root: Path, needs: Capability, lacking: str) -> tuple | None:
-    """Zoo model ``name``, its card's data with labels and the sentence saying what they are, or ``None`` (after saying
-    why) when the model lacks ``needs`` (``lacking`` says so in words) or the data have no labels."""
-    card, model = zoo.pretrained_card(name, zoo_dir=zoo_dir), zoo.pretrained(name, zoo_dir=zoo_dir)
+def model_with_labelled_data(name: str, zoo_dir: Path, root: Path, needs: Capability, lacking: str,
+                             checkpoint: Path | None = None) -> tuple | None:
+    """Zoo model ``name`` (or the model saved in ``checkpoint``, a run in training, say), the data of ``name``'s card with
+    labels and the sentence saying what they are, or ``None`` (after saying why) when the model lacks ``needs``
+    (``lacking`` says so in words) or the data have no labels."""
+    card = zoo.pretrained_card(name, zoo_dir=zoo_dir)
+    model = zoo.load(checkpoint) if checkpoint is not None else zoo.pretrained(name, zoo_dir=zoo_dir)
     if needs not in model.capabilities:
         print(f"{name}: skipped, {type(model).__name__} has no {lacking}", flush=True)
         return None

@@ -4,17 +4,21 @@ recorded in their model cards.
     python scripts/sample_card.py                                    # every zoo model trained on binarised MNIST
     python scripts/sample_card.py --models dbm-binarized_mnist       # any zoo RBM, DBM or DBN on labelled digits
     python scripts/sample_card.py --write                            # also write the measurement into card.json + README.md
+    python scripts/sample_card.py --checkpoint RUN/checkpoint.pt --models dbm-binarized_mnist   # a run in training, on that card's data
 
 :mod:`pfzoo.studies.sample_recognition`: a multinomial logistic regression on the pixels of ``--num-train`` labelled
 training digits reads the real test digits and ``--num-samples`` samples of the model (independent Gibbs chains from
 random states, ``--num-steps`` sweeps each); an image is recognised when one class gets probability ≥ ``--threshold``.
 The data are the card's data set where it has labels, else (binarised MNIST) the official MNIST files binarised as
 Larochelle & Murray did (``scripts/feature_card.py``). Needs ``MNIST/raw/*-ubyte`` under ``--data-root`` for them.
+With ``--checkpoint`` the model saved there (a run in training, say) is measured on the data of the one ``--models``
+card and the result printed as one JSON line: no card changes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -34,7 +38,8 @@ CLASSIFIER = "multinomial logistic regression (scikit-learn LogisticRegression, 
 
 def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
     """One zoo model's measurement as a card entry, or ``None`` (after saying why) when it does not apply."""
-    loaded = model_with_labelled_data(name, zoo_dir, root, Capability.HIDDEN_CHAIN, "Gibbs chain through a hidden layer")
+    loaded = model_with_labelled_data(name, zoo_dir, root, Capability.HIDDEN_CHAIN, "Gibbs chain through a hidden layer",
+                                      checkpoint=args.checkpoint)
     if loaded is None:
         return None
     model, data, description = loaded
@@ -42,6 +47,9 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
     result = sample_recognition(model, data, num_samples=args.num_samples, num_steps=args.num_steps, threshold=args.threshold,
                                 num_train=args.num_train, max_iter=args.max_iter, generator=torch.Generator().manual_seed(args.seed))
     seconds = time.perf_counter() - began
+    if args.checkpoint is not None:
+        print(json.dumps({"checkpoint": str(args.checkpoint), "card": name, **result.record(), "seconds": round(seconds, 1)}), flush=True)
+        return None
     print(f"{name}: samples recognised {result.samples:.3f} ({result.ratio:.2f} of the real digits' {result.real:.3f}), mean "
           f"top-class probability {result.samples_confidence:.3f} (real {result.real_confidence:.3f}), classes' total "
           f"variation {result.class_total_variation:.3f}; {seconds:.0f} s", flush=True)
@@ -64,7 +72,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the training subsample and of the chains")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--write", action="store_true", help="record the measurement in each card (replacing an earlier one)")
+    parser.add_argument("--checkpoint", type=Path, default=None, help="measure this checkpoint instead, on the one --models card's data, "
+                                                                        "printing the result")
     args = parser.parse_args(argv)
+    if args.checkpoint is not None and (args.write or args.models is None or len(args.models) != 1):
+        parser.error("--checkpoint takes exactly one --models name (the card whose data it is measured on) and no --write")
+    if args.checkpoint is not None and not args.checkpoint.is_file():
+        parser.error(f"--checkpoint must be a saved model file, got {args.checkpoint} (no such file)")
     args.command = card_command("scripts/sample_card.py", sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(args.threads)
     measure_cards(args, measure)

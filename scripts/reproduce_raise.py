@@ -2,6 +2,7 @@
 
     python scripts/reproduce_raise.py [--models cd1-20 ...] [--steps 10000] [--from-zoo models] [--export-zoo models]
         [--sweep-steps 1000 10000 --sweep-models ...] [--schedule-pilot linear power:5 ... --pilot-models ...]
+    python scripts/reproduce_raise.py --models --sweep-steps 100000 --sweep-ais-chains 1000 --sweep-part 0/4   # then 1/4, 2/4, 3/4
     python scripts/reproduce_raise.py --quick                     # smoke run → reports/raise/quick/
     python scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models   # Table 1's settings → estimators/raise/paper_scale/
     python scripts/reproduce_raise.py --render estimators/raise/results.json [--export-zoo models]
@@ -12,7 +13,9 @@ on the 10,000 test digits: the exact log-likelihood (20-hidden-unit RBMs), CSL, 
 base-rate initial distributions (RAISE on a random subset with control variates). ``--sweep-steps``: AIS and RAISE
 against K (:func:`pfzoo.studies.bracket_sweep.bracket_sweep`). ``--schedule-pilot``: per model, the schedule that
 closes their gap on validation digits (:func:`pfzoo.studies.schedule_pilot.pilot_schedule`), then the test set
-with it. Writes ``<output>/table.md`` and ``results.json``; ``--export-zoo DIR`` puts each model and its card into
+with it; ``--sweep-part I/N`` runs part I of N of each point's AIS chains, so that a point longer than one sitting is
+made in N sittings (:meth:`~pfzoo.studies.raise_results.RaiseRun.measure_sweep_part`: the same row as in one go). Writes
+``<output>/table.md`` and ``results.json``; ``--export-zoo DIR`` puts each model and its card into
 ``DIR/<family>-binarized_mnist[-<name>]`` (:func:`pfzoo.zoo.export`). Each table row states the wall time of its
 estimates, on the device named under the table (``--device cpu`` or ``cuda``: models, data and random streams live there).
 Every entry of results.json records its checkpoint's path and SHA-256; rendering refuses an entry whose checkpoint is no
@@ -40,7 +43,8 @@ from pfzoo import app, zoo
 from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.studies.raise_results import RaiseRun, export_model, on_device, write_table
+from pfzoo.estimators.sharding import check_part
+from pfzoo.studies.raise_results import RaiseRun, export_model, on_device, parts_file, write_table
 from pfzoo.studies.raise_table import AIS_CHAINS, MODELS, PAPER_SCALE, QUICK, QUICK_PILOT, SETTINGS, SWEEP_BASES, quick_recipe, schedule_name, zoo_folder
 from pfzoo.studies.reporting import machine_description
 
@@ -52,6 +56,14 @@ def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch
     cfg = compose("train", [f"+experiment={MODELS[name][1]}", "trainer.progress=false", f"run_dir={runs_dir / name}", f"data.root={data_root}",
                             "resume=true", f"device={device}"])
     return Path(app.train(quick_recipe(cfg) if quick else cfg)["checkpoint"])
+
+
+def part_of(text: str) -> tuple[int, int]:
+    """An argparse type: ``I/N`` (``0 ≤ I < N``) as ``(I, N)``."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"expected I/N with 0 ≤ I < N (part I of parts 0…N−1), got {text!r}")
+    return int(index), int(count)
 
 
 def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
@@ -89,6 +101,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="the sweep's initial distribution (a uniform sweep is stored beside the base-rate one)")
     parser.add_argument("--sweep-ais-chains", type=int, default=300)
     parser.add_argument("--sweep-raise-examples", type=int, default=20)
+    parser.add_argument("--sweep-part", type=part_of, metavar="I/N",
+                        help="run only part I (0…N−1) of each sweep point's AIS chains, for points too long for one sitting: the "
+                             "parts wait in <output>/sweep_parts/ (commit them between sessions) and the sitting that brings the "
+                             "last pools them, runs RAISE and stores the row, the one a sweep in one go gives (same seed)")
     parser.add_argument("--schedule-pilot", type=schedule_name, nargs="+", metavar="SCHEDULE",
                         help="per --pilot-models, the schedule (linear, sigmoid, power:<p>, …) with the smallest |AIS − RAISE| on validation digits")
     parser.add_argument("--pilot-models", nargs="+", choices=list(MODELS), default=["cd1-20", "pcd-20"])
@@ -101,6 +117,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", metavar="KEY", help="measure only these cells (exact, csl, raise_uniform, ..., ais_base_rate, with @<K> "
                         "for the long K), keeping the model's other cells from results.json")
     args = parser.parse_args(argv)
+    if args.sweep_part is not None:
+        if not args.sweep_steps:
+            parser.error("--sweep-part splits the points of a sweep: give their K with --sweep-steps")
+        try:
+            check_part(args.sweep_part, args.sweep_ais_chains)
+        except ValueError as error:
+            parser.error(f"--sweep-part: {error}")
     if args.render is not None:
         return render(json.loads(args.render.read_text()), args.output or args.render.parent, args.export_zoo)
     torch.set_num_threads(args.threads)
@@ -134,8 +157,15 @@ def main(argv: list[str] | None = None) -> None:
             run.export(name, checkpoint, zoo_folder(name, args.export_zoo))
     for name in args.sweep_models if args.sweep_steps else ():
         print(f"{name}: AIS and RAISE against K ({SWEEP_BASES[args.sweep_base]})", flush=True)
-        run.measure_sweep(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
-                          raise_examples=args.sweep_raise_examples)
+        if args.sweep_part is None:
+            run.measure_sweep(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
+                              raise_examples=args.sweep_raise_examples)
+            continue
+        completed = run.measure_sweep_part(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
+                                           raise_examples=args.sweep_raise_examples, part=args.sweep_part)
+        for k in args.sweep_steps:
+            print(f"{name}: K = {k:,}: " + ("every part in: the row is stored" if k in completed else
+                                           f"part {args.sweep_part[0]} of {args.sweep_part[1]} stored in {parts_file(output, name, args.sweep_base, k)}"))
     for name in args.pilot_models if args.schedule_pilot else ():
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
         pilot = {"pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})

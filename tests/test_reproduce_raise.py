@@ -121,3 +121,31 @@ def test_a_retrained_checkpoint_refuses_the_stored_rows_until_they_are_measured_
     assert [row["steps"] for row in results["sweeps"]["cd1-20"]["rows"]] == [16]
     assert results["sweeps"]["cd1-20"]["checkpoint_sha256"] == zoo.file_sha256(checkpoint)
     script.main(["--render", str(tmp_path / "out" / "results.json")])
+
+
+@pytest.mark.parametrize("arguments, words", [
+    (["--sweep-part", "4/4", "--sweep-steps", "10"], "expected I/N with 0 ≤ I < N"),
+    (["--sweep-part", "a/2", "--sweep-steps", "10"], "expected I/N"),
+    (["--sweep-part", "0/2"], "give their K with --sweep-steps"),
+    (["--sweep-part", "0/20", "--sweep-steps", "10", "--sweep-ais-chains", "300"], "at most 5 parts"),
+])
+def test_a_sweep_part_that_cannot_be_exits_2_in_one_line(script, capsys, arguments, words):
+    with pytest.raises(SystemExit) as exit_:
+        script.main(["--models", *arguments])
+    assert exit_.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_a_sweep_in_two_sittings_stores_its_row_when_the_second_part_comes(script, tmp_path, capsys):
+    zoo_dir, root, output = tmp_path / "zoo", fake_mnist(tmp_path), tmp_path / "out"
+    checkpoint = script.zoo_folder("cd1-20", zoo_dir) / zoo.CHECKPOINT_FILE
+    checkpoint.parent.mkdir(parents=True)
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(0)), checkpoint)
+    common = ["--models", "--from-zoo", str(zoo_dir), "--data-root", str(root), "--output", str(output), "--sweep-models", "cd1-20",
+              "--sweep-steps", "6", "--sweep-ais-chains", "64", "--sweep-raise-examples", "3", "--raise-chains", "2", "--posterior-samples", "2"]
+    script.main([*common, "--sweep-part", "1/2"])
+    assert "part 1 of 2 stored in" in capsys.readouterr().out and (output / "sweep_parts" / "cd1-20-K6.json").is_file()
+    assert not (output / "results.json").exists()  # nothing to store until the row is whole
+    script.main([*common, "--sweep-part", "0/2"])
+    assert "every part in: the row is stored" in capsys.readouterr().out
+    row = json.loads((output / "results.json").read_text())["sweeps"]["cd1-20"]["rows"][0]
+    assert row["steps"] == 6 and [part["index"] for part in row["parts"]] == [0, 1] and not (output / "sweep_parts" / "cd1-20-K6.json").exists()

@@ -1,7 +1,7 @@
 """Partition-function and log-likelihood estimators: partition estimators (``est(model)``) and likelihood
 estimators (``est.log_likelihood(model, data)``), each checking once what it needs of a model."""
 
-from pfzoo.estimators.ais import AIS
+from pfzoo.estimators.ais import AIS, pool_parts
 from pfzoo.estimators.base import (
     BoundKind, ConfidenceBound, Estimator, LikelihoodEstimate, LikelihoodEstimator, PartitionEstimate, PartitionEstimator,
     applicable_estimators, markov_slack,
@@ -22,5 +22,5 @@ from pfzoo.estimators.stepping_stone import SteppingStone
 __all__ = [
     "AIS", "BoundKind", "Bracket", "BracketEstimate", "BridgeRatio", "BridgeSampling", "CSL", "ConfidenceBound", "Estimator", "Exact",
     "HAIS", "ImportanceSampling", "LikelihoodEstimate", "LinkedImportanceSampling", "LikelihoodEstimator", "PartitionEstimate", "PartitionEstimator", "RAISE",
-    "SMC", "Sandwich", "SandwichEstimate", "SteppingStone", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack",
+    "SMC", "Sandwich", "SandwichEstimate", "SteppingStone", "applicable_estimators", "bridge_log_ratio", "importance_log_marginal", "markov_slack", "pool_parts",
 ]

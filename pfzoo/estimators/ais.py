@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 
 from pfzoo.estimators.base import BoundKind, LikelihoodEstimate, PartitionEstimate, ProgressCallback, reliability_warnings
 from pfzoo.estimators.on_path import PathPartitionEstimator
 from pfzoo.estimators.posterior_annealing import posterior_annealing_log_likelihood, posterior_kernel
-from pfzoo.estimators.sharding import sharded_anneal
+from pfzoo.estimators.sharding import check_part, part_chains, pool_chain_diagnostics, sharded_anneal
 from pfzoo.estimators.trust import schedule_warnings
 from pfzoo.kernels import Kernel
 from pfzoo.logmath import summarize_log_weights
@@ -59,6 +61,12 @@ class AIS(PathPartitionEstimator):
             and 1,000 chains on one CPU thread, about 0.7 of the products' rate against the eager step's 0.5): other
             draws than the eager run's from the same law, an estimate within its standard error of the eager one,
             not equal to it. Elsewhere (HMC, other kernels) the draws are the eager ones, so estimates agree to rounding.
+        part: ``(i, n)``: run only part i (from 0) of n of the chains (the blocks of :func:`pfzoo.distributed.blocks`
+            cut into n contiguous parts), each chain with the numbers it gets in the whole run; :func:`pool_parts`
+            joins the n parts' estimates into the whole run's, bit for bit. For a run too long for one sitting (K = 10⁵
+            with 1,000 chains of an MNIST DBM is hours of one CPU core): run the parts in turn, in separate processes
+            or sessions, each with the generator seeded alike. A part's warnings speak of its own chains.
+            ``None`` (default): every chain.
         marginalize: which layer of an RBM-family model (RBM, DBM's even/odd RBM, DBN's top RBM) the geometric path
             sums out (:class:`~pfzoo.paths.RBMGeometricPath`): "hidden" (chains over visible states, as Salakhutdinov &
             Murray 2008), "visible" (chains over hidden states, each weight averaged over the visible units) or "auto"
@@ -93,12 +101,14 @@ class AIS(PathPartitionEstimator):
         diagnostics: bool = False,
         compile: bool = False,
         marginalize: str = "hidden",
+        part: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.marginalize = check_choice(marginalize, "marginalize", MARGINALIZE_CHOICES)
         self.diagnostics = check_bool(diagnostics, "diagnostics")
         self.compile = check_bool(compile, "compile")
         self.num_chains = check_sample_count(num_chains, "num_chains")
+        self.part = check_part(part, self.num_chains)
         self.schedule = schedule
         self.fitted_schedule = path_fitted_schedule(schedule)  # "energy": fitted to the model's path on each run (forward)
         self.register_buffer("betas", make_betas(schedule, num_steps), persistent=False)
@@ -126,11 +136,11 @@ class AIS(PathPartitionEstimator):
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
         with allocating("num_chains", self.num_chains):
             result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
-                                    progress=progress, diagnostics=self.diagnostics, compile=self.compile)
+                                    progress=progress, diagnostics=self.diagnostics, compile=self.compile, part=self.part)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()
-        info = {"estimator": type(self).__name__, "num_chains": self.num_chains, "num_steps": self.num_steps,
+        info = {"estimator": type(self).__name__, "num_chains": log_weights.numel(), "num_steps": self.num_steps,
                 "base": base, "path": self.path}
         if self.marginalize != "hidden":
             info["marginalize"] = f"{path.summed_layer} ({self.marginalize})"
@@ -140,6 +150,11 @@ class AIS(PathPartitionEstimator):
             info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
         if self.diagnostics:
             info["diagnostics"] = result.diagnostics
+        path_warnings = schedule_warnings(path, betas, energy_scale) + path.warnings
+        if self.part is not None:
+            chains = part_chains(self.num_chains, self.part)
+            info["part"] = {"index": self.part[0], "count": self.part[1], "chains": [chains.start, chains.stop], "of_chains": self.num_chains,
+                            "path_warnings": list(path_warnings)}
         return PartitionEstimate(
             log_z=summary.log_mean.item(),
             stderr=summary.stderr.item(),
@@ -147,9 +162,8 @@ class AIS(PathPartitionEstimator):
             ess=ess,
             kind=BoundKind.UNBIASED_Z,
             info=info,
-            warnings=reliability_warnings(ess, self.num_chains, result.acceptance, result.segment_betas, log_weights=log_weights,
-                                          remedy=self.remedy)
-            + schedule_warnings(path, betas, energy_scale) + path.warnings,
+            warnings=reliability_warnings(ess, log_weights.numel(), result.acceptance, result.segment_betas, log_weights=log_weights,
+                                          remedy=self.remedy) + path_warnings,
         )
 
     def _path_options(self, model: EnergyModel) -> dict:
@@ -177,6 +191,9 @@ class AIS(PathPartitionEstimator):
             return super().log_likelihood(model, data, base_data=base_data, generator=generator, progress=progress)
         model.check_visible(data, "data")
         check_generator(generator, model.device)
+        if self.part is not None:
+            raise ValueError(f"part={list(self.part)} splits the chains of a log Z estimate; {type(model).__name__}'s log-likelihood anneals "
+                             f"each example's latents instead (no log Z): leave part=None")
         kernel = posterior_kernel(model, self.kernel)
         info = {"estimator": type(self).__name__, "mode": "per-example annealing from the prior to the posterior"}
         with allocating("num_chains", self.num_chains):
@@ -184,3 +201,60 @@ class AIS(PathPartitionEstimator):
                 model, data, num_particles=self.num_chains, betas=self.betas, kernel=kernel, generator=generator, progress=progress, info=info,
                 remedy=self.remedy,
             )
+
+
+def pool_parts(parts: Sequence[PartitionEstimate]) -> PartitionEstimate:
+    """The estimate of the whole AIS run from the estimates of its n parts (``AIS(..., part=(i, n))`` for every i, the
+    same settings, in any order): their chains' log weights joined in chain order and summarised as one run's, so with
+    the generator seeded alike for every part the log Ẑ, stderr, ESS and log weights are the one-go run's, bit for bit;
+    the weight warnings are the union's (a part's heavy tail may vanish among more chains), acceptance and diagnostics
+    are pooled over the chains. Refused in one line: a part missing or given twice, estimates that are not AIS parts, or
+    parts of runs with other settings."""
+    parts = list(parts)
+    if not parts or not all(isinstance(p, PartitionEstimate) and isinstance(p.info.get("part"), dict) for p in parts):
+        given = [type(p).__name__ if not isinstance(p, PartitionEstimate) else "an estimate of no part" for p in parts]
+        raise ValueError(f"parts must be the PartitionEstimates of AIS(..., part=(i, n)) runs, one per i; got {given or 'none'}")
+    parts.sort(key=lambda p: p.info["part"]["index"])
+    count, of_chains = parts[0].info["part"]["count"], parts[0].info["part"]["of_chains"]
+    indices = [p.info["part"]["index"] for p in parts]
+    if indices != list(range(count)) or any(p.info["part"]["count"] != count for p in parts):
+        raise ValueError(f"parts must hold each part 0…n−1 of one run exactly once; got parts {indices} of "
+                         f"{sorted({p.info['part']['count'] for p in parts})}")
+    first = _settings(parts[0])
+    for p in parts[1:]:
+        if not _same(_settings(p), first) or p.info["part"]["of_chains"] != of_chains:
+            raise ValueError(f"part {p.info['part']['index']} was run with other settings than part 0 "
+                             f"({_settings(p)} against {first}): pool the parts of one run")
+    log_weights = torch.cat([p.log_weights for p in parts])
+    summary = summarize_log_weights(log_weights)
+    ess = summary.ess.item()
+    info = {**parts[0].info, "num_chains": log_weights.numel(), "parts": count}
+    del info["part"]
+    acceptance = segment_betas = None
+    if "acceptance" in info:
+        sizes = torch.tensor([p.log_weights.numel() for p in parts], dtype=torch.float64)
+        acceptance = (torch.tensor([p.info["acceptance"] for p in parts], dtype=torch.float64) * sizes[:, None]).sum(0) / sizes.sum()
+        segment_betas = torch.tensor(info["acceptance_betas"])
+        info["acceptance"] = acceptance.tolist()
+    if "diagnostics" in info:
+        info["diagnostics"] = pool_chain_diagnostics([(p.info["diagnostics"], p.log_weights.numel()) for p in parts])
+    return PartitionEstimate(
+        log_z=summary.log_mean.item(), stderr=summary.stderr.item(), log_weights=log_weights, ess=ess, kind=BoundKind.UNBIASED_Z,
+        info=info, warnings=reliability_warnings(ess, log_weights.numel(), acceptance, segment_betas, log_weights=log_weights,
+                                                 remedy=AIS.remedy) + tuple(parts[0].info["part"]["path_warnings"]),
+    )
+
+
+_PART_VARYING = ("part", "num_chains", "acceptance", "diagnostics")
+"""Keys of a part's ``info`` that differ between the parts of one run."""
+
+
+def _settings(part: PartitionEstimate) -> dict:
+    """The part's ``info`` without what differs between parts of one run: the settings the parts must share."""
+    return {key: value for key, value in part.info.items() if key not in _PART_VARYING}
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Whether two settings dicts are equal, tensors (a fitted schedule's β's) compared element by element."""
+    return a.keys() == b.keys() and all(
+        torch.equal(a[key], b[key]) if torch.is_tensor(a[key]) and torch.is_tensor(b[key]) else a[key] == b[key] for key in a)

@@ -322,6 +322,19 @@ class PartitionEstimator(LikelihoodEstimator):
             model.check_visible(base_data, "base_data")
         check_generator(generator, model.device)
         estimate = self(model, data=data if base_data is None else base_data, generator=generator, progress=progress)
+        return self.log_likelihood_given(model, data, estimate, generator=generator)
+
+    def log_likelihood_given(self, model: EnergyModel, data: torch.Tensor, estimate: PartitionEstimate, *,
+                             generator: torch.Generator | None = None) -> LikelihoodEstimate:
+        """:meth:`log_likelihood`'s second half: ``log p(v) = log f(v) − log Ẑ`` for ``data [B, V]`` with the
+        ``estimate`` of ``log Z`` already made (for instance pooled from parts, :func:`pfzoo.estimators.pool_parts`).
+        With ``generator`` in the state the estimate left it (the generator the last part ran with), the numbers are
+        those :meth:`log_likelihood` gives in one go."""
+        self.check(model)
+        model.check_visible(data, "data")
+        check_generator(generator, model.device)
+        if not isinstance(estimate, PartitionEstimate):
+            raise ValueError(f"estimate must be a PartitionEstimate (a log Z estimate of this model), got {type(estimate).__name__}")
         info: dict[str, Any] = {}
         if Capability.EXACT_FREE_ENERGY in model.capabilities:
             with torch.no_grad():

@@ -34,16 +34,64 @@ def batches_blocks(path: AnnealingPath) -> bool:
     return path.batches_chain_streams
 
 
-def own_blocks(num_items: int, *, generator: torch.Generator | None, device: torch.device) -> list[tuple[range, torch.Generator]]:
+def own_blocks(num_items: int, *, generator: torch.Generator | None, device: torch.device,
+               part: tuple[int, int] | None = None) -> list[tuple[range, torch.Generator]]:
     """This process's blocks of ``range(num_items)`` (:func:`pfzoo.distributed.blocks`; every block without sharding)
-    and each block's generator.
+    and each block's generator; with ``part = (i, n)``, only part i of the blocks cut into n contiguous parts as n
+    ranks would share them (:func:`part_blocks`), in a process without sharding.
 
     One number is drawn from ``generator`` (every rank draws the same); each block's generator derives from it and the
-    block's global index, so a block's stream does not depend on the number of ranks.
+    block's global index, so a block's stream does not depend on the number of ranks or parts.
     """
     all_blocks = distributed.blocks(num_items)
     seed = distributed.stream_seed(generator, device)
-    return [(all_blocks[index], distributed.block_generator(seed, index, device)) for index in distributed.owned_blocks(len(all_blocks))]
+    owned = distributed.owned_blocks(len(all_blocks)) if part is None else part_blocks(len(all_blocks), part)
+    return [(all_blocks[index], distributed.block_generator(seed, index, device)) for index in owned]
+
+
+def check_part(part, num_chains: int) -> tuple[int, int] | None:
+    """``part`` as ``(i, n)`` (any pair of ints, e.g. a list from a config) or ``None``; refused in one line unless
+    ``0 ≤ i < n`` and ``n`` is at most the number of blocks ``num_chains`` chains run in."""
+    if part is None:
+        return None
+    pair = None if isinstance(part, (str, bytes)) else _pair(part)
+    if pair is None or not all(isinstance(value, int) and not isinstance(value, bool) for value in pair) or not 0 <= pair[0] < pair[1]:
+        raise ValueError(f"part must be (i, n) with integers 0 ≤ i < n (part i of n of the chains), or None for every chain; got {part!r}")
+    num_blocks = len(distributed.blocks(num_chains))
+    if pair[1] > num_blocks:
+        raise ValueError(f"part={list(pair)} cuts the chains into {pair[1]} parts but {num_chains} chains run in {num_blocks} block(s) "
+                         f"(pfzoo.distributed.blocks): ask for at most {num_blocks} parts, or more chains")
+    return pair
+
+
+def _pair(values) -> tuple | None:
+    """``values`` as a tuple when it is an iterable of exactly two items, else ``None``."""
+    try:
+        pair = tuple(values)
+    except TypeError:
+        return None
+    return pair if len(pair) == 2 else None
+
+
+def part_chains(num_chains: int, part: tuple[int, int]) -> range:
+    """The global indices of the chains of part ``part = (i, n)`` of a run of ``num_chains`` (:func:`part_blocks`)."""
+    all_blocks = distributed.blocks(num_chains)
+    owned = part_blocks(len(all_blocks), part)
+    return range(all_blocks[owned.start].start, all_blocks[owned.stop - 1].stop)
+
+
+def part_blocks(num_blocks: int, part: tuple[int, int]) -> range:
+    """The indices of part ``i`` of ``num_blocks`` blocks cut into ``n`` contiguous parts, ``part = (i, n)``, dealt as
+    :func:`pfzoo.distributed.owned_blocks` deals them to n ranks. Refused in one line where it cannot hold: under
+    ``torch.distributed`` sharding (which splits the blocks itself), or with more parts than blocks (a part would be
+    empty)."""
+    index, count = part
+    if distributed.shards():
+        raise ValueError(f"part={list(part)} runs a share of the chains in one process; under torch.distributed sharding the ranks "
+                         f"share them already: run the parts without torchrun, or every chain with it")
+    if not 0 <= index < count <= num_blocks:
+        raise ValueError(f"part={list(part)} must be (i, n) with 0 ≤ i < n ≤ {num_blocks}, the number of blocks the chains run in")
+    return range(index * num_blocks // count, (index + 1) * num_blocks // count)
 
 
 def gather(payloads: list[Any]) -> list[Any]:
@@ -59,11 +107,13 @@ def run_blocks(
     generator: torch.Generator | None,
     device: torch.device,
     progress: ProgressCallback | None = None,
+    part: tuple[int, int] | None = None,
 ) -> list[Any]:
     """Run this process's blocks of ``range(num_items)`` one after another (:func:`own_blocks`) and return every
-    block's payload, in block order (gathered from every rank when sharding). ``progress`` counts this process's blocks.
+    block's payload, in block order (gathered from every rank when sharding; only part ``part`` of them with
+    ``part``). ``progress`` counts this process's blocks.
     """
-    mine = own_blocks(num_items, generator=generator, device=device)
+    mine = own_blocks(num_items, generator=generator, device=device, part=part)
     payloads = []
     for position, (items, block_generator) in enumerate(mine):
         block_progress = None if progress is None else offset_progress(progress, position, len(mine))
@@ -110,9 +160,11 @@ def sharded_anneal(
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
     compile: bool = False,
+    part: tuple[int, int] | None = None,
 ) -> AnnealingResult:
     """:func:`~pfzoo.estimators.annealing.anneal` of ``num_chains`` chains from the path's base, in blocks with their own
-    streams, on this process's share of the ranks (all of them without a process group).
+    streams, on this process's share of the ranks (all of them without a process group); with ``part = (i, n)`` only
+    the chains of part i of n (:func:`part_blocks`), each with the numbers it gets in the whole run.
 
     The process's blocks advance as one batch with their :class:`~pfzoo.sampling.ChainStreams` where
     :func:`batches_blocks`, else one after another. Every rank returns the same float64 log
@@ -123,7 +175,7 @@ def sharded_anneal(
     a plain run and every number of ranks add the same terms in the same order.
     """
     if batches_blocks(path):
-        payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device),
+        payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device, part=part),
                                                progress=progress, diagnostics=diagnostics, compile=compile))
     else:
 
@@ -133,11 +185,11 @@ def sharded_anneal(
                             compile=compile)
             return result.log_weights.cpu(), *_block_reductions(result, slice(None))
 
-        payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress)
+        payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress, part=part)
     log_weights = torch.cat([payload[0] for payload in payloads]).to(device)
     acceptance = segment_betas = None
     if payloads[0][1] is not None:
-        acceptance = torch.stack([payload[1] * payload[0].numel() for payload in payloads]).sum(0) / num_chains
+        acceptance = torch.stack([payload[1] * payload[0].numel() for payload in payloads]).sum(0) / log_weights.numel()
         segment_betas = payloads[0][2]
     pooled = pool_chain_diagnostics([(payload[3], payload[0].numel()) for payload in payloads]) if diagnostics else None
     return AnnealingResult(log_weights, None, pooled, acceptance, segment_betas)

@@ -4,7 +4,8 @@ RAISE §6's practical advice (Burda, Grosse & Salakhutdinov 2015): AIS's log-lik
 ``log Ẑ`` is a stochastic lower bound on ``log Z``) and RAISE's is a stochastic lower bound (on the annealing
 model's log-likelihood), so when the two approach each other as the number of intermediate distributions K grows,
 or for a better annealing schedule, both are converging on the model's log-likelihood; a gap that stays open means
-neither is to be trusted. :func:`bracket_sweep` measures that gap at each (K, schedule) pair.
+neither is to be trusted. :func:`bracket_sweep` measures that gap at each (K, schedule) pair; :func:`bracket_point_in_parts`
+makes one such point in several sittings when its AIS is too long for one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from pfzoo.estimators.ais import AIS
+from pfzoo.estimators.ais import AIS, pool_parts
+from pfzoo.estimators.base import LikelihoodEstimate, PartitionEstimate
 from pfzoo.estimators.raise_ import RAISE
 from pfzoo.models.base import EnergyModel
 
@@ -74,6 +76,7 @@ def bracket_sweep(
     base_data: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
     raise_generator: torch.Generator | None = None,
+    compile: bool = False,
 ) -> list[BracketPoint]:
     """AIS and RAISE mean log-likelihoods of ``data [B, V]`` at every K in ``num_steps`` and every schedule (K outer).
 
@@ -83,16 +86,16 @@ def bracket_sweep(
     (and ``posterior_samples`` proposals per example for ``log f(v)`` where the free energy is intractable);
     ``raise_chains`` reverse chains per example, on a random subset of ``raise_examples`` examples with control
     variates (RAISE §4) when given. ``base`` names the initial distribution of both ("auto", "base_rate",
-    "uniform", ...); ``base_data`` fits data-based bases. All estimators are built, and their settings
-    checked, before the first run.
+    "uniform", ...); ``base_data`` fits data-based bases; ``compile`` runs both with ``compile=True``. All estimators
+    are built, and their settings checked, before the first run.
     """
     steps = [num_steps] if isinstance(num_steps, int) else list(num_steps)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     if not steps or not names:
         raise ValueError(f"num_steps and schedules must each name at least one setting, got {steps} and {names}")
     settings = [
-        (k, name, AIS(ais_chains, k, schedule=name, base=base, posterior_samples=posterior_samples),
-         RAISE(raise_chains, k, schedule=name, base=base, num_examples=raise_examples))
+        (k, name, AIS(ais_chains, k, schedule=name, base=base, posterior_samples=posterior_samples, compile=compile),
+         RAISE(raise_chains, k, schedule=name, base=base, num_examples=raise_examples, compile=compile))
         for k in steps for name in names
     ]
     points = []
@@ -102,17 +105,63 @@ def bracket_sweep(
         lower = lower_estimator.log_likelihood(
             model, data, base_data=base_data, generator=replay(generator if raise_generator is None else raise_generator)
         )
-        partition = upper.partition
-        point = BracketPoint(
-            num_steps=k, schedule=name, upper=upper.mean, upper_stderr=upper.stderr,
-            log_z=None if partition is None else partition.log_z, ess=None if partition is None else partition.ess,
-            lower=lower.mean, lower_stderr=lower.stderr, seconds=round(time.perf_counter() - began, 1),
-            warnings=tuple(f"AIS: {line}" for line in upper.warnings) + tuple(f"RAISE: {line}" for line in lower.warnings),
-        )
-        partition_note = "" if partition is None else f" (log Ẑ {point.log_z:.2f}, ESS {point.ess:.1f})"
-        logger.info("K = %s, %s: AIS %.2f ± %.2f%s, RAISE %.2f ± %.2f, gap %+.2f (%.1f s)", f"{k:,}", name, point.upper,
-                    point.upper_stderr, partition_note, point.lower, point.lower_stderr, point.gap, point.seconds)
-        for line in point.warnings:
-            logger.warning("K = %s, %s: %s", f"{k:,}", name, line)
-        points.append(point)
+        points.append(bracket_point(k, name, upper, lower, time.perf_counter() - began))
     return points
+
+
+def bracket_point(num_steps: int, schedule: str, upper: LikelihoodEstimate, lower: LikelihoodEstimate, seconds: float) -> BracketPoint:
+    """The :class:`BracketPoint` of AIS's ``upper`` and RAISE's ``lower`` estimates at K = ``num_steps``, logged."""
+    partition = upper.partition
+    point = BracketPoint(
+        num_steps=num_steps, schedule=schedule, upper=upper.mean, upper_stderr=upper.stderr,
+        log_z=None if partition is None else partition.log_z, ess=None if partition is None else partition.ess,
+        lower=lower.mean, lower_stderr=lower.stderr, seconds=round(seconds, 1),
+        warnings=tuple(f"AIS: {line}" for line in upper.warnings) + tuple(f"RAISE: {line}" for line in lower.warnings),
+    )
+    partition_note = "" if partition is None else f" (log Ẑ {point.log_z:.2f}, ESS {point.ess:.1f})"
+    logger.info("K = %s, %s: AIS %.2f ± %.2f%s, RAISE %.2f ± %.2f, gap %+.2f (%.1f s)", f"{num_steps:,}", schedule, point.upper,
+                point.upper_stderr, partition_note, point.lower, point.lower_stderr, point.gap, point.seconds)
+    for line in point.warnings:
+        logger.warning("K = %s, %s: %s", f"{num_steps:,}", schedule, line)
+    return point
+
+
+def bracket_point_in_parts(
+    model: EnergyModel,
+    data: torch.Tensor,
+    *,
+    num_steps: int,
+    part: tuple[int, int],
+    done: Sequence[PartitionEstimate] = (),
+    schedule: str = "linear",
+    ais_chains: int = 100,
+    raise_chains: int = 10,
+    raise_examples: int | None = None,
+    posterior_samples: int = 100,
+    base: str = "auto",
+    base_data: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    raise_generator: torch.Generator | None = None,
+    compile: bool = False,
+) -> tuple[PartitionEstimate, BracketPoint | None]:
+    """One point of :func:`bracket_sweep` (K = ``num_steps``, one schedule) made in sittings: AIS's ``log Ẑ`` chains in
+    n parts (``part = (i, n)``: this sitting runs part i, :class:`~pfzoo.estimators.AIS`'s ``part``), ``done`` the
+    parts earlier sittings made. Returns this part's estimate and, once ``done`` and it are all n parts, the point:
+    AIS's log-likelihood from the pooled ``log Ẑ`` (:func:`~pfzoo.estimators.pool_parts`) and RAISE, run in this
+    sitting. With the same arguments in every sitting the point is the one :func:`bracket_sweep` makes in one go, bit for
+    bit, but for ``seconds`` (this sitting's only). For a K whose AIS is longer than a sitting: K = 10⁵ with 1,000
+    chains of an MNIST DBM is hours of one CPU core."""
+    settings = {"schedule": schedule, "base": base, "posterior_samples": posterior_samples, "compile": compile}
+    ais = AIS(ais_chains, num_steps, part=part, **settings)
+    raise_estimator = RAISE(raise_chains, num_steps, schedule=schedule, base=base, num_examples=raise_examples, compile=compile)
+    began = time.perf_counter()
+    ais_generator = replay(generator)
+    estimate = ais(model, data=data if base_data is None else base_data, generator=ais_generator)
+    parts = [*done, estimate]
+    if len(parts) < part[1]:
+        return estimate, None
+    pooled = pool_parts(parts)  # refuses parts of other runs, a part twice, or one missing
+    upper = AIS(ais_chains, num_steps, **settings).log_likelihood_given(model, data, pooled, generator=ais_generator)
+    lower = raise_estimator.log_likelihood(model, data, base_data=base_data,
+                                           generator=replay(generator if raise_generator is None else raise_generator))
+    return estimate, bracket_point(num_steps, schedule, upper, lower, time.perf_counter() - began)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,10 +21,11 @@ import torch
 
 from pfzoo import zoo
 from pfzoo.data import DataSplits
+from pfzoo.estimators.base import BoundKind, PartitionEstimate
 from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
     FIGURES, MODELS, OLDER, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, heating_rows, label, measure, model_card, render_table,
-    schedule_pilot, seeded, sweep_key, sweep_model, sweep_rows, training_record,
+    schedule_pilot, seeded, sweep_key, sweep_model, sweep_point_in_parts, sweep_rows, training_record,
 )
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
 from pfzoo.zoo.cards import SECTION_METRICS, with_card_sections
@@ -165,6 +167,55 @@ class RaiseRun:
         rows = sweep_rows(model, data, num_steps, s, base=base, seed=self.seed)
         self.store("sweeps", sweep_key(name, base), {"settings": s, "rows": rows, "measured_on": self.measured_on, **self.checkpoint_of(checkpoint)})
 
+    def measure_sweep_part(self, name: str, model, checkpoint: Path, data: DataSplits, num_steps: list[int], *, base: str, ais_chains: int,
+                           raise_examples: int, part: tuple[int, int]) -> list[int]:
+        """Part ``part = (i, n)`` of the AIS chains of :meth:`measure_sweep`'s point at each K of ``num_steps``
+        (:func:`~pfzoo.studies.raise_table.sweep_point_in_parts`), for a sweep too long for one sitting. Each part's log
+        weights wait in ``<output>/sweep_parts/<key>-K<K>.json`` (:func:`parts_file`; commit it between sessions); the
+        sitting that brings the last of the n parts pools them, runs the log-likelihood and RAISE, stores the row into
+        the sweep as :meth:`measure_sweep` would (its ``seconds`` the sum of the sittings', its ``parts`` when and where
+        each ran) and removes the file. Returns the K's whose rows were completed. Refused in one line, before running,
+        when the file holds parts of another run (other settings, checkpoint or n) or part i already."""
+        s = {**self.settings, "sweep_ais_chains": ais_chains, "sweep_raise_examples": raise_examples}
+        record, completed = self.checkpoint_of(checkpoint), []
+        header = {"model": name, "base": base, "settings": s, "count": part[1], "checkpoint_sha256": record["checkpoint_sha256"]}
+        stored = {k: self.stored_parts(name, base, k, header, part[0]) for k in num_steps}  # every K checked before any runs
+        for k in num_steps:
+            began = time.perf_counter()
+            estimate, row = sweep_point_in_parts(model, data, k, s, base=base, seed=self.seed, part=part,
+                                                 done=[part_estimate(entry, model.device) for entry in stored[k]["parts"].values()])
+            entry = {"seconds": round(time.perf_counter() - began, 1), "measured_on": self.measured_on, **part_record(estimate)}
+            path = parts_file(self.results_file.parent, name, base, k)
+            if row is None:
+                stored[k]["parts"][str(part[0])] = entry
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps({**header, "num_steps": k, "checkpoint": record["checkpoint"], "parts": stored[k]["parts"]}) + "\n")
+                continue
+            sittings = {**stored[k]["parts"], str(part[0]): entry}
+            row["seconds"] = round(sum(sitting["seconds"] for sitting in sittings.values()), 1)
+            row["parts"] = [{"index": int(index), "seconds": sitting["seconds"], "measured_on": sitting["measured_on"]}
+                            for index, sitting in sorted(sittings.items(), key=lambda item: int(item[0]))]
+            self.store("sweeps", sweep_key(name, base), {"settings": s, "rows": [row], "measured_on": self.measured_on, **record})
+            path.unlink(missing_ok=True)
+            completed.append(k)
+        return completed
+
+    def stored_parts(self, name: str, base: str, num_steps: int, header: dict, index: int) -> dict:
+        """The parts file of ``name``'s point at K = ``num_steps`` from ``base`` (``{"parts": {}}`` when there is none),
+        refused in one line when it belongs to another run than ``header`` describes or holds part ``index`` already."""
+        path = parts_file(self.results_file.parent, name, base, num_steps)
+        if not path.is_file():
+            return {"parts": {}}
+        stored = json.loads(path.read_text())
+        differing = [key for key in header if stored.get(key) != header[key]]
+        if differing:
+            raise ValueError(f"{path} holds parts of another run (its {', '.join(differing)} differ from this run's): finish that run "
+                             f"with its settings, or delete the file to start this one")
+        if str(index) in stored["parts"]:
+            raise ValueError(f"{path} holds part {index} of {header['count']} already (measured {stored['parts'][str(index)]['measured_on']}); "
+                             f"run one of the parts it lacks: {sorted(set(range(header['count'])) - {int(i) for i in stored['parts']})}")
+        return stored
+
     def measure_pilot(self, name: str, model, checkpoint: Path, data: DataSplits, schedules: list[str], pilot_settings: dict) -> None:
         """The schedule among ``schedules`` with the smallest |AIS − RAISE| on validation digits, then the test set with it
         (:func:`~pfzoo.studies.raise_table.schedule_pilot`; ``pilot_settings``: its ``pilot_examples`` and ``pilot_ais_chains``)."""
@@ -178,6 +229,26 @@ class RaiseRun:
         rows = heating_rows(model, data, heating_steps, s, self.seed)
         self.store("heating", name, {"settings": s, "config": model.config(), "rows": rows, "measured_on": self.measured_on,
                                      **self.checkpoint_of(checkpoint)})
+
+
+PARTS = "sweep_parts"  # beside results.json: the parts of sweep points made in sittings, until the last comes
+
+
+def parts_file(output: Path, name: str, base: str, num_steps: int) -> Path:
+    """Where :meth:`RaiseRun.measure_sweep_part` keeps the finished parts of ``name``'s sweep point at K = ``num_steps``."""
+    return output / PARTS / f"{sweep_key(name, base)}-K{num_steps}.json"
+
+
+def part_record(estimate: PartitionEstimate) -> dict:
+    """An AIS part's estimate as JSON (float64 log weights as Python floats, which JSON writes and reads back exactly)."""
+    return {"log_z": estimate.log_z, "stderr": estimate.stderr, "ess": estimate.ess, "log_weights": estimate.log_weights.double().cpu().tolist(),
+            "info": estimate.info, "warnings": list(estimate.warnings)}
+
+
+def part_estimate(record: dict, device: torch.device) -> PartitionEstimate:
+    """The estimate :func:`part_record` stored, its log weights on ``device``."""
+    return PartitionEstimate(log_z=record["log_z"], stderr=record["stderr"], ess=record["ess"], kind=BoundKind.UNBIASED_Z, info=record["info"],
+                             log_weights=torch.tensor(record["log_weights"], dtype=torch.float64, device=device), warnings=tuple(record["warnings"]))
 
 
 def write_table(results: dict, output: Path, *, repo: Path) -> Path:

@@ -1,15 +1,18 @@
 """raise_results: every results.json entry records the checkpoint it was measured on, and the table refuses an entry
-whose checkpoint is no longer the file its model loads (issue 52, item 4)."""
+whose checkpoint is no longer the file its model loads (issue 52, item 4); a sweep point made in sittings (parts of its AIS
+chains) is the row a sweep makes in one go."""
 
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from factories import biased_binary_data, random_dbm
 
 from pfzoo import zoo
+from pfzoo.data import DataSplits
 from pfzoo.models import RBM
-from pfzoo.studies.raise_results import RaiseRun, check_checkpoints, checkpoint_record, write_table
+from pfzoo.studies.raise_results import RaiseRun, check_checkpoints, checkpoint_record, parts_file, write_table
 from pfzoo.studies.raise_table import OLDER, sweep_measured
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,3 +97,54 @@ def test_a_store_keeps_what_another_run_re_measured_after_this_run_read_the_file
     run.store("sweeps", "cd25-500@uniform", {"settings": {}, "rows": []})
     stored = json.loads(file.read_text())
     assert stored["models"] == {"dbn": {"value": "new"}} and stored["sweeps"] == {"cd25-500@uniform": {"settings": {}, "rows": []}}
+
+
+def sweep_run(folder: Path) -> RaiseRun:
+    results = {"machine": "m", "gpu": None, "settings": {"raise_chains": 2, "posterior_samples": 4}, "models": {}, "sweeps": {},
+               "schedule_pilots": {}, "heating": {}}
+    folder.mkdir(parents=True, exist_ok=True)
+    return RaiseRun(folder / "results.json", results, 0, f"a sitting in {folder.name}", False, folder.parent)
+
+
+def small_dbm(tmp_path: Path):
+    model = random_dbm([10, 6, 4], seed=3)
+    checkpoint = zoo.save(model, tmp_path / "dbm.pt")
+    data = DataSplits("bits", train=biased_binary_data(10, seed=4), test=biased_binary_data(10, seed=5, num_examples=30))
+    return model, checkpoint, data
+
+
+def test_a_sweep_point_made_in_sittings_is_the_row_a_sweep_makes_in_one_go(tmp_path):
+    model, checkpoint, data = small_dbm(tmp_path)
+    whole = sweep_run(tmp_path / "whole")
+    whole.measure_sweep("dbm-500-1000", model, checkpoint, data, [25], base="base_rate", ais_chains=128, raise_examples=6)
+    parts = sweep_run(tmp_path / "parts")
+    waiting = parts_file(tmp_path / "parts", "dbm-500-1000", "base_rate", 25)
+    for index in (2, 0):
+        assert parts.measure_sweep_part("dbm-500-1000", model, checkpoint, data, [25], base="base_rate", ais_chains=128, raise_examples=6,
+                                        part=(index, 3)) == []
+        assert waiting.is_file() and parts.results["sweeps"] == {}
+    again = sweep_run(tmp_path / "parts")  # a later session, from the files alone
+    assert again.measure_sweep_part("dbm-500-1000", model, checkpoint, data, [25], base="base_rate", ais_chains=128, raise_examples=6,
+                                    part=(1, 3)) == [25]
+    assert not waiting.exists()
+    one_go, sittings = whole.results["sweeps"]["dbm-500-1000"], json.loads((tmp_path / "parts" / "results.json").read_text())["sweeps"]["dbm-500-1000"]
+    assert sittings["settings"] == one_go["settings"]
+    row = sittings["rows"][0]
+    assert [part["index"] for part in row["parts"]] == [0, 1, 2]
+    assert row["seconds"] == pytest.approx(sum(part["seconds"] for part in row["parts"]), abs=0.05)
+    varying = {"seconds", "parts", "measured_on"}
+    assert {key: value for key, value in row.items() if key not in varying} == {
+        key: value for key, value in one_go["rows"][0].items() if key not in varying}
+
+
+def test_a_part_twice_or_a_part_of_another_run_is_refused_before_it_runs(tmp_path):
+    model, checkpoint, data = small_dbm(tmp_path)
+    run = sweep_run(tmp_path / "parts")
+    arguments = ("dbm-500-1000", model, checkpoint, data, [25])
+    run.measure_sweep_part(*arguments, base="base_rate", ais_chains=128, raise_examples=6, part=(0, 2))
+    with pytest.raises(ValueError, match=r"holds part 0 of 2 already .* lacks: \[1\]"):
+        run.measure_sweep_part(*arguments, base="base_rate", ais_chains=128, raise_examples=6, part=(0, 2))
+    with pytest.raises(ValueError, match="parts of another run .*settings"):
+        run.measure_sweep_part(*arguments, base="base_rate", ais_chains=160, raise_examples=6, part=(1, 2))
+    with pytest.raises(ValueError, match="parts of another run .*count"):
+        run.measure_sweep_part(*arguments, base="base_rate", ais_chains=128, raise_examples=6, part=(1, 4))

@@ -87,13 +87,19 @@ class RaiseRun:
 
     @classmethod
     def start(cls, output: Path, settings: dict, *, seed: int, device: torch.device, fresh: bool, repo: Path) -> "RaiseRun":
-        """A run writing ``<output>/results.json``, keeping the stored entries measured with the same settings on the same
-        kind of device (unless ``fresh``)."""
+        """A run writing ``<output>/results.json``, keeping the stored entries (unless ``fresh``, which starts the file
+        afresh). Refused in one line when the stored entries were measured with other settings or on another kind of
+        device: this run's first entry would replace the file, and every stored row with it."""
         results_file = output / "results.json"
         previous = json.loads(results_file.read_text()) if results_file.is_file() and not fresh else {}
         results = {"machine": machine_description(), "gpu": device_name(device) if device.type == "cuda" else None, "settings": settings,
                    "seed": seed, "csl_stderr": "shared chains"}
-        results |= {key: previous.get(key, {}) if comparable(previous, results) else {} for key in SECTIONS}
+        if any(previous.get(key) for key in SECTIONS) and not comparable(previous, results):
+            changed = sorted(key for key in {**previous.get("settings", {}), **settings} if previous.get("settings", {}).get(key) != settings.get(key))
+            where = f"settings {', '.join(changed)}" if changed else f"device ({previous.get('gpu') or 'cpu'} against {results['gpu'] or 'cpu'})"
+            raise ValueError(f"{results_file} holds rows measured with other {where} than this run's: they would be lost at this "
+                             f"run's first row; write this run's table elsewhere (--output DIR)")
+        results |= {key: previous.get(key, {}) for key in SECTIONS}
         return cls(results_file, results, seed, f"{datetime.date.today().isoformat()}, {hardware(results)}", fresh, repo)
 
     @property

@@ -148,3 +148,15 @@ def test_a_part_twice_or_a_part_of_another_run_is_refused_before_it_runs(tmp_pat
         run.measure_sweep_part(*arguments, base="base_rate", ais_chains=160, raise_examples=6, part=(1, 2))
     with pytest.raises(ValueError, match="parts of another run .*count"):
         run.measure_sweep_part(*arguments, base="base_rate", ais_chains=128, raise_examples=6, part=(1, 4))
+
+
+def test_a_run_with_other_settings_than_the_stored_rows_is_refused_rather_than_replacing_them(tmp_path):
+    file = tmp_path / "results.json"
+    stored = {"machine": "m", "gpu": None, "settings": {"steps": 1}, "models": {"dbn": {"value": "kept"}}, "sweeps": {}, "schedule_pilots": {},
+              "heating": {}}
+    file.write_text(json.dumps(stored))
+    with pytest.raises(ValueError, match="other settings compile, steps than this run's: they would be lost .*--output"):
+        RaiseRun.start(tmp_path, {"steps": 2, "compile": True}, seed=0, device=torch.device("cpu"), fresh=False, repo=tmp_path)
+    assert json.loads(file.read_text()) == stored
+    fresh = RaiseRun.start(tmp_path, {"steps": 2}, seed=0, device=torch.device("cpu"), fresh=True, repo=tmp_path)  # a smoke run's choice
+    assert fresh.results["models"] == {}

@@ -39,9 +39,11 @@ logger = logging.getLogger(__name__)
 
 MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "raise_rbm_pcd_20"), "cd1-500": ("CD1(500)", "raise_rbm_cd1_500"),
           "pcd-500": ("PCD(500)", "raise_rbm_pcd_500"), "cd25-500": ("CD25(500)", "zoo_rbm_cd25_500"),
-          "dbm-500-1000": ("DBM (500–1000)", "zoo_dbm_500_1000_from_rbm"), "dbn-500-2000": ("DBN (500–2000)", "zoo_dbn_500_2000_fresh_chains1000")}
+          "dbm-500-1000": ("DBM (500–1000)", "zoo_dbm_500_1000_from_rbm"), "dbn-500-2000": ("DBN (500–2000)", "zoo_dbn_500_2000_fresh_chains1000"),
+          "dbm-500-500-1000": ("DBM (500–500–1000)", "zoo_dbm_500_500_1000_from_rbm_sampled_momentum05")}
 """Name → (table label, recipe in conf/experiment/)."""
-AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}}  # at least: the DBM's base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)
+AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}, "dbm-500-500-1000": {"base_rate": 1000}}
+"""Chains of the table's AIS cells beyond ``ais_chains``, at least: the DBMs' base-rate AIS weights are heavy-tailed at 100 chains (ESS 5.5)."""
 SECTIONS = ("models", "sweeps", "schedule_pilots", "heating")
 """The parts of results.json that runs on other models add to rather than replace; every entry of each records the
 checkpoint it was measured on (``checkpoint``, its path, and ``checkpoint_sha256``) or is marked :data:`OLDER`."""

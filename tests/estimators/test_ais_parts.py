@@ -105,3 +105,15 @@ def test_pooling_refuses_what_is_not_every_part_of_one_run_once():
     with pytest.raises(ValueError, match="AIS"):
         pool_parts([])
     assert pool_parts([second, first]).info["num_chains"] == 64
+
+
+def test_the_pooled_diagnostics_are_the_whole_runs():
+    model, data = random_rbm(10, 5, seed=4), biased_binary_data(10, seed=5)
+
+    def make(part=None):
+        return AIS(num_chains=192, num_steps=25, schedule="linear", base="base_rate", diagnostics=True, part=part)
+
+    whole = make()(model, data=data, generator=seeded()).info["diagnostics"]
+    pooled = pool_parts(run_parts(make, model, 3, data)).info["diagnostics"]
+    for name in ("increment_mean", "increment_var", "ess", "log_weight_sums"):
+        assert torch.allclose(getattr(pooled, name), getattr(whole, name), rtol=1e-10, atol=1e-12), name

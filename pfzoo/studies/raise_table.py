@@ -126,7 +126,8 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
         if only is None or key in only:
             began = time.perf_counter()
             estimate = estimator.to(model.device).log_likelihood(model, data.test, base_data=data.train, generator=generator)
-            rows[key] = {"mean": estimate.mean, "stderr": estimate.stderr, "seconds": round(time.perf_counter() - began, 1), **extra}
+            rows[key] = {"mean": estimate.mean, "stderr": estimate.stderr, "seconds": round(time.perf_counter() - began, 1), **extra,
+                         "warnings": list(estimate.warnings)}
             if estimate.partition is not None:
                 rows[key].update(log_z=estimate.partition.log_z, log_z_stderr=estimate.partition.stderr, ess=estimate.partition.ess)
             logger.info("  %-18s %10.3f ± %.3f   (%s s)", key, estimate.mean, estimate.stderr, rows[key]["seconds"])
@@ -273,10 +274,20 @@ def markdown_table(header: list[str], align: str, rows: list[list[str]]) -> list
 
 
 def cell(row: dict, s: dict, key: str) -> str:
-    """``mean ± stderr`` (exact: the mean), `` (N chains)`` where AIS ran another chain count, `` ‡`` above 0 nats."""
+    """``mean ± stderr`` (exact: the mean), `` (N chains)`` where AIS ran another chain count, `` ‡`` above 0 nats, `` ⚠``
+    where the estimator warned (:func:`cell_warnings` lists the lines)."""
     chains = row.get("chains", s["ais_chains"])
     return (f"{row['mean']:.2f}" + ("" if key == "exact" else f" ± {row['stderr']:.2f}") + (f" ({chains:,} chains)" if chains != s["ais_chains"] else "")
-            + (" ‡" if row["mean"] > 0 else ""))
+            + (" ‡" if row["mean"] > 0 else "") + (" ⚠" if row.get("warnings") else ""))
+
+
+def cell_warnings(results: dict) -> list[str]:
+    """README lines listing the warnings of the table's cells (none when no cell has any). Cells measured before the
+    table recorded warnings (no ``warnings`` in results.json) list none."""
+    lines = [f"- {label(name, results)}, {COLUMNS[key.partition('@')[0]]}{' at K = ' + key.partition('@')[2] if '@' in key else ''}: {line}"
+             for name in MODELS if name in results["models"] for key, row in results["models"][name]["estimates"].items()
+             for line in row.get("warnings", ())]
+    return ["", "⚠ The estimator warned (its estimate is not to be trusted as it stands):", "", *lines] if lines else []
 
 
 def pm(row: dict, key: str) -> str:
@@ -338,11 +349,13 @@ def render_table(results: dict) -> str:
         "(log Ẑ is a stochastic lower bound on log Z); RAISE and CSL are stochastic lower bounds. Wall time: the row's estimates one after "
         f"another (a longer K's row: its RAISE and AIS only) on {measured_where(results)}. Every row below records the SHA-256 of the "
         "checkpoint it was measured on and is rendered only if that is the file its model now loads, unless marked † with the "
-        "older checkpoint named." + (
+        "older checkpoint named. ⚠ marks a cell whose estimator warned (listed below; cells measured before the table recorded "
+        "warnings show none)." + (
             "" if results.get("csl_stderr") == "shared chains" else " The CSL ± were computed before pfzoo counted that every digit is scored "
             "by the same chains (their errors are correlated): they understate CSL's error, by about 20× on a quick run (0.18 against 0.009)."))]
     text += older_notes([(label(name, results), models[name]) for name in MODELS if name in models])
     text += ["", IMPOSSIBLE] if any(row["mean"] > 0 for entry in models.values() for row in entry["estimates"].values()) else []
+    text += cell_warnings(results)
     for key, sweep in results.get("sweeps", {}).items():
         (name, base), w = sweep_model(key), sweep["settings"]
         exact_f = family(name) == "rbm"

@@ -60,6 +60,18 @@ def test_a_cell_shows_the_error_bar_other_chain_counts_and_impossible_values():
     assert cell({"mean": -150.0, "stderr": 0.0}, settings, "exact") == "-150.00"
     assert cell({"mean": -85.0, "stderr": 1.0, "chains": 1000}, settings, "ais_base_rate") == "-85.00 ± 1.00 (1,000 chains)"
     assert cell({"mean": 3.0, "stderr": 1.0}, settings, "ais_uniform").endswith(" ‡")
+    assert cell({"mean": -85.0, "stderr": 1.0, "warnings": ["ESS 3.0 of 100 chains: ..."]}, settings, "ais_uniform") == "-85.00 ± 1.00 ⚠"
+    assert cell({"mean": -85.0, "stderr": 1.0, "warnings": []}, settings, "ais_uniform") == "-85.00 ± 1.00"
+
+
+def test_the_table_lists_each_warned_cells_lines_under_it():
+    results = json.loads((RESULTS / "results.json").read_text())
+    estimates = results["models"]["dbm-500-1000"]["estimates"]
+    estimates["ais_uniform"]["warnings"] = ["log weights are heavy-tailed (Pareto k̂ = 0.91 > 0.7): ..."]
+    text = render_table(results)
+    assert "-85.89 ± 0.15 ⚠" in text
+    assert "- DBM (500–1000), AIS uniform: log weights are heavy-tailed (Pareto k̂ = 0.91 > 0.7): ..." in text
+    assert "⚠ The estimator warned" not in render_table(json.loads((RESULTS / "results.json").read_text()))
 
 
 def test_schedules_and_durations_read_as_in_the_table():

@@ -7,26 +7,19 @@
     python scripts/reproduce_raise.py --paper-scale --device cuda --from-zoo models   # Table 1's settings → estimators/raise/paper_scale/
     python scripts/reproduce_raise.py --render estimators/raise/results.json [--export-zoo models]
 
-Trains (or resumes, or with ``--from-zoo`` reuses) each model of :data:`MODELS` by its recipe
-``conf/experiment/<recipe>.yaml`` (``python scripts/train.py +experiment=<recipe>`` trains it too), then measures
-on the 10,000 test digits: the exact log-likelihood (20-hidden-unit RBMs), CSL, and RAISE and AIS from uniform and
-base-rate initial distributions (RAISE on a random subset with control variates). ``--sweep-steps``: AIS and RAISE
-against K (:func:`pfzoo.studies.bracket_sweep.bracket_sweep`). ``--schedule-pilot``: per model, the schedule that
-closes their gap on validation digits (:func:`pfzoo.studies.schedule_pilot.pilot_schedule`), then the test set
-with it; ``--sweep-part I/N`` runs part I of N of each point's AIS chains, so that a point longer than one sitting is
-made in N sittings (:meth:`~pfzoo.studies.raise_results.RaiseRun.measure_sweep_part`: the same row as in one go). Writes
-``<output>/table.md`` and ``results.json``; ``--export-zoo DIR`` puts each model and its card into
-``DIR/<family>-binarized_mnist[-<name>]`` (:func:`pfzoo.zoo.export`). Each table row states the wall time of its
-estimates, on the device named under the table (``--device cpu`` or ``cuda``: models, data and random streams live there).
-Every entry of results.json records its checkpoint's path and SHA-256; rendering refuses an entry whose checkpoint is no
-longer the file its model loads (:func:`pfzoo.studies.raise_results.check_checkpoints`): measure it again.
+Trains (or resumes, or with ``--from-zoo`` reuses) each model of :data:`MODELS` by its recipe (``conf/experiment/``),
+then measures on the 10,000 test digits: the exact log-likelihood (20-hidden-unit RBMs), CSL, and RAISE (a random
+subset, control variates) and AIS from uniform and base-rate starts. ``--sweep-steps``: AIS and RAISE against K
+(:func:`pfzoo.studies.bracket_sweep.bracket_sweep`); ``--sweep-part I/N``: a point in N sittings
+(:meth:`pfzoo.studies.raise_results.RaiseRun.measure_sweep_part`). ``--schedule-pilot``: per model, the schedule that
+closes their gap on validation digits (:func:`pfzoo.studies.schedule_pilot.pilot_schedule`), then the test set with it.
+Writes ``<output>/table.md`` and ``results.json`` (each entry with its checkpoint's path and SHA-256: rendering refuses
+one whose checkpoint changed since, :func:`pfzoo.studies.raise_results.check_checkpoints`); ``--export-zoo DIR`` puts each
+model and its card into ``DIR/<family>-binarized_mnist[-<name>]``. Wall times are on the device named under the table.
 
-``--paper-scale`` measures with RAISE Table 1's own settings (:data:`PAPER_SCALE`): K = 10⁵ intermediate
-distributions, AIS with 5,000 chains, RAISE with 50 reverse chains on each of 100 random test digits and
-control variates for the full-set mean, both initial distributions (uniform and base rates), and no second, longer K.
-That is 500 times the AIS chain-steps and 100 times the RAISE chain-steps of the default settings, whose estimates took
-14 s to 11 minutes each on a 2-core CPU: run it with ``--device cuda``. It writes into ``estimators/raise/paper_scale/``
-by default, so the default table stays. The default settings (:data:`SETTINGS`) are the scaled-down ones that CPU runs can afford.
+``--paper-scale``: RAISE Table 1's settings (:data:`PAPER_SCALE`; K = 10⁵, AIS 5,000 chains, RAISE 50 chains × 100
+digits, both starts), 500 and 100 times the AIS and RAISE chain-steps of :data:`SETTINGS` (which a 2-core CPU affords:
+14 s to 11 min an estimate): run it with ``--device cuda``. It writes into ``estimators/raise/paper_scale/`` by default.
 """
 
 from __future__ import annotations
@@ -43,8 +36,7 @@ from pfzoo import app, zoo
 from pfzoo.cli import compose
 from pfzoo.data import binarized_mnist
 from pfzoo.data.root import resolve_data_root
-from pfzoo.estimators.sharding import check_part
-from pfzoo.studies.raise_results import RaiseRun, export_model, on_device, parts_file, write_table
+from pfzoo.studies.raise_results import RaiseRun, check_sweep_part, on_device, part_of, write_table_and_cards
 from pfzoo.studies.raise_table import AIS_CHAINS, MODELS, PAPER_SCALE, QUICK, QUICK_PILOT, SETTINGS, SWEEP_BASES, quick_recipe, schedule_name, zoo_folder
 from pfzoo.studies.reporting import machine_description
 
@@ -58,21 +50,10 @@ def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch
     return Path(app.train(quick_recipe(cfg) if quick else cfg)["checkpoint"])
 
 
-def part_of(text: str) -> tuple[int, int]:
-    """An argparse type: ``I/N`` (``0 ≤ I < N``) as ``(I, N)``."""
-    index, _, count = text.partition("/")
-    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
-        raise argparse.ArgumentTypeError(f"expected I/N with 0 ≤ I < N (part I of parts 0…N−1), got {text!r}")
-    return int(index), int(count)
-
-
 def render(results: dict, output: Path, zoo_dir: Path | None) -> None:
     """Write ``<output>/table.md`` and its figures; with ``zoo_dir`` also each model's card there (the checkpoints stay)."""
-    table = write_table(results, output, repo=REPO)
+    table = write_table_and_cards(results, output, zoo_dir, repo=REPO)
     print(f"wrote {table}" + (f" and the cards of {', '.join(results['models'])} in {zoo_dir}" if zoo_dir is not None else ""))
-    for name in results["models"] if zoo_dir is not None else ():
-        folder = zoo_folder(name, zoo_dir)
-        export_model(name, results, folder / zoo.CHECKPOINT_FILE, folder, repo=REPO)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -101,10 +82,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="the sweep's initial distribution (a uniform sweep is stored beside the base-rate one)")
     parser.add_argument("--sweep-ais-chains", type=int, default=300)
     parser.add_argument("--sweep-raise-examples", type=int, default=20)
-    parser.add_argument("--sweep-part", type=part_of, metavar="I/N",
-                        help="run only part I (0…N−1) of each sweep point's AIS chains, for points too long for one sitting: the "
-                             "parts wait in <output>/sweep_parts/ (commit them between sessions) and the sitting that brings the "
-                             "last pools them, runs RAISE and stores the row, the one a sweep in one go gives (same seed)")
+    parser.add_argument("--sweep-part", type=part_of, metavar="I/N", help="only part I (0…N−1) of each sweep point's AIS chains; the "
+                        "parts wait in <output>/sweep_parts/, the last one stores the row a one-go sweep gives")
     parser.add_argument("--schedule-pilot", type=schedule_name, nargs="+", metavar="SCHEDULE",
                         help="per --pilot-models, the schedule (linear, sigmoid, power:<p>, …) with the smallest |AIS − RAISE| on validation digits")
     parser.add_argument("--pilot-models", nargs="+", choices=list(MODELS), default=["cd1-20", "pcd-20"])
@@ -117,13 +96,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", nargs="+", metavar="KEY", help="measure only these cells (exact, csl, raise_uniform, ..., ais_base_rate, with @<K> "
                         "for the long K), keeping the model's other cells from results.json")
     args = parser.parse_args(argv)
-    if args.sweep_part is not None:
-        if not args.sweep_steps:
-            parser.error("--sweep-part splits the points of a sweep: give their K with --sweep-steps")
-        try:
-            check_part(args.sweep_part, args.sweep_ais_chains)
-        except ValueError as error:
-            parser.error(f"--sweep-part: {error}")
+    try:
+        check_sweep_part(args.sweep_part, args.sweep_steps, args.sweep_ais_chains)
+    except ValueError as error:
+        parser.error(f"--sweep-part: {error}")
     if args.render is not None:
         return render(json.loads(args.render.read_text()), args.output or args.render.parent, args.export_zoo)
     torch.set_num_threads(args.threads)
@@ -157,15 +133,9 @@ def main(argv: list[str] | None = None) -> None:
             run.export(name, checkpoint, zoo_folder(name, args.export_zoo))
     for name in args.sweep_models if args.sweep_steps else ():
         print(f"{name}: AIS and RAISE against K ({SWEEP_BASES[args.sweep_base]})", flush=True)
-        if args.sweep_part is None:
-            run.measure_sweep(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
-                              raise_examples=args.sweep_raise_examples)
-            continue
-        completed = run.measure_sweep_part(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
-                                           raise_examples=args.sweep_raise_examples, part=args.sweep_part)
-        for k in args.sweep_steps:
-            print(f"{name}: K = {k:,}: " + ("every part in: the row is stored" if k in completed else
-                                           f"part {args.sweep_part[0]} of {args.sweep_part[1]} stored in {parts_file(output, name, args.sweep_base, k)}"))
+        lines = run.measure_sweep(name, *model_of(name), data, args.sweep_steps, base=args.sweep_base, ais_chains=args.sweep_ais_chains,
+                                  raise_examples=args.sweep_raise_examples, part=args.sweep_part)
+        print("\n".join(f"{name}: {line}" for line in lines), flush=True)
     for name in args.pilot_models if args.schedule_pilot else ():
         print(f"{name}: choosing the schedule among {', '.join(args.schedule_pilot)}", flush=True)
         pilot = {"pilot_examples": args.pilot_examples, "pilot_ais_chains": args.pilot_ais_chains} | (QUICK_PILOT if args.quick else {})

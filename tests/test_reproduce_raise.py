@@ -126,7 +126,7 @@ def test_a_retrained_checkpoint_refuses_the_stored_rows_until_they_are_measured_
 @pytest.mark.parametrize("arguments, words", [
     (["--sweep-part", "4/4", "--sweep-steps", "10"], "expected I/N with 0 ≤ I < N"),
     (["--sweep-part", "a/2", "--sweep-steps", "10"], "expected I/N"),
-    (["--sweep-part", "0/2"], "give their K with --sweep-steps"),
+    (["--sweep-part", "0/2"], "give their K (--sweep-steps)"),
     (["--sweep-part", "0/20", "--sweep-steps", "10", "--sweep-ais-chains", "300"], "at most 5 parts"),
 ])
 def test_a_sweep_part_that_cannot_be_exits_2_in_one_line(script, capsys, arguments, words):

@@ -10,6 +10,7 @@ Every entry records the checkpoint its model was loaded from (:func:`checkpoint_
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import json
@@ -22,10 +23,12 @@ import torch
 from pfzoo import zoo
 from pfzoo.data import DataSplits
 from pfzoo.estimators.base import BoundKind, PartitionEstimate
+from pfzoo.estimators.sharding import check_part
+from pfzoo.studies.bracket_sweep import bracket_point_in_parts
 from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
     FIGURES, MODELS, OLDER, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, heating_rows, label, measure, model_card, render_table,
-    schedule_pilot, seeded, sweep_key, sweep_model, sweep_point_in_parts, sweep_rows, training_record,
+    point_row, schedule_pilot, seeded, sweep_key, sweep_model, sweep_rows, training_record, zoo_folder,
 )
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
 from pfzoo.zoo.cards import SECTION_METRICS, with_card_sections
@@ -167,11 +170,19 @@ class RaiseRun:
                                     "trained_on": self.measured_on, "load_average": load_average(), "training": training})
 
     def measure_sweep(self, name: str, model, checkpoint: Path, data: DataSplits, num_steps: list[int], *, base: str, ais_chains: int,
-                      raise_examples: int) -> None:
-        """AIS and RAISE against each K of ``num_steps`` from ``base`` (:func:`~pfzoo.studies.raise_table.sweep_rows`)."""
+                      raise_examples: int, part: tuple[int, int] | None = None) -> list[str]:
+        """AIS and RAISE against each K of ``num_steps`` from ``base`` (:func:`~pfzoo.studies.raise_table.sweep_rows`), or
+        with ``part = (i, n)`` part i of each point's AIS chains (:meth:`measure_sweep_part`). Returns a line per K saying
+        what was stored."""
+        if part is not None:
+            completed = self.measure_sweep_part(name, model, checkpoint, data, num_steps, base=base, ais_chains=ais_chains,
+                                                raise_examples=raise_examples, part=part)
+            return [f"K = {k:,}: " + ("every part in: the row is stored" if k in completed else
+                                      f"part {part[0]} of {part[1]} stored in {parts_file(self.results_file.parent, name, base, k)}") for k in num_steps]
         s = {**self.settings, "sweep_ais_chains": ais_chains, "sweep_raise_examples": raise_examples}
         rows = sweep_rows(model, data, num_steps, s, base=base, seed=self.seed)
         self.store("sweeps", sweep_key(name, base), {"settings": s, "rows": rows, "measured_on": self.measured_on, **self.checkpoint_of(checkpoint)})
+        return [f"K = {k:,}: the row is stored" for k in num_steps]
 
     def measure_sweep_part(self, name: str, model, checkpoint: Path, data: DataSplits, num_steps: list[int], *, base: str, ais_chains: int,
                            raise_examples: int, part: tuple[int, int]) -> list[int]:
@@ -237,7 +248,36 @@ class RaiseRun:
                                      **self.checkpoint_of(checkpoint)})
 
 
+def sweep_point_in_parts(model, data, num_steps: int, s: dict, *, base: str, seed: int, part: tuple[int, int],
+                         done: list) -> tuple[PartitionEstimate, dict | None]:
+    """:func:`~pfzoo.studies.raise_table.sweep_rows`'s row at K = ``num_steps`` made in sittings (:func:`~pfzoo.studies.bracket_sweep.bracket_point_in_parts`):
+    this sitting's AIS part ``part = (i, n)`` of the log Ẑ chains, and the row once ``done`` (earlier sittings' parts)
+    and it make all n; the row is the one :func:`~pfzoo.studies.raise_table.sweep_rows` gives in one go, but for its ``seconds``."""
+    estimate, point = bracket_point_in_parts(
+        model, data.test, num_steps=num_steps, part=part, done=done, ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"],
+        raise_examples=s["sweep_raise_examples"], posterior_samples=s["posterior_samples"], base=base,
+        base_data=data.train if base == "base_rate" else None, generator=seeded(model.device, seed + 1),
+        raise_generator=seeded(model.device, seed + 2), compile=s.get("compile", False))
+    return estimate, None if point is None else point_row(point)
+
+
 PARTS = "sweep_parts"  # beside results.json: the parts of sweep points made in sittings, until the last comes
+
+
+def check_sweep_part(part: tuple[int, int] | None, num_steps: list[int] | None, ais_chains: int) -> None:
+    """Refuse in one line a sweep ``part`` (``(i, n)`` or ``None``) without the K's of its points, or with more parts than
+    blocks of ``ais_chains`` chains (:func:`pfzoo.estimators.sharding.check_part`)."""
+    if part is not None and not num_steps:
+        raise ValueError("a part splits the points of a sweep: give their K (--sweep-steps)")
+    check_part(part, ais_chains)
+
+
+def part_of(text: str) -> tuple[int, int]:
+    """An argparse type: ``I/N`` (``0 ≤ I < N``) as ``(I, N)``, part I of parts 0…N−1 (:meth:`RaiseRun.measure_sweep_part`)."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and int(index) < int(count)):
+        raise argparse.ArgumentTypeError(f"expected I/N with 0 ≤ I < N (part I of parts 0…N−1), got {text!r}")
+    return int(index), int(count)
 
 
 def parts_file(output: Path, name: str, base: str, num_steps: int) -> Path:
@@ -255,6 +295,16 @@ def part_estimate(record: dict, device: torch.device) -> PartitionEstimate:
     """The estimate :func:`part_record` stored, its log weights on ``device``."""
     return PartitionEstimate(log_z=record["log_z"], stderr=record["stderr"], ess=record["ess"], kind=BoundKind.UNBIASED_Z, info=record["info"],
                              log_weights=torch.tensor(record["log_weights"], dtype=torch.float64, device=device), warnings=tuple(record["warnings"]))
+
+
+def write_table_and_cards(results: dict, output: Path, zoo_dir: Path | None, *, repo: Path) -> Path:
+    """:func:`write_table`, and with ``zoo_dir`` each model's card in its folder there (:func:`export_model`; the
+    checkpoints already there stay); returns the table's path."""
+    table = write_table(results, output, repo=repo)
+    for name in results["models"] if zoo_dir is not None else ():
+        folder = zoo_folder(name, zoo_dir)
+        export_model(name, results, folder / zoo.CHECKPOINT_FILE, folder, repo=repo)
+    return table
 
 
 def write_table(results: dict, output: Path, *, repo: Path) -> Path:

@@ -26,11 +26,11 @@ from omegaconf import DictConfig, OmegaConf
 
 import pfzoo
 from pfzoo import zoo
-from pfzoo.estimators.base import BoundKind, PartitionEstimate
+from pfzoo.estimators.base import BoundKind
 from pfzoo.estimators import AIS, CSL, RAISE, Bracket
 from pfzoo.models import Capability
 from pfzoo.paths import schedule_from_name
-from pfzoo.studies.bracket_sweep import BracketPoint, bracket_point_in_parts, bracket_sweep
+from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep
 from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.schedule_pilot import pilot_schedule
 from pfzoo.zoo.cards import command_markdown
@@ -190,19 +190,6 @@ def sweep_rows(model, data, num_steps: list[int], s: dict, *, base: str, seed: i
                            base_data=data.train if base == "base_rate" else None, generator=seeded(model.device, seed + 1),
                            raise_generator=seeded(model.device, seed + 2), compile=s.get("compile", False))
     return [point_row(point) for point in points]
-
-
-def sweep_point_in_parts(model, data, num_steps: int, s: dict, *, base: str, seed: int, part: tuple[int, int],
-                         done: list) -> tuple[PartitionEstimate, dict | None]:
-    """:func:`sweep_rows`'s row at K = ``num_steps`` made in sittings (:func:`~pfzoo.studies.bracket_sweep.bracket_point_in_parts`):
-    this sitting's AIS part ``part = (i, n)`` of the log Ẑ chains, and the row once ``done`` (earlier sittings' parts)
-    and it make all n; the row is the one :func:`sweep_rows` gives in one go, but for its ``seconds``."""
-    estimate, point = bracket_point_in_parts(
-        model, data.test, num_steps=num_steps, part=part, done=done, ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"],
-        raise_examples=s["sweep_raise_examples"], posterior_samples=s["posterior_samples"], base=base,
-        base_data=data.train if base == "base_rate" else None, generator=seeded(model.device, seed + 1),
-        raise_generator=seeded(model.device, seed + 2), compile=s.get("compile", False))
-    return estimate, None if point is None else point_row(point)
 
 
 def heating_rows(model, data, heating_steps: list[int], s: dict, seed: int) -> list[dict]:

@@ -1,5 +1,6 @@
 """The results.json of ``scripts/reproduce_raise.py`` and the files made from it: how a run's measurements join what
-other runs stored (:class:`RaiseRun`), ``table.md`` with its figures (:func:`write_table`), and the zoo folders
+other runs stored (:class:`RaiseRun`; a sweep point made in sittings waits in ``sweep_parts/`` beside it until its last
+AIS part comes, :meth:`RaiseRun.measure_sweep_part`), ``table.md`` with its figures (:func:`write_table`), and the zoo folders
 (checkpoint, README.md, card.json) exported with the measured numbers (:func:`export_model`). What goes into the table is
 measured and rendered by :mod:`pfzoo.studies.raise_table`.
 
@@ -187,7 +188,7 @@ class RaiseRun:
     def measure_sweep_part(self, name: str, model, checkpoint: Path, data: DataSplits, num_steps: list[int], *, base: str, ais_chains: int,
                            raise_examples: int, part: tuple[int, int]) -> list[int]:
         """Part ``part = (i, n)`` of the AIS chains of :meth:`measure_sweep`'s point at each K of ``num_steps``
-        (:func:`~pfzoo.studies.raise_table.sweep_point_in_parts`), for a sweep too long for one sitting. Each part's log
+        (:func:`sweep_point_in_parts`), for a sweep too long for one sitting. Each part's log
         weights wait in ``<output>/sweep_parts/<key>-K<K>.json`` (:func:`parts_file`; commit it between sessions); the
         sitting that brings the last of the n parts pools them, runs the log-likelihood and RAISE, stores the row into
         the sweep as :meth:`measure_sweep` would (its ``seconds`` the sum of the sittings', its ``parts`` when and where

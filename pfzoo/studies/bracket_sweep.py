@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -132,7 +132,7 @@ def bracket_point_in_parts(
     *,
     num_steps: int,
     part: tuple[int, int],
-    done: Sequence[PartitionEstimate] = (),
+    done: Sequence[PartitionEstimate] | Callable[[], Sequence[PartitionEstimate]] = (),
     schedule: str = "linear",
     ais_chains: int = 100,
     raise_chains: int = 10,
@@ -146,7 +146,8 @@ def bracket_point_in_parts(
 ) -> tuple[PartitionEstimate, BracketPoint | None]:
     """One point of :func:`bracket_sweep` (K = ``num_steps``, one schedule) made in sittings: AIS's ``log Ẑ`` chains in
     n parts (``part = (i, n)``: this sitting runs part i, :class:`~pfzoo.estimators.AIS`'s ``part``), ``done`` the
-    parts earlier sittings made. Returns this part's estimate and, once ``done`` and it are all n parts, the point:
+    parts other sittings made, or a function giving them, called once this part's chains have run (so that parts which
+    sittings running beside this one finished meanwhile count). Returns this part's estimate and, once ``done`` and it are all n parts, the point:
     AIS's log-likelihood from the pooled ``log Ẑ`` (:func:`~pfzoo.estimators.pool_parts`) and RAISE, run in this
     sitting. With the same arguments in every sitting the point is the one :func:`bracket_sweep` makes in one go, bit for
     bit, but for ``seconds`` (this sitting's only). For a K whose AIS is longer than a sitting: K = 10⁵ with 1,000
@@ -157,7 +158,7 @@ def bracket_point_in_parts(
     began = time.perf_counter()
     ais_generator = replay(generator)
     estimate = ais(model, data=data if base_data is None else base_data, generator=ais_generator)
-    parts = [*done, estimate]
+    parts = [*(done() if callable(done) else done), estimate]
     if len(parts) < part[1]:
         return estimate, None
     pooled = pool_parts(parts)  # refuses parts of other runs, a part twice, or one missing

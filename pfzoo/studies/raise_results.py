@@ -192,16 +192,23 @@ class RaiseRun:
         weights wait in ``<output>/sweep_parts/<key>-K<K>.json`` (:func:`parts_file`; commit it between sessions); the
         sitting that brings the last of the n parts pools them, runs the log-likelihood and RAISE, stores the row into
         the sweep as :meth:`measure_sweep` would (its ``seconds`` the sum of the sittings', its ``parts`` when and where
-        each ran) and removes the file. Returns the K's whose rows were completed. Refused in one line, before running,
-        when the file holds parts of another run (other settings, checkpoint or n) or part i already."""
+        each ran) and removes the file. Sittings may run side by side (one per core): each reads the file again when its
+        chains have run, so the one that finds all n parts there pools. Returns the K's whose rows were completed.
+        Refused in one line, before running, when the file holds parts of another run (other settings, checkpoint or n)
+        or part i already."""
         s = {**self.settings, "sweep_ais_chains": ais_chains, "sweep_raise_examples": raise_examples}
         record, completed = self.checkpoint_of(checkpoint), []
         header = {"model": name, "base": base, "settings": s, "count": part[1], "checkpoint_sha256": record["checkpoint_sha256"]}
         stored = {k: self.stored_parts(name, base, k, header, part[0]) for k in num_steps}  # every K checked before any runs
         for k in num_steps:
             began = time.perf_counter()
-            estimate, row = sweep_point_in_parts(model, data, k, s, base=base, seed=self.seed, part=part,
-                                                 done=[part_estimate(entry, model.device) for entry in stored[k]["parts"].values()])
+
+            def done_by_now(k=k) -> list[PartitionEstimate]:
+                # read again once this part has run: sittings running beside this one may have stored theirs meanwhile
+                stored[k] = self.stored_parts(name, base, k, header, part[0])
+                return [part_estimate(entry, model.device) for entry in stored[k]["parts"].values()]
+
+            estimate, row = sweep_point_in_parts(model, data, k, s, base=base, seed=self.seed, part=part, done=done_by_now)
             entry = {"seconds": round(time.perf_counter() - began, 1), "measured_on": self.measured_on, **part_record(estimate)}
             path = parts_file(self.results_file.parent, name, base, k)
             if row is None:
@@ -250,7 +257,7 @@ class RaiseRun:
 
 
 def sweep_point_in_parts(model, data, num_steps: int, s: dict, *, base: str, seed: int, part: tuple[int, int],
-                         done: list) -> tuple[PartitionEstimate, dict | None]:
+                         done) -> tuple[PartitionEstimate, dict | None]:
     """:func:`~pfzoo.studies.raise_table.sweep_rows`'s row at K = ``num_steps`` made in sittings (:func:`~pfzoo.studies.bracket_sweep.bracket_point_in_parts`):
     this sitting's AIS part ``part = (i, n)`` of the log Ẑ chains, and the row once ``done`` (earlier sittings' parts)
     and it make all n; the row is the one :func:`~pfzoo.studies.raise_table.sweep_rows` gives in one go, but for its ``seconds``."""

@@ -1,6 +1,6 @@
 """raise_results: every results.json entry records the checkpoint it was measured on, and the table refuses an entry
 whose checkpoint is no longer the file its model loads (issue 52, item 4); a sweep point made in sittings (parts of its AIS
-chains) is the row a sweep makes in one go."""
+chains) is the row a sweep makes in one go, its sittings run in turn or side by side."""
 
 import json
 from pathlib import Path
@@ -12,6 +12,7 @@ from factories import biased_binary_data, random_dbm
 from pfzoo import zoo
 from pfzoo.data import DataSplits
 from pfzoo.models import RBM
+from pfzoo.studies import raise_results
 from pfzoo.studies.raise_results import RaiseRun, check_checkpoints, checkpoint_record, parts_file, write_table
 from pfzoo.studies.raise_table import OLDER, sweep_measured
 
@@ -135,6 +136,50 @@ def test_a_sweep_point_made_in_sittings_is_the_row_a_sweep_makes_in_one_go(tmp_p
     varying = {"seconds", "parts", "measured_on"}
     assert {key: value for key, value in row.items() if key not in varying} == {
         key: value for key, value in one_go["rows"][0].items() if key not in varying}
+
+
+def test_sittings_side_by_side_keep_each_others_parts_and_the_last_to_finish_pools(tmp_path, monkeypatch):
+    """Parts 0 and 1 start together; 1 finishes while 0's chains run (both must stay in the file); then part 2 starts
+    beside nothing but finds, once its chains have run, that it completes the point, and pools it into the one-go row."""
+    model, checkpoint, data = small_dbm(tmp_path)
+    whole = sweep_run(tmp_path / "whole")
+    whole.measure_sweep("dbm-500-1000", model, checkpoint, data, [25], base="base_rate", ais_chains=128, raise_examples=6)
+    arguments, settings = ("dbm-500-1000", model, checkpoint, data, [25]), {"base": "base_rate", "ais_chains": 128, "raise_examples": 6}
+    first, beside = sweep_run(tmp_path / "parts"), sweep_run(tmp_path / "parts")
+    running_alone = raise_results.sweep_point_in_parts
+
+    def chains_while_the_sitting_beside_finishes(*args, part, **kwargs):
+        if part == (0, 3):
+            assert beside.measure_sweep_part(*arguments, **settings, part=(1, 3)) == []
+        return running_alone(*args, part=part, **kwargs)
+
+    monkeypatch.setattr(raise_results, "sweep_point_in_parts", chains_while_the_sitting_beside_finishes)
+    assert first.measure_sweep_part(*arguments, **settings, part=(0, 3)) == []
+    waiting = parts_file(tmp_path / "parts", "dbm-500-1000", "base_rate", 25)
+    assert sorted(json.loads(waiting.read_text())["parts"]) == ["0", "1"]
+    assert sweep_run(tmp_path / "parts").measure_sweep_part(*arguments, **settings, part=(2, 3)) == [25]
+    row = json.loads((tmp_path / "parts" / "results.json").read_text())["sweeps"]["dbm-500-1000"]["rows"][0]
+    assert [part["index"] for part in row["parts"]] == [0, 1, 2] and not waiting.exists()
+    varying = {"seconds", "parts", "measured_on"}
+    assert {key: value for key, value in row.items() if key not in varying} == {
+        key: value for key, value in whole.results["sweeps"]["dbm-500-1000"]["rows"][0].items() if key not in varying}
+
+
+def test_the_sitting_whose_chains_end_last_pools_though_others_were_missing_when_it_started(tmp_path, monkeypatch):
+    model, checkpoint, data = small_dbm(tmp_path)
+    arguments, settings = ("dbm-500-1000", model, checkpoint, data, [25]), {"base": "base_rate", "ais_chains": 128, "raise_examples": 6}
+    last, beside = sweep_run(tmp_path / "parts"), sweep_run(tmp_path / "parts")
+    running_alone = raise_results.sweep_point_in_parts
+
+    def chains_while_the_sitting_beside_finishes(*args, part, **kwargs):
+        if part == (1, 2):
+            assert beside.measure_sweep_part(*arguments, **settings, part=(0, 2)) == []
+        return running_alone(*args, part=part, **kwargs)
+
+    monkeypatch.setattr(raise_results, "sweep_point_in_parts", chains_while_the_sitting_beside_finishes)
+    assert last.measure_sweep_part(*arguments, **settings, part=(1, 2)) == [25]
+    assert not parts_file(tmp_path / "parts", "dbm-500-1000", "base_rate", 25).exists()
+    assert [part["index"] for part in last.results["sweeps"]["dbm-500-1000"]["rows"][0]["parts"]] == [0, 1]
 
 
 def test_a_part_twice_or_a_part_of_another_run_is_refused_before_it_runs(tmp_path):

@@ -55,6 +55,25 @@ def test_resume_continues_to_more_epochs(trained_run, tmp_path):
     assert epochs == [1, 2, 3, 4, 5]
 
 
+def test_a_run_that_averages_its_parameters_closes_on_the_averaged_model(trained_run, tmp_path):
+    """Averaging may start when a run resumes; the closing figure and result.json are the averaged model's, the
+    checkpoint keeps the parameters training uses."""
+    run_dir, _ = trained_run
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("checkpoint.pt", "metrics.jsonl"):
+        (copy / name).write_bytes((run_dir / name).read_bytes())
+    result = app.train(composed("train", [f"run_dir={copy}", "trainer.epochs=5", "trainer.progress=false", "model.num_hidden=12",
+                                          "resume=true", "+trainer.average_parameters.from_epoch=4"]))
+    averaged, trained = zoo.load(copy / "averaged.pt"), zoo.load(result["checkpoint"])
+    assert not torch.equal(averaged.weight, trained.weight)
+    data = zoo.load_checkpoint(copy / "averaged.pt")["config"]["dataset"]
+    assert data == zoo.load_checkpoint(result["checkpoint"])["config"]["dataset"]
+    test = instantiate(composed("train", []).dataset).test.to(averaged.dtype)
+    assert result["test_log_likelihood"]["mean"] == pytest.approx(averaged.log_prob(test).mean().item(), abs=1e-9)
+    assert json.loads((copy / "result.json").read_text())["files"]["averaged_model"] == str(copy / "averaged.pt")
+
+
 def test_evaluate_reports_estimate_beside_exact_values(trained_run, tmp_path):
     _, result = trained_run
     cfg = composed(

@@ -18,7 +18,8 @@ Its keys (``format`` :data:`RESULT_FORMAT`):
 - ``machine``: :func:`machine_record`;
 - ``divergence``: ``None``, or what the guard saw and did: ``message`` (its line), ``epoch``, ``update``, ``signal``,
   ``restored`` (in words) with ``restored_update`` and the restored model's held-out score;
-- ``files`` (checkpoint, metrics or samples, pictures), ``last_epoch`` (training's last metrics record) and ``warnings``.
+- ``files`` (checkpoint, metrics or samples, pictures; a training run's averaged model where it averaged its
+  parameters), ``last_epoch`` (training's last metrics record) and ``warnings``.
 
 The same headline goes to the run's log (``train.log`` / ``evaluate.log``, :func:`headline_text`) and, for training, into
 the last record of the metrics files (:meth:`pfzoo.training.Trainer.record_result`: CSV and TensorBoard too).

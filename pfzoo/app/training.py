@@ -31,6 +31,9 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     Under a process group (``torchrun``) every rank calls it alike: the Trainer shards the minibatches, the estimators
     their chains, and rank 0 alone writes files (pictures included).
 
+    With ``trainer.average_parameters`` the closing estimate and the pictures are those of the averaged parameters
+    (``averaged.pt``, :class:`~pfzoo.training.ParameterAveraging`), the checkpoint keeps those training uses.
+
     The run folder ends with ``result.json`` (:mod:`pfzoo.app.result_file`); the closing estimate also goes to the log
     (``train.log`` under the command line) and into the last record of the metrics files (CSV and TensorBoard
     included), and titles ``curves.png``.
@@ -72,6 +75,12 @@ def train(cfg: DictConfig) -> dict[str, Any]:
             record = divergence_record(str(diverged), diverged.record, files["checkpoint"])
             diverged.result["result_file"] = str(finish(cfg, device, diverged.result, closing, divergence=record))
         raise
+    averaging = getattr(trainer, "averaging", None)
+    if averaging is not None and averaging.updates:  # the run's product is the average: the closing estimate measures it
+        model = averaging.averaged_model(model)
+        files["averaged_model"] = str(averaging.path)
+        if leader:
+            logger.info("the closing estimate measures the parameters averaged over %d updates (%s)", averaging.updates, averaging.path)
     closing = closing_estimate(model, data, cfg, device, trainer)
     result = {**files, "metrics": metrics, "test_log_likelihood": closing["final"], "warnings": trainer.warnings, "pictures": []}
     if leader and cfg.pictures:
@@ -109,7 +118,8 @@ def finish(cfg: DictConfig, device: torch.device, result: dict[str, Any], closin
                "evaluation": sum(record.get("evaluation_seconds", 0.0) for record in records), "closing_estimate": closing["seconds"]}
     used = None if final is None else final["estimator"]
     estimator = {"name": used, "config": None if used in (None, "exact") else OmegaConf.to_container(cfg.estimator, resolve=True)}
-    files = {"checkpoint": result["checkpoint"], "metrics": result["metrics_file"], "pictures": result["pictures"]}
+    files = {"checkpoint": result["checkpoint"], "metrics": result["metrics_file"], "pictures": result["pictures"],
+             **({"averaged_model": result["averaged_model"]} if "averaged_model" in result else {})}
     record = result_record("train", cfg, device, headline=training_headline(final), estimator=estimator, timings=timings,
                            files=files, divergence=divergence, last_epoch=records[-1] if records else None,
                            warnings=[*result.get("warnings", []), *((final or {}).get("warnings") or [])])

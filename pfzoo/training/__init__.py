@@ -24,6 +24,7 @@ from pfzoo.training.natural_gradient import NaturalGradient
 from pfzoo.training.nce import NCE
 from pfzoo.training.objective import Objective, applicable_trainers
 from pfzoo.training.parallel_tempering import PT
+from pfzoo.training.parameter_averaging import ParameterAveraging
 from pfzoo.training.partition_tracking import PartitionTracker
 from pfzoo.training.replica_tracking import ReplicaPartitionTracker
 from pfzoo.training.persistent_mpf import PersistentMPF
@@ -57,6 +58,7 @@ __all__ = [
     "NCE",
     "Objective",
     "PerceptronFit",
+    "ParameterAveraging",
     "PartitionTracker",
     "ReplicaPartitionTracker",
     "PersistentMPF",

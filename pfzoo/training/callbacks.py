@@ -6,7 +6,8 @@ The :class:`~pfzoo.training.Trainer` calls, for each of its ``callbacks``:
 1. :meth:`TrainingCallback.check` before anything runs (a callback that cannot follow the model refuses it in one line);
 2. :meth:`TrainingCallback.start` once the run's starting point is known (fresh, or the checkpoint it resumes from, whose
    saved :meth:`TrainingCallback.state_dict` it receives);
-3. :meth:`TrainingCallback.on_step` after every parameter update (the optimiser's step and the model's projection);
+3. :meth:`TrainingCallback.start_epoch` before every epoch's first update, and :meth:`TrainingCallback.on_step`
+   after every parameter update (the optimiser's step and the model's projection);
 4. :meth:`TrainingCallback.on_epoch_end` after every epoch, merging the floats it returns into the epoch's record;
 5. :meth:`TrainingCallback.stop_reason` before every epoch, ending the run early when one gives a reason;
 6. :meth:`TrainingCallback.state_dict` at every checkpoint (``trainer_state["callbacks"]``, one entry per callback).
@@ -40,6 +41,9 @@ class TrainingCallback(ABC):
         device and dtype). ``seed`` roots the callback's own random stream; ``state`` is what :meth:`state_dict` returned
         when the checkpoint the run resumes from was written, or ``None`` for a fresh run (or a checkpoint without it).
         By default nothing happens."""
+
+    def start_epoch(self, epoch: int) -> None:
+        """Epoch ``epoch`` (from 1) begins: its first update comes next. By default nothing happens."""
 
     @abstractmethod
     def on_step(self, model) -> None:

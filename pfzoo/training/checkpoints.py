@@ -32,13 +32,15 @@ logger = logging.getLogger(__name__)
 CHECKPOINT_FILE = "checkpoint.pt"
 RESUMABLE_KEYS = ("trainer.epochs", "run_dir", "resume", "trainer.progress", "progress", "data.root", "dataset.root", "device",
                   "metrics_csv", "tensorboard", "trainer.held_out", "trainer.divergence", "trainer.clock",
-                  "trainer.metrics_rows", "estimator")
+                  "trainer.metrics_rows", "trainer.average_parameters", "estimator")
 """Config keys a resumed run may change: the number of epochs, where the run and its data live, progress bars, which
 metrics files it writes besides metrics.jsonl, which split and how many of its rows its diagnostics read, what the divergence guard does and
 which clock its timings read (older runs' configs lack those keys; none of them touches the training), the estimator of its
 held-out log-likelihoods and closing figure (its whole subtree: it reads the model and never trains it, so a resumed run
 may measure with more steps, and an estimator setting added since cannot strand a long run), and the device (a long run
-started on a CPU may go on on a GPU: see :func:`restore_generator`)."""
+started on a CPU may go on on a GPU: see :func:`restore_generator`), and the averaging of the parameters (it watches the
+updates and never changes them; :class:`~pfzoo.training.ParameterAveraging` refuses a resume that would leave updates out
+of its average)."""
 
 
 class CheckpointStore:

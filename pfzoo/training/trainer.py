@@ -31,7 +31,8 @@ from pfzoo.training.natural_gradient import natural_gradient_from_settings
 from pfzoo.training.natural_space import check_space_settings, line_searches, natural_space_from_settings
 from pfzoo.training.objective import Objective
 from pfzoo.training.replica_tracking import partition_tracker
-from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory
+from pfzoo.training.parameter_averaging import ParameterAveraging, parameter_averaging
+from pfzoo.training.trainer_settings import DEFAULT_OPTIMIZER, OptimizerFactory, TrainerSettings, check_optimizer_factory, decayed_weights
 from pfzoo.validation import check_binary, check_bool, check_matrix, values_checked
 
 logger = logging.getLogger(__name__)
@@ -40,19 +41,6 @@ EpochMetric = Callable[[EnergyModel], float]
 _SAMPLING_SEED_OFFSET = 1
 _EVALUATION_SEED_OFFSET = 2
 _CALLBACK_SEED_OFFSET = 3  # callback i draws from seed + 3 + i
-
-
-def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
-    """The parameters the L2 penalty ``weight_decay`` acts on: those whose name ends in ``weight`` (an RBM's ``weight``,
-    a DBN's ``rbms.<i>.weight``, an mcRBM's ``mean_weight``), the members of a parameter list named ``weights`` (a
-    DBM's ``weights.<i>``) and pair couplings named ``coupling`` (an Ising model's or a Hopfield network's ``J``: on a
-    finite sample a unit that is nearly constant leaves its couplings nearly undetermined, and the penalty pins them)."""
-    chosen = []
-    for name, parameter in model.named_parameters():
-        parent, _, leaf = name.rpartition(".")
-        if leaf.endswith("weight") or leaf == "coupling" or (leaf.isdigit() and parent.rpartition(".")[2] == "weights"):
-            chosen.append(parameter)
-    return chosen
 
 
 @dataclass
@@ -128,6 +116,11 @@ class Trainer:
             ``+trainer.track_partition.num_chains=100``. Under :class:`~pfzoo.training.PT` training it is a
             :class:`~pfzoo.training.ReplicaPartitionTracker` on the objective's own replicas instead (its settings:
             ``observe_every``, ``burn_in``, ``anchor_steps``, ``anchor_chains``).
+        average_parameters: None/False, True or the settings (``from_epoch``, ``decay``) of a
+            :class:`~pfzoo.training.ParameterAveraging` added to ``callbacks`` (kept as ``trainer.averaging``): the
+            average of the parameters over the later updates, written as ``<run_dir>/averaged.pt`` after every epoch;
+            the per-epoch diagnostics stay those of the parameters training uses. From the command line
+            ``+trainer.average_parameters.from_epoch=76``; a run may start averaging when it resumes.
     """
 
     def __init__(
@@ -144,6 +137,7 @@ class Trainer:
         natural_gradient: Mapping[str, Any] | None = None,
         natural_parameter_space: Mapping[str, Any] | None = None,
         track_partition: bool | Mapping[str, Any] | None = None,
+        average_parameters: bool | Mapping[str, Any] | None = None,
         **setting_values: Any,
     ) -> None:
         if not isinstance(objective, Objective):
@@ -168,9 +162,9 @@ class Trainer:
             if not isinstance(callback, TrainingCallback):
                 raise ValueError(f"callbacks must hold pfzoo.training.TrainingCallback objects, got {type(callback).__name__}")
         tracker = partition_tracker(track_partition, self.objective)
-        if tracker is not None:
-            self.callbacks.append(tracker)
         self.run_dir = Path(run_dir)
+        self.averaging: ParameterAveraging | None = parameter_averaging(average_parameters, self.run_dir)
+        self.callbacks += [callback for callback in (tracker, self.averaging) if callback is not None]
         self.warnings: list[str] = []  # the objective's caveats about the model of the last fit (Objective.caveats)
         self._checkpoints = CheckpointStore(self.run_dir)
         self._metrics = MetricsLog(self.run_dir, csv=self.settings.csv, tensorboard=self.settings.tensorboard)
@@ -227,6 +221,8 @@ class Trainer:
         :class:`~pfzoo.training.PartitionTracker`'s ``log_z_tracked`` and ``{train,<held>}_tracked_log_likelihood``).
         """
         run = self._start(model, data, valid, config)
+        if self.averaging is not None:
+            self.averaging.config = run.config  # the averaged model's file records the run's config, as the checkpoint does
         if run.ranks.leader:
             for warning in self.warnings:
                 logger.warning("%s", warning)
@@ -356,6 +352,8 @@ class Trainer:
         sampling = run.generators["sampling"]
         self.settings.apply_schedule(optimizer, epoch)
         self.objective.start_epoch(epoch)
+        for callback in self.callbacks:
+            callback.start_epoch(epoch)
         began, run.callback_seconds = self._now(), 0.0
         parameters = self._parameters(model)
         if ranks.agree_on_change(self.objective.prepare(model, train, generator=sampling), model):

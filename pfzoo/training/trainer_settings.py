@@ -41,6 +41,19 @@ def check_optimizer_factory(optimizer: Any) -> OptimizerFactory:
     return optimizer
 
 
+def decayed_weights(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters the L2 penalty ``weight_decay`` acts on: those whose name ends in ``weight`` (an RBM's ``weight``,
+    a DBN's ``rbms.<i>.weight``, an mcRBM's ``mean_weight``), the members of a parameter list named ``weights`` (a
+    DBM's ``weights.<i>``) and pair couplings named ``coupling`` (an Ising model's or a Hopfield network's ``J``: on a
+    finite sample a unit that is nearly constant leaves its couplings nearly undetermined, and the penalty pins them)."""
+    chosen = []
+    for name, parameter in model.named_parameters():
+        parent, _, leaf = name.rpartition(".")
+        if leaf.endswith("weight") or leaf == "coupling" or (leaf.isdigit() and parent.rpartition(".")[2] == "weights"):
+            chosen.append(parameter)
+    return chosen
+
+
 @dataclass(frozen=True)
 class TrainerSettings:
     """How long and how a :class:`~pfzoo.training.Trainer` trains and what it writes, validated on construction

@@ -138,26 +138,34 @@ def test_a_sweep_point_made_in_sittings_is_the_row_a_sweep_makes_in_one_go(tmp_p
         key: value for key, value in one_go["rows"][0].items() if key not in varying}
 
 
+SWEEP = {"base": "base_rate", "ais_chains": 128, "raise_examples": 6}
+
+
+def finishing_beside(monkeypatch, folder: Path, arguments: tuple, outer: tuple[int, int], inner: tuple[int, int]) -> None:
+    """Make the sitting of part ``outer`` find, once its chains have run, that a sitting beside it (in ``folder``)
+    finished part ``inner`` meanwhile."""
+    running_alone, beside = raise_results.sweep_point_in_parts, sweep_run(folder)
+
+    def chains_while_the_sitting_beside_finishes(*args, part, **kwargs):
+        if part == outer:
+            assert beside.measure_sweep_part(*arguments, **SWEEP, part=inner) == []
+        return running_alone(*args, part=part, **kwargs)
+
+    monkeypatch.setattr(raise_results, "sweep_point_in_parts", chains_while_the_sitting_beside_finishes)
+
+
 def test_sittings_side_by_side_keep_each_others_parts_and_the_last_to_finish_pools(tmp_path, monkeypatch):
     """Parts 0 and 1 start together; 1 finishes while 0's chains run (both must stay in the file); then part 2 starts
     beside nothing but finds, once its chains have run, that it completes the point, and pools it into the one-go row."""
     model, checkpoint, data = small_dbm(tmp_path)
     whole = sweep_run(tmp_path / "whole")
-    whole.measure_sweep("dbm-500-1000", model, checkpoint, data, [25], base="base_rate", ais_chains=128, raise_examples=6)
-    arguments, settings = ("dbm-500-1000", model, checkpoint, data, [25]), {"base": "base_rate", "ais_chains": 128, "raise_examples": 6}
-    first, beside = sweep_run(tmp_path / "parts"), sweep_run(tmp_path / "parts")
-    running_alone = raise_results.sweep_point_in_parts
-
-    def chains_while_the_sitting_beside_finishes(*args, part, **kwargs):
-        if part == (0, 3):
-            assert beside.measure_sweep_part(*arguments, **settings, part=(1, 3)) == []
-        return running_alone(*args, part=part, **kwargs)
-
-    monkeypatch.setattr(raise_results, "sweep_point_in_parts", chains_while_the_sitting_beside_finishes)
-    assert first.measure_sweep_part(*arguments, **settings, part=(0, 3)) == []
+    whole.measure_sweep("dbm-500-1000", model, checkpoint, data, [25], **SWEEP)
+    arguments = ("dbm-500-1000", model, checkpoint, data, [25])
+    finishing_beside(monkeypatch, tmp_path / "parts", arguments, outer=(0, 3), inner=(1, 3))
+    assert sweep_run(tmp_path / "parts").measure_sweep_part(*arguments, **SWEEP, part=(0, 3)) == []
     waiting = parts_file(tmp_path / "parts", "dbm-500-1000", "base_rate", 25)
     assert sorted(json.loads(waiting.read_text())["parts"]) == ["0", "1"]
-    assert sweep_run(tmp_path / "parts").measure_sweep_part(*arguments, **settings, part=(2, 3)) == [25]
+    assert sweep_run(tmp_path / "parts").measure_sweep_part(*arguments, **SWEEP, part=(2, 3)) == [25]
     row = json.loads((tmp_path / "parts" / "results.json").read_text())["sweeps"]["dbm-500-1000"]["rows"][0]
     assert [part["index"] for part in row["parts"]] == [0, 1, 2] and not waiting.exists()
     varying = {"seconds", "parts", "measured_on"}
@@ -167,17 +175,10 @@ def test_sittings_side_by_side_keep_each_others_parts_and_the_last_to_finish_poo
 
 def test_the_sitting_whose_chains_end_last_pools_though_others_were_missing_when_it_started(tmp_path, monkeypatch):
     model, checkpoint, data = small_dbm(tmp_path)
-    arguments, settings = ("dbm-500-1000", model, checkpoint, data, [25]), {"base": "base_rate", "ais_chains": 128, "raise_examples": 6}
-    last, beside = sweep_run(tmp_path / "parts"), sweep_run(tmp_path / "parts")
-    running_alone = raise_results.sweep_point_in_parts
-
-    def chains_while_the_sitting_beside_finishes(*args, part, **kwargs):
-        if part == (1, 2):
-            assert beside.measure_sweep_part(*arguments, **settings, part=(0, 2)) == []
-        return running_alone(*args, part=part, **kwargs)
-
-    monkeypatch.setattr(raise_results, "sweep_point_in_parts", chains_while_the_sitting_beside_finishes)
-    assert last.measure_sweep_part(*arguments, **settings, part=(1, 2)) == [25]
+    arguments = ("dbm-500-1000", model, checkpoint, data, [25])
+    finishing_beside(monkeypatch, tmp_path / "parts", arguments, outer=(1, 2), inner=(0, 2))
+    last = sweep_run(tmp_path / "parts")
+    assert last.measure_sweep_part(*arguments, **SWEEP, part=(1, 2)) == [25]
     assert not parts_file(tmp_path / "parts", "dbm-500-1000", "base_rate", 25).exists()
     assert [part["index"] for part in last.results["sweeps"]["dbm-500-1000"]["rows"][0]["parts"]] == [0, 1]
 

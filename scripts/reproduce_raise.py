@@ -44,10 +44,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def train(name: str, runs_dir: Path, data_root: Path, quick: bool, device: torch.device) -> Path:
-    """Train (or resume to completion) model ``name`` in ``<runs_dir>/<name>`` on ``device``; quick: tiny layers, one epoch."""
-    cfg = compose("train", [f"+experiment={MODELS[name][1]}", "trainer.progress=false", f"run_dir={runs_dir / name}", f"data.root={data_root}",
-                            "resume=true", f"device={device}"])
-    return Path(app.train(quick_recipe(cfg) if quick else cfg)["checkpoint"])
+    """Train (or resume) ``name`` in ``<runs_dir>/<name>`` on ``device`` (quick: tiny layers, one epoch); returns the model's file (``averaged.pt`` where the recipe averages)."""
+    cfg = compose("train", [f"+experiment={MODELS[name][1]}", "trainer.progress=false", f"run_dir={runs_dir / name}", f"data.root={data_root}", "resume=true", f"device={device}"])
+    result = app.train(quick_recipe(cfg) if quick else cfg)
+    return Path(result.get("averaged_model", result["checkpoint"]))
 
 
 def render(results: dict, output: Path, zoo_dir: Path | None) -> None:

@@ -62,16 +62,22 @@ QUICK = {"steps": 100, "long_steps": 200, "ais_chains": 10, "posterior_samples":
 PAPER_SCALE = {"steps": 100_000, "long_steps": 0, "ais_chains": 5000, "raise_chains": 50, "raise_examples": 100}
 """RAISE Table 1's settings (Burda, Grosse & Salakhutdinov 2015), what ``--paper-scale`` puts over :data:`SETTINGS`; its single K, so no long K."""
 QUICK_PILOT = {"pilot_examples": 5, "pilot_ais_chains": 10}
-QUICK_TRAINING = {"trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10, "model.hidden_sizes": [10, 10],
-                  "trainer.pretrained_layers": []}  # a quick run's 10-unit layers cannot take the zoo's trained ones
-"""What a smoke run sets in a model's recipe, where the recipe has the key: one epoch, 10-unit layers."""
+QUICK_TRAINING = {"pictures": False, "trainer.epochs": 1, "trainer.objective.pretrain.epochs_per_layer": 1, "model.num_hidden": 10,
+                  "model.hidden_sizes": lambda sizes: [10] * len(sizes), "trainer.pretrained_layers": [], "trainer.init_from_below": False,
+                  "trainer.average_parameters.from_epoch": 1}
+"""What a smoke run sets in a model's recipe, where the recipe has the key (a function: of the recipe's value): one
+epoch, no pictures, 10-unit layers as many as the recipe's (which cannot take the zoo's trained layers), parameters averaged from
+that epoch on."""
 
 
 def quick_recipe(cfg: DictConfig) -> DictConfig:
-    """The composed recipe ``cfg`` shrunk for a smoke run: :data:`QUICK_TRAINING` set where ``cfg`` has the key (in place)."""
+    """The composed recipe ``cfg`` shrunk for a smoke run: :data:`QUICK_TRAINING` set where ``cfg`` has the key (in place),
+    and a DBM that starts from a trained zoo RBM (``dbm_pretrain=from_rbm``) started at random instead."""
     for key, value in QUICK_TRAINING.items():
-        if OmegaConf.select(cfg, key) is not None:
-            OmegaConf.update(cfg, key, value)
+        if (current := OmegaConf.select(cfg, key)) is not None:
+            OmegaConf.update(cfg, key, value(current) if callable(value) else value, merge=False)
+    if OmegaConf.select(cfg, "trainer.objective.pretrain.rbm") is not None:
+        OmegaConf.update(cfg, "trainer.objective.pretrain", None, merge=False)
     return cfg
 
 

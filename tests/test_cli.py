@@ -248,7 +248,7 @@ def test_a_run_logs_to_a_file_named_after_its_command(tmp_path):
     log = (tmp_path / "train.log").read_text()
     assert "epoch 1/1" in log
     headline = json.loads((tmp_path / "result.json").read_text())["headline"]  # the closing estimate, in the log too
-    assert f"test log-likelihood = {headline['mean']:.4f} (exact, on all 360 test examples)" in log
+    assert f"test log-likelihood = {headline['mean']:.4f} (exact, on all 360 test examples, ± {headline['data_stderr']:.4f} test-set sampling)" in log
 
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorboard") is not None, reason="the tensorboard package is installed")

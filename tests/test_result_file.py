@@ -9,9 +9,10 @@ import logging
 import math
 
 import pytest
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from pfzoo import cli, pictures
+from pfzoo import cli, pictures, zoo
 from pfzoo.app.result_file import RESULT_FILE, RESULT_FORMAT, evaluation_headline, headline_text
 from pfzoo.training.metrics_log import MetricsLog, read_records
 
@@ -46,7 +47,11 @@ def test_a_training_run_ends_with_its_result_in_result_json_the_log_and_the_metr
     assert result["machine"]["device"] == "cpu" and result["divergence"] is None
     assert result["files"]["checkpoint"] == str(tmp_path / "checkpoint.pt")
     # the same numbers in the log (train.log under the command line), metrics.jsonl and metrics.csv
-    assert headline_logged(caplog, headline) == [f"test log-likelihood = {headline['mean']:.4f} (exact, on all 360 test examples)"]
+    assert headline_logged(caplog, headline) == [f"test log-likelihood = {headline['mean']:.4f} (exact, on all 360 test examples, "
+                                                 f"± {headline['data_stderr']:.4f} test-set sampling)"]
+    model = zoo.load(tmp_path / "checkpoint.pt")
+    per_example = model.log_prob(instantiate(cfg.dataset).test.to(model.dtype)).double()
+    assert headline["data_stderr"] == pytest.approx(per_example.std().item() / math.sqrt(360), rel=1e-9)
     last = records[-1]
     assert last["epoch"] == 2 and last["closing_test_log_likelihood"] == headline["mean"] and last["closing_kind"] == "exact"
     assert result["last_epoch"] == last
@@ -64,7 +69,8 @@ def test_an_estimated_headline_states_estimator_stderr_kind_and_subset(tmp_path,
     assert headline["estimator"] == "AIS" and headline["kind"].startswith("unbiased Z") and headline["stderr"] > 0
     assert headline["num_test"] == 20 and headline["of"] == 360 and headline["examples"] == "20 of 360 (drawn at random, seed 0)"
     assert result["estimator"]["name"] == "AIS" and result["estimator"]["config"]["num_steps"] == 20
-    assert f"± {headline['stderr']:.4f}" in capsys.readouterr().out
+    assert headline["data_stderr"] > headline["stderr"]  # 20 examples: which ones were drawn moves the mean more than the chains do
+    assert f"± {headline['stderr']:.4f}" in (printed := capsys.readouterr().out) and f"± {headline['data_stderr']:.4f} test-set sampling" in printed
 
 
 def test_a_diverged_run_records_what_happened_and_what_was_restored(tmp_path, capsys):

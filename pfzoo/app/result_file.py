@@ -4,10 +4,11 @@ Its keys (``format`` :data:`RESULT_FORMAT`):
 
 - ``task`` (``"train"`` / ``"evaluate"`` / ``"sample"``) and ``status``: ``"completed"``, or ``"diverged"`` for a
   training run the divergence guard stopped (:class:`~pfzoo.training.TrainingDiverged`);
-- ``headline``: the closing estimate, ``{quantity, mean, stderr, kind, estimator, num_test, of, examples, log_z}``
-  (``kind`` says whether it is exact, an estimate or a stochastic bound; ``stderr`` is the estimator's; a ``versus=``
-  comparison's is the difference of the two models' mean log-likelihoods), or ``None`` when nothing applied (and for
-  sampling, which estimates nothing);
+- ``headline``: the closing estimate, ``{quantity, mean, stderr, data_stderr, kind, estimator, num_test, of, examples,
+  log_z}`` (``kind`` says whether it is exact, an estimate or a stochastic bound; ``stderr`` is the estimator's own
+  error, ``data_stderr`` the one from which examples were measured, sd / √n over them: what another draw of as many
+  test examples would move the mean by; a ``versus=`` comparison's is the difference of the two models' mean
+  log-likelihoods), or ``None`` when nothing applied (and for sampling, which estimates nothing);
 - ``estimator``: ``{name, config}``, the estimator that made the headline and its resolved settings (``config`` ``None``
   for exact values); ``None`` for sampling;
 - ``samples`` (sampling only, else ``None``): what was drawn, from which model and how
@@ -66,7 +67,7 @@ def training_headline(final: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if final is None:
         return None
     return {"quantity": "mean test log-likelihood (nats per example)", "mean": final["mean"], "stderr": final["stderr"],
-            "kind": final["kind"], "estimator": final["estimator"], "num_test": final["num_test"], "of": final["of"],
+            "data_stderr": final.get("data_stderr"), "kind": final["kind"], "estimator": final["estimator"], "num_test": final["num_test"], "of": final["of"],
             "examples": final["examples"], "log_z": final.get("log_z")}
 
 
@@ -79,26 +80,30 @@ def evaluation_headline(result: Mapping[str, Any]) -> dict[str, Any]:
     if "comparison" in result:
         comparison = result["comparison"]
         return {"quantity": f"mean log p_A − log p_B over the {split} examples (nats per example)", "mean": comparison["difference"],
-                "stderr": comparison["stderr"], "kind": "difference of two models' estimates", "estimator": "bridge sampling",
+                "stderr": comparison["stderr"], "data_stderr": comparison.get("data_stderr"), "kind": "difference of two models' estimates", "estimator": "bridge sampling",
                 "num_test": result["num_test"], "examples": examples, "log_z": None, "split": split}
     estimator = result.get("estimator") or {}
     name = str(estimator.get("_target_", "?")).rsplit(".", 1)[-1]
     return {"quantity": f"mean {split} log-likelihood (nats per example)" + (" (the bracket's lower estimate)" if "upper" in result else ""),
-            "mean": result["test_log_likelihood"], "stderr": result["test_log_likelihood_stderr"], "kind": result["kind"],
+            "mean": result["test_log_likelihood"], "stderr": result["test_log_likelihood_stderr"],
+            "data_stderr": result.get("test_log_likelihood_data_stderr"), "kind": result["kind"],
             "estimator": name, "num_test": result["num_test"], "examples": examples, "log_z": result.get("log_z"), "split": split}
 
 
 def headline_text(headline: Mapping[str, Any] | None) -> str:
-    """One line for the run's log: ``test log-likelihood = -24.5789 ± 0.0123 (AIS on 200 of 360 test examples; <kind>)``
-    (exact values without the ± part)."""
+    """One line for the run's log: ``test log-likelihood = -24.5789 ± 0.0123 (AIS on 200 of 360 test examples, ± 1.0234
+    test-set sampling; <kind>)``: the estimator's error, then the one from which examples were measured (exact values
+    without the estimator's)."""
     if headline is None:
         return "test log-likelihood: not measured (no exact value and no estimator that applies)"
     split = headline.get("split", "test")
     what = "log p_A − log p_B" if headline["quantity"].startswith("mean log p_A") else f"{split} log-likelihood"
+    data_stderr = headline.get("data_stderr")
+    sampling = "" if data_stderr is None else f", ± {data_stderr:.4f} {split}-set sampling"
     if headline["kind"] == BoundKind.EXACT.value:
-        return f"{what} = {headline['mean']:.4f} (exact, on {headline['examples']} {split} examples)"
+        return f"{what} = {headline['mean']:.4f} (exact, on {headline['examples']} {split} examples{sampling})"
     return (f"{what} = {headline['mean']:.4f} ± {headline['stderr']:.4f} ({headline['estimator']} on "
-            f"{headline['examples']} {split} examples; {headline['kind']})")
+            f"{headline['examples']} {split} examples{sampling}; {headline['kind']})")
 
 
 def divergence_record(message: str, details: Mapping[str, Any], checkpoint: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pfzoo.app.config import resolve_device
 from pfzoo.app.result_file import divergence_record, headline_text, result_record, training_headline, write_result
 from pfzoo.app.run_pictures import caption, training_pictures
 from pfzoo.data.subsets import describe_subset
-from pfzoo.estimators.base import BoundKind
+from pfzoo.estimators.base import BoundKind, sample_stderr
 from pfzoo.models.capabilities import Capability
 from pfzoo.training.divergence import TrainingDiverged
 from pfzoo.training.metrics_log import check_tensorboard, read_records
@@ -135,7 +135,8 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
     with torch.no_grad():
         if Capability.EXACT_LOG_Z in offered and Capability.EXACT_FREE_ENERGY in offered:
             log_z = model.log_partition()
-            return {"mean": model.log_prob(test, log_z=log_z).mean().item(), "stderr": 0.0, "kind": BoundKind.EXACT.value,
+            per_example = model.log_prob(test, log_z=log_z).double()
+            return {"mean": per_example.mean().item(), "stderr": 0.0, "data_stderr": sample_stderr(per_example), "kind": BoundKind.EXACT.value,
                     "estimator": "exact", "num_test": test.shape[0], "of": test.shape[0], "examples": f"all {test.shape[0]}",
                     "log_z": log_z.item()}
     estimator = instantiate(cfg.estimator).to(device)
@@ -147,7 +148,8 @@ def final_log_likelihood(model, data, cfg: DictConfig, device: torch.device) -> 
     estimate = estimator.log_likelihood(model, subset, base_data=train, generator=generator)
     for warning in estimate.warnings:
         logger.warning("%s", warning)
-    return {"mean": estimate.mean, "stderr": estimate.stderr, "kind": estimate.kind.value, "estimator": type(estimator).__name__,
+    return {"mean": estimate.mean, "stderr": estimate.stderr, "data_stderr": estimate.data_stderr, "kind": estimate.kind.value,
+            "estimator": type(estimator).__name__,
             "num_test": subset.shape[0], "of": test.shape[0], "warnings": list(estimate.warnings),
             "examples": describe_subset(subset.shape[0], test.shape[0], seed=cfg.seed),
             "log_z": None if estimate.partition is None else estimate.partition.log_z}

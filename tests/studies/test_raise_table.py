@@ -184,3 +184,27 @@ def test_a_card_heads_with_the_conservative_k_1e5_figure_of_both_sweeps_and_show
     results["sweeps"]["pcd-500"] = sweep("aa", -94.5, 516.5, -95.0)  # one start at K = 10⁵: the rule says so
     rule = card_fields("pcd-500", results, RBM(784, 20), None, git_commit=None)["log_likelihood"]["headline_rule"]
     assert rule.endswith("at K = 100,000 (AIS from one start only at this K: base rate), measured 2026-01-02, machine B")
+
+
+def test_a_wide_bracket_at_the_tables_k_warns_unless_the_longer_sweep_closes_it():
+    from pfzoo.studies.raise_table import SETTINGS, model_card
+
+    def results_with(sweep_rows):
+        estimates = {"raise_uniform": {"mean": -86.0, "stderr": 0.2}, "raise_base_rate": {"mean": -86.5, "stderr": 0.3},
+                     "ais_uniform": {"mean": -85.4, "stderr": 0.1}, "ais_base_rate": {"mean": -85.1, "stderr": 0.1}}  # K = 10⁴: 1.4 apart
+        sweeps = {"pcd-500": {"settings": {**SETTINGS, "sweep_ais_chains": 1000, "sweep_raise_examples": 20}, "measured_on": "2026-01-02, machine B",
+                              "checkpoint_sha256": "aa", "rows": sweep_rows}} if sweep_rows else {}
+        return {"settings": SETTINGS, "sweeps": sweeps, "models": {"pcd-500": {"checkpoint_sha256": "aa", "config": {"num_hidden": 20}, "estimates": estimates,
+                                                                         "trained_on": "2026-01-01, machine A"}}}
+
+    def row(steps, ais, raise_):
+        return {"steps": steps, "ais": ais, "ais_stderr": 0.02, "ais_log_z": 500.0, "ais_ess": 700.0, "raise": raise_, "raise_stderr": 0.4,
+                "seconds": 60.0, "warnings": []}
+
+    warning = "**Warning: with base-rate initialisation AIS is 1.4 nats above RAISE at K = 10,000"
+    assert warning in model_card("pcd-500", results_with(None), RBM(784, 20), "models/x").render()
+    closed = model_card("pcd-500", results_with([row(10_000, -85.2, -86.6), row(100_000, -85.19, -85.17)]), RBM(784, 20), "models/x").render()
+    assert warning not in closed
+    assert "AIS is 1.4 nats above RAISE at K = 10,000; at K = 100,000 the two are -0.02 apart (the sweep below), where the headline is measured." in closed
+    still_open = model_card("pcd-500", results_with([row(100_000, -85.0, -86.5)]), RBM(784, 20), "models/x").render()
+    assert warning in still_open

@@ -27,7 +27,7 @@ from pfzoo import zoo
 from pfzoo.data.root import resolve_data_root
 from pfzoo.estimators import AIS
 from pfzoo.studies.dbm_depth import depth_diagnostic
-from pfzoo.studies.reporting import machine_description
+from pfzoo.studies.reporting import card_command, machine_description
 from pfzoo.zoo.cards import with_card_sections
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +68,7 @@ def main(argv=None) -> None:
         print(json.dumps({"checkpoint": str(args.checkpoint), "settings": settings, "seconds": round(time.perf_counter() - began, 1),
                           **depth}))
         return
-    command = "python scripts/dbm_depth.py" + "".join(f" {arg}" for arg in (argv if argv is not None else sys.argv[1:]))
+    command = card_command("scripts/dbm_depth.py", sys.argv[1:] if argv is None else argv, flags=())  # without this machine's folders
     card["depth"] = {**depth, "estimator": "ais", "settings": settings, "seed": args.seed, "machine": machine_description(),
                      "date": datetime.date.today().isoformat(), "seconds": round(time.perf_counter() - began, 1), "command": command}
     readme = (folder / zoo.CARD_FILE).read_text()

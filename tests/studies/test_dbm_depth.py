@@ -36,6 +36,7 @@ def test_the_script_writes_the_depth_onto_a_copy_of_a_zoo_dbm_and_its_readme_onc
     card = json.loads((tmp_path / "dbm-digits" / zoo.CARD_DATA_FILE).read_text())
     depth = card["depth"]
     assert depth["settings"]["num_steps"] == 20 and depth["num_test"] == 360
+    assert depth["command"] == "python scripts/dbm_depth.py --name dbm-digits --num-steps 20 --num-chains 10 --posterior-samples 5"  # not this machine's --zoo
     assert depth["loss"] == pytest.approx(depth["model"]["value"] - depth["without_top"]["value"])
     readme = (tmp_path / "dbm-digits" / zoo.CARD_FILE).read_text()
     assert readme.count("## Depth: what the top layer contributes") == 1 and f"{depth['loss']:+.2f}" in readme

@@ -35,7 +35,8 @@ def test_from_pretrained_refuses_another_familys_name_in_one_line_listing_the_na
     message = str(caught.value)
     assert "\n" not in message and "'dbm-digits' is of class DBM, not RBM" in message
     assert message.endswith("RBM names: " + ", ".join(names)) and "rbm-digits" in names and "dbm-digits" not in names
-    with pytest.raises(ValueError, match=r"^DBM\.from_pretrained: no pretrained model 'dbm-nope' in .*; DBM names: dbm-binarized_mnist, dbm-digits$"):
+    dbm_names = "dbm-binarized_mnist, dbm-binarized_mnist-500-500-1000, dbm-digits"
+    with pytest.raises(ValueError, match=rf"^DBM\.from_pretrained: no pretrained model 'dbm-nope' in .*; DBM names: {dbm_names}$"):
         DBM.from_pretrained("dbm-nope")
 
 

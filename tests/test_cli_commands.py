@@ -91,7 +91,8 @@ def test_a_key_near_a_config_group_gets_no_hint_naming_an_option_it_lacks():
 
 def test_shell_completion_offers_zoo_names_after_pretrained_and_versus(monkeypatch, capsys):
     for line, expected in (("pfzoo-evaluate pretrained=rbm-d", ["pretrained=rbm-digits"]),
-                           ("pfzoo-evaluate estimator=raise versus=dbm-", ["versus=dbm-binarized_mnist", "versus=dbm-digits"])):
+                           ("pfzoo-evaluate estimator=raise versus=dbm-",
+                            ["versus=dbm-binarized_mnist", "versus=dbm-binarized_mnist-500-500-1000", "versus=dbm-digits"])):
         monkeypatch.setenv("COMP_LINE", line)
         with pytest.raises(SystemExit) as exit_:
             cli.run("evaluate", ["-sc", "query=bash"])

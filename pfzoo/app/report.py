@@ -31,8 +31,8 @@ def format_training(result: dict[str, Any]) -> str:
     else:
         error = "" if final["kind"] == BoundKind.EXACT.value else (
             f" ± {final['stderr']:.4f} ({final['estimator']} on {final['num_test']} of {final['of']} test examples)")
-        sampling = "" if final.get("data_stderr") is None else f", ± {final['data_stderr']:.4f} test-set sampling"
-        lines.append(f"test log-likelihood  = {final['mean']:.4f}{error}{sampling}; {final['kind']}; {result['seconds']:.1f} s in all")
+        sampling = "" if final.get("data_stderr") is None else f"; ± {final['data_stderr']:.4f} test-set sampling"
+        lines.append(f"test log-likelihood  = {final['mean']:.4f}{error}; {final['kind']}{sampling}; {result['seconds']:.1f} s in all")
     return "\n".join(lines)
 
 

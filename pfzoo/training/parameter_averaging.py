@@ -23,6 +23,7 @@ import torch
 
 from pfzoo import distributed, zoo
 from pfzoo.training.callbacks import TrainingCallback
+from pfzoo.training.metrics import has_reconstruction, reconstruction_error
 from pfzoo.validation import check_finite_number, check_positive_int
 
 AVERAGED_FILE = "averaged.pt"
@@ -100,9 +101,15 @@ class ParameterAveraging(TrainingCallback):
                 self.average[name].add_(value - self.average[name], alpha=weight)
 
     def on_epoch_end(self, model, epoch: int, splits: Mapping[str, torch.Tensor]) -> dict[str, float]:
-        if self.path is not None and self.updates and distributed.rank() == 0:
-            zoo.save(self.averaged_model(model), self.path, config=self.config)
-        return {"averaged_updates": float(self.updates)}
+        """``averaged_updates`` and, once averaging has begun, the averaged model's cheap diagnostics on the Trainer's
+        diagnostic rows (:func:`averaged_diagnostics`): the epoch's other diagnostics read the parameters training uses,
+        while the closing estimate and the zoo read the average, so the record shows both."""
+        if not self.updates:
+            return {"averaged_updates": 0.0}
+        averaged = self.averaged_model(model)
+        if self.path is not None and distributed.rank() == 0:
+            zoo.save(averaged, self.path, config=self.config)
+        return {"averaged_updates": float(self.updates), **averaged_diagnostics(averaged, splits)}
 
     def averaged_model(self, model):
         """A copy of ``model`` holding the averaged parameters (its buffers as they are); refused before any update."""
@@ -117,6 +124,21 @@ class ParameterAveraging(TrainingCallback):
     def state_dict(self) -> dict[str, Any]:
         return {"settings": self.settings(), "updates": self.updates, "averaging": self.averaging,
                 "average": {name: tensor.cpu() for name, tensor in self.average.items()}}
+
+
+def averaged_diagnostics(averaged, splits: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    """The averaged model's share of the Trainer's per-epoch diagnostics on ``splits`` (``{"train": [N, V], <held>: [M,
+    V]}``, the diagnostic rows): ``averaged_<split>_reconstruction_error`` where the family reconstructs, and its
+    :meth:`~pfzoo.models.EnergyModel.training_diagnostics` as ``averaged_<split>_<name>`` (a DBM's ``top_layer_share``:
+    whether the average uses its top layer). The pseudo-log-likelihood is left out: it draws, and the average is read
+    every epoch."""
+    record: dict[str, float] = {}
+    with torch.no_grad():
+        for name, rows in splits.items():
+            if has_reconstruction(averaged):
+                record[f"averaged_{name}_reconstruction_error"] = reconstruction_error(averaged, rows)
+            record.update({f"averaged_{name}_{key}": value for key, value in averaged.training_diagnostics(rows).items()})
+    return record
 
 
 def parameter_averaging(settings: bool | Mapping[str, Any] | None, run_dir: Path,

@@ -119,7 +119,8 @@ class Trainer:
         average_parameters: None/False, True or the settings (``from_epoch``, ``decay``) of a
             :class:`~pfzoo.training.ParameterAveraging` added to ``callbacks`` (kept as ``trainer.averaging``): the
             average of the parameters over the later updates, written as ``<run_dir>/averaged.pt`` after every epoch;
-            the per-epoch diagnostics stay those of the parameters training uses. From the command line
+            the per-epoch diagnostics read the parameters training uses, and the average's own reconstruction error
+            and family diagnostics join them as ``averaged_<split>_<name>``. From the command line
             ``+trainer.average_parameters.from_epoch=76``; a run may start averaging when it resumes.
     """
 

@@ -2,13 +2,16 @@
 the average survives a resume bit for bit, a run may start averaging when it resumes, and the average of a jittering
 PCD run is a better model than its last iterate."""
 
+import json
+
 import pytest
 import torch
-from factories import random_rbm
+from factories import random_dbm, random_rbm
 
 from pfzoo import zoo
 from pfzoo.data import DataSplits
-from pfzoo.training import CD, PCD, ParameterAveraging, Trainer, TrainingCallback
+from pfzoo.training import CD, PCD, DBMPersistentMeanField, ParameterAveraging, Trainer, TrainingCallback
+from pfzoo.training.metrics import reconstruction_error
 from pfzoo.training.parameter_averaging import AVERAGED_FILE
 
 
@@ -121,3 +124,24 @@ def test_the_average_of_a_jittering_pcd_run_fits_better_than_its_last_iterate(tm
         trainer.fit(model, data)
         averaged = trainer.averaging.averaged_model(model)
         assert averaged.log_prob(data.train).mean() > model.log_prob(data.train).mean() + 0.01
+
+
+def test_each_averaged_epoch_records_the_averages_own_diagnostics_beside_the_iterates(tmp_path):
+    """The epoch records read the parameters training uses; from the first averaged epoch on they also hold the
+    average's reconstruction error and family diagnostics (a DBM's top-layer share), computed on the same rows."""
+    data = _data(seed=4)
+    trainer = _trainer(tmp_path, 3, average_parameters={"from_epoch": 2})
+    model = random_rbm(6, 3, seed=1)
+    trainer.fit(model, data)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert not any(key.startswith("averaged_") and key != "averaged_updates" for key in records[0])
+    averaged = trainer.averaging.averaged_model(model)
+    for split, rows in (("train", data.train), ("test", data.test)):
+        assert records[-1][f"averaged_{split}_reconstruction_error"] == pytest.approx(reconstruction_error(averaged, rows), abs=1e-12)
+        assert records[-1][f"averaged_{split}_reconstruction_error"] != records[-1][f"{split}_reconstruction_error"]
+
+    dbm = random_dbm([6, 4, 3], seed=2)
+    Trainer(DBMPersistentMeanField(k=1, num_chains=10), run_dir=tmp_path / "dbm", epochs=2, batch_size=20, progress=False,
+            average_parameters=True).fit(dbm, data)
+    last = json.loads((tmp_path / "dbm" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert {"averaged_test_top_layer_share", "averaged_test_dead_units_h2", "averaged_train_reconstruction_error"} <= set(last)

@@ -137,9 +137,21 @@ term: cut after the δⁿ term it is below ``|δ|ⁿ⁺¹ max|σ⁽ⁿ⁾| / (n+
 An AIS run of K = 10⁴ or 10⁵ steps then takes the shorter series: fewer passes over its units a step."""
 
 
-def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delta: float, max_abs_input: float = math.inf,
+def softplus_difference_form(max_abs_delta: float, max_abs_input: float, dtype: torch.dtype) -> tuple[str, int] | str:
+    """Which form :func:`softplus_difference` evaluates for these bounds (its docstring): ``("series", order)``,
+    ``"complement"`` (the two-σ form) or ``"guarded"`` (log1p where it is safe, the float64 difference elsewhere). Steps of
+    one form run the same operations whatever their δ (what a CUDA graph of annealing steps relies on,
+    :mod:`pfzoo.estimators.cuda_graphs`)."""
+    if max_abs_delta <= SERIES_MAX_DELTA:
+        return "series", min(n for n, largest in SERIES_ORDER_MAX_DELTA.items() if max_abs_delta <= largest)
+    if max(max_abs_delta, max_abs_input) > math.log(torch.finfo(dtype).max) - 8:
+        return "guarded"
+    return "complement"
+
+
+def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delta: float = math.inf, max_abs_input: float = math.inf,
                         probs: torch.Tensor | None = None, scratch: tuple[torch.Tensor, ...] | None = None,
-                        sum_buffer: torch.Tensor | None = None) -> torch.Tensor:
+                        sum_buffer: torch.Tensor | None = None, form: tuple[str, int] | str | None = None) -> torch.Tensor:
     """``Σ_j [softplus(x_to_j) - softplus(x_to_j - δ_j)]`` over the last dim, float64 ``[...]``.
 
     This is the per-step AIS weight increment of a layer of binary units summed out, with
@@ -166,21 +178,24 @@ def softplus_difference(x_to: torch.Tensor, delta: torch.Tensor, *, max_abs_delt
     ``x_to`` that the first two branches may overwrite instead of allocating, and ``sum_buffer`` a float64 one (an
     annealing run's buffers), with the same numbers. Terms are accurate to ~1e-9 in float32 on the series and summed
     in float64: converted, then summed (``sum(dtype=float64)`` gives the same sums at three times the cost on the CPU).
+    ``form``: the form the bounds would choose (:func:`softplus_difference_form`), given instead of them by a caller whose
+    ``δ`` is a device tensor of a step chosen earlier.
     """
     s = torch.sigmoid(x_to) if probs is None else probs
-    series = max_abs_delta <= SERIES_MAX_DELTA
-    if not series and max(max_abs_delta, max_abs_input) > math.log(torch.finfo(x_to.dtype).max) - 8:
+    if form is None:
+        form = softplus_difference_form(max_abs_delta, max_abs_input, x_to.dtype)
+    if form == "guarded":
         shrink = s * torch.expm1(-delta)  # e^{−term} − 1 ∈ (−1, ∞)
         by_log1p = -torch.log1p(shrink)
         direct = F.softplus(x_to.double()) - F.softplus(x_to.double() - delta.double())
         # |shrink| ≤ ½ also rejects NaN: where expm1(−δ) overflows (float32: δ < −88) and s = 0, s · inf is NaN
         return torch.where(shrink.abs() <= 0.5, by_log1p.double(), direct).sum(-1)
     q, a, b = (None, None, None) if scratch is None else scratch  # out=None allocates (torch.compile refuses strided outs)
-    if not series:
+    if form == "complement":
         complement = torch.sigmoid(torch.neg(x_to, out=b), out=b)  # σ(−x), not 1 − σ(x): exact where σ(x) rounds to 1
         return _float64_sum(torch.neg(delta, out=a).exp_().mul_(s).add_(complement).log_(), sum_buffer).neg_()
     # Horner form with fused, in-place elementwise ops: this runs once per annealing step.
-    order = min(n for n, largest in SERIES_ORDER_MAX_DELTA.items() if max_abs_delta <= largest)
+    order = form[1]
     q = torch.addcmul(s, s, s, value=-1, out=q)  # s(1-s)
     if order == 2:  # δ (s − δ q / 2)
         return _float64_sum(torch.addcmul(s, delta, q, value=-0.5, out=b).mul_(delta), sum_buffer)

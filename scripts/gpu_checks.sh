@@ -2,8 +2,10 @@
 # The GPU checks in one pass, each part under its own time limit so that one slow part cannot take the others with it:
 #   OUT=DIR DATA_ARCHIVE=DIR WHEELS=DIR [PARTS="pytest bench dbm dbn raise"] [PYTEST_SECONDS=170] [DBM_SECONDS=110] [DBN_SECONDS=110] bash scripts/gpu_checks.sh [budget s, default 540]
 # Parts, in this order, each skipped unless named in PARTS (default: pytest bench dbm raise):
-# pytest: `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps), whole log kept;
-# bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON);
+# pytest: `pytest -m cuda` (the oracle table on CUDA, CPU–CUDA agreement, host-sync-free training steps, CUDA graphs
+#         replaying the eager numbers), whole log kept;
+# bench:  scripts/benchmark.py --device cuda at the full sizes, case by case (merged into one JSON; rbm_ais_graphs and
+#         dbm_ais_graphs: AIS with CUDA graphs against without, at 1,000 and 10,000 chains);
 # dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_fresh_chains1000: the top RBM by PCD-1 (1,000 chains, 250 epochs) at lr 1e-4 on fresh posterior samples, from the zoo's CD25(500) turned upside down) resumed on CUDA from
 #         zoo/training/DBN_STATE, or started there when no state is committed (the default dbn-binarized_mnist's state left with
 #         its model, the zoo's DBN since 2026-11-30: the part now reruns that recipe from its start), for DBN_SECONDS;
@@ -52,7 +54,7 @@ fi
 if wants bench; then
 log "benchmark --device cuda"
 bench_end=$((SECONDS + 190))
-for case in poe_hais rbm_naive_mcmc rbm_ais dbm_ais rbm_raise rbm_ais_small rbm_pcd rbm_mpf ising_gibbs ising_mpf generative_hais rbm_pt rbm_fpcd rbm_naive_mcmc rbm_nce \
+for case in poe_hais rbm_naive_mcmc rbm_ais dbm_ais rbm_ais_graphs dbm_ais_graphs rbm_raise rbm_ais_small rbm_pcd rbm_mpf ising_gibbs ising_mpf generative_hais rbm_pt rbm_fpcd rbm_naive_mcmc rbm_nce \
             rbm_self_contrastive rbm_ratio_matching rbm_stochastic_ratio_matching rbm_generalized_score_matching rbm_generalized_pseudolikelihood rbm_ais_compiled dbm_ais_compiled poe_hais_compiled rbm_raise_compiled poe_nce; do
   remaining=$((bench_end - SECONDS)); [ $remaining -lt 5 ] && { log "benchmark: no time left for $case and after"; break; }
   timeout $((remaining < 60 ? remaining : 60)) python3 scripts/benchmark.py --device cuda --only $case --output "$out/benchmark-cuda.json" 2>&1 \

@@ -83,6 +83,8 @@ class GuardedPath:
         self.log_weight_increment = guarded(path.log_weight_increment, device, counter)
         self.transition = guarded(path.transition, device, counter)
         self.advance = guarded(path.advance, device, counter)
+        self.device_advance = guarded(path.device_advance, device, counter)  # the CUDA loop's steps (pfzoo.estimators.cuda_graphs)
+        self.device_increment = guarded(path.device_increment, device, counter)
 
     def __getattr__(self, name):
         return getattr(self._path, name)

@@ -61,6 +61,11 @@ class AIS(PathPartitionEstimator):
             and 1,000 chains on one CPU thread, about 0.7 of the products' rate against the eager step's 0.5): other
             draws than the eager run's from the same law, an estimate within its standard error of the eager one,
             not equal to it. Elsewhere (HMC, other kernels) the draws are the eager ones, so estimates agree to rounding.
+        cuda_graphs: on a CUDA device, replay blocks of the annealing steps from CUDA graphs
+            (:mod:`pfzoo.estimators.cuda_graphs`: one launch per block instead of about twenty per step, which set the
+            pace at 1,000 chains), for RBM-family paths with the default Gibbs kernel; the numbers are those of the
+            run without it, for the same seed. ``info["cuda_graphs"]`` says how many steps were replayed, or why none
+            were (on a CPU, other paths, with ``compile``). Off by default.
         part: ``(i, n)``: run only part i (from 0) of n of the chains (the blocks of :func:`pfzoo.distributed.blocks`
             cut into n contiguous parts), each chain with the numbers it gets in the whole run; :func:`pool_parts`
             joins the n parts' estimates into the whole run's, bit for bit. For a run too long for one sitting (K = 10⁵
@@ -102,11 +107,13 @@ class AIS(PathPartitionEstimator):
         compile: bool = False,
         marginalize: str = "hidden",
         part: tuple[int, int] | None = None,
+        cuda_graphs: bool = False,
     ) -> None:
         super().__init__(base=base, base_smoothing=base_smoothing, kernel=kernel, path=path, posterior_samples=posterior_samples)
         self.marginalize = check_choice(marginalize, "marginalize", MARGINALIZE_CHOICES)
         self.diagnostics = check_bool(diagnostics, "diagnostics")
         self.compile = check_bool(compile, "compile")
+        self.cuda_graphs = check_bool(cuda_graphs, "cuda_graphs")
         self.num_chains = check_sample_count(num_chains, "num_chains")
         self.part = check_part(part, self.num_chains)
         self.schedule = schedule
@@ -136,7 +143,8 @@ class AIS(PathPartitionEstimator):
         # chains in blocks, each block's stream fixed by the seed and its index, dealt across ranks under torch.distributed
         with allocating("num_chains", self.num_chains):
             result = sharded_anneal(path, betas, self.num_chains, generator=generator, device=model.device,
-                                    progress=progress, diagnostics=self.diagnostics, compile=self.compile, part=self.part)
+                                    progress=progress, diagnostics=self.diagnostics, compile=self.compile,
+                                    cuda_graphs=self.cuda_graphs, part=self.part)
         log_weights = result.log_weights + path.base_log_partition()
         summary = summarize_log_weights(log_weights)
         ess = summary.ess.item()
@@ -150,6 +158,8 @@ class AIS(PathPartitionEstimator):
             info.update(acceptance=result.acceptance.tolist(), acceptance_betas=result.segment_betas.tolist())
         if self.diagnostics:
             info["diagnostics"] = result.diagnostics
+        if result.graph_note is not None:
+            info["cuda_graphs"] = result.graph_note
         path_warnings = schedule_warnings(path, betas, energy_scale) + path.warnings
         if self.part is not None:
             chains = part_chains(self.num_chains, self.part)

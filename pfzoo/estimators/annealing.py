@@ -8,6 +8,7 @@ from typing import Any, Callable, NamedTuple
 import torch
 
 from pfzoo.estimators.base import ProgressCallback
+from pfzoo.estimators.cuda_graphs import CudaGraphs, anneal_on_device, device_steps_unavailable, fresh_copy, run_generators
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.sampling import ChainStreams, Generator
 
@@ -56,7 +57,8 @@ class AnnealingResult(NamedTuple):
 
     acceptance: the kernel's mean acceptance probability in each of up to :data:`ACCEPTANCE_SEGMENTS` equal
     stretches of the steps (float64 CPU ``[S]``), ``None`` for paths whose moves always accept (exact Gibbs,
-    perfect transitions). segment_betas: the β at the end of each stretch ``[S]``.
+    perfect transitions). segment_betas: the β at the end of each stretch ``[S]``. graph_note: with ``cuda_graphs``,
+    how many steps were replayed from CUDA graphs, or why none were (:func:`anneal`).
 
     A run with :class:`~pfzoo.sampling.ChainStreams` reduces over each block's chains apart, so that blocks run in
     any batch give the same numbers: ``acceptance`` is then ``[S, b]`` and the diagnostics' columns ``[K, b]``, one
@@ -68,6 +70,7 @@ class AnnealingResult(NamedTuple):
     diagnostics: AnnealingDiagnostics | None = None
     acceptance: torch.Tensor | None = None
     segment_betas: torch.Tensor | None = None
+    graph_note: str | None = None
 
 
 @torch.no_grad()
@@ -81,6 +84,7 @@ def anneal(
     diagnostics: bool = False,
     group_size: int | None = None,
     compile: bool = False,
+    cuda_graphs: bool = False,
 ) -> AnnealingResult:
     """Run annealed importance sampling along ``betas`` (Neal 2001, eqs. 3–4).
 
@@ -103,6 +107,11 @@ def anneal(
     kernel's own draws (HMC) the numbers are those of the eager loop to rounding (a compiled kernel may fuse and reorder
     floating-point operations); an RBM path's Gibbs sweep instead draws from a counter hash of per-chain keys
     (:mod:`pfzoo.hashed_draws`): the same law, other numbers.
+
+    On a CUDA device, a path with device-β steps (an RBM, DBM or DBN path with the plain Gibbs kernel:
+    :meth:`~pfzoo.paths.base.AnnealingPath.device_step_form`) runs them (:func:`~pfzoo.estimators.cuda_graphs.anneal_on_device`,
+    unless ``compile``), and with ``cuda_graphs`` replays blocks of them from CUDA graphs: the same numbers as without,
+    for the same seed. ``AnnealingResult.graph_note`` then says how many steps were replayed, or why none could be.
     """
     blocks = generator.sizes if isinstance(generator, ChainStreams) else None
     if blocks is not None and group_size is not None:
@@ -111,10 +120,28 @@ def anneal(
     num_steps = len(betas_list) - 1
     acceptance = AcceptanceBySegment(betas_list, blocks)
     step_diagnostics = StepDiagnostics(betas, blocks, group_size) if diagnostics else None
-    observers = [observer for observer in (acceptance, step_diagnostics, progress and ProgressReport(progress, num_steps)) if observer]
+    report = progress and ProgressReport(progress, num_steps)
+    observers = [observer for observer in (acceptance, step_diagnostics, report) if observer]
+    on_device = device_run(path, betas_list, state, compile=compile)
+    if on_device is None:
+        graphs = CudaGraphs(run_generators(generator), state.position.device) if cuda_graphs else None
+
+        def observe(k: int, increment: torch.Tensor, log_weights: torch.Tensor) -> None:
+            for observer in (acceptance, step_diagnostics):
+                if observer is not None:
+                    observer.observe(k, increment, log_weights, None)  # device-β kernels always accept
+
+        log_weights, state, note = anneal_on_device(
+            path, betas, state, generator=generator, graphs=graphs, observe=observe,
+            row=None if step_diagnostics is None else step_diagnostics.row,
+            rows_observed=None if step_diagnostics is None else step_diagnostics.extend,
+            progress=None if report is None else lambda k: report.observe(k, None, None, None))
+        summary = None if step_diagnostics is None else step_diagnostics.result()
+        return AnnealingResult(log_weights, state, summary, *acceptance.result(), graph_note=note)
+    graph_note = f"cuda_graphs: none ({on_device})" if cuda_graphs else None
     compiled_advance = compiled_step() if compile else None
     if compile:  # the graph's steps return fresh dense tensors: a first state of views would get a graph of its own
-        state = _fresh(state)
+        state = fresh_copy(state)
     workspace: dict = {}  # the path's buffers for this run (AnnealingPath.advance)
     log_weights = None
     for k in range(1, num_steps + 1):
@@ -131,7 +158,18 @@ def anneal(
         for observer in observers:
             observer.observe(k, increment, log_weights, info)
     summary = None if step_diagnostics is None else step_diagnostics.result()
-    return AnnealingResult(log_weights, state, summary, *acceptance.result())
+    return AnnealingResult(log_weights, state, summary, *acceptance.result(), graph_note=graph_note)
+
+
+def device_run(path: AnnealingPath, betas: list[float], state: Any, *, compile: bool) -> str | None:
+    """``None`` when :func:`anneal` runs ``path``'s device-β steps (:mod:`pfzoo.estimators.cuda_graphs`), else why not
+    (one clause): the chains are not on a CUDA device, ``compile`` asks for the compiled step, or the path has none."""
+    position = getattr(state, "position", None)
+    if not torch.is_tensor(position) or position.device.type != "cuda":
+        return f"the chains are on {'the ' + position.device.type if torch.is_tensor(position) else 'no device'}, not CUDA"
+    if compile:
+        return "compile=True runs the compiled step instead"
+    return device_steps_unavailable(path, betas, state)
 
 
 class AcceptanceBySegment:
@@ -181,14 +219,21 @@ class StepDiagnostics:
         self.per_step: list[torch.Tensor] = []
 
     def observe(self, k: int, increment: torch.Tensor, log_weights: torch.Tensor, info: Any) -> None:
+        self.per_step.append(self.row(increment, log_weights))
+
+    def row(self, increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:
+        """One step's summary: ``[4]``, ``[4, b]`` per block, or ``[3]`` per group (on the device, nothing read back)."""
         if self.blocks is not None:
-            self.per_step.append(torch.stack([_chain_summary(part, weights) for part, weights in
-                                              zip(increment.split(self.blocks), log_weights.split(self.blocks))], -1))
-        elif self.group_size is None:
-            self.per_step.append(_chain_summary(increment, log_weights))
-        else:
-            ess = _effective_sample_size(log_weights.view(-1, self.group_size)).mean()
-            self.per_step.append(torch.stack([increment.mean(), increment.var(), ess]))
+            return torch.stack([_chain_summary(part, weights) for part, weights in
+                                zip(increment.split(self.blocks), log_weights.split(self.blocks))], -1)
+        if self.group_size is None:
+            return _chain_summary(increment, log_weights)
+        ess = _effective_sample_size(log_weights.view(-1, self.group_size)).mean()
+        return torch.stack([increment.mean(), increment.var(), ess])
+
+    def extend(self, rows: torch.Tensor) -> None:
+        """Add the rows of a block of steps replayed from a CUDA graph, ``rows [S, ...]`` (copied: the graph reuses them)."""
+        self.per_step.extend(rows.clone().unbind(0))
 
     def result(self) -> AnnealingDiagnostics:
         columns = torch.stack(self.per_step).double().cpu()
@@ -243,18 +288,6 @@ def compiled_step() -> Callable:
     the host from ``|β' − β|``: each form gets its own graph the first time a step takes it (at most four), never one per β.
     """
     return torch.compile(_advance, dynamic=True)
-
-
-def _fresh(tree: Any) -> Any:
-    """``tree`` (a kernel state: tensors, nested (named) tuples, other leaves) with each tensor copied into a new dense one:
-    no view (a base's draws in its frame are a transposed solve) and no strides that a compiled step's own outputs lack,
-    either of which dynamo would guard on and compile the first step again for."""
-    if torch.is_tensor(tree):
-        return tree.clone(memory_format=torch.contiguous_format)
-    if isinstance(tree, tuple):
-        items = [_fresh(item) for item in tree]
-        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return tree
 
 
 def _chain_summary(increment: torch.Tensor, log_weights: torch.Tensor) -> torch.Tensor:

@@ -68,6 +68,8 @@ class RAISE(LikelihoodEstimator):
             :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` (steps in the order run, β descending;
             increments pooled over all examples' chains, ESS per example over its chains, averaged).
         compile: run each reverse step's increment and transition under ``torch.compile``, as :class:`AIS` does.
+        cuda_graphs: on a CUDA device, replay blocks of the reverse steps from CUDA graphs, as :class:`AIS` does
+            (``info["cuda_graphs"]``: the first batch's account).
         heating_steps: T > 0 draws a DBM's latents by RAISE Algorithm 3's clamped heating chain, T sweeps from the
             mean-field posterior towards ``p(h | v)`` with v clamped (:meth:`DBM.heat_clamped
             <pfzoo.models.DBM.heat_clamped>`), instead of from the mean-field posterior itself (0, the default).
@@ -91,9 +93,11 @@ class RAISE(LikelihoodEstimator):
         diagnostics: bool = False,
         compile: bool = False,
         heating_steps: int | str = 0,
+        cuda_graphs: bool = False,
     ) -> None:
         super().__init__()
         self.diagnostics = check_bool(diagnostics, "diagnostics")
+        self.cuda_graphs = check_bool(cuda_graphs, "cuda_graphs")
         self.heating_steps = heating_steps if heating_steps == "path" else check_non_negative_int(heating_steps, "heating_steps")
         self.compile = check_bool(compile, "compile")
         if not isinstance(path, str):
@@ -157,7 +161,8 @@ class RAISE(LikelihoodEstimator):
             heating = {"heating_steps": betas.numel() - 1, "heating_start": base_model, "heating_schedule": betas}
         elif self.heating_steps:
             heating = {"heating_steps": self.heating_steps}
-        log_weights, diagnostics = self._reverse_anneal_in_blocks(model, path, chosen, betas, heating, generator=generator, progress=progress)
+        log_weights, diagnostics, graph_note = self._reverse_anneal_in_blocks(model, path, chosen, betas, heating, generator=generator,
+                                                                              progress=progress)
         summary = summarize_log_weights(log_weights, dim=1)
         per_example = summary.log_mean
         info = {
@@ -171,6 +176,7 @@ class RAISE(LikelihoodEstimator):
             "ess": summary.ess.mean().item(),  # per example, over its chains, averaged
             **({"diagnostics": diagnostics} if self.diagnostics else {}),
             **({"energy_scale": energy_scale, "betas": betas} if energy_scale is not None else {}),
+            **({"cuda_graphs": graph_note} if graph_note is not None else {}),
         }
         noise_variance = (summary.stderr**2).mean().item()  # mean per-example variance of the RAISE estimates
         if subset is None:
@@ -194,13 +200,14 @@ class RAISE(LikelihoodEstimator):
     @torch.no_grad()
     def _reverse_anneal(
         self, model, path, data: torch.Tensor, betas: torch.Tensor, heating: dict, *, generator, progress
-    ) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
+    ) -> tuple[torch.Tensor, AnnealingDiagnostics | None, str | None]:
         """float64 log weights ``[B, M]`` of M reverse chains per example along ``betas [K + 1]`` (ascending, run
-        from 1 down to 0), examples × chains batched, and the diagnostics pooled over the batches (``None`` unless asked for).
-        ``heating`` holds the latent proposal's clamped-heating settings (empty: the mean-field proposal)."""
+        from 1 down to 0), examples × chains batched, the diagnostics pooled over the batches (``None`` unless asked for)
+        and the first batch's ``graph_note``. ``heating`` holds the latent proposal's clamped-heating settings (empty: the
+        mean-field proposal)."""
         descending = torch.flip(betas, dims=[0])
         batches = example_batches(data, self.num_chains, max_rows=_CHAIN_ROWS_PER_BATCH)
-        log_weights, parts = [], []
+        log_weights, parts, notes = [], [], []
         for index, batch in enumerate(batches):
             proposal = model.propose_path_state(batch, num_samples=self.num_chains, generator=generator, **heating)
             state, _ = path.transition(path.init(proposal.state, generator=generator), 1.0, generator=generator)
@@ -208,31 +215,32 @@ class RAISE(LikelihoodEstimator):
             if progress is not None:
                 batch_progress = offset_progress(progress, index, len(batches))
             result = anneal(path, descending, state, generator=generator, progress=batch_progress,
-                            diagnostics=self.diagnostics, group_size=self.num_chains, compile=self.compile)
+                            diagnostics=self.diagnostics, group_size=self.num_chains, compile=self.compile, cuda_graphs=self.cuda_graphs)
+            notes.append(result.graph_note)
             weights = proposal.log_weight + result.log_weights - path.base_log_partition()
             log_weights.append(weights.view(batch.shape[0], self.num_chains))
             if result.diagnostics is not None:
                 parts.append((result.diagnostics, batch.shape[0]))
-        return torch.cat(log_weights), _pool_diagnostics(parts, self.num_chains)
+        return torch.cat(log_weights), _pool_diagnostics(parts, self.num_chains), notes[0]
 
     def _reverse_anneal_in_blocks(
         self, model, path, data: torch.Tensor, betas: torch.Tensor, heating: dict, *, generator, progress
-    ) -> tuple[torch.Tensor, AnnealingDiagnostics | None]:
+    ) -> tuple[torch.Tensor, AnnealingDiagnostics | None, str | None]:
         """:meth:`_reverse_anneal` with the examples of ``data [B, V]`` in blocks (dealt across ``torch.distributed``
         ranks under a process group), each block's chains drawing from the block's own generator, so the weights do not
         depend on the launcher; every rank returns all ``[B, M]`` log weights."""
 
         def run(examples: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
-            weights, diagnostics = self._reverse_anneal(
+            weights, diagnostics, note = self._reverse_anneal(
                 model, path, data[examples.start:examples.stop], betas, heating, generator=block_generator, progress=block_progress
             )
-            return weights.cpu(), diagnostics, len(examples)
+            return weights.cpu(), diagnostics, len(examples), note
 
         with allocating("num_chains", self.num_chains):
             payloads = run_blocks(data.shape[0], run, generator=generator, device=model.device, progress=progress)
-        log_weights = torch.cat([weights for weights, _, _ in payloads]).to(model.device)
-        parts = [(diagnostics, count) for _, diagnostics, count in payloads if diagnostics is not None]
-        return log_weights, _pool_diagnostics(parts, self.num_chains)
+        log_weights = torch.cat([weights for weights, *_ in payloads]).to(model.device)
+        parts = [(diagnostics, count) for _, diagnostics, count, _ in payloads if diagnostics is not None]
+        return log_weights, _pool_diagnostics(parts, self.num_chains), payloads[0][3]
 
     def _control_variate(self, model: EnergyModel, data: torch.Tensor, *, generator) -> torch.Tensor:
         """``c(v)`` ``[B]``: exact ``log f(v)`` when affordable, else its importance-sampling estimate."""

@@ -160,6 +160,7 @@ def sharded_anneal(
     progress: ProgressCallback | None = None,
     diagnostics: bool = False,
     compile: bool = False,
+    cuda_graphs: bool = False,
     part: tuple[int, int] | None = None,
 ) -> AnnealingResult:
     """:func:`~pfzoo.estimators.annealing.anneal` of ``num_chains`` chains from the path's base, in blocks with their own
@@ -172,17 +173,21 @@ def sharded_anneal(
     averaged over all chains and, with ``diagnostics``, the blocks'
     :class:`~pfzoo.estimators.annealing.AnnealingDiagnostics` pooled over all chains; ``state`` is ``None`` (the
     chains' final states stay on their ranks). Per-chain reductions are made per block and combined in block order, so
-    a plain run and every number of ranks add the same terms in the same order.
+    a plain run and every number of ranks add the same terms in the same order. ``graph_note`` is this process's first
+    run's (``cuda_graphs``: :func:`~pfzoo.estimators.annealing.anneal`).
     """
+    notes: list[str | None] = []
     if batches_blocks(path):
         payloads = gather(_anneal_as_one_batch(path, betas, own_blocks(num_chains, generator=generator, device=device, part=part),
-                                               progress=progress, diagnostics=diagnostics, compile=compile))
+                                               progress=progress, diagnostics=diagnostics, compile=compile, cuda_graphs=cuda_graphs,
+                                               notes=notes))
     else:
 
         def run(chains: range, block_generator: torch.Generator, block_progress: ProgressCallback | None) -> tuple:
             initial = _base_draws(path, len(chains), block_generator)
             result = anneal(path, betas, initial, generator=block_generator, progress=block_progress, diagnostics=diagnostics,
-                            compile=compile)
+                            compile=compile, cuda_graphs=cuda_graphs)
+            notes.append(result.graph_note)
             return result.log_weights.cpu(), *_block_reductions(result, slice(None))
 
         payloads = run_blocks(num_chains, run, generator=generator, device=device, progress=progress, part=part)
@@ -192,7 +197,7 @@ def sharded_anneal(
         acceptance = torch.stack([payload[1] * payload[0].numel() for payload in payloads]).sum(0) / log_weights.numel()
         segment_betas = payloads[0][2]
     pooled = pool_chain_diagnostics([(payload[3], payload[0].numel()) for payload in payloads]) if diagnostics else None
-    return AnnealingResult(log_weights, None, pooled, acceptance, segment_betas)
+    return AnnealingResult(log_weights, None, pooled, acceptance, segment_betas, graph_note=notes[0] if notes else None)
 
 
 @torch.no_grad()
@@ -204,14 +209,18 @@ def _base_draws(path, num_chains: int, generator) -> Any:
 
 def _anneal_as_one_batch(
     path: AnnealingPath, betas: torch.Tensor, blocks: list[tuple[range, torch.Generator]], *, progress: ProgressCallback | None,
-    diagnostics: bool, compile: bool = False,
+    diagnostics: bool, compile: bool = False, cuda_graphs: bool = False, notes: list | None = None,
 ) -> list[tuple]:
-    """One annealing run of all ``blocks`` of chains as one batch, split back into one payload per block."""
+    """One annealing run of all ``blocks`` of chains as one batch, split back into one payload per block (its
+    ``graph_note`` appended to ``notes``)."""
     if not blocks:  # more ranks than blocks
         return []
     streams = ChainStreams([block_generator for _, block_generator in blocks], [len(chains) for chains, _ in blocks])
     initial = _base_draws(path, streams.num_rows, streams)
-    result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics, compile=compile)
+    result = anneal(path, betas, initial, generator=streams, progress=progress, diagnostics=diagnostics, compile=compile,
+                    cuda_graphs=cuda_graphs)
+    if notes is not None:
+        notes.append(result.graph_note)
     log_weights = result.log_weights.cpu().split(streams.sizes)
     return [(log_weights[block], *_block_reductions(result, block)) for block in range(len(streams))]
 

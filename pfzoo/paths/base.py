@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Hashable
 
 import torch
 
 from pfzoo.kernels import Kernel, Target
 from pfzoo.kernels.base import draws_noise_first
+from pfzoo.sampling import Generator
 
 
 class AnnealingPath(ABC):
@@ -97,6 +98,23 @@ class AnnealingPath(ABC):
         holds no draw), where the kernel can make them first (:class:`~pfzoo.kernels.base.NoiseFirstKernel`); else
         ``None``, and the transition draws them itself."""
         return self.kernel.draw_noise(state, generator=generator) if draws_noise_first(self.kernel) else None
+
+    def device_step_form(self, beta_from: float, beta_to: float) -> Hashable | None:
+        """Whether the step from β to β' can run with both β's as device tensors (:meth:`device_advance`), and how: ``None``
+        where the step's arithmetic needs them on the host (the default); else a key, equal for steps that run the same
+        device operations, so that a CUDA graph captured for one replays any (:mod:`pfzoo.estimators.cuda_graphs`)."""
+        return None
+
+    def device_advance(self, state: Any, beta_from: torch.Tensor, beta_to: torch.Tensor, *, form: Hashable,
+                       generator: Generator = None) -> tuple[torch.Tensor, Any, Any]:
+        """:meth:`advance` with β and β' float64 0-d tensors on the chains' device and the step's ``form`` of
+        :meth:`device_step_form`: no value read back to the host and nothing allocated outside the device's allocator,
+        so the step can be captured in a CUDA graph. Paths whose :meth:`device_step_form` is not ``None`` implement it."""
+        raise NotImplementedError(f"{type(self).__name__} has no device-β step (device_step_form is None)")
+
+    def device_increment(self, stats: Any, beta_from: torch.Tensor, beta_to: torch.Tensor, *, form: Hashable) -> torch.Tensor:
+        """:meth:`log_weight_increment` with device β's, as in :meth:`device_advance` (the annealing loop's last step)."""
+        raise NotImplementedError(f"{type(self).__name__} has no device-β step (device_step_form is None)")
 
     def advance(self, state: Any, beta_from: float, beta_to: float, *, generator: torch.Generator | None = None,
                 workspace: dict | None = None) -> tuple[torch.Tensor, Any, Any]:

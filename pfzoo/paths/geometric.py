@@ -9,7 +9,7 @@ from torch.nn import functional as F
 
 from pfzoo.hashed_draws import draw_keys, hashed_bernoulli
 from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
-from pfzoo.logmath import softplus, softplus_difference
+from pfzoo.logmath import softplus, softplus_difference, softplus_difference_form
 from pfzoo.paths.base import AnnealingPath
 from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import ChainStreams, Generator, bernoulli, bernoulli_logits, bernoulli_probs_
@@ -235,6 +235,30 @@ class RBMGeometricPath(AnnealingPath):
         target = self.target
         return {"max_abs_delta": abs(beta_to - beta_from) * target.hidden_input_bound,
                 "max_abs_input": target.base_hidden_bias_bound + abs(beta_to) * target.hidden_input_bound}
+
+    def device_step_form(self, beta_from: float, beta_to: float) -> tuple[str, int] | str | None:
+        """With the plain :class:`~pfzoo.kernels.BlockGibbs` kernel, the form of the increment's
+        :func:`~pfzoo.logmath.softplus_difference` for this step (:meth:`_increment_bounds`): every sweep of the kernel
+        is the same operations at any β. ``None`` for other kernels."""
+        if type(self.kernel) is not BlockGibbs:
+            return None
+        return softplus_difference_form(**self._increment_bounds(beta_from, beta_to), dtype=self.target.weight.dtype)
+
+    def device_increment(self, stats: RBMPathStatistics, beta_from: torch.Tensor, beta_to: torch.Tensor, *,
+                         form: tuple[str, int] | str) -> torch.Tensor:
+        """:meth:`log_weight_increment` with β, β' float64 0-d device tensors and the step's ``form`` chosen on the host
+        (:meth:`device_step_form`): ``(β'−β)(b−b_0)·v + Σ_j [softplus(c_0 + β'u) − softplus(c_0 + β'u − (β'−β)u)]``."""
+        step = beta_to - beta_from
+        x_to = _add_scaled(self.target.base_hidden_bias, stats.hidden_input, beta_to)
+        hidden = softplus_difference(x_to, step * stats.hidden_input, form=form)
+        return step * stats.visible_term.double() + hidden
+
+    def device_advance(self, state: GibbsState, beta_from: torch.Tensor, beta_to: torch.Tensor, *, form: tuple[str, int] | str,
+                       generator: Generator = None) -> tuple[torch.Tensor, GibbsState, GibbsInfo]:
+        """:meth:`device_increment`, then one block-Gibbs sweep at the 0-d tensor β' (the target's draws take β as a
+        tensor: ``c_0 + β'u``, and ``hWᵀ`` of ``β'h``)."""
+        increment = self.device_increment(state.stats, beta_from, beta_to, form=form)
+        return (increment, *self.kernel.step(state, self.target, beta=beta_to, generator=generator))
 
     def draw_noise(self, state: GibbsState, *, generator: Generator = None) -> torch.Tensor | None:
         """With the plain :class:`~pfzoo.kernels.BlockGibbs` kernel, the next sweep's keys ``[2, N]`` (int64; one per chain

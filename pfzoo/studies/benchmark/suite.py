@@ -19,6 +19,7 @@ from pfzoo.studies.benchmark.estimator_cases import (
     benchmark_rbm_ais_small,
     benchmark_rbm_raise,
 )
+from pfzoo.studies.benchmark.graph_cases import benchmark_dbm_ais_graphs, benchmark_rbm_ais_graphs
 from pfzoo.studies.benchmark.ising_cases import benchmark_ising_gibbs, benchmark_ising_mpf
 from pfzoo.studies.benchmark.training_cases import (
     benchmark_poe_denoising_score_matching,
@@ -49,6 +50,8 @@ CASES = {
     "dbm_ais_compiled": benchmark_dbm_ais_compiled,
     "poe_hais_compiled": benchmark_poe_hais_compiled,
     "rbm_raise_compiled": benchmark_rbm_raise_compiled,
+    "rbm_ais_graphs": benchmark_rbm_ais_graphs,
+    "dbm_ais_graphs": benchmark_dbm_ais_graphs,
     "rbm_raise": benchmark_rbm_raise,
     "poe_hais": benchmark_poe_hais,
     "generative_hais": benchmark_generative_hais,
@@ -85,6 +88,8 @@ CPU_SIZES = {
     "dbm_ais_compiled": {"num_steps": 1000, "repeats": 1},
     "poe_hais_compiled": {"num_steps": 1000, "repeats": 1},
     "rbm_raise_compiled": {"num_examples": 20, "num_steps": 100, "repeats": 1},
+    "rbm_ais_graphs": {"num_chains": (1000,), "num_steps": 100, "repeats": 1},  # no graphs on a CPU: the two runs are one code
+    "dbm_ais_graphs": {"num_chains": (1000,), "num_steps": 100, "repeats": 1},
     "rbm_raise": {"num_steps": 100},
     "poe_hais": {"num_steps": 5000},
     "generative_hais": {"num_examples": 20, "num_steps": 500},
@@ -114,6 +119,8 @@ QUICK_SIZES = {
     "poe_hais_compiled": {"dim": 4, "num_chains": 10, "num_steps": 5, "repeats": 1},
     "rbm_raise_compiled": {"num_visible": 20, "num_hidden": 10, "num_examples": 3, "num_chains": 2, "num_steps": 5, "repeats": 1},
     "rbm_raise": {"num_examples": 5, "num_chains": 2, "num_steps": 5},
+    "rbm_ais_graphs": {"num_visible": 20, "num_hidden": 10, "num_chains": (10,), "num_steps": 5, "repeats": 1},
+    "dbm_ais_graphs": {"layer_sizes": (12, 8, 6), "num_chains": (10,), "num_steps": 5, "repeats": 1},
     "poe_hais": {"num_chains": 10, "num_steps": 10},
     "generative_hais": {"num_examples": 3, "num_particles": 4, "num_steps": 10},
     "ising_mpf": {"num_samples": 200, "lbfgs_iterations": 2, "evaluations": 1, "repeats": 1},

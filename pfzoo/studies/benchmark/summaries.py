@@ -18,6 +18,14 @@ def compiled_ais_summary(r: dict) -> str:
             f"eager {r['eager']['fraction_of_matmul_bound']:.2f}")
 
 
+def graphs_summary(r: dict) -> str:
+    """Each chain count's fraction of the matmul bound with and without CUDA graphs, and whether the numbers agreed."""
+    return f"{r['name']}: " + "; ".join(
+        f"{run['num_chains']} chains: of the matmul bound graphs {run['graphs']['fraction_of_matmul_bound']:.2f}, eager "
+        f"{run['eager']['fraction_of_matmul_bound']:.2f} ({'same' if run['same_log_weights'] else 'DIFFERENT'} log weights; "
+        f"{run['note']})" for run in r["runs"])
+
+
 def rbm_ais_summary(r: dict) -> str:
     """``rbm_ais``'s rate at each chain count, against the matmul bound."""
     return "rbm_ais: " + "; ".join(
@@ -53,6 +61,8 @@ SUMMARIES = {
     "dbm_ais_compiled": compiled_ais_summary,
     "poe_hais_compiled": compiled_summary,
     "rbm_raise_compiled": compiled_summary,
+    "rbm_ais_graphs": graphs_summary,
+    "dbm_ais_graphs": graphs_summary,
     "rbm_raise": lambda r: f"rbm_raise: {r['examples_per_second']:.3g} examples/s at M = {r['shape']['num_chains']} chains, "
         f"K = {r['shape']['num_steps']} ({r['chain_steps_per_second']:.3g} chain-steps/s)",
     "poe_hais": lambda r: f"poe_hais: N = {r['shape']['num_steps']:.0e}, {r['shape']['num_chains']} particles in {r['seconds']:.1f} s "

@@ -255,8 +255,9 @@ def pool_parts(parts: Sequence[PartitionEstimate]) -> PartitionEstimate:
     )
 
 
-_PART_VARYING = ("part", "num_chains", "acceptance", "diagnostics")
-"""Keys of a part's ``info`` that differ between the parts of one run."""
+_PART_VARYING = ("part", "num_chains", "acceptance", "diagnostics", "cuda_graphs")
+"""Keys of a part's ``info`` that differ between the parts of one run (a part replayed from CUDA graphs has the numbers
+it has without them)."""
 
 
 def _settings(part: PartitionEstimate) -> dict:

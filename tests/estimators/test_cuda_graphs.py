@@ -144,7 +144,7 @@ def test_paths_without_device_steps_and_the_cpu_say_why_no_graph_ran():
         AIS(cuda_graphs="yes")
 
 
-@pytest.mark.parametrize("layers", [(784, 500), (100, 50, 80)], ids=["rbm", "dbm"], )
+@pytest.mark.parametrize("layers", [(784, 500), (100, 50, 80)], ids=["rbm", "dbm"])
 @pytest.mark.parametrize("cuda", [pytest.param("cuda", marks=needs_cuda)])
 def test_cuda_graphs_give_the_eager_numbers_and_replay_most_steps(layers, cuda):
     model = (random_rbm(*layers, scale=0.05, seed=1, dtype=torch.float32) if len(layers) == 2
@@ -157,8 +157,8 @@ def test_cuda_graphs_give_the_eager_numbers_and_replay_most_steps(layers, cuda):
 
     eager, graphed = ais(False), ais(True)
     assert torch.equal(eager.log_weights, graphed.log_weights)
-    replayed = int(graphed.info["cuda_graphs"].split()[1])
-    assert replayed >= 900, graphed.info["cuda_graphs"]
+    replayed = int(graphed.info["cuda_graphs"].split()[1])  # "cuda_graphs: R of K steps replayed ..."
+    assert replayed >= 800, graphed.info["cuda_graphs"]  # the fitted schedule's steps change form a few times
     with_diagnostics = ais(True, diagnostics=True)
     assert torch.equal(with_diagnostics.log_weights, eager.log_weights)
     assert torch.equal(with_diagnostics.info["diagnostics"].ess, ais(False, diagnostics=True).info["diagnostics"].ess)

@@ -135,14 +135,16 @@ class TemperingInfo(NamedTuple):
 
 def _concatenate(trees: list, rows: int) -> Any:
     """The trees (states of the same structure) stacked along their chains: per-chain tensors (first dimension ``rows``)
-    concatenated, other leaves taken from the first."""
+    concatenated, other leaves taken from the first where every tree holds the same, ``None`` where they differ: a label
+    that describes one replica's rows (the RBM spline path's segment, in which a state's statistics were kept) would
+    mislabel the others', so the stack says it has none and the target recomputes what it described."""
     first = trees[0]
     if torch.is_tensor(first):
         return torch.cat(trees) if first.dim() > 0 and first.shape[0] == rows else first
     if isinstance(first, tuple):
         items = [_concatenate(list(parts), rows) for parts in zip(*trees)]
         return type(first)(*items) if hasattr(first, "_fields") else tuple(items)
-    return first
+    return first if all(tree == first for tree in trees[1:]) else None
 
 
 class ParallelTempering:

@@ -11,6 +11,17 @@ from pfzoo.kernels import Kernel, Target
 from pfzoo.kernels.base import draws_noise_first
 from pfzoo.sampling import Generator
 
+TEMPERED_BLOCK_ELEMENTS = 1 << 22
+"""The most float64 elements (32 MiB) of one block of a one-pass :meth:`AnnealingPath.tempered_log_density`'s
+``[N, K, H]`` intermediates (a row's K levels times its H units): thousands of chains over a ladder would otherwise
+hold gigabytes."""
+
+
+def tempered_block_rows(num_columns: int, width: int) -> int:
+    """Rows of ``beta [N, num_columns]`` per block of a one-pass tempered density whose intermediates are
+    ``[rows, num_columns, width]``: at most :data:`TEMPERED_BLOCK_ELEMENTS` elements, and at least one row."""
+    return max(1, TEMPERED_BLOCK_ELEMENTS // max(1, num_columns * width))
+
 
 class AnnealingPath(ABC):
     """A family of unnormalised densities ``f_β``, β ∈ [0, 1], from a tractable base (β = 0) to the target (β = 1).
@@ -58,8 +69,11 @@ class AnnealingPath(ABC):
     def tempered_log_density(self, stats: Any, beta: torch.Tensor) -> torch.Tensor | None:
         """``log f_β(x) − log f_0(x)`` (the weight increment from 0) float64 ``[N, K]`` for the states of ``stats`` at a β
         per row and column ``beta [N, K]`` (float64), in one pass, where the path has such a form (:attr:`linear_in_beta`
-        paths, the RBM path); ``None`` otherwise, and a caller evaluates level by level with :meth:`log_weight_increment`.
-        What replica exchange over a path's levels compares (:class:`~pfzoo.paths.tempered.TemperedPathTarget`)."""
+        paths; the RBM, Gaussian–Bernoulli RBM, RBM-pair and RBM-spline paths; the Gaussian paths); ``None`` otherwise, and
+        a caller evaluates level by level with :meth:`log_weight_increment`. Row by row it equals
+        ``log_weight_increment(stats, 0, b)`` for each entry b of ``beta`` (to the increments' own rounding). What replica
+        exchange over a path's levels compares (:class:`~pfzoo.paths.tempered.TemperedPathTarget`), and the
+        stepping-stone ratios read."""
         if self.linear_in_beta:
             return beta * self.log_weight_increment(stats, 0.0, 1.0)[:, None]
         return None

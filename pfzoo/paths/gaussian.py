@@ -18,12 +18,13 @@ parameters ``η = (h, −½Λ)``, ``Λ = Σ⁻¹``, ``h = Λμ``:
 from __future__ import annotations
 
 from abc import abstractmethod
+from functools import cached_property
 
 import torch
 
 from pfzoo.kernels import EXACT_DRAWS, Kernel, PerfectTransition, check_kernel
 from pfzoo.models.capabilities import Capability, require
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.base import AnnealingPath, tempered_block_rows
 from pfzoo.paths.continuous import ContinuousGeometricPath, gaussian_base
 from pfzoo.paths.registry import register_family, register_path
 from pfzoo.sampling import normal
@@ -190,6 +191,10 @@ class GaussianPathDraws:
 class GaussianGeometricPath(GaussianPath):
     """Geometric average of two Gaussians: ``Λ_β = (1−β)Λ_0 + βΛ_1``, ``h_β = (1−β)h_0 + βh_1`` (Grosse et al. 2013, eq. 2)."""
 
+    linear_in_beta = True
+    """``h_β``, ``Λ_β`` and the offset ``c(β)`` are linear in β, so ``log f_β − log f_0 = β (log f_1 − log f_0)``: the
+    one-pass tempered density is β times the increment between the exact endpoints."""
+
     def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         betas = betas.to(torch.float64)[:, None]
         precision = (1 - betas[:, :, None]) * self.base_gaussian.precision + betas[:, :, None] * self.target_gaussian.precision
@@ -212,6 +217,49 @@ class GaussianMomentAveragedPath(GaussianPath):
         weights = betas[:, :, None]
         covariance = (1 - weights) * base.covariance + weights * target.covariance + weights * (1 - weights) * torch.outer(difference, difference)
         return mean, covariance
+
+    def tempered_log_density(self, stats: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+        """``log f_β(x) − log f_0(x)`` of ``stats = x [N, M]`` at a β per row and column ``beta [N, K]``, float64 ``[N, K]``,
+        without a factorisation per β.
+
+        ``Σ_β = S_β + γ ΔμΔμᵀ`` with ``S_β = (1−β)Σ_0 + βΣ_1`` and ``γ = β(1−β)``. The pencil ``(Σ_0, Σ_1)`` is diagonal in
+        one basis: with ``Σ_0 = LLᵀ`` and ``L⁻¹Σ_1L⁻ᵀ = U diag(λ) Uᵀ``, ``T = UᵀL⁻¹`` gives ``TΣ_0Tᵀ = I``, ``TΣ_1Tᵀ = diag(λ)``,
+        so ``aᵀS_β⁻¹b = Σ_i (Ta)_i (Tb)_i / g_i`` with ``g = (1−β) + βλ``, and Sherman–Morrison adds ``ΔμΔμᵀ``. With ``y = Tx``,
+        ``e = TΔμ``, ``m = Tμ_0`` and ``w = 1/g``: ``p = Σ y e w``, ``q = Σ e² w``, ``r = Σ y (m + βe) w``, ``s = Σ e (m + βe) w``,
+        ``t = Σ y² w``, and
+
+            log f_β(x) = xᵀΛ_βμ_β − ½ xᵀΛ_βx + c(β) = r − ½t − γ p (s − ½p) / (1 + γq) + (1−β) c_0 + β c_1,
+
+        ``N K M`` work after one ``[N, M] @ [M, M]`` product for ``y``, in blocks of rows of at most
+        :data:`~pfzoo.paths.base.TEMPERED_BLOCK_ELEMENTS` elements, where each of K levels' increments takes an ``[M, M]``
+        factorisation and ``N M²`` work. At β = 0 it is ``y·m − ½ y·y + c_0``, ``log f_0``."""
+        basis, eigenvalues, shift, start = self._pencil
+        y = stats.double() @ basis.T  # [N, M]
+        rows = tempered_block_rows(beta.shape[1], eigenvalues.numel())
+        parts = []
+        for block, block_y in zip(beta.split(rows), y.split(rows)):
+            b = block[:, :, None]
+            w = ((1 - b) + b * eigenvalues).reciprocal_()  # [n, K, M]
+            yw = block_y[:, None, :] * w
+            p, t = yw @ shift, (yw * block_y[:, None, :]).sum(-1)
+            r = yw @ start + block * p
+            q = w @ shift.square()
+            s = w @ (shift * start) + block * q
+            gamma = block * (1 - block)
+            parts.append(r - 0.5 * t - gamma * p * (s - 0.5 * p) / (1 + gamma * q))
+        at_zero = y @ start - 0.5 * y.square().sum(-1)
+        return torch.cat(parts) - at_zero[:, None] + beta * (self.target_offset - self.base_offset)
+
+    @cached_property
+    def _pencil(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(T [M, M], λ [M], e = TΔμ [M], m = Tμ_0 [M])`` of :meth:`tempered_log_density`, float64, made on first use."""
+        base, target = self.base_gaussian, self.target_gaussian
+        lower = base.covariance_cholesky
+        inverse = torch.linalg.solve_triangular(lower, torch.eye(lower.shape[0], dtype=lower.dtype, device=lower.device), upper=False)
+        whitened = inverse @ target.covariance @ inverse.T
+        eigenvalues, vectors = torch.linalg.eigh((whitened + whitened.T) / 2)
+        basis = vectors.T @ inverse
+        return basis, eigenvalues, basis @ (target.mean - base.mean), basis @ base.mean
 
 
 class GaussianGeodesicPath(GaussianPath):
@@ -249,6 +297,17 @@ class GaussianGeodesicPath(GaussianPath):
         """The Fisher–Rao distance ℓ between base and target (float64 scalar)."""
         (mu0, mu1), (sigma0, sigma1) = (2**0.5 * self._u[0], 2**0.5 * self._u[1]), self._sigmas
         return 2**0.5 * torch.arccosh(1 + ((mu1 - mu0) ** 2 / 2 + (sigma1 - sigma0) ** 2) / (2 * sigma0 * sigma1))
+
+    def tempered_log_density(self, stats: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+        """``log f_β(x) − log f_0(x) = (μ_β x − ½x²) / σ_β² − (μ_0 x − ½x²) / σ_0² + β (c_1 − c_0)`` of ``stats = x [N, 1]``
+        at a β per row and column ``beta [N, K]``, float64 ``[N, K]``: the geodesic's ``μ_β`` and ``σ_β`` are elementwise
+        functions of β (:meth:`mean_covariance`), so every entry is a few elementwise operations."""
+        mean, covariance = self.mean_covariance(beta.reshape(-1))
+        mean, variance = mean.view(beta.shape), covariance.view(beta.shape)
+        x = stats.double()  # [N, 1]
+        base = self.base_gaussian
+        at_zero = x * (base.linear - 0.5 * base.precision[0] * x)  # [N, 1]
+        return x * (mean - 0.5 * x) / variance - at_zero + beta * (self.target_offset - self.base_offset)
 
     def mean_covariance(self, betas: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         betas = betas.to(torch.float64)

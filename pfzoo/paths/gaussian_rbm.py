@@ -9,8 +9,8 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, Kernel, check_kernel
-from pfzoo.logmath import softplus_difference
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.logmath import softplus, softplus_difference
+from pfzoo.paths.base import AnnealingPath, tempered_block_rows
 from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import bernoulli, normal
 
@@ -118,6 +118,21 @@ class GaussianRBMGeometricPath(AnnealingPath):
         visible = step * (stats.visible_term.double() - (beta_to + beta_from) * self.target.quadratic_coefficient)
         x_to = self.target.base_hidden_bias + beta_to * stats.hidden_input
         return visible + softplus_difference(x_to, step * stats.hidden_input, max_abs_delta=math.inf)
+
+    def tempered_log_density(self, stats: GaussianRBMPathStatistics, beta: torch.Tensor) -> torch.Tensor:
+        """``log f_β(v) − log f_0(v) = β (B(v) − β C) + Σ_j [softplus(c_0 + β u)_j − softplus(c_0,j)]`` (``A(v)`` cancels)
+        at a β per row and column ``beta [N, K]``, float64 ``[N, K]``: one ``[N, K, H]`` pass, in blocks of rows of at
+        most :data:`~pfzoo.paths.base.TEMPERED_BLOCK_ELEMENTS` elements (thousands of chains over a ladder would
+        otherwise hold gigabytes). The softplus is :func:`pfzoo.logmath.softplus`, in float64: exact to its rounding where
+        :meth:`log_weight_increment`'s exact branch takes torch's, which returns ``x`` above 20 (off by ``e^{−x} < 2.1e-9``
+        a unit there)."""
+        target = self.target
+        base_hidden_bias = target.base_hidden_bias.double()
+        rows = tempered_block_rows(beta.shape[1], base_hidden_bias.numel())
+        hidden = torch.cat([softplus(base_hidden_bias + block[:, :, None] * inputs.double()[:, None, :]).sum(-1)
+                            for block, inputs in zip(beta.split(rows), stats.hidden_input.split(rows))])
+        visible = beta * (stats.visible_term.double()[:, None] - beta * target.quadratic_coefficient)
+        return visible + hidden - softplus(base_hidden_bias).sum()
 
 
 register_family("gaussian_rbm", bases=("base_rate", "uniform"), make_base=same_family_base, free_base="uniform")

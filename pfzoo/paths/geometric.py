@@ -10,7 +10,7 @@ from torch.nn import functional as F
 from pfzoo.hashed_draws import draw_keys, hashed_bernoulli
 from pfzoo.kernels import BLOCK_CONDITIONALS, CHAIN_BETAS, BlockGibbs, GibbsInfo, GibbsState, Kernel, check_kernel
 from pfzoo.logmath import softplus, softplus_difference, softplus_difference_form
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.base import AnnealingPath, tempered_block_rows
 from pfzoo.paths.registry import register_family, register_path, same_family_base
 from pfzoo.sampling import ChainStreams, Generator, bernoulli, bernoulli_logits, bernoulli_probs_
 from pfzoo.validation import check_choice
@@ -125,10 +125,6 @@ def _add_scaled(x: torch.Tensor, y: torch.Tensor, scale: float | torch.Tensor) -
     return torch.add(x, y, alpha=scale)
 
 
-TEMPERED_BLOCK_ELEMENTS = 1 << 22
-"""The most float64 elements (32 MiB) of one block of :meth:`RBMGeometricPath.tempered_log_density`'s ``[N, K, H]``
-inputs."""
-
 MARGINALIZE_CHOICES = ("hidden", "visible", "auto")
 """Which layer an RBM path sums out (:class:`RBMGeometricPath`'s ``marginalize``)."""
 
@@ -222,9 +218,9 @@ class RBMGeometricPath(AnnealingPath):
     def tempered_log_density(self, stats: RBMPathStatistics, beta: torch.Tensor) -> torch.Tensor:
         """``log f_β(v) − log f_0(v) = β (b − b_0)·v + Σ_j [softplus(c_0 + β u)_j − softplus(c_0,j)]`` at a β per row and
         column ``beta [N, K]``, float64 ``[N, K]``: one ``[N, K, H]`` pass, in blocks of rows of at most
-        :data:`TEMPERED_BLOCK_ELEMENTS` elements (thousands of chains over a ladder would otherwise hold gigabytes)."""
+        :data:`~pfzoo.paths.base.TEMPERED_BLOCK_ELEMENTS` elements (thousands of chains over a ladder would otherwise hold gigabytes)."""
         base_hidden_bias = self.target.base_hidden_bias.double()
-        rows = max(1, TEMPERED_BLOCK_ELEMENTS // (beta.shape[1] * base_hidden_bias.numel()))
+        rows = tempered_block_rows(beta.shape[1], base_hidden_bias.numel())
         hidden = torch.cat([softplus(base_hidden_bias + block[:, :, None] * inputs.double()[:, None, :]).sum(-1)
                             for block, inputs in zip(beta.split(rows), stats.hidden_input.split(rows))])
         return beta * stats.visible_term.double()[:, None] + hidden - softplus(base_hidden_bias).sum()

@@ -10,7 +10,8 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, Kernel, check_kernel
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.logmath import softplus
+from pfzoo.paths.base import AnnealingPath, tempered_block_rows
 from pfzoo.sampling import bernoulli_logits
 
 PairPathBuilder = Callable[..., AnnealingPath]
@@ -108,6 +109,24 @@ class RBMPairPath(AnnealingPath):
         hidden_b = (F.softplus(beta_to * input_b) - F.softplus(beta_from * input_b)).sum(-1)
         visible = step * (stats.visible_term_b.double() - stats.visible_term_a.double())
         return visible + hidden_a + hidden_b - step * self.log2_gap
+
+    def tempered_log_density(self, stats: RBMPairStatistics, beta: torch.Tensor) -> torch.Tensor:
+        """At a β per row and column ``beta [N, K]``, float64 ``[N, K]``, with ``a = vW_A + c_A`` and ``b = vW_B + c_B``:
+
+            log f_β(v) − log f_0(v) = β (b_B − b_A)·v + Σ_j [softplus((1−β) a_j) − softplus(a_j)]
+                                      + Σ_k [softplus(β b_k) − log 2] − β (H_A − H_B) log 2,
+
+        one ``[N, K, H_A + H_B]`` pass, in blocks of rows of at most :data:`~pfzoo.paths.base.TEMPERED_BLOCK_ELEMENTS`
+        elements (thousands of chains over a ladder would otherwise hold gigabytes). The softplus is
+        :func:`pfzoo.logmath.softplus`, exact to float64 rounding where :meth:`log_weight_increment`'s torch softplus
+        returns ``x`` above 20 (off by ``log(1 + e^{−x}) < 2.1e-9`` a unit there)."""
+        input_a, input_b = stats.hidden_input_a.double(), stats.hidden_input_b.double()
+        rows = tempered_block_rows(beta.shape[1], input_a.shape[1] + input_b.shape[1])
+        hidden = torch.cat([softplus((1 - block)[:, :, None] * a[:, None, :]).sum(-1) + softplus(block[:, :, None] * b[:, None, :]).sum(-1)
+                            for block, a, b in zip(beta.split(rows), input_a.split(rows), input_b.split(rows))])
+        at_zero = softplus(input_a).sum(-1) + input_b.shape[1] * math.log(2)  # the hidden sums at β = 0: A's, and B's units at 0
+        visible = stats.visible_term_b.double() - stats.visible_term_a.double()
+        return beta * (visible[:, None] - self.log2_gap) + hidden - at_zero[:, None]
 
 
 @register_pair_path("rbm")

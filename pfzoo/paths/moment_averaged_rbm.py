@@ -27,10 +27,10 @@ import torch
 from torch.nn import functional as F
 
 from pfzoo.kernels import BLOCK_CONDITIONALS, BlockGibbs, Kernel, check_kernel
-from pfzoo.logmath import softplus_difference
+from pfzoo.logmath import softplus, softplus_difference
 from pfzoo.models.capabilities import Capability, require
 from pfzoo.models.rbm import RBM
-from pfzoo.paths.base import AnnealingPath
+from pfzoo.paths.base import AnnealingPath, tempered_block_rows
 from pfzoo.paths.registry import register_path
 from pfzoo.sampling import bernoulli
 from pfzoo.validation import check_beta, check_non_negative_int, check_positive_int
@@ -52,7 +52,8 @@ class RBMSplineStatistics(NamedTuple):
     """Statistics of visible states ``v [N, V]`` in segment ``j`` (between knots ``b_j`` and ``b_{j+1}``).
 
     visible: ``v [N, V]`` itself, kept to evaluate other segments on demand (a reference, no copy).
-    segment: j.
+    segment: j; ``None`` for rows kept in different segments (the replicas of a ladder's levels stacked by
+        :class:`~pfzoo.kernels.ParallelTempering`): every use then recomputes them from ``visible`` (:meth:`RBMSplinePath._in_segment`).
     hidden_input: ``u_j = vW_j + c_j`` ``[N, H]``; the hidden pre-activation at position t is ``u_j + t · hidden_delta``.
     hidden_delta: ``v(W_{j+1} − W_j) + (c_{j+1} − c_j)`` ``[N, H]``.
     visible_term: ``b_j·v`` ``[N]``.
@@ -60,7 +61,7 @@ class RBMSplineStatistics(NamedTuple):
     """
 
     visible: torch.Tensor
-    segment: int
+    segment: int | None
     hidden_input: torch.Tensor
     hidden_delta: torch.Tensor
     visible_term: torch.Tensor
@@ -133,6 +134,7 @@ class RBMSplinePath(AnnealingPath):
             # |d_k| ≤ Σ_i |ΔW_ik| + |Δc_k| for v ∈ {0,1}^V: bounds each segment's hidden change without a device sync
             self.segment_delta_bounds = (self.weight_deltas.abs().sum(1) + hidden_bias_deltas.abs()).amax(-1).tolist()
         self.knot_betas = knot_betas
+        self._device_knot_betas = knot_betas.to(first.device)  # located against on the device (tempered_log_density)
         self._knots = knot_betas.tolist()
         self.num_segments = len(self._knots) - 1
         self.target = RBMSplineConditionals(self)
@@ -211,6 +213,38 @@ class RBMSplinePath(AnnealingPath):
         x_to = torch.add(stats.hidden_input, stats.hidden_delta, alpha=t_to)
         hidden = softplus_difference(x_to, step * stats.hidden_delta, max_abs_delta=abs(step) * self.segment_delta_bounds[j])
         return step * stats.visible_delta.double() + hidden
+
+    def tempered_log_density(self, stats: RBMSplineStatistics, beta: torch.Tensor) -> torch.Tensor:
+        """``log f_β(v) − log f_0(v)`` at a β per row and column ``beta [N, K]``, float64 ``[N, K]``, with every entry in
+        its own segment j at its own position t (:meth:`locate`, elementwise):
+
+            log f_β(v) − log f_0(v) = e_j + t (e_{j+1} − e_j) − e_0 + Σ_k [softplus(a_j + t (a_{j+1} − a_j))_k − softplus(c_0,k)],
+
+        from every knot's hidden input ``a_j = vW_j + c_j`` ``[H]`` (``a_0 = c_0``: ``W_0 = 0``) and visible term
+        ``e_j = b_j·v``: the telescoped sum of the increments over the segments below β. One product
+        ``v [N, V] @ W_{1..J}`` gives the knots' inputs from the states' ``v`` alone, whatever segment their statistics
+        were kept in (the replicas of a ladder's levels keep several), where a level's increment from 0 costs one product
+        per segment it crosses; then one ``[N, K, H]`` pass, in blocks of rows whose ``[rows, max(K, J + 1), H]``
+        intermediates hold at most :data:`~pfzoo.paths.base.TEMPERED_BLOCK_ELEMENTS` elements (thousands of chains over
+        a ladder would otherwise hold gigabytes)."""
+        v = stats.visible
+        knot_betas = self._device_knot_betas
+        segment = (torch.searchsorted(knot_betas, beta.contiguous(), right=True) - 1).clamp_(0, self.num_segments - 1)  # [N, K]
+        low, high = knot_betas[segment], knot_betas[segment + 1]
+        position = ((beta - low) / (high - low)).clamp_(0.0, 1.0)  # exactly 0 and 1 at the knots, as _position
+        visible_terms = (v @ self.visible_biases.T).double()  # [N, J + 1]
+        visible = torch.lerp(visible_terms.gather(1, segment), visible_terms.gather(1, segment + 1), position) - visible_terms[:, :1]
+        base_hidden_bias = self.hidden_biases[0].double()
+        num_knots, num_hidden = self.hidden_biases.shape
+        rows = tempered_block_rows(max(beta.shape[1], num_knots), num_hidden)
+        hidden = []
+        for block_v, block_segment, block_position in zip(v.split(rows), segment.split(rows), position.split(rows)):
+            inputs = torch.matmul(block_v, self.weights[1:]) + self.hidden_biases[1:, None]  # [J, n, H]: knots 1..J
+            inputs = torch.cat([base_hidden_bias.expand(block_v.shape[0], 1, -1), inputs.transpose(0, 1).double()], 1)  # [n, J + 1, H]
+            chains = torch.arange(block_v.shape[0], device=v.device)[:, None]
+            hidden_input = torch.lerp(inputs[chains, block_segment], inputs[chains, block_segment + 1], block_position[:, :, None])
+            hidden.append(softplus(hidden_input).sum(-1))
+        return visible + torch.cat(hidden) - softplus(base_hidden_bias).sum()
 
 
 

@@ -117,11 +117,11 @@ def test_the_one_pass_tempered_density_equals_the_increments_from_zero(name):
 
 def test_the_rbm_paths_one_pass_density_in_blocks_of_rows_gives_the_same_numbers(monkeypatch):
     """Blocks of a few rows (what thousands of chains over a ladder take) give what one block gives, to the last bit."""
-    import pfzoo.paths.geometric as geometric
+    import pfzoo.paths.base as path_base
 
     path = one_pass_cases()["rbm-float32"]
     stats = path.statistics(path.sample_base(50, generator=torch.Generator().manual_seed(0)))
     beta = torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     whole = path.tempered_log_density(stats, beta)
-    monkeypatch.setattr(geometric, "TEMPERED_BLOCK_ELEMENTS", 17)  # two rows of 2 × 4 a block
+    monkeypatch.setattr(path_base, "TEMPERED_BLOCK_ELEMENTS", 17)  # two rows of 2 × 4 a block
     assert torch.equal(path.tempered_log_density(stats, beta), whole)

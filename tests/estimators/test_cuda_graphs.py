@@ -69,12 +69,16 @@ def test_the_device_increment_is_the_hosts_on_every_form(scale):
     assert softplus_difference_form(100.0, 1.0, torch.float32) == "guarded"
 
 
-@pytest.mark.parametrize("layers", [(8, 5), (6, 4, 3)], ids=["rbm", "dbm"])
-def test_device_beta_annealing_is_exact_ais(layers):
-    """log of the mean weight within 4 stderr of the exact log Z (the weights are unbiased for Z)."""
-    model = random_rbm(*layers, scale=1.0, seed=1) if len(layers) == 2 else random_dbm(list(layers), scale=1.0, seed=1)
+@pytest.mark.parametrize("layers, marginalize, dtype", [((8, 5), "hidden", torch.float64), ((8, 5), "visible", torch.float64),
+                                                       ((8, 5), "hidden", torch.float32), ((6, 4, 3), "hidden", torch.float64)],
+                         ids=["rbm", "rbm-visible-summed", "rbm-float32", "dbm"])
+def test_device_beta_annealing_is_exact_ais(layers, marginalize, dtype):
+    """log of the mean weight within 4 stderr of the exact log Z (the weights are unbiased for Z), on both marginals of
+    an RBM's path, in float32, and on a DBM's even/odd path."""
+    model = (random_rbm(*layers, scale=1.0, seed=1, dtype=dtype) if len(layers) == 2
+             else random_dbm(list(layers), scale=1.0, seed=1, dtype=dtype))
     target = model if len(layers) == 2 else model.even_odd_rbm()
-    path = _path(target)
+    path = _path(target, marginalize=marginalize)
     generator = torch.Generator().manual_seed(4)
     log_weights, _, note = anneal_on_device(path, torch.linspace(0, 1, 101).double(), path.sample_base(4000, generator=generator),
                                             generator=generator)

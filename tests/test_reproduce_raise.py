@@ -87,6 +87,23 @@ def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_trainin
     script.main(["--render", str(tmp_path / "out" / "results.json"), "--export-zoo", str(tmp_path / "zoo")])  # the card re-rendered, the model kept
     again = json.loads((folder / "card.json").read_text())
     assert (again["pfzoo_version"], again["git_commit"]) == ("0.0.1", "abc") and again["checkpoint"] == card["checkpoint"]
+    # the same model exported again from another folder (a copy landed from zoo/landing) keeps what other scripts
+    # measured on it, the depth diagnostic here; another model's export drops it
+    part = {"value": -90.0, "stderr": 0.1, "log_z": 100.0, "warnings": []}
+    depth = {"model": part, "without_top": part, "loss": 0.0, "loss_stderr": 0.1, "top_layer_share": 0.5, "num_test": 10, "estimator": "ais",
+             "settings": {}, "seed": 0, "machine": "a test machine", "date": "2026-12-02", "seconds": 1.0, "command": "dbm_depth.py"}
+    (folder / "card.json").write_text(json.dumps({**again, "depth": depth}))
+    landing = script.zoo_folder("cd1-20", tmp_path / "landing")
+    landing.mkdir(parents=True)
+    for file in (zoo.CHECKPOINT_FILE, "metrics.jsonl"):
+        (landing / file).write_bytes(((folder if file == zoo.CHECKPOINT_FILE else run_dir) / file).read_bytes())
+    again = ["--paper-scale", "--export-zoo", str(tmp_path / "zoo"), "--models", "cd1-20", "--data-root", str(tmp_path),
+             "--output", str(tmp_path / "out"), "--csl-samples", "10", "--csl-burn-in", "2"]
+    script.main([*again, "--from-zoo", str(tmp_path / "landing"), "--only", "csl"])
+    assert json.loads((folder / "card.json").read_text())["depth"] == depth
+    zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(1)), run_dir / zoo.CHECKPOINT_FILE, config={"run_dir": str(run_dir)})
+    script.main([*again, "--from-zoo", str(runs)])
+    assert "depth" not in json.loads((folder / "card.json").read_text())
 
 
 def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(script, tmp_path, monkeypatch):

@@ -333,13 +333,25 @@ def write_table(results: dict, output: Path, *, repo: Path) -> Path:
     return output / "table.md"
 
 
+def same_parameters(checkpoint: Path, held: Path) -> bool:
+    """Whether the zoo file ``held`` exists and holds the model of ``checkpoint``: the same family, configuration and
+    parameters, bit for bit (a training checkpoint carries a trainer state its exported copy drops, so the files differ)."""
+    if not held.is_file():
+        return False
+    a, b = zoo.load_checkpoint(checkpoint), zoo.load_checkpoint(held)
+    if (a["model"], a["model_config"]) != (b["model"], b["model_config"]) or a["state_dict"].keys() != b["state_dict"].keys():
+        return False
+    return all(torch.equal(a["state_dict"][key], b["state_dict"][key]) for key in a["state_dict"])
+
+
 def export_model(name: str, results: dict, checkpoint: Path, folder: Path, *, repo: Path) -> None:
     """Put model ``name`` of ``checkpoint`` into zoo ``folder`` with its README.md and card.json. The linear-classifier
     section (``scripts/feature_card.py``), the samples recognised (``scripts/sample_card.py``) and a DBM's depth
-    diagnostic (``scripts/dbm_depth.py``) are kept only while the folder's checkpoint stays the same: a new model is
-    measured again. ``repo``: the checkout (its commit goes on a new card)."""
+    diagnostic (``scripts/dbm_depth.py``) are kept only while the folder holds the same model (:func:`same_model`: a
+    copy exported from another folder, or the training run's checkpoint of the same parameters, is the same model): a
+    new model is measured again. ``repo``: the checkout (its commit goes on a new card)."""
     model, config = zoo.load(checkpoint), zoo.load_checkpoint(checkpoint)["config"]
-    same_model = checkpoint.resolve() == (folder / zoo.CHECKPOINT_FILE).resolve()
+    same_model = same_parameters(checkpoint, folder / zoo.CHECKPOINT_FILE)
     data = folder / zoo.CARD_DATA_FILE
     previous = json.loads(data.read_text()) if data.is_file() and same_model else {}
     kept = [row for row in previous.get("measurements", []) if row.get("metric") in SECTION_METRICS]

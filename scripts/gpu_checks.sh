@@ -18,7 +18,9 @@
 #         K = 10⁴ on 1,000 random test digits, CUDA) into dbm_depth.json;
 # raise:  scripts/reproduce_raise.py with RAISE_ARGS (default: --paper-scale --from-zoo models on three models) on CUDA,
 #         for as much of the time left as RAISE_SECONDS allows (default: all of it); RAISE_ARGS="... --compile" runs the
-#         table's steps compiled (hashed draws, fused kernels: untried on a GPU so far, so not the default).
+#         table's steps compiled (hashed draws, fused kernels: untried on a GPU so far, so not the default), and
+#         RAISE_ARGS="... --cuda-graphs" replays them from CUDA graphs (the same numbers: use it once pytest's
+#         test_cuda_graphs passes there).
 # A 15-minute lease leaves about 9 minutes of commands: e.g. PARTS="pytest dbm" DBM_SECONDS=400 to push the DBM on.
 # Everything it writes lands in $OUT (logs, JSON, tars of the advanced DBM and DBN runs: copy their contents back into
 # zoo/training/<name>/ and commit). WHEELS (optional) holds wheels of

@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> None:
     scale.add_argument("--paper-scale", action="store_true", help="RAISE Table 1's settings (PAPER_SCALE over the size options), meant for --device cuda")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where models, data and chains live (training too)")
     parser.add_argument("--compile", action="store_true", help="AIS and RAISE with compile=True (hashed draws; recorded in the settings)")
+    parser.add_argument("--cuda-graphs", action="store_true", help="AIS and RAISE with cuda_graphs=True (on CUDA: the same numbers, faster; recorded)")
     parser.add_argument("--render", type=Path, metavar="RESULTS_JSON", help="measure nothing: rewrite table.md (with --export-zoo also the cards)")
     parser.add_argument("--from-zoo", type=Path, help="measure the checkpoints already in this zoo folder (e.g. models) instead of training")
     parser.add_argument("--export-zoo", type=Path, help="copy checkpoints and model cards (README.md, card.json) into this zoo folder")
-    parser.add_argument("--trained-on", default=None, metavar="TEXT",
-                        help="the machine that trained the runs, for the cards' training time (default: this machine)")
+    parser.add_argument("--trained-on", default=None, metavar="TEXT", help="the machine that trained the runs, for the cards' training time (default: this one)")
     parser.add_argument("--sweep-steps", type=int, nargs="+", help="also run AIS and RAISE at each of these K on --sweep-models")
     parser.add_argument("--sweep-models", nargs="+", choices=list(MODELS), default=["dbm-500-1000"])
     parser.add_argument("--sweep-base", choices=list(SWEEP_BASES), default="base_rate",
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     output = args.output or (REPO / "reports" / "raise" / "quick" if args.quick else REPO / "estimators" / "raise" / ("paper_scale" if args.paper_scale else ""))
     runs_dir = args.runs_dir or REPO / "runs" / "reproduce_raise" / ("quick" if args.quick else "")
     settings = {key: getattr(args, key) for key in SETTINGS} | (QUICK if args.quick else PAPER_SCALE if args.paper_scale else {})
-    settings |= {"compile": True} if args.compile else {}  # absent when off: earlier results stay comparable
+    settings |= {key: True for key in ("compile", "cuda_graphs") if getattr(args, key)}  # absent when off: earlier results stay comparable
     data = on_device(binarized_mnist(data_root), device)
     output.mkdir(parents=True, exist_ok=True)
     run = RaiseRun.start(output, settings, seed=args.seed, device=device, fresh=args.quick, repo=REPO)

@@ -62,6 +62,12 @@ def replay(generator: torch.Generator | None) -> torch.Generator | None:
     return copy
 
 
+def estimator_options(settings: dict) -> dict[str, bool]:
+    """The AIS and RAISE options a study run's ``settings`` ask for: ``compile`` (hashed draws, other numbers) and
+    ``cuda_graphs`` (the same numbers, faster on a GPU); off where absent."""
+    return {key: settings.get(key, False) for key in ("compile", "cuda_graphs")}
+
+
 def bracket_sweep(
     model: EnergyModel,
     data: torch.Tensor,
@@ -77,6 +83,7 @@ def bracket_sweep(
     generator: torch.Generator | None = None,
     raise_generator: torch.Generator | None = None,
     compile: bool = False,
+    cuda_graphs: bool = False,
 ) -> list[BracketPoint]:
     """AIS and RAISE mean log-likelihoods of ``data [B, V]`` at every K in ``num_steps`` and every schedule (K outer).
 
@@ -86,16 +93,16 @@ def bracket_sweep(
     (and ``posterior_samples`` proposals per example for ``log f(v)`` where the free energy is intractable);
     ``raise_chains`` reverse chains per example, on a random subset of ``raise_examples`` examples with control
     variates (RAISE §4) when given. ``base`` names the initial distribution of both ("auto", "base_rate",
-    "uniform", ...); ``base_data`` fits data-based bases; ``compile`` runs both with ``compile=True``. All estimators
-    are built, and their settings checked, before the first run.
+    "uniform", ...); ``base_data`` fits data-based bases; ``compile`` and ``cuda_graphs`` run both so (the estimators'
+    options of those names). All estimators are built, and their settings checked, before the first run.
     """
     steps = [num_steps] if isinstance(num_steps, int) else list(num_steps)
     names = [schedules] if isinstance(schedules, str) else list(schedules)
     if not steps or not names:
         raise ValueError(f"num_steps and schedules must each name at least one setting, got {steps} and {names}")
     settings = [
-        (k, name, AIS(ais_chains, k, schedule=name, base=base, posterior_samples=posterior_samples, compile=compile),
-         RAISE(raise_chains, k, schedule=name, base=base, num_examples=raise_examples, compile=compile))
+        (k, name, AIS(ais_chains, k, schedule=name, base=base, posterior_samples=posterior_samples, compile=compile, cuda_graphs=cuda_graphs),
+         RAISE(raise_chains, k, schedule=name, base=base, num_examples=raise_examples, compile=compile, cuda_graphs=cuda_graphs))
         for k in steps for name in names
     ]
     points = []
@@ -143,6 +150,7 @@ def bracket_point_in_parts(
     generator: torch.Generator | None = None,
     raise_generator: torch.Generator | None = None,
     compile: bool = False,
+    cuda_graphs: bool = False,
 ) -> tuple[PartitionEstimate, BracketPoint | None]:
     """One point of :func:`bracket_sweep` (K = ``num_steps``, one schedule) made in sittings: AIS's ``log Ẑ`` chains in
     n parts (``part = (i, n)``: this sitting runs part i, :class:`~pfzoo.estimators.AIS`'s ``part``), ``done`` the
@@ -152,9 +160,10 @@ def bracket_point_in_parts(
     sitting. With the same arguments in every sitting the point is the one :func:`bracket_sweep` makes in one go, bit for
     bit, but for ``seconds`` (this sitting's only). For a K whose AIS is longer than a sitting: K = 10⁵ with 1,000
     chains of an MNIST DBM is hours of one CPU core."""
-    settings = {"schedule": schedule, "base": base, "posterior_samples": posterior_samples, "compile": compile}
+    settings = {"schedule": schedule, "base": base, "posterior_samples": posterior_samples, "compile": compile, "cuda_graphs": cuda_graphs}
     ais = AIS(ais_chains, num_steps, part=part, **settings)
-    raise_estimator = RAISE(raise_chains, num_steps, schedule=schedule, base=base, num_examples=raise_examples, compile=compile)
+    raise_estimator = RAISE(raise_chains, num_steps, schedule=schedule, base=base, num_examples=raise_examples, compile=compile,
+                            cuda_graphs=cuda_graphs)
     began = time.perf_counter()
     ais_generator = replay(generator)
     estimate = ais(model, data=data if base_data is None else base_data, generator=ais_generator)

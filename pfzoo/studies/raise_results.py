@@ -25,7 +25,7 @@ from pfzoo import zoo
 from pfzoo.data import DataSplits
 from pfzoo.estimators.base import BoundKind, PartitionEstimate
 from pfzoo.estimators.sharding import check_part
-from pfzoo.studies.bracket_sweep import bracket_point_in_parts
+from pfzoo.studies.bracket_sweep import bracket_point_in_parts, estimator_options
 from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
     FIGURES, MODELS, OLDER, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, heating_rows, label, measure, model_card, render_table,
@@ -265,7 +265,7 @@ def sweep_point_in_parts(model, data, num_steps: int, s: dict, *, base: str, see
         model, data.test, num_steps=num_steps, part=part, done=done, ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"],
         raise_examples=s["sweep_raise_examples"], posterior_samples=s["posterior_samples"], base=base,
         base_data=data.train if base == "base_rate" else None, generator=seeded(model.device, seed + 1),
-        raise_generator=seeded(model.device, seed + 2), compile=s.get("compile", False))
+        raise_generator=seeded(model.device, seed + 2), **estimator_options(s))
     return estimate, None if point is None else point_row(point)
 
 

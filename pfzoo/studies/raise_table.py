@@ -30,7 +30,7 @@ from pfzoo.estimators.base import BoundKind
 from pfzoo.estimators import AIS, CSL, RAISE, Bracket
 from pfzoo.models import Capability
 from pfzoo.paths import schedule_from_name
-from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep
+from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep, estimator_options
 from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.schedule_pilot import pilot_schedule
 from pfzoo.zoo.cards import command_markdown
@@ -147,11 +147,11 @@ def measure(model, data, s: dict, generator, *, ais_chains: dict, only: list[str
     for steps in [s["steps"]] + ([s["long_steps"]] if "exact" in rows and s["long_steps"] else []):
         suffix, examples = ("", s["raise_examples"]) if steps == s["steps"] else (f"@{steps}", s["long_raise_examples"])
         for base in ("uniform", "base_rate"):
-            record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples, compile=s.get("compile", False)))
+            record(f"raise_{base}{suffix}", RAISE(s["raise_chains"], steps, base=base, num_examples=examples, **estimator_options(s)))
         for base in ("uniform", "base_rate"):
             chains = max(ais_chains.get(base, 0), s["ais_chains"])
             record(f"ais_{base}{suffix}", AIS(chains, steps, schedule="linear", base=base, posterior_samples=s["posterior_samples"],
-                                              compile=s.get("compile", False)), chains=chains)
+                                              **estimator_options(s)), chains=chains)
     return rows
 
 
@@ -194,7 +194,7 @@ def sweep_rows(model, data, num_steps: list[int], s: dict, *, base: str, seed: i
     points = bracket_sweep(model, data.test, num_steps=num_steps, ais_chains=s["sweep_ais_chains"], raise_chains=s["raise_chains"],
                            raise_examples=s["sweep_raise_examples"], posterior_samples=s["posterior_samples"], base=base,
                            base_data=data.train if base == "base_rate" else None, generator=seeded(model.device, seed + 1),
-                           raise_generator=seeded(model.device, seed + 2), compile=s.get("compile", False))
+                           raise_generator=seeded(model.device, seed + 2), **estimator_options(s))
     return [point_row(point) for point in points]
 
 

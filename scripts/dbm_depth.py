@@ -2,7 +2,7 @@
 
     python scripts/dbm_depth.py                                  # models/dbm-binarized_mnist: AIS K = 10⁴, 100 chains
     python scripts/dbm_depth.py --name dbm-digits --num-steps 1000
-    python scripts/dbm_depth.py --checkpoint zoo/training/dbm-binarized_mnist-from-rbm-sampled-momentum05/checkpoint.pt --num-test 2000 [--device cuda] [--compile]
+    python scripts/dbm_depth.py --checkpoint RUN_DIR/checkpoint.pt --num-test 2000 [--device cuda] [--compile]
 
 The DBM and the DBM without its top layer (the top layer's average input over the test digits folded into the bias
 below, :meth:`pfzoo.models.DBM.without_top_layer`) are measured by AIS from the data base rates with the same settings

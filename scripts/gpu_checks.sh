@@ -9,13 +9,13 @@
 # dbn:    the zoo DBN recipe DBN_RECIPE (default zoo_dbn_500_2000_fresh_chains1000: the top RBM by PCD-1 (1,000 chains, 250 epochs) at lr 1e-4 on fresh posterior samples, from the zoo's CD25(500) turned upside down) resumed on CUDA from
 #         zoo/training/DBN_STATE, or started there when no state is committed (the default dbn-binarized_mnist's state left with
 #         its model, the zoo's DBN since 2026-11-30: the part now reruns that recipe from its start), for DBN_SECONDS;
-# dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_from_rbm_sampled_momentum05, issue 48: the two-layer DBM
-#         from the trained RBM whose top layer stays in use under a sampled positive phase, momentum held at 0.5; the
-#         three-layer one's training is over, its model being measured for the zoo) resumed on CUDA from
-#         zoo/training/DBM_STATE (default dbm-binarized_mnist-from-rbm-sampled-momentum05), or started there when no state is committed yet, for DBM_SECONDS (not yet timed on
-#         an accelerator; 3–8 min an epoch on one EPYC core; DBM_SECONDS=rest: until 15 s before the budget ends); a second call on the still-warm machine
-#         goes on from its own /tmp/dbm-run; then the depth diagnostic of the run's checkpoint (scripts/dbm_depth.py, AIS
-#         K = 10⁴ on 1,000 random test digits, CUDA) into dbm_depth.json;
+# dbm:    the zoo DBM recipe DBM_RECIPE (default zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged, the zoo's
+#         dbm-binarized_mnist since 2026-12-02: its run is over, so the part reruns the recipe from its start and times an
+#         accelerator's epochs) resumed on CUDA from zoo/training/DBM_STATE (default dbm-binarized_mnist), or started there
+#         when no state is committed, for DBM_SECONDS (3–8 min an epoch on one EPYC core; DBM_SECONDS=rest: until 15 s
+#         before the budget ends); a second call on the still-warm machine goes on from its own /tmp/dbm-run; then the
+#         depth diagnostic of the run's checkpoint (scripts/dbm_depth.py, AIS K = 10⁴ on 1,000 random test digits, CUDA)
+#         into dbm_depth.json;
 # raise:  scripts/reproduce_raise.py with RAISE_ARGS (default: --paper-scale --from-zoo models on three models) on CUDA,
 #         for as much of the time left as RAISE_SECONDS allows (default: all of it); RAISE_ARGS="... --compile" runs the
 #         table's steps compiled (hashed draws, fused kernels: untried on a GPU so far, so not the default), and
@@ -74,11 +74,11 @@ tar -C /tmp -cf "$out/dbn-run.tar" dbn-run
 fi
 
 if wants dbm; then
-dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist-from-rbm-sampled-momentum05}
-if [ -d /tmp/dbm-run ]; then log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm_sampled_momentum05} on cuda, on from this machine's /tmp/dbm-run"
-else log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm_sampled_momentum05} on cuda, from $dbm_state"; mkdir -p /tmp/dbm-run && { [ -d "$dbm_state" ] && cp -r "$dbm_state"/. /tmp/dbm-run/; }; fi
+dbm_state=zoo/training/${DBM_STATE:-dbm-binarized_mnist}
+if [ -d /tmp/dbm-run ]; then log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged} on cuda, on from this machine's /tmp/dbm-run"
+else log "zoo DBM recipe ${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged} on cuda, from $dbm_state"; mkdir -p /tmp/dbm-run && { [ -d "$dbm_state" ] && cp -r "$dbm_state"/. /tmp/dbm-run/; }; fi
 dbm_seconds=${DBM_SECONDS:-110}; [ "$dbm_seconds" = rest ] && dbm_seconds=$(( $(left) - 75 ))
-timeout "$dbm_seconds" python3 scripts/train.py +experiment=${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm_sampled_momentum05} run_dir=/tmp/dbm-run resume=true device=cuda >> "$out/dbm_train.log" 2>&1
+timeout "$dbm_seconds" python3 scripts/train.py +experiment=${DBM_RECIPE:-zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged} run_dir=/tmp/dbm-run resume=true device=cuda >> "$out/dbm_train.log" 2>&1
 log "dbm: exit $? after $(grep -c . /tmp/dbm-run/metrics.jsonl) metric lines"
 timeout 60 python3 scripts/dbm_depth.py --checkpoint /tmp/dbm-run/checkpoint.pt --num-test 1000 --device cuda > "$out/dbm_depth.json" 2>> "$out/dbm_train.log"
 log "dbm depth: $(cut -c1-300 "$out/dbm_depth.json")"

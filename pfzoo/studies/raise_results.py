@@ -29,8 +29,9 @@ from pfzoo.studies.bracket_sweep import bracket_point_in_parts, estimator_option
 from pfzoo.studies.raise_figures import sweep_figure
 from pfzoo.studies.raise_table import (
     FIGURES, MODELS, OLDER, SECTIONS, SWEEP_BASES, card_fields, comparable, hardware, heating_rows, label, measure, model_card, render_table,
-    point_row, schedule_pilot, seeded, sweep_key, sweep_model, sweep_rows, training_record, zoo_folder,
+    point_row, schedule_pilot, seeded, sweep_key, sweep_model, sweep_rows, zoo_folder,
 )
+from pfzoo.studies.training_time import training_record
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
 from pfzoo.zoo.cards import SECTION_METRICS, with_card_sections
 
@@ -166,7 +167,7 @@ class RaiseRun:
         if only is not None:
             estimates = {**stored.get("estimates", {}), **estimates}
         # a training run's metrics.jsonl lies beside its checkpoint; a zoo folder's does not, so its earlier record stays
-        training = training_record(checkpoint.parent, trained_on) or stored.get("training")
+        training = training_record(checkpoint.parent, trained_on, zoo.load_checkpoint(checkpoint)["config"]) or stored.get("training")
         self.store("models", name, {**record, "config": model.config(), "estimates": estimates,
                                     "trained_on": self.measured_on, "load_average": load_average(), "training": training})
 

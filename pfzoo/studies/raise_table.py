@@ -6,8 +6,8 @@ distributions) with the settings of :data:`SETTINGS` (or :data:`QUICK`, :data:`P
 the schedule with the smallest |AIS − RAISE| on validation digits and the test set measured with it, :func:`sweep_rows`
 AIS and RAISE against K, :func:`heating_rows` RAISE with and without the clamped heating chain, :func:`render_table`
 the markdown of ``table.md``, :func:`model_card` a model's zoo card and :func:`card_fields` its ``card.json``; the
-renderers read nothing but the results dict, so a table re-renders without re-measuring. :func:`training_record` reads a
-run's training time from its ``metrics.jsonl``. How a run stores them in results.json, and the files written from it:
+renderers read nothing but the results dict, so a table re-renders without re-measuring (a run's training time:
+:mod:`pfzoo.studies.training_time`). How a run stores them in results.json, and the files written from it:
 :mod:`pfzoo.studies.raise_results`.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import re
 import time
@@ -33,13 +32,14 @@ from pfzoo.paths import schedule_from_name
 from pfzoo.studies.bracket_sweep import BracketPoint, bracket_sweep, estimator_options
 from pfzoo.studies.heating_comparison import compare_heating
 from pfzoo.studies.schedule_pilot import pilot_schedule
+from pfzoo.studies.training_time import duration, training_fact
 from pfzoo.zoo.cards import command_markdown
 
 logger = logging.getLogger(__name__)
 
 MODELS = {"cd1-20": ("CD1(20)", "raise_rbm_cd1_20"), "pcd-20": ("PCD(20)", "raise_rbm_pcd_20"), "cd1-500": ("CD1(500)", "raise_rbm_cd1_500"),
           "pcd-500": ("PCD(500)", "raise_rbm_pcd_500"), "cd25-500": ("CD25(500)", "zoo_rbm_cd25_500"),
-          "dbm-500-1000": ("DBM (500–1000)", "zoo_dbm_500_1000_from_rbm"), "dbn-500-2000": ("DBN (500–2000)", "zoo_dbn_500_2000_fresh_chains1000"),
+          "dbm-500-1000": ("DBM (500–1000)", "zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged"), "dbn-500-2000": ("DBN (500–2000)", "zoo_dbn_500_2000_fresh_chains1000"),
           "dbm-500-500-1000": ("DBM (500–500–1000)", "zoo_dbm_500_500_1000_from_rbm_sampled_momentum05")}
 """Name → (table label, recipe in conf/experiment/)."""
 AIS_CHAINS = {"dbm-500-1000": {"base_rate": 1000}, "dbm-500-500-1000": {"base_rate": 1000}}
@@ -300,9 +300,6 @@ def hardware(results: dict) -> str:
     return f"{results['gpu']} in a {results['machine']}" if results.get("gpu") else results["machine"]
 
 
-def duration(seconds: float) -> str:
-    """``42.0 s``, ``12.5 min`` or ``3.20 h``."""
-    return f"{seconds:.1f} s" if seconds < 60 else f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
 
 
 def older_mark(entry: dict) -> str:
@@ -458,30 +455,10 @@ LICENCE = "CC BY-SA 3.0: MNIST (LeCun, Cortes & Burges), binarised by Larochelle
 KINDS = {"exact": BoundKind.EXACT, "csl": BoundKind.LIKELIHOOD_LOWER_BOUND, "raise": BoundKind.LIKELIHOOD_LOWER_BOUND, "ais": BoundKind.UNBIASED_Z}
 
 
-def training_record(run_dir: Path, machine: str) -> dict | None:
-    """``{epochs, seconds, machine[, pretrained]}`` of the training run in ``run_dir`` from its ``metrics.jsonl`` (the
-    epochs' seconds and diagnostics' seconds summed, so time spent paused between sessions does not count); ``None``
-    without one. A greedy run (a DBN) keeps each layer's epochs in ``layer<i>/metrics.jsonl``: their times are summed,
-    ``epochs`` is the most any layer trained, and the layers taken from trained models are listed under ``pretrained``
-    (their training time is on their own cards)."""
-    histories = sorted(run_dir.glob("layer*/metrics.jsonl")) or [run_dir / "metrics.jsonl"]
-    lines = [json.loads(line) for history in histories if history.is_file() for line in history.read_text().splitlines() if line.strip()]
-    if not lines:
-        return None
-    seconds = sum(line.get("seconds", 0.0) + line.get("evaluation_seconds", 0.0) for line in lines)
-    record = {"epochs": max(line.get("epoch", 0) for line in lines), "seconds": round(seconds, 1), "machine": machine}
-    top = run_dir / "metrics.jsonl"
-    pretrained = [line["pretrained"] for line in map(json.loads, top.read_text().splitlines() if top.is_file() else []) if "pretrained" in line]
-    return record | ({"pretrained": pretrained} if pretrained else {})
 
 
-def training_fact(training: dict) -> str:
-    """The card's training-time line, e.g. ``600 epochs, 5.20 h on a 2-core … CPU``; a greedy run's also names the
-    layers it took from trained models."""
-    fact = f"{training['epochs']:,} epochs, {duration(training['seconds'])} (sum of the epochs' times in metrics.jsonl) on {training['machine']}"
-    pretrained = training.get("pretrained")
-    return fact + (f"; the bottom layer{'s are' if len(pretrained) > 1 else ' is'} {', '.join(f'`{name}`' for name in pretrained)}, "
-                   "trained by its own recipe (its card gives its time)" if pretrained else "")
+
+
 
 
 def measurement(key: str, row: dict, s: dict, num_test: int, measured_on: str | None = None) -> dict:

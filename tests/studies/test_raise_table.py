@@ -8,9 +8,9 @@ import pytest
 from pfzoo import zoo
 from pfzoo.models import RBM
 from pfzoo.studies.raise_table import (
-    MODELS, card_fields, cell, describe_schedule, duration, label, render_table, sweep_key, sweep_model, training_fact, training_record,
-    zoo_folder,
+    MODELS, card_fields, cell, describe_schedule, label, render_table, sweep_key, sweep_model, zoo_folder,
 )
+from pfzoo.studies.training_time import duration, training_fact, training_record
 
 RESULTS = Path(__file__).resolve().parents[2] / "estimators" / "raise"
 
@@ -66,12 +66,15 @@ def test_a_cell_shows_the_error_bar_other_chain_counts_and_impossible_values():
 
 def test_the_table_lists_each_warned_cells_lines_under_it():
     results = json.loads((RESULTS / "results.json").read_text())
-    estimates = results["models"]["dbm-500-1000"]["estimates"]
-    estimates["ais_uniform"]["warnings"] = ["log weights are heavy-tailed (Pareto k̂ = 0.91 > 0.7): ..."]
+    for entry in results["models"].values():  # every cell silent, then one warned
+        for estimate in entry.get("estimates", {}).values():
+            estimate["warnings"] = []
+    assert "⚠ The estimator warned" not in render_table(results)
+    warned = results["models"]["dbm-500-1000"]["estimates"]["ais_uniform"]
+    warned["warnings"] = ["log weights are heavy-tailed (Pareto k̂ = 0.91 > 0.7): ..."]
     text = render_table(results)
-    assert "-85.89 ± 0.15 ⚠" in text
+    assert f"{warned['mean']:.2f} ± {warned['stderr']:.2f} ⚠" in text
     assert "- DBM (500–1000), AIS uniform: log weights are heavy-tailed (Pareto k̂ = 0.91 > 0.7): ..." in text
-    assert "⚠ The estimator warned" not in render_table(json.loads((RESULTS / "results.json").read_text()))
 
 
 def test_schedules_and_durations_read_as_in_the_table():
@@ -96,6 +99,14 @@ def test_a_greedy_runs_training_time_sums_its_layers_and_names_the_layers_it_too
     assert record == {"epochs": 3, "seconds": 16.5, "machine": "a machine", "pretrained": ["rbm-binarized_mnist-cd25-500"]}
     assert training_fact(record) == ("3 epochs, 16.5 s (sum of the epochs' times in metrics.jsonl) on a machine; the bottom layer is "
                                      "`rbm-binarized_mnist-cd25-500`, trained by its own recipe (its card gives its time)")
+
+
+def test_a_dbm_started_from_a_trained_rbm_names_it_beside_its_training_time(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"epoch": 1, "seconds": 4.0}) + "\n")
+    config = {"trainer": {"objective": {"pretrain": {"_target_": "pfzoo.training.start_dbm_from_rbm", "rbm": "rbm-binarized_mnist-cd25-500"}}}}
+    assert training_record(tmp_path, "m", config)["pretrained"] == ["rbm-binarized_mnist-cd25-500"]
+    greedy = {"trainer": {"objective": {"pretrain": {"_target_": "pfzoo.training.pretrain_dbm", "rbm": None}}}}
+    assert "pretrained" not in training_record(tmp_path, "m", greedy) and "pretrained" not in training_record(tmp_path, "m", {"trainer": {}})
 
 
 @pytest.mark.parametrize("name, headline", [("cd1-20", "exact"), ("cd25-500", "conservative")])

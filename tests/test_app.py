@@ -165,6 +165,20 @@ def test_evaluate_without_checkpoint_uses_the_pretrained_zoo_model(tmp_path):
     assert report["num_test"] == 50
 
 
+def test_evaluating_a_zoo_model_reports_its_cards_figure_beside_the_estimate(tmp_path):
+    """A pretrained model's report names its card's headline (value and how it was measured) to read the run against;
+    a checkpoint file has no card, so none is reported."""
+    card = zoo.pretrained_card("rbm-digits")["log_likelihood"]
+    report = app.evaluate(composed("evaluate", ["pretrained=rbm-digits", f"run_dir={tmp_path / 'a'}", "progress=false",
+                                                "estimator.num_steps=100", "num_test=50"]))
+    assert report["card_log_likelihood"]["value"] == card["value"] and report["card_log_likelihood"]["num_test"] == card["num_test"]
+    assert f"the model card's figure: {card['value']:.4f} (exact on {card['num_test']} test examples)" in app.format_evaluation(report)
+    checkpoint = REPO / "models" / "rbm-digits" / "checkpoint.pt"
+    plain = app.evaluate(composed("evaluate", [f"checkpoint={checkpoint}", "dataset=digits", f"run_dir={tmp_path / 'b'}", "progress=false",
+                                               "estimator.num_steps=100", "num_test=50"]))
+    assert "card_log_likelihood" not in plain and "model card" not in app.format_evaluation(plain)
+
+
 def test_evaluate_measures_the_validation_split_when_asked(tmp_path):
     """``split=valid`` measures the data set's validation rows (exactly here: the digits RBM is enumerable), names the
     split in the report and the headline, and is refused in one line for a data set without one."""

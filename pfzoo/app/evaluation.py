@@ -65,6 +65,12 @@ def pretrained_dataset(card: dict[str, Any], cfg: DictConfig) -> DictConfig:
     return dataset
 
 
+def card_figure(headline: dict[str, Any]) -> dict[str, Any]:
+    """A zoo card's headline test log-likelihood (its ``log_likelihood`` field) as an evaluation reports it beside its own
+    estimate: value, stderr, estimator, the card's label of how it was measured (K, start, chains) and its test examples."""
+    return {key: headline.get(key) for key in ("value", "stderr", "estimator", "label", "num_test")}
+
+
 def check_model_choice(cfg: DictConfig, model, card: dict[str, Any] | None, source: str) -> None:
     """Refuse in one line when the user asked for ``model=X`` but the checkpoint holds another model."""
     if not model_was_chosen(cfg):
@@ -203,6 +209,8 @@ def evaluate(cfg: DictConfig) -> dict[str, Any]:
     result["warnings"] = list(estimate.warnings) + ([rows["warning"]] if "warning" in rows else [])
     if result["kind"] != BoundKind.EXACT.value:
         result["more_accuracy"] = more_accuracy(result["estimator"], result["num_test"])
+    if card is not None and card.get("log_likelihood") and cfg.split == "test":
+        result["card_log_likelihood"] = card_figure(card["log_likelihood"])
     for warning in estimate.warnings:
         logger.warning("%s", warning)
     size = model.log_partition_cost

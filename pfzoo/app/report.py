@@ -70,10 +70,20 @@ def format_evaluation(result: dict[str, Any]) -> str:
         lines.append(f"  estimator: {json.dumps(result['estimator'])}")
     if result.get("more_accuracy"):
         lines.append("more accuracy (slower): " + " ".join(result["more_accuracy"]))
+    if result.get("card_log_likelihood"):
+        lines.append(card_line(result["card_log_likelihood"]))
     if result.get("pictures"):
         lines.append("pictures: " + ", ".join(result["pictures"]))
     lines.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     return "\n".join(lines)
+
+
+def card_line(card: dict[str, Any]) -> str:
+    """The zoo card's own figure for the model, to read this run's estimate against (``pfzoo zoo`` lists the same)."""
+    error = f" ± {card['stderr']:.4f}" if card.get("stderr") else ""
+    how = card.get("label") or card.get("estimator")  # the label names the estimator and how it ran (K, start, chains)
+    examples = f" on {card['num_test']:,} test examples" if card.get("num_test") else ""
+    return f"the model card's figure: {card['value']:.4f}{error} ({how}{examples})"
 
 
 def format_comparison(result: dict[str, Any]) -> str:

@@ -18,7 +18,8 @@ RECIPES = sorted(path.stem for path in (REPO / "conf" / "experiment").glob("rais
 ZOO_RECIPES = {  # zoo folder → recipe that trained it
     "rbm-binarized_mnist-cd1-20": "raise_rbm_cd1_20", "rbm-binarized_mnist-pcd-20": "raise_rbm_pcd_20",
     "rbm-binarized_mnist-cd1-500": "raise_rbm_cd1_500", "rbm-binarized_mnist-pcd-500": "raise_rbm_pcd_500",
-    "rbm-binarized_mnist-cd25-500": "zoo_rbm_cd25_500", "dbm-binarized_mnist": "zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged", "dbn-binarized_mnist": "zoo_dbn_500_2000_fresh_chains1000",
+    "rbm-binarized_mnist-cd25-500": "zoo_rbm_cd25_500", "dbm-binarized_mnist": "zoo_dbm_500_1000_from_rbm_sampled_momentum05_averaged",
+    "dbn-binarized_mnist": "zoo_dbn_500_2000_fresh_chains1000",
 }
 
 

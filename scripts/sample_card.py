@@ -3,7 +3,8 @@ recorded in their model cards.
 
     python scripts/sample_card.py                                    # every zoo model trained on binarised MNIST
     python scripts/sample_card.py --models dbm-binarized_mnist       # any zoo RBM, DBM or DBN on labelled digits
-    python scripts/sample_card.py --write                            # also write the measurement into card.json + README.md
+    python scripts/sample_card.py --write                            # also write the measurement into card.json + README.md,
+                                                                     # and samples.png (first samples beside real digits)
     python scripts/sample_card.py --checkpoint RUN/checkpoint.pt --models dbm-binarized_mnist   # a run in training, on that card's data
 
 :mod:`pfzoo.studies.sample_recognition`: a multinomial logistic regression on the pixels of ``--num-train`` labelled
@@ -29,7 +30,7 @@ from feature_card import measure_cards, model_with_labelled_data
 from pfzoo.models import Capability
 from pfzoo.studies.sample_recognition import sample_recognition
 from pfzoo.studies.reporting import card_command
-from pfzoo.zoo.cards import RECOGNITION_METRIC
+from pfzoo.zoo.cards import RECOGNITION_METRIC, SAMPLES_PICTURE
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL = "samples recognised as digits by a linear classifier"
@@ -44,16 +45,19 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
         return None
     model, data, description = loaded
     began = time.perf_counter()
+    picture = zoo_dir / name / SAMPLES_PICTURE if args.write else None  # the card's picture of its samples beside real digits
     result = sample_recognition(model, data, num_samples=args.num_samples, num_steps=args.num_steps, threshold=args.threshold,
-                                num_train=args.num_train, max_iter=args.max_iter, generator=torch.Generator().manual_seed(args.seed))
+                                num_train=args.num_train, max_iter=args.max_iter, generator=torch.Generator().manual_seed(args.seed),
+                                picture=picture)
     seconds = time.perf_counter() - began
     if args.checkpoint is not None:
         print(json.dumps({"checkpoint": str(args.checkpoint), "card": name, **result.record(), "seconds": round(seconds, 1)}), flush=True)
         return None
-    print(f"{name}: samples recognised {result.samples:.3f} ({result.ratio:.2f} of the real digits' {result.real:.3f}), mean "
+    print(f"{name}: samples recognised {result.samples:.3f} ({result.ratio:.2f} of the real digits' {result.real:.3f}; "
+          f"{result.class_matched_ratio:.2f} of their {result.class_matched_real:.3f} in the samples' classes), mean "
           f"top-class probability {result.samples_confidence:.3f} (real {result.real_confidence:.3f}), classes' total "
           f"variation {result.class_total_variation:.3f}; {seconds:.0f} s", flush=True)
-    return {"label": LABEL, "metric": RECOGNITION_METRIC, **result.record(), "data": description,
+    return {"label": LABEL, "metric": RECOGNITION_METRIC, **result.record(), "data": description, "picture": SAMPLES_PICTURE,
             "settings": {"classifier": CLASSIFIER, "max_iter": result.max_iter, "num_train": result.num_train, "seed": args.seed},
             "seconds": round(seconds, 1),
             "command": args.command}

@@ -101,9 +101,10 @@ def test_export_writes_a_loadable_zoo_folder_with_card_json_and_the_runs_trainin
              "--output", str(tmp_path / "out"), "--csl-samples", "10", "--csl-burn-in", "2"]
     script.main([*again, "--from-zoo", str(tmp_path / "landing"), "--only", "csl"])
     assert json.loads((folder / "card.json").read_text())["depth"] == depth
+    (folder / "samples.png").write_bytes(b"the samples of the model measured")  # scripts/sample_card.py's picture
     zoo.save(RBM(784, 5, generator=torch.Generator().manual_seed(1)), run_dir / zoo.CHECKPOINT_FILE, config={"run_dir": str(run_dir)})
     script.main([*again, "--from-zoo", str(runs)])
-    assert "depth" not in json.loads((folder / "card.json").read_text())
+    assert "depth" not in json.loads((folder / "card.json").read_text()) and not (folder / "samples.png").exists()
 
 
 def test_sweeps_at_new_k_join_the_stored_ones_and_each_model_gets_its_figure(script, tmp_path, monkeypatch):

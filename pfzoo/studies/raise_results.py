@@ -33,7 +33,7 @@ from pfzoo.studies.raise_table import (
 )
 from pfzoo.studies.training_time import training_record
 from pfzoo.studies.reporting import device_name, git_commit, load_average, machine_description
-from pfzoo.zoo.cards import SECTION_METRICS, with_card_sections
+from pfzoo.zoo.cards import SAMPLES_PICTURE, SECTION_METRICS, with_card_sections
 
 
 def on_device(data: DataSplits, device: torch.device) -> DataSplits:
@@ -356,6 +356,8 @@ def export_model(name: str, results: dict, checkpoint: Path, folder: Path, *, re
     data = folder / zoo.CARD_DATA_FILE
     previous = json.loads(data.read_text()) if data.is_file() and same_model else {}
     kept = [row for row in previous.get("measurements", []) if row.get("metric") in SECTION_METRICS]
+    if not same_model:  # another model's samples
+        (folder / SAMPLES_PICTURE).unlink(missing_ok=True)
     fields = card_fields(name, results, model, config, git_commit=previous.get("git_commit") if same_model else git_commit(repo), kept=kept)
     fields["notes"] = previous.get("notes") or fields["notes"]  # what was noted about this checkpoint still holds
     fields["pfzoo_version"] = previous.get("pfzoo_version") or fields["pfzoo_version"]  # the version that trained it, as git_commit

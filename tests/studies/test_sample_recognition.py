@@ -7,7 +7,7 @@ import torch
 
 from pfzoo.data import DataSplits, digits
 from pfzoo.models import RBM, Ising, MissingCapability
-from pfzoo.studies.sample_recognition import sample_recognition
+from pfzoo.studies.sample_recognition import class_matched_rate, sample_recognition
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,7 @@ def test_samples_that_are_the_test_digits_read_as_the_test_digits(data):
     result = sample_recognition(model, data, num_samples=data.test.shape[0], generator=torch.Generator().manual_seed(0))
     assert result.samples == pytest.approx(result.real) and result.ratio == pytest.approx(1.0)
     assert result.class_total_variation == pytest.approx(0.0, abs=1e-12)
+    assert result.class_matched_real == pytest.approx(result.real) and result.class_matched_ratio == pytest.approx(1.0)
     assert result.samples_confidence == pytest.approx(result.real_confidence)
     assert 0.5 < result.real < 1.0 and result.pixels_accuracy > 0.85, result  # a linear classifier on 8 × 8 binary digits
 
@@ -79,3 +80,34 @@ def test_a_card_shows_the_measurement_in_its_own_section_not_the_log_likelihood_
     table = [line for line in after.split("## Measured log-likelihood")[1].split("\n## ")[0].splitlines() if line.startswith("| ")]
     assert "0.414 (0.64 of the real rate)" in after and f"## {RECOGNITION_HEADING}" in after and "0.414" not in "\n".join(table)
     assert with_card_sections(before, card).count(f"## {RECOGNITION_HEADING}") == 1  # a README another script rendered gains it
+
+
+def test_the_picture_shows_the_first_samples_beside_test_digits_and_needs_images(data, tmp_path):
+    model = ReplaysTestDigits(data.test)
+    result = sample_recognition(model, data, num_samples=30, generator=torch.Generator().manual_seed(0), picture=tmp_path / "samples.png")
+    assert (tmp_path / "samples.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and 0 < result.samples <= 1
+    flat = DataSplits("flat", data.train, data.test, train_labels=data.train_labels, test_labels=data.test_labels)
+    with pytest.raises(ValueError, match="picture=.*no image_shape; drop picture"):
+        sample_recognition(model, flat, picture=tmp_path / "other.png")
+
+
+def test_the_class_matched_rate_weighs_each_classs_real_rate_by_the_samples_share_of_it():
+    real_class, recognised = torch.tensor([0, 0, 1, 1]), torch.tensor([True, False, True, True])  # class 0: 0.5, class 1: 1.0
+    assert class_matched_rate(real_class, recognised, torch.tensor([1, 1, 1, 0]), 3) == pytest.approx(0.25 * 0.5 + 0.75 * 1.0)
+    assert class_matched_rate(real_class, recognised, torch.tensor([2, 1]), 3) == pytest.approx(0.5)  # no real image reads as 2
+
+
+def test_samples_of_only_the_easiest_class_read_against_that_classs_real_rate(data):
+    """Samples that are the real test images the classifier reads as its most recognised class: against all the real
+    digits they look better than real ones (ratio > 1), against the real digits of their own class they are exactly as
+    good (class-matched ratio 1)."""
+    from pfzoo.studies.features import fit_linear_classifier, labelled_training_rows
+
+    train, labels = labelled_training_rows(data, 20_000, C=1.0, max_iter=300, by="test", generator=torch.Generator().manual_seed(0))
+    classifier, _ = fit_linear_classifier(train.double(), labels, C=1.0, max_iter=300)
+    read = torch.from_numpy(classifier.predict_proba(data.test.double().numpy()))
+    top, classes = read.max(1)
+    rates = torch.stack([(top[classes == k] >= 0.9).double().mean() if (classes == k).any() else torch.tensor(0.0) for k in range(10)])
+    easiest = data.test[classes == int(rates.argmax())]
+    result = sample_recognition(ReplaysTestDigits(easiest), data, num_samples=easiest.shape[0], generator=torch.Generator().manual_seed(0))
+    assert result.ratio > 1.0 and result.class_matched_ratio == pytest.approx(1.0), result

@@ -55,3 +55,12 @@ def test_a_checkpoint_needs_exactly_one_card(sample_card, capsys):
     with pytest.raises(SystemExit) as exit_:
         sample_card["main"](["--checkpoint", str(REPO / "models" / "rbm-digits" / "checkpoint.pt")])
     assert exit_.value.code == 2 and "exactly one --models" in capsys.readouterr().err
+
+
+def test_write_records_the_measurement_and_its_picture_in_the_card(tmp_path, sample_card):
+    shutil.copytree(REPO / "models" / "rbm-digits", tmp_path / "rbm-digits")
+    sample_card["main"](arguments(tmp_path) + ["--write"])
+    card = json.loads((tmp_path / "rbm-digits" / "card.json").read_text())
+    entry = next(m for m in card["measurements"] if m.get("metric") == "samples recognised")
+    assert entry["picture"] == "samples.png" and (tmp_path / "rbm-digits" / "samples.png").is_file()
+    assert "](samples.png)" in (tmp_path / "rbm-digits" / "README.md").read_text()

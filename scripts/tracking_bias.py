@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -79,8 +80,9 @@ def measure(model, objective: PT, train: torch.Tensor, *, ais_steps: int, ais_ch
         # across_epochs only keeps the observation's states (a first observation is made afresh either way): the tracker's copy
         tracker = ReplicaPartitionTracker(objective, **{**tracker_settings, "across_epochs": True})
         tracker.start(model, train, seed=tracker_seed)
+        began = time.process_time()
         tracker._observe(model, anchor=True)
-        tracked.append({"seed": tracker_seed, "log_z": tracker._filter.mean.tolist(),
+        tracked.append({"seed": tracker_seed, "cpu_seconds": round(time.process_time() - began, 3), "log_z": tracker._filter.mean.tolist(),
                         "stderr": tracker._filter.covariance.diagonal().clamp(min=0).sqrt().tolist(), "sweeps": tracker._sweeps_run})
         if copy_cold is None:
             copy_cold = tracker._kept_positions

@@ -40,8 +40,8 @@ def tracked_against_exact(run_dir, **track):
     return read_metrics(run_dir)
 
 
-@pytest.mark.parametrize(("top_levels", "bound"), [("smc", 4.0), ("relax", 5.0)])
-def test_tracked_log_z_stays_with_the_exact_one_through_pt_training(tmp_path, top_levels, bound):
+@pytest.mark.parametrize(("top_levels", "bound", "extra"), [("smc", 4.0, {}), ("relax", 5.0, {}), ("smc", 4.0, {"smc_chain_length": 5})])
+def test_tracked_log_z_stays_with_the_exact_one_through_pt_training(tmp_path, top_levels, bound, extra):
     """At every epoch the tracked log Z is within ``bound`` of its stderr (or 0.02 nat) of the exact one by enumeration,
     while training moves the exact one by ten times that. Each epoch's observation stands alone (no prediction from the
     epoch before: its record's correction is 0). Measured with these seeds, SMC above β = 0.5 (the default): |z| ≤ 2.5,
@@ -49,8 +49,9 @@ def test_tracked_log_z_stays_with_the_exact_one_through_pt_training(tmp_path, to
     0.056, mean stderr 0.015, rms 0.018; over three tracker streams (anchor settings that draw differently, 90 epochs)
     every other epoch had |z| ≤ 2.1, and with the bridges read on visible states (before they were read on the hidden
     marginal) one epoch was at 4.8 (the relaxed levels' bridges between levels that rarely exchange are biased beyond
-    their stderr: module docstring of pfzoo.training.replica_tracking)."""
-    records = tracked_against_exact(tmp_path, top_levels=top_levels)
+    their stderr: module docstring of pfzoo.training.replica_tracking). Waste-free SMC (``smc_chain_length``) holds the
+    same bound."""
+    records = tracked_against_exact(tmp_path, top_levels=top_levels, **extra)
     assert max(r["log_z_exact"] for r in records) - min(r["log_z_exact"] for r in records) > 0.2
     for record in records:
         assert abs(record["log_z_tracked"] - record["log_z_exact"]) <= max(bound * record["log_z_tracked_stderr"], 0.02), record
@@ -180,7 +181,7 @@ def test_pt_training_gets_the_replica_tracker_and_other_objectives_keep_their_ow
                        ({"relax_sweeps": 15}, "relax_sweeps must be 0 or a multiple of 10"), ({"relax_sweeps": 160}, "at least 170"), ({"relax_from": 1.5}, "relax_from"),
                        ({"anchor_chains": 1}, "anchor_chains"), ({"top_levels": "anneal"}, "top_levels"),
                        ({"smc_copies": 1}, "smc_copies must be at least 2"), ({"smc_target_cess": 1.0}, "smc_target_cess must be in"),
-                       ({"smc_sweeps": 0}, "smc_sweeps")]:
+                       ({"smc_sweeps": 0}, "smc_sweeps"), ({"smc_chain_length": 1}, "smc_chain_length must be at least 2")]:
         with pytest.raises(ValueError, match=match) as refused:
             partition_tracker(bad, objective)
         assert "\n" not in str(refused.value)

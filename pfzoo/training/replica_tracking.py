@@ -40,10 +40,8 @@ the samples that :class:`~pfzoo.training.PartitionTracker` runs a second ladder 
 * **the hot anchor** (at the first observation and at every epoch's end): the hottest replica's ``β_1`` is rarely close
   enough to 0 for a bridge from uniform draws (on the zoo's 784 × 500 PCD(500) RBM, ``log f_{0.1}/f_0`` over uniform
   draws has a standard deviation of about 6 nats), so ``ζ_1 − log Z_0`` comes from a short AIS run of its own from the
-  uniform base to ``β_1`` (``anchor_steps`` linear steps × ``anchor_chains`` chains; hot distributions are easy: on that
-  RBM, from 0 to β = 0.05, 100 steps × 64 chains give log-weights of standard deviation 0.63 nat, 300 steps 0.37; at
-  the fifth-epoch checkpoints of reports/tracking's MNIST runs the anchor's log-mean spread 0.07 nat over 30 runs with
-  100 steps, 0.08 with the default 50, 0.16 with 30) — observed difference 1.
+  uniform base to ``β_1`` (``anchor_steps`` linear steps × ``anchor_chains`` chains: hot distributions are easy, and at
+  reports/tracking's fifth-epoch checkpoints the default's log mean spreads 0.08 nat) — observed difference 1.
 
 The trainer's random stream is untouched (the tracker reads the replicas and draws from its own generator), so a
 tracked run trains bit for bit as the same run without it.
@@ -57,7 +55,7 @@ last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that chec
 one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 33 chains, three training seeds ×
 five epochs, one thread; reports/tracking/README.md, which also holds the other modes and settings): 13 of 15 epochs
 within 1 nat of the higher of two AIS starts (K = 10⁴) at 7.7–10.7 % of the training's CPU time on a 2-core AMD EPYC
-(one observation at a fifth-epoch checkpoint spreads 0.56 nat, mostly the SMC; 14 of 15 at 7.1–8.5 % on a Xeon before).
+(one observation at a fifth-epoch checkpoint spreads 0.56 nat, mostly the SMC).
 
 What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
 independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
@@ -168,17 +166,11 @@ class ReplicaPartitionTracker(TrainingCallback):
             sweep share their start, and their stderr came out too small: reports/tracking, "The cold levels annealed").
         smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps); with
             ``smc_sweeps`` below.
-        smc_sweeps: Gibbs sweeps of every particle per temperature. Measured on the SMC alone (β ≈ 0.54 → 1, from
-            the same hot-swept starts, 24 or 48 runs at each of the fifth-epoch checkpoints of reports/tracking's three MNIST
-            training seeds; README, "Fewer, longer SMC steps"): one sweep at CESS target 0.998 (about 230 temperatures)
-            root-mean-square error 0.47 nat; two at 0.99 (the defaults, about 100) 0.50 in 20 % less time; three at
-            0.99 0.38 in 10 % more; two at 0.98 0.70. With the bridges below on the hidden marginal (0.1–0.2 nat), the
-            SMC is most of an observation's error.
-        smc_chain_length: ``None`` (default) for standard SMC; P for waste-free SMC (Dau & Chopin 2022: each group draws
-            ``C / P`` ancestors and keeps every state of their chains of P; C, the chains per level, a multiple of P).
-            Measured at seed 0's fifth-epoch checkpoint (reports/tracking, ten tracker seeds each): error at β = 1
-            spread 0.65 nat with P = 11 and 2 sweeps, 0.72 with P = 3 and 3 sweeps (as costly as the default), 1.08 with
-            P = 3 and 2 sweeps, against the default's 0.56: not better here.
+        smc_sweeps: Gibbs sweeps of every particle per temperature. On the MNIST runs (reports/tracking, "Fewer, longer
+            SMC steps") two at CESS target 0.99 (the defaults) err as one at 0.998 in 20 % less time, three at 0.99 a
+            quarter less for 10 % more; the SMC is most of an observation's error.
+        smc_chain_length: ``None`` (default), standard SMC; P, waste-free SMC (Dau & Chopin 2022; the chains per level a
+            multiple of P), which spread more than the default on reports/tracking's MNIST run ("Waste-free SMC").
     """
 
     def __init__(self, objective: PT, observe_every: int = 0, relax_sweeps: int = 400, relax_from: float = 0.5,
@@ -561,17 +553,15 @@ class ReplicaPartitionTracker(TrainingCallback):
             self._kept_positions, self._kept_log_f = state["kept_positions"].to(device), state["kept_log_f"].to(device)
 
     def __repr__(self) -> str:
-        return (f"ReplicaPartitionTracker(observe_every={self.observe_every}, relax_sweeps={self.relax_sweeps}, "
-                f"relax_from={self.relax_from}, burn_in={self.burn_in}, "
-                f"anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains}, hot_sweeps={self.hot_sweeps}, "
+        return (f"ReplicaPartitionTracker(observe_every={self.observe_every}, relax_sweeps={self.relax_sweeps}, relax_from={self.relax_from}, "
+                f"burn_in={self.burn_in}, anchor_steps={self.anchor_steps}, anchor_chains={self.anchor_chains}, hot_sweeps={self.hot_sweeps}, "
                 f"across_epochs={self.across_epochs}, top_levels={self.top_levels!r}, smc_copies={self.smc_copies}, "
                 f"smc_target_cess={self.smc_target_cess}, smc_sweeps={self.smc_sweeps}, "
                 f"smc_chain_length={self.smc_chain_length})")
 
 
 REPLICA_TRACKER_SETTINGS = ("observe_every", "relax_sweeps", "relax_from", "burn_in", "anchor_steps", "anchor_chains", "hot_sweeps",
-                            "across_epochs", "top_levels", "smc_copies", "smc_target_cess", "smc_sweeps",
-                            "smc_chain_length")
+                            "across_epochs", "top_levels", "smc_copies", "smc_target_cess", "smc_sweeps", "smc_chain_length")
 
 
 def tempering_objective(objective) -> PT | None:

@@ -18,8 +18,8 @@ CARD_FORMAT = "pfzoo-card-1"
 ACCURACY_METRIC = "test accuracy"  # a measurement's "metric" when it is a classifier's accuracy, not a log-likelihood
 RECOGNITION_METRIC = "samples recognised"  # ... when it is the share of samples a digit classifier recognises
 SECTION_METRICS = (ACCURACY_METRIC, RECOGNITION_METRIC)
-SAMPLES_PICTURE = "samples.png"  # beside a card: its samples-recognised measurement's first samples and real digits
 """The measurements' metrics that have a section of their own rather than a row of the log-likelihood table."""
+SAMPLES_PICTURE = "samples.png"  # beside a card: its samples-recognised measurement's first samples and real digits
 CARD_FIELDS = {
     "format": f"{CARD_FORMAT!r}",
     "name": "the folder's name, what pretrained(name) takes",
@@ -147,13 +147,14 @@ def _recognition_section(measurements: Sequence[Mapping[str, Any]]) -> str:
                     f"({m['ratio']:.2f} of the real rate) | {m['samples_confidence']:.3f} | {m['class_total_variation']:.3f} |")
     first = measurements[0]
     rows.append(f"| the {first['num_test']:,} real test digits | {first['real']:.3f} | {first['real_confidence']:.3f} | 0 |")
-    matched = [m for m in measurements if m.get("class_matched_real") is not None]
-    rows.extend(f"\nIn the samples' own mix of classes ({m['num_samples']:,} samples, {m['num_steps']:,} sweeps) the real digits are "
-                f"recognised at {m['class_matched_real']:.3f}: the samples at {m['class_matched_ratio']:.2f} of that (a model drawing "
-                "mostly the easiest classes reads high against all the real digits, not against these)." for m in matched)
-    pictures = list(dict.fromkeys(m["picture"] for m in measurements if m.get("picture")))
-    rows.extend(f"\n![The first samples beside real test digits, each panel with how many were recognised]({name})" for name in pictures)
-    notes = [f"Recognised: the classifier gives one class a probability of at least {first['threshold']:g}. The classifier is "
+    matched = [f"In the samples' own mix of classes ({m['num_samples']:,} samples, {m['num_steps']:,} sweeps) the real digits are "
+               f"recognised at {m['class_matched_real']:.3f}: the samples at {m['class_matched_ratio']:.2f} of that (a model drawing "
+               "mostly the easiest classes reads high against all the real digits, not against these)."
+               for m in measurements if m.get("class_matched_real") is not None]
+    pictures = [f"![The first samples beside real test digits, each panel with how many were recognised]({name})"
+                for name in dict.fromkeys(m["picture"] for m in measurements if m.get("picture"))]
+    notes = [*matched, *pictures,
+             f"Recognised: the classifier gives one class a probability of at least {first['threshold']:g}. The classifier is "
              f"fitted on the pixels of {first['num_train']:,} labelled training digits (its test accuracy "
              f"{first['pixels_accuracy']:.3f}) and never sees a sample; a model whose samples are digits has them recognised at "
              "about the real digits' rate and spread over the classes as they are (total variation near 0).",

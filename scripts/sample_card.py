@@ -9,7 +9,8 @@ recorded in their model cards.
 
 :mod:`pfzoo.studies.sample_recognition`: a multinomial logistic regression on the pixels of ``--num-train`` labelled
 training digits reads the real test digits and ``--num-samples`` samples of the model (independent Gibbs chains from
-random states, ``--num-steps`` sweeps each); an image is recognised when one class gets probability ≥ ``--threshold``.
+random states, ``--num-steps`` sweeps each, read along the way beside as many chains from test digits: the burn-in
+curve, and whether the two starts agree at the end); an image is recognised when one class gets probability ≥ ``--threshold``.
 The data are the card's data set where it has labels, else (binarised MNIST) the official MNIST files binarised as
 Larochelle & Murray did (``scripts/feature_card.py``). Needs ``MNIST/raw/*-ubyte`` under ``--data-root`` for them.
 With ``--checkpoint`` the model saved there (a run in training, say) is measured on the data of the one ``--models``
@@ -28,9 +29,9 @@ import torch
 
 from feature_card import measure_cards, model_with_labelled_data
 from pfzoo.models import Capability
-from pfzoo.studies.sample_recognition import sample_recognition
+from pfzoo.studies.sample_recognition import DEFAULT_NUM_STEPS, sample_recognition
 from pfzoo.studies.reporting import card_command
-from pfzoo.zoo.cards import RECOGNITION_METRIC, SAMPLES_PICTURE
+from pfzoo.zoo.cards import RECOGNITION_METRIC, SAMPLES_PICTURE, burn_in_sentence
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL = "samples recognised as digits by a linear classifier"
@@ -57,6 +58,7 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
           f"{result.class_matched_ratio:.2f} of their {result.class_matched_real:.3f} in the samples' classes), mean "
           f"top-class probability {result.samples_confidence:.3f} (real {result.real_confidence:.3f}), classes' total "
           f"variation {result.class_total_variation:.3f}; {seconds:.0f} s", flush=True)
+    print("  " + burn_in_sentence(result.record()), flush=True)
     return {"label": LABEL, "metric": RECOGNITION_METRIC, **result.record(), "data": description, "picture": SAMPLES_PICTURE,
             "settings": {"classifier": CLASSIFIER, "max_iter": result.max_iter, "num_train": result.num_train, "seed": args.seed},
             "seconds": round(seconds, 1),
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--zoo", type=Path, default=REPO / "models", help="the zoo folder (default: the checkout's models/)")
     parser.add_argument("--data-root", type=Path, default=None, help="reference data (default: $PFZOO_DATA or <repo>/../shared/data)")
     parser.add_argument("--num-samples", type=int, default=1000, help="samples of each model (default 1000)")
-    parser.add_argument("--num-steps", type=int, default=1000, help="Gibbs sweeps of each sample's chain (default 1000)")
+    parser.add_argument("--num-steps", type=int, default=DEFAULT_NUM_STEPS, help=f"Gibbs sweeps of each sample's chain (default {DEFAULT_NUM_STEPS})")
     parser.add_argument("--threshold", type=float, default=0.9, help="top-class probability that counts as recognised (default 0.9)")
     parser.add_argument("--num-train", type=int, default=20000, help="training digits for the classifier, drawn at random (default 20000)")
     parser.add_argument("--max-iter", type=int, default=300, help="L-BFGS iterations (default 300)")

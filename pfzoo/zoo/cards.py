@@ -151,15 +151,27 @@ def _recognition_section(measurements: Sequence[Mapping[str, Any]]) -> str:
                f"recognised at {m['class_matched_real']:.3f}: the samples at {m['class_matched_ratio']:.2f} of that (a model drawing "
                "mostly the easiest classes reads high against all the real digits, not against these)."
                for m in measurements if m.get("class_matched_real") is not None]
+    burn_in = [burn_in_sentence(m) for m in measurements if m.get("curve")]
     pictures = [f"![The first samples beside real test digits, each panel with how many were recognised]({name})"
                 for name in dict.fromkeys(m["picture"] for m in measurements if m.get("picture"))]
-    notes = [*matched, *pictures,
+    notes = [*matched, *burn_in, *pictures,
              f"Recognised: the classifier gives one class a probability of at least {first['threshold']:g}. The classifier is "
              f"fitted on the pixels of {first['num_train']:,} labelled training digits (its test accuracy "
              f"{first['pixels_accuracy']:.3f}) and never sees a sample; a model whose samples are digits has them recognised at "
              "about the real digits' rate and spread over the classes as they are (total variation near 0).",
              *_provenance(measurements)]
     return "\n".join(rows) + "\n\n" + "\n\n".join(notes)
+
+
+def burn_in_sentence(measurement: Mapping[str, Any]) -> str:
+    """A samples-recognised measurement's burn-in curve (``curve``, ``mixed``, ``warning``) in one paragraph."""
+    curve = measurement["curve"]
+    sweeps = " / ".join(f"{mark['sweeps']:,}" for mark in curve)
+    shares = {start: " / ".join(f"{mark[start]:.3f}" for mark in curve) for start in ("from_random", "from_data")}
+    verdict = ("the two starts agree at the end and the random start has levelled off: the samples are the model's"
+               if measurement["mixed"] else f"**not mixed**: {measurement['warning']}")
+    return (f"Burn-in: after {sweeps} sweeps the chains from random states are recognised at {shares['from_random']}, "
+            f"as many chains from test digits at {shares['from_data']}; {verdict}.")
 
 
 DEPTH_HEADING = "Depth: what the top layer contributes"

@@ -1,13 +1,14 @@
 """Samples recognised by a digit classifier (pfzoo.studies.sample_recognition): a model whose samples are the test digits
 matches them exactly, blank images and an untrained RBM's noise are not recognised, the zoo's trained digits RBM is, and
-one-line refusals for models without hidden chains, data without labels and a threshold outside (0, 1)."""
+chains that have not reached the model's distribution are flagged (two starts that disagree, a curve still moving),
+and one-line refusals for models without hidden chains, data without labels and a threshold outside (0, 1)."""
 
 import pytest
 import torch
 
 from pfzoo.data import DataSplits, digits
 from pfzoo.models import RBM, Ising, MissingCapability
-from pfzoo.studies.sample_recognition import class_matched_rate, sample_recognition
+from pfzoo.studies.sample_recognition import burn_in_marks, class_matched_rate, sample_recognition
 
 
 @pytest.fixture(scope="module")
@@ -15,25 +16,68 @@ def data():
     return digits()
 
 
-class ReplaysTestDigits(RBM):
-    """An RBM whose ``sample`` returns the given images in a shuffled order (a perfect generator of those images)."""
+class ReplaysImages(RBM):
+    """An RBM whose Gibbs chains through the hidden layer show, at every sweep, each chain one of ``images`` (a perfect
+    generator of them: a one-hot hidden state per image, ``p(v | h)`` that image exactly); with ``ramp`` a chain shows a
+    blank image instead with probability 1 − sweep / ramp (chains that take ``ramp`` sweeps to reach the images), and
+    with ``stick`` a chain started at one of the images shows it forever and any other start a blank (chains that never mix)."""
 
-    def __init__(self, images: torch.Tensor) -> None:
-        super().__init__(images.shape[1], 4)
-        self.images = images
+    def __init__(self, images: torch.Tensor, *, ramp: int = 0, stick: bool = False) -> None:
+        super().__init__(images.shape[1], images.shape[0] + 1)
+        self.images = torch.cat([images, images.new_zeros(1, images.shape[1])])  # the last hidden unit draws the blank
+        self.ramp, self.stick = ramp, stick
 
-    def sample(self, num_samples, *, num_steps=1000, generator=None):
-        return self.images[torch.randperm(self.images.shape[0], generator=generator)[:num_samples]]
+    def visible_logits(self, hidden):
+        return torch.where(hidden @ self.images > 0.5, torch.inf, -torch.inf)
+
+    def hidden_chain(self, initial_visible, *, generator=None):
+        rows, blank = initial_visible.shape[0], self.images.shape[0] - 1
+        matches = (initial_visible[:, None, :] == self.images[None, :-1, :]).all(-1)
+        started_at = torch.where(matches.any(1), matches.int().argmax(1), torch.full((rows,), blank))
+        sweep = 0
+        while True:
+            sweep += 1
+            shown = started_at if self.stick else torch.randperm(blank, generator=generator)[:rows]
+            if self.ramp:
+                shown = torch.where(torch.rand(rows, generator=generator) < min(1.0, sweep / self.ramp), shown, blank)
+            yield torch.nn.functional.one_hot(shown, blank + 1).to(self.images.dtype)
 
 
 def test_samples_that_are_the_test_digits_read_as_the_test_digits(data):
-    model = ReplaysTestDigits(data.test)
+    model = ReplaysImages(data.test)
     result = sample_recognition(model, data, num_samples=data.test.shape[0], generator=torch.Generator().manual_seed(0))
     assert result.samples == pytest.approx(result.real) and result.ratio == pytest.approx(1.0)
     assert result.class_total_variation == pytest.approx(0.0, abs=1e-12)
     assert result.class_matched_real == pytest.approx(result.real) and result.class_matched_ratio == pytest.approx(1.0)
     assert result.samples_confidence == pytest.approx(result.real_confidence)
     assert 0.5 < result.real < 1.0 and result.pixels_accuracy > 0.85, result  # a linear classifier on 8 × 8 binary digits
+    assert result.mixed and result.warning is None and [mark["sweeps"] for mark in result.curve] == [10, 30, 100, 300, 1000, 3000, 10000]
+    assert all(mark["from_random"] == pytest.approx(result.real) == mark["from_data"] for mark in result.curve)
+
+
+def test_chains_that_never_leave_their_start_are_flagged_as_not_mixed(data):
+    """Chains from the test digits stay there (recognised at the real rate), chains from random states stay blank (never
+    recognised): the samples are blanks, and the result says the two starts disagree."""
+    result = sample_recognition(ReplaysImages(data.test, stick=True), data, num_samples=200, num_steps=30,
+                                generator=torch.Generator().manual_seed(0))
+    assert result.samples == 0.0 and result.curve[-1]["from_data"] > 0.5 and not result.mixed
+    assert "still disagree after 30 sweeps" in result.warning and "raise num_steps" in result.warning
+
+
+def test_chains_still_climbing_at_the_end_are_flagged_even_when_the_two_starts_agree(data):
+    """Chains from either start show a digit with probability sweep / 1,000: both starts read alike at every mark, but
+    the share triples from 100 to 300 sweeps; with 2,000 sweeps the curve is flat at the end and the samples mixed."""
+    climbing = sample_recognition(ReplaysImages(data.test, ramp=1000), data, num_samples=300, num_steps=300,
+                                  generator=torch.Generator().manual_seed(0))
+    assert not climbing.mixed and "still move between 100 and 300 sweeps" in climbing.warning, climbing.curve
+    levelled = sample_recognition(ReplaysImages(data.test, ramp=1000), data, num_samples=300, num_steps=3000,
+                                  generator=torch.Generator().manual_seed(0))
+    assert levelled.mixed and levelled.warning is None and levelled.ratio == pytest.approx(1.0, abs=0.15), levelled.curve
+
+
+def test_burn_in_marks_run_10_30_100_300_and_end_at_the_chains_length():
+    assert burn_in_marks(1) == [1] and burn_in_marks(10) == [10] and burn_in_marks(31) == [10, 30, 31]
+    assert burn_in_marks(10_000) == [10, 30, 100, 300, 1000, 3000, 10_000]
 
 
 def test_blank_images_and_noise_are_not_recognised_but_a_trained_rbm_is(data):
@@ -46,8 +90,8 @@ def test_blank_images_and_noise_are_not_recognised_but_a_trained_rbm_is(data):
     noise = sample_recognition(RBM(64, 50, init_std=0.3, generator=torch.Generator().manual_seed(2)), data, num_samples=300,
                                num_steps=100, generator=generator)
     trained = sample_recognition(zoo.pretrained("rbm-digits"), data, num_samples=300, num_steps=1000, generator=generator)
-    # measured (seed 1; the real test digits 0.647): noise 0.220 (ratio 0.34, class total variation 0.59), the trained
-    # RBM 0.537 (ratio 0.83, total variation 0.41)
+    # measured (seed 1; the real test digits 0.647): noise 0.210 (ratio 0.32, class total variation 0.60), the trained
+    # RBM 0.550 (ratio 0.85, total variation 0.42), both mixed
     assert noise.ratio < 0.5 < trained.ratio and trained.class_total_variation < noise.class_total_variation, (noise, trained)
 
 
@@ -83,8 +127,8 @@ def test_a_card_shows_the_measurement_in_its_own_section_not_the_log_likelihood_
 
 
 def test_the_picture_shows_the_first_samples_beside_test_digits_and_needs_images(data, tmp_path):
-    model = ReplaysTestDigits(data.test)
-    result = sample_recognition(model, data, num_samples=30, generator=torch.Generator().manual_seed(0), picture=tmp_path / "samples.png")
+    model = ReplaysImages(data.test)
+    result = sample_recognition(model, data, num_samples=30, num_steps=10, generator=torch.Generator().manual_seed(0), picture=tmp_path / "samples.png")
     assert (tmp_path / "samples.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and 0 < result.samples <= 1
     flat = DataSplits("flat", data.train, data.test, train_labels=data.train_labels, test_labels=data.test_labels)
     with pytest.raises(ValueError, match="picture=.*no image_shape; drop picture"):
@@ -109,5 +153,16 @@ def test_samples_of_only_the_easiest_class_read_against_that_classs_real_rate(da
     top, classes = read.max(1)
     rates = torch.stack([(top[classes == k] >= 0.9).double().mean() if (classes == k).any() else torch.tensor(0.0) for k in range(10)])
     easiest = data.test[classes == int(rates.argmax())]
-    result = sample_recognition(ReplaysTestDigits(easiest), data, num_samples=easiest.shape[0], generator=torch.Generator().manual_seed(0))
+    result = sample_recognition(ReplaysImages(easiest), data, num_samples=easiest.shape[0], num_steps=10, generator=torch.Generator().manual_seed(0))
     assert result.ratio > 1.0 and result.class_matched_ratio == pytest.approx(1.0), result
+
+
+def test_a_card_shows_the_burn_in_curve_and_says_when_the_chains_had_not_mixed():
+    from pfzoo.zoo.cards import burn_in_sentence
+
+    curve = [{"sweeps": 100, "from_random": 0.5, "from_data": 0.7}, {"sweeps": 1000, "from_random": 0.69, "from_data": 0.7}]
+    mixed = burn_in_sentence({"curve": curve, "mixed": True, "warning": None})
+    assert "after 100 / 1,000 sweeps" in mixed and "at 0.500 / 0.690" in mixed and "at 0.700 / 0.700" in mixed
+    assert "the samples are the model's" in mixed and "not mixed" not in mixed
+    unmixed = burn_in_sentence({"curve": curve, "mixed": False, "warning": "the chains still move: raise num_steps"})
+    assert "**not mixed**: the chains still move: raise num_steps." in unmixed and "the samples are the model's" not in unmixed

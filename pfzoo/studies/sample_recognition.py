@@ -116,20 +116,20 @@ def sample_recognition(model, data: DataSplits, *, num_samples: int = 1000, num_
     def read(images: torch.Tensor) -> torch.Tensor:  # [N, V] → the classifier's class probabilities [N, K]
         return torch.from_numpy(classifier.predict_proba(images.detach().double().cpu().numpy()))
 
-    def recognised_share(images: torch.Tensor) -> float:
-        return float((read(images).max(1).values >= threshold).double().mean())
+    def recognised_share(probabilities: torch.Tensor) -> float:  # [N, K] → the share with a top class ≥ threshold
+        return float((probabilities.max(1).values >= threshold).double().mean())
 
     marks = burn_in_marks(num_steps)
     test = data.test.to(device=model.device, dtype=model.dtype)
     random_starts = bernoulli(torch.full((num_samples, model.num_visible), 0.5, device=model.device, dtype=model.dtype), generator=generator)
     data_starts = test[torch.randint(test.shape[0], (num_samples,), generator=generator, device=test.device)]
     from_random = visible_draws(model, random_starts, marks, generator)
-    from_data = visible_draws(model, data_starts, marks, generator)
-    curve = [{"sweeps": mark, "from_random": recognised_share(from_random[mark]), "from_data": recognised_share(from_data[mark])}
+    random_reads = {mark: read(images) for mark, images in from_random.items()}
+    data_reads = {mark: read(images) for mark, images in visible_draws(model, data_starts, marks, generator).items()}
+    curve = [{"sweeps": mark, "from_random": recognised_share(random_reads[mark]), "from_data": recognised_share(data_reads[mark])}
              for mark in marks]
-    samples = from_random[num_steps]
+    samples, drawn = from_random[num_steps], random_reads[num_steps]
     real = read(data.test)
-    drawn = read(samples)
     real_top, real_class = real.max(1)
     drawn_top, drawn_class = drawn.max(1)
     classes = real.shape[1]

@@ -52,18 +52,20 @@ MNIST runs below, each ``smc_sweeps`` Gibbs sweeps of ``smc_copies`` × C partic
 weight increments (the conditional-ESS search reuses the statistics); relaxing instead, :data:`MIN_RELAX_SWEEPS` to
 ``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product of their states with the weights for the
 last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that checks whether the copy settled; per epoch
-one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 33 chains, three training seeds ×
-five epochs, one thread; reports/tracking/README.md, which also holds the other modes and settings): 13 of 15 epochs
-within 1 nat of the higher of two AIS starts (K = 10⁴) at 7.7–10.7 % of the training's CPU time on a 2-core AMD EPYC
-(one observation at a fifth-epoch checkpoint spreads 0.56 nat, mostly the SMC).
+one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 100 chains, three training seeds × five
+epochs, one thread; reports/tracking/README.md, which also holds the other modes and settings): 15 of 15 epochs within 1
+nat of the higher of two AIS starts (K = 10⁴) at 5.1–7.6 % of the training's CPU time on a 2-core AMD EPYC (an
+observation at a fifth-epoch checkpoint spreads 0.27 nat, mostly the SMC's last two temperatures). The SMC's particles are
+``smc_copies`` × the chains per replica: with 33 per replica 13 of 15 (7.7–10.7 %), one run ending at a model where an
+observation spreads 0.78 nat, its stderr 1.6 times too small.
 
-What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as
-independent), and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its
-stderr; the SMC's stderr is the delta method over only ``smc_copies`` groups, itself rough. The tracker warns when the
-ladder's least exchange acceptance over the epoch is below :data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE` (raise the PT trainer's
-``num_replicas``), when a relaxation ends without settling, and, with a prediction (``observe_every`` or
-``across_epochs``), when its observations keep correcting it one way. Observed afresh each epoch (the defaults) there is
-no prediction to correct, so a miss within a few of its stderr goes unwarned.
+What the stderr leaves out: consecutive observations share the replicas' history (the filter takes them as independent),
+and neighbouring levels that rarely exchange barely overlap, so their bridge is biased beyond its stderr; the SMC's
+stderr is the delta method over only ``smc_copies`` groups that share their chains' history (above). The tracker warns
+when the ladder's least exchange acceptance over the epoch is below :data:`~pfzoo.training.partition_tracking.MIN_SWAP_ACCEPTANCE`
+(raise the PT trainer's ``num_replicas``), when a relaxation ends without settling, and, with a prediction
+(``observe_every`` or ``across_epochs``), when its observations keep correcting it one way. Observed afresh each epoch
+(the defaults) there is no prediction to correct, so a miss within a few of its stderr goes unwarned.
 """
 
 from __future__ import annotations
@@ -157,15 +159,13 @@ class ReplicaPartitionTracker(TrainingCallback):
             carried −1.33 and −1.00 nats into epochs 3–4: reports/tracking, "Each epoch observed afresh").
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
-            reports/tracking (three training seeds × five epochs, README): SMC 13 of 15 epochs within 1 nat of AIS
-            (misses −1.37, −1.90) at 7.7–10.7 % of the training time; relaxing (before the bridges moved to the hidden
-            marginal) 12 of 15, the three misses all low
-            (−1.08 to −2.52), at 9.4–11.1 %.
+            reports/tracking (three training seeds × five epochs, README): SMC 15 of 15 epochs within 1 nat of AIS at
+            5.1–7.6 % of the training time (100 chains per replica), 13 of 15 at 7.7–10.7 % (33); relaxing (33, before
+            the bridges moved to the hidden marginal) 12 of 15, the three misses all low (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
             sweeps (the estimate's stderr is the delta method over the groups, so at least 2; groups from the same
             sweep share their start, and their stderr came out too small: reports/tracking, "The cold levels annealed").
-        smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps); with
-            ``smc_sweeps`` below.
+        smc_target_cess: the SMC's conditional-ESS target per temperature (higher: more, shorter steps); see ``smc_sweeps``.
         smc_sweeps: Gibbs sweeps of every particle per temperature. On the MNIST runs (reports/tracking, "Fewer, longer
             SMC steps") two at CESS target 0.99 (the defaults) err as one at 0.998 in 20 % less time, three at 0.99 a
             quarter less for 10 % more; the SMC is most of an observation's error.

@@ -52,9 +52,9 @@ MNIST runs below, each ``smc_sweeps`` Gibbs sweeps of ``smc_copies`` × C partic
 weight increments (the conditional-ESS search reuses the statistics); relaxing instead, :data:`MIN_RELAX_SWEEPS` to
 ``relax_sweeps`` PT sweeps of the levels above ``relax_from`` and a product of their states with the weights for the
 last :data:`POOLED_SWEEPS` sweeps of each block of :data:`RELAX_BLOCK` that checks whether the copy settled; per epoch
-one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 100 chains, three training seeds × five
-epochs, one thread; reports/tracking/README.md, which also holds the other modes and settings): 15 of 15 epochs within 1
-nat of the higher of two AIS starts (K = 10⁴) at 5.1–7.6 % of the training's CPU time on a 2-core AMD EPYC (an
+one anchor run. Measured on binarized MNIST (784 × 500 from scratch, 30 replicas × 100 chains, five training seeds × five
+or ten epochs, one thread; reports/tracking/README.md, which also holds the other modes and settings): 35 of 35 epochs
+within 1 nat of the higher of two AIS starts (K = 10⁴) at 5.1–8.1 % of the training's CPU time on a 2-core AMD EPYC (an
 observation at a fifth-epoch checkpoint spreads 0.27 nat, mostly the SMC's last two temperatures). The SMC's particles are
 ``smc_copies`` × the chains per replica: with 33 per replica 13 of 15 (7.7–10.7 %), one run ending at a model where an
 observation spreads 0.78 nat, its stderr 1.6 times too small.
@@ -159,8 +159,8 @@ class ReplicaPartitionTracker(TrainingCallback):
             carried −1.33 and −1.00 nats into epochs 3–4: reports/tracking, "Each epoch observed afresh").
         top_levels: ``"smc"`` (default): the levels at β ≥ ``relax_from`` by adaptive SMC from the hot-swept copy's chains
             at ``relax_from``; ``"relax"``: by relaxing the copy there (module docstring). Measured on the MNIST runs of
-            reports/tracking (three training seeds × five epochs, README): SMC 15 of 15 epochs within 1 nat of AIS at
-            5.1–7.6 % of the training time (100 chains per replica), 13 of 15 at 7.7–10.7 % (33); relaxing (33, before
+            reports/tracking (README): SMC 35 of 35 epochs within 1 nat of AIS at 5.1–8.1 % of the training time (five
+            seeds, 100 chains per replica), 13 of 15 at 7.7–10.7 % (three seeds, 33); relaxing (33, before
             the bridges moved to the hidden marginal) 12 of 15, the three misses all low (−1.08 to −2.52), at 9.4–11.1 %.
         smc_copies: groups of the SMC, each started from the chains at ``relax_from`` after another of the last hot
             sweeps (the estimate's stderr is the delta method over the groups, so at least 2; groups from the same

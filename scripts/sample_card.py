@@ -8,7 +8,8 @@ recorded in their model cards.
     python scripts/sample_card.py --checkpoint RUN/checkpoint.pt --models dbm-binarized_mnist   # a run in training, on that card's data
 
 :mod:`pfzoo.studies.sample_recognition`: a multinomial logistic regression on the pixels of ``--num-train`` labelled
-training digits reads the real test digits and ``--num-samples`` samples of the model (independent Gibbs chains from
+training digits reads the real test digits, the training digits it was not fitted on (a second scale) and
+``--num-samples`` samples of the model (independent Gibbs chains from
 random states, ``--num-steps`` sweeps each, read along the way beside as many chains from test digits: the burn-in
 curve, and whether the two starts agree at the end); an image is recognised when one class gets probability ≥ ``--threshold``.
 The data are the card's data set where it has labels, else (binarised MNIST) the official MNIST files binarised as
@@ -54,8 +55,9 @@ def measure(name: str, zoo_dir: Path, root: Path, args) -> dict | None:
     if args.checkpoint is not None:
         print(json.dumps({"checkpoint": str(args.checkpoint), "card": name, **result.record(), "seconds": round(seconds, 1)}), flush=True)
         return None
+    left_out = "" if result.real_left_out is None else f"; left-out training digits {result.real_left_out:.3f}"
     print(f"{name}: samples recognised {result.samples:.3f} ({result.ratio:.2f} of the real digits' {result.real:.3f}; "
-          f"{result.class_matched_ratio:.2f} of their {result.class_matched_real:.3f} in the samples' classes), mean "
+          f"{result.class_matched_ratio:.2f} of their {result.class_matched_real:.3f} in the samples' classes{left_out}), mean "
           f"top-class probability {result.samples_confidence:.3f} (real {result.real_confidence:.3f}), classes' total "
           f"variation {result.class_total_variation:.3f}; {seconds:.0f} s", flush=True)
     print("  " + burn_in_sentence(result.record()), flush=True)

@@ -80,22 +80,24 @@ def linear_accuracy(train: torch.Tensor, train_labels: torch.Tensor, test: torch
 
 
 def labelled_training_rows(data: DataSplits, num_train: int | None, *, C: float, max_iter: int, by: str,
-                           generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+                           generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The training rows ``[n, V]`` and labels ``[n]`` a classifier of :func:`fit_linear_classifier` is fitted on:
-    ``num_train`` rows drawn without replacement by ``generator`` (all when ``None`` or more than there are), after
-    refusing in one line, naming ``by``, data without labels and a bad ``C``, ``max_iter`` or ``num_train``."""
+    ``num_train`` rows drawn without replacement by ``generator`` (all when ``None`` or more than there are), and the
+    training rows left out ``[N − n, V]`` (real images the classifier never saw, from the population a model was trained
+    on), after refusing in one line, naming ``by``, data without labels and a bad ``C``, ``max_iter`` or ``num_train``."""
     if not data.labelled:
         raise ValueError(f"{by} needs class labels; the data set {data.name!r} has none — use dataset=digits or mnist")
     if not (isinstance(C, (int, float)) and not isinstance(C, bool) and math.isfinite(C) and C > 0):
         raise ValueError(f"C must be a positive number, got {C!r}")
     check_positive_int(max_iter, "max_iter")
-    train, labels = data.train, data.train_labels
+    train, labels, left_out = data.train, data.train_labels, data.train[:0]
     if num_train is not None:
         check_positive_int(num_train, "num_train")
         if num_train < train.shape[0]:
-            rows = torch.randperm(train.shape[0], generator=generator)[:num_train]
+            order = torch.randperm(train.shape[0], generator=generator)
+            rows, left_out = order[:num_train], train[order[num_train:]]
             train, labels = train[rows], labels[rows]
-    return train, labels
+    return train, labels, left_out
 
 
 def feature_accuracy(model, data: DataSplits, *, layer: int | None = None, num_train: int | None = None, C: float = 1.0,
@@ -108,7 +110,7 @@ def feature_accuracy(model, data: DataSplits, *, layer: int | None = None, num_t
     without class labels.
     """
     require(model, Capability.HIDDEN_MEANS, by=BY, alternatives=["an RBM, DBM or DBN"])
-    train, labels = labelled_training_rows(data, num_train, C=C, max_iter=max_iter, by=BY, generator=generator)
+    train, labels, _ = labelled_training_rows(data, num_train, C=C, max_iter=max_iter, by=BY, generator=generator)
     train_features, test_features = hidden_features(model, train, layer=layer), hidden_features(model, data.test, layer=layer)
     features, features_converged = linear_accuracy(train_features, labels, test_features, data.test_labels, C=C, max_iter=max_iter)
     pixels, pixels_converged = linear_accuracy(train.double(), labels, data.test.double(), data.test_labels, C=C, max_iter=max_iter)

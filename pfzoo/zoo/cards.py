@@ -147,6 +147,13 @@ def _recognition_section(measurements: Sequence[Mapping[str, Any]]) -> str:
                     f"({m['ratio']:.2f} of the real rate) | {m['samples_confidence']:.3f} | {m['class_total_variation']:.3f} |")
     first = measurements[0]
     rows.append(f"| the {first['num_test']:,} real test digits | {first['real']:.3f} | {first['real_confidence']:.3f} | 0 |")
+    if first.get("real_left_out") is not None:
+        rows.append(f"| the {first['num_left_out']:,} training digits the classifier was not fitted on | {first['real_left_out']:.3f} | "
+                    f"{first['real_left_out_confidence']:.3f} | — |")
+    left_out = [f"Against the training digits the classifier was not fitted on (the population the model learned from) the "
+                f"samples ({m['num_samples']:,}, {m['num_steps']:,} sweeps) are at {m['samples'] / m['real_left_out']:.2f} of their rate: "
+                "the two real rates show how far the scale itself moves from one set of real digits to another."
+                for m in measurements if m.get("real_left_out")]
     matched = [f"In the samples' own mix of classes ({m['num_samples']:,} samples, {m['num_steps']:,} sweeps) the real digits are "
                f"recognised at {m['class_matched_real']:.3f}: the samples at {m['class_matched_ratio']:.2f} of that (a model drawing "
                "mostly the easiest classes reads high against all the real digits, not against these)."
@@ -154,7 +161,7 @@ def _recognition_section(measurements: Sequence[Mapping[str, Any]]) -> str:
     burn_in = [burn_in_sentence(m) for m in measurements if m.get("curve")]
     pictures = [f"![The first samples beside real test digits, each panel with how many were recognised]({name})"
                 for name in dict.fromkeys(m["picture"] for m in measurements if m.get("picture"))]
-    notes = [*matched, *burn_in, *pictures,
+    notes = [*matched, *left_out, *burn_in, *pictures,
              f"Recognised: the classifier gives one class a probability of at least {first['threshold']:g}. The classifier is "
              f"fitted on the pixels of {first['num_train']:,} labelled training digits (its test accuracy "
              f"{first['pixels_accuracy']:.3f}) and never sees a sample; a model whose samples are digits has them recognised at "

@@ -147,7 +147,7 @@ def test_samples_of_only_the_easiest_class_read_against_that_classs_real_rate(da
     good (class-matched ratio 1)."""
     from pfzoo.studies.features import fit_linear_classifier, labelled_training_rows
 
-    train, labels = labelled_training_rows(data, 20_000, C=1.0, max_iter=300, by="test", generator=torch.Generator().manual_seed(0))
+    train, labels, _ = labelled_training_rows(data, 20_000, C=1.0, max_iter=300, by="test", generator=torch.Generator().manual_seed(0))
     classifier, _ = fit_linear_classifier(train.double(), labels, C=1.0, max_iter=300)
     read = torch.from_numpy(classifier.predict_proba(data.test.double().numpy()))
     top, classes = read.max(1)
@@ -166,3 +166,36 @@ def test_a_card_shows_the_burn_in_curve_and_says_when_the_chains_had_not_mixed()
     assert "the samples are the model's" in mixed and "not mixed" not in mixed
     unmixed = burn_in_sentence({"curve": curve, "mixed": False, "warning": "the chains still move: raise num_steps"})
     assert "**not mixed**: the chains still move: raise num_steps." in unmixed and "the samples are the model's" not in unmixed
+
+
+def test_samples_that_are_the_training_digits_the_classifier_never_saw_read_at_their_rate(data):
+    """The second scale: the classifier is fitted on ``num_train`` of the training digits and reads the others (the
+    population a model learns from); a model replaying exactly those left-out digits has its samples read at their rate
+    (ratio 1 against them), which differs from the test digits' (the scale's own spread). Fitted on every training digit,
+    there is no such scale (``None``)."""
+    from pfzoo.studies.features import labelled_training_rows
+
+    generator = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    fitted, _, left_out = labelled_training_rows(data, 600, C=1.0, max_iter=300, by="test", generator=generator())
+    assert fitted.shape[0] + left_out.shape[0] == data.train.shape[0]
+    rows = lambda images: sorted(map(tuple, images.tolist()))  # noqa: E731
+    assert rows(torch.cat([fitted, left_out])) == rows(data.train)  # every training digit once: fitted or left out
+    result = sample_recognition(ReplaysImages(left_out), data, num_samples=left_out.shape[0], num_train=600, num_steps=10, generator=generator())
+    assert result.num_left_out == left_out.shape[0] and result.samples == pytest.approx(result.real_left_out)
+    assert result.samples_confidence == pytest.approx(result.real_left_out_confidence)
+    assert result.real_left_out != result.real
+    everything = sample_recognition(ReplaysImages(left_out), data, num_samples=10, num_train=None, num_steps=10, generator=generator())
+    assert everything.real_left_out is None and everything.num_left_out == 0
+
+
+def test_a_card_shows_the_left_out_training_digits_rate_when_measured():
+    from pfzoo.zoo.cards import _recognition_section
+
+    measurement = {"num_samples": 1000, "num_steps": 10000, "samples": 0.74, "ratio": 0.95, "samples_confidence": 0.9,
+                   "class_total_variation": 0.03, "num_test": 10000, "real": 0.78, "real_confidence": 0.92, "threshold": 0.9,
+                   "num_train": 20000, "pixels_accuracy": 0.89}
+    old = _recognition_section([measurement])
+    assert "not fitted on" not in old
+    new = _recognition_section([{**measurement, "real_left_out": 0.76, "real_left_out_confidence": 0.91, "num_left_out": 40000}])
+    assert "| the 40,000 training digits the classifier was not fitted on | 0.760 | 0.910 | — |" in new
+    assert "are at 0.97 of their rate" in new  # 0.74 / 0.76
